@@ -1,0 +1,90 @@
+#include "baselines/reference/reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <thread>
+
+namespace flashio {
+
+std::vector<RowId> all_rows(const Problem& p) {
+  std::vector<RowId> rows;
+  rows.reserve(size_t(p.batch * p.heads * p.seqlen_q));
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t h = 0; h < p.heads; ++h)
+      for (int64_t i = 0; i < p.seqlen_q; ++i) rows.push_back({b, h, i});
+  return rows;
+}
+
+double reference_cost(const Problem& p, int64_t nrows) {
+  return 2.0 * double(nrows) * double(p.nk()) * double(p.head_dim);
+}
+
+namespace {
+
+// One query row: scores over visible keys, max-subtracted exp, normalised sum of V.
+void reference_row(const Problem& p, const HostTensors& t, const RowId& r, double* out, double* lse,
+                   std::vector<double>& scores, std::vector<double>& qrow) {
+  const int64_t d = p.head_dim, nk = p.nk();
+  const int64_t group = p.heads / p.kvh();
+  const int64_t hk = r.h / group;
+  const uint16_t* q = t.q + ((r.b * p.heads + r.h) * p.seqlen_q + r.i) * d;
+  const uint16_t* k = t.k + (r.b * p.kvh() + hk) * nk * d;
+  const uint16_t* v = t.v + (r.b * p.kvh() + hk) * nk * d;
+  int64_t visible = t.key_lengths ? std::min<int64_t>(nk, t.key_lengths[r.b]) : nk;
+  if (p.causal) visible = std::min<int64_t>(visible, r.i + 1);
+
+  std::fill(out, out + d, 0.0);
+  if (visible <= 0) {
+    *lse = -std::numeric_limits<double>::infinity();
+    return;
+  }
+  for (int64_t c = 0; c < d; ++c) qrow[size_t(c)] = to_float(p.dtype, q[c]);
+  const double scale = p.scale();
+  double row_max = -std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j < visible; ++j) {
+    const uint16_t* kj = k + j * d;
+    double s = 0.0;
+    for (int64_t c = 0; c < d; ++c) s += qrow[size_t(c)] * double(to_float(p.dtype, kj[c]));
+    s *= scale;
+    scores[size_t(j)] = s;
+    row_max = std::max(row_max, s);
+  }
+  double sum = 0.0;
+  for (int64_t j = 0; j < visible; ++j) {
+    const double e = std::exp(scores[size_t(j)] - row_max);
+    scores[size_t(j)] = e;
+    sum += e;
+  }
+  for (int64_t j = 0; j < visible; ++j) {
+    const double w = scores[size_t(j)] / sum;
+    const uint16_t* vj = v + j * d;
+    for (int64_t c = 0; c < d; ++c) out[c] += w * double(to_float(p.dtype, vj[c]));
+  }
+  *lse = row_max + std::log(sum);
+}
+
+}  // namespace
+
+void reference_rows(const Problem& p, const HostTensors& t, const std::vector<RowId>& rows,
+                    std::vector<double>& out, std::vector<double>& lse, int threads) {
+  const int64_t d = p.head_dim;
+  out.assign(rows.size() * size_t(d), 0.0);
+  lse.assign(rows.size(), 0.0);
+  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  threads = int(std::min<size_t>(size_t(threads), std::max<size_t>(1, rows.size())));
+  auto work = [&](int tid) {
+    std::vector<double> scores(static_cast<size_t>(p.nk())), qrow(static_cast<size_t>(d));
+    for (size_t r = size_t(tid); r < rows.size(); r += size_t(threads))
+      reference_row(p, t, rows[r], out.data() + r * size_t(d), &lse[r], scores, qrow);
+  };
+  if (threads == 1) {
+    work(0);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (int tid = 0; tid < threads; ++tid) pool.emplace_back(work, tid);
+  for (auto& th : pool) th.join();
+}
+
+}  // namespace flashio

@@ -1,0 +1,37 @@
+// The float64 CPU reference: the ground truth of every correctness check and test.
+// Inputs are the exact 16-bit values the GPU methods read (BHND), widened to double;
+// softmax(scale·QKᵀ + mask)·V is evaluated row by row in float64.
+// Conventions shared by every method: causal is top-left aligned (key j is visible to
+// query i iff j <= i); with key padding, sequence b sees keys j < key_lengths[b]; a row
+// that sees no key at all has O = 0 and LSE = -inf.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "bench/problem.h"
+
+namespace flashio {
+
+struct RowId {
+  int64_t b, h, i;  // batch, head, query row
+};
+
+struct HostTensors {
+  const uint16_t* q = nullptr;  // [B, H, Nq, d] words of p.dtype
+  const uint16_t* k = nullptr;  // [B, Hkv, Nk, d]
+  const uint16_t* v = nullptr;  // [B, Hkv, Nk, d]
+  const int32_t* key_lengths = nullptr;  // [B] or null
+};
+
+// O rows (rows.size() × d, row-major) and their log-sum-exp (natural log, of the scaled
+// scores). Threads share the rows; the result does not depend on `threads`.
+void reference_rows(const Problem& p, const HostTensors& t, const std::vector<RowId>& rows,
+                    std::vector<double>& out, std::vector<double>& lse, int threads = 0);
+
+// All rows, in BHND order.
+std::vector<RowId> all_rows(const Problem& p);
+
+// Multiply-adds the reference needs for `nrows` query rows.
+double reference_cost(const Problem& p, int64_t nrows);
+
+}  // namespace flashio

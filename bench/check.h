@@ -1,0 +1,31 @@
+// Correctness check of a method's output against the float64 reference.
+// Tolerance per element: |out - ref| <= atol + rtol·|ref|, where atol is a fraction of
+// the RMS of the reference output over the checked rows (attention outputs shrink like
+// 1/sqrt(N), so a fixed atol would pass garbage at long sequences). NaN never passes.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "baselines/reference/reference.h"
+#include "bench/record.h"
+
+namespace flashio {
+
+struct Tolerance {
+  double atol_rms;  // atol as a fraction of the reference RMS
+  double rtol;
+};
+Tolerance tolerance_for(DType t);
+
+// Rows to check: all of them when the reference is cheap enough, else a sample that
+// always includes the first and last rows, tile-boundary rows, and random rows of a few
+// (batch, head) pairs.
+std::vector<RowId> rows_to_check(const Problem& p, double budget_macs = 4e9);
+
+// Compares O rows (and LSE, when given) of a method with the reference values for `rows`.
+CheckResult compare_with_reference(const Problem& p, const std::vector<RowId>& rows,
+                                   const std::vector<double>& ref_out, const std::vector<double>& ref_lse,
+                                   const std::vector<uint16_t>& out,       // full O of the method
+                                   const std::vector<float>* lse);          // full LSE or null
+
+}  // namespace flashio

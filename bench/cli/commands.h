@@ -1,0 +1,13 @@
+// The `flashio` command line: list, run, device. flashio_main() is the whole program, so
+// tests can drive it with argument vectors and check exit codes and outputs.
+// Exit codes: 0 success; 1 a runtime failure (no GPU for a GPU subcommand); 2 bad input.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace flashio {
+
+int flashio_main(int argc, const char* const* argv);
+int flashio_main(const std::vector<std::string>& args);  // args[0] is the program name
+
+}  // namespace flashio

@@ -1,0 +1,43 @@
+// The GPU a result was measured on: everything a reader of a result file needs to
+// compare it with another GPU's. Plain data; query_device() fills it from the runtime.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace flashio {
+
+struct DeviceInfo {
+  int index = 0;
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  int64_t smem_per_sm = 0;            // bytes
+  int64_t smem_per_block_optin = 0;   // bytes a block may use after opting in
+  int64_t l2_bytes = 0;
+  int64_t global_memory_bytes = 0;
+  int64_t memory_clock_khz = 0;       // peak
+  int bus_width_bits = 0;
+  int64_t sm_clock_khz = 0;           // peak
+  int driver_version = 0;             // e.g. 13000
+  int runtime_version = 0;
+  bool ecc = false;
+
+  int compute_capability() const { return cc_major * 10 + cc_minor; }
+  // DDR: two transfers per clock over the bus.
+  double peak_bandwidth_bytes_per_s() const {
+    return 2.0 * double(memory_clock_khz) * 1e3 * double(bus_width_bits) / 8.0;
+  }
+  std::string slug() const;  // "nvidia-h100-80gb-hbm3": lower case, for file names
+};
+
+// Queries GPU `index`; returns nullopt and sets *why when there is no usable GPU.
+std::optional<DeviceInfo> query_device(int index, std::string* why);
+int device_count(std::string* why);
+
+nlohmann::json to_json(const DeviceInfo& d);
+DeviceInfo device_from_json(const nlohmann::json& j);
+
+}  // namespace flashio

@@ -1,0 +1,59 @@
+// The suite's device allocator: every buffer a method or the runner needs goes through
+// it, so the peak bytes a call needs beyond its inputs and outputs can be measured.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace flashio {
+
+class DeviceAllocator {
+ public:
+  void* allocate(size_t bytes);  // throws CudaError (status oom) on failure
+  void release(void* p, size_t bytes);
+  int64_t current_bytes() const { return current_; }
+  int64_t peak_bytes() const { return peak_; }
+  void reset_peak() { peak_ = current_; }
+
+ private:
+  int64_t current_ = 0;
+  int64_t peak_ = 0;
+};
+
+// An owned device buffer (RAII) from a DeviceAllocator.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(DeviceAllocator& alloc, size_t bytes) : alloc_(&alloc), bytes_(bytes) {
+    ptr_ = bytes ? alloc.allocate(bytes) : nullptr;
+  }
+  ~DeviceBuffer() { reset(); }
+  DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    if (this != &o) {
+      reset();
+      alloc_ = o.alloc_; ptr_ = o.ptr_; bytes_ = o.bytes_;
+      o.ptr_ = nullptr; o.bytes_ = 0;
+    }
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void reset() {
+    if (ptr_) alloc_->release(ptr_, bytes_);
+    ptr_ = nullptr;
+    bytes_ = 0;
+  }
+  void* get() const { return ptr_; }
+  template <typename T> T* as() const { return static_cast<T*>(ptr_); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  DeviceAllocator* alloc_ = nullptr;
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+}  // namespace flashio

@@ -1,0 +1,110 @@
+// Method: one attention implementation (fused kernel, baseline, CPU reference).
+// A method says what it supports — and why not, as a sentence — and prepares a Plan for
+// a problem: the Plan owns the workspace and launches passes on device buffers, so the
+// runner can time launches alone. Adding a method = one file + one line in
+// bench/registry_builtin.cpp.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/device_info.h"
+#include "bench/problem.h"
+
+typedef struct CUstream_st* cudaStream_t;  // as in the CUDA runtime headers
+
+namespace flashio {
+
+class DeviceAllocator;
+
+// supports(): yes, or no with the reason that goes into a `skipped` record.
+struct Support {
+  bool ok = true;
+  std::string reason;
+  static Support yes() { return {true, {}}; }
+  static Support no(std::string why) { return {false, std::move(why)}; }
+  explicit operator bool() const { return ok; }
+};
+
+// What `flashio list` prints: the method's capabilities in general.
+struct MethodInfo {
+  std::string name;
+  std::string summary;     // one line: algorithm and paper reference
+  std::string where;       // "gpu" or "cpu"
+  std::vector<Pass> passes;
+  std::vector<DType> dtypes;
+  std::vector<int> head_dims;
+  std::vector<std::string> masks;  // "none", "causal", "padding"
+  bool dropout = false;
+  bool gqa = false;
+  std::string notes;       // limits not captured above
+};
+
+// Device pointers of one call, BHND layout. Gradients are null for a forward pass.
+struct AttentionBuffers {
+  const void* q = nullptr;       // [B, H, Nq, d]
+  const void* k = nullptr;       // [B, Hkv, Nk, d]
+  const void* v = nullptr;       // [B, Hkv, Nk, d]
+  void* o = nullptr;             // [B, H, Nq, d]
+  float* lse = nullptr;          // [B, H, Nq] natural-log log-sum-exp of the scaled scores
+  const int* key_lengths = nullptr;  // [B] valid keys per sequence, or null (all valid)
+  const void* d_o = nullptr;     // [B, H, Nq, d]
+  void* dq = nullptr;
+  void* dk = nullptr;
+  void* dv = nullptr;
+};
+
+// The tile sizes a kernel actually runs with: written into every record (the IO model
+// reads them from there, never from a copy of the kernel's constants).
+struct Tiles {
+  int block_r = 0;  // Br: query rows per tile
+  int block_c = 0;  // Bc: key rows per tile
+  int warps = 0;
+  int stages = 0;   // shared-memory pipeline depth of K/V
+  int64_t smem_bytes = 0;
+  nlohmann::json to_json() const;
+};
+
+// A prepared call: workspace allocated, tile sizes fixed. forward()/backward() only launch.
+class Plan {
+ public:
+  virtual ~Plan() = default;
+  virtual Tiles tiles() const { return {}; }
+  virtual bool writes_lse() const { return false; }
+  virtual void forward(const AttentionBuffers& buf, cudaStream_t stream) = 0;
+  virtual void backward(const AttentionBuffers& buf, cudaStream_t stream);  // throws if unsupported
+};
+
+class Method {
+ public:
+  virtual ~Method() = default;
+  virtual MethodInfo info() const = 0;
+  virtual Support supports(const Problem& p, Pass pass, const DeviceInfo& dev) const = 0;
+  // Allocates workspace through `alloc`. Called only after supports() said yes.
+  virtual std::unique_ptr<Plan> plan(const Problem& p, Pass pass, const DeviceInfo& dev,
+                                     DeviceAllocator& alloc) const = 0;
+  std::string name() const { return info().name; }
+};
+
+// Support checks shared by the methods (dtype on this GPU, head dim in a list, ...).
+Support check_common(const MethodInfo& info, const Problem& p, Pass pass, const DeviceInfo& dev);
+
+class Registry {
+ public:
+  void add(std::unique_ptr<Method> m);
+  const Method* find(const std::string& name) const;
+  std::vector<const Method*> all() const;
+  std::vector<std::string> names() const;
+
+ private:
+  std::vector<std::unique_ptr<Method>> methods_;
+};
+
+// Every built-in method, registered explicitly (bench/registry_builtin.cpp).
+const Registry& builtin_registry();
+
+}  // namespace flashio

@@ -1,0 +1,15 @@
+# Generates one .cu per (element type, head dim) of the flash2 forward kernel from
+# kernels/flash2/flash2_fwd_instantiate.cu.in, so instantiations build in parallel.
+set(FLASH2_INSTANTIATION_SOURCES ${CMAKE_SOURCE_DIR}/kernels/flash2/flash2_fwd_dispatch.cu)
+foreach(dtype fp16 bf16)
+  if(dtype STREQUAL "fp16")
+    set(ELEMENT half)
+  else()
+    set(ELEMENT __nv_bfloat16)
+  endif()
+  foreach(HEAD_DIM 32 64 96 128 256)
+    set(out ${CMAKE_BINARY_DIR}/generated/kernels/flash2_fwd_${dtype}_d${HEAD_DIM}.cu)
+    configure_file(${CMAKE_SOURCE_DIR}/kernels/flash2/flash2_fwd_instantiate.cu.in ${out} @ONLY)
+    list(APPEND FLASH2_INSTANTIATION_SOURCES ${out})
+  endforeach()
+endforeach()

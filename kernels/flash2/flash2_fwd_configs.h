@@ -1,0 +1,36 @@
+// The tile configurations compiled for the flash2 forward kernel, per head dim, fastest
+// first (measured on an H100; see kernels/flash2/NOTES.md). Host code picks the first
+// that fits the GPU's shared memory, or the one forced with --block-r/--block-c.
+// Plain C++: read by the kernel's instantiations and by the host-side selection alike.
+#pragma once
+
+namespace flashio::kernels {
+
+struct Flash2TileSpec {
+  int block_m, block_n, warps, stages;
+};
+
+// Shared memory of one thread block: Q tile plus `stages` K and V tiles, rows padded by
+// 8 elements (16 bytes) so that ldmatrix's eight row addresses hit distinct banks.
+constexpr int flash2_fwd_smem_bytes(int head_dim, Flash2TileSpec t) {
+  return (t.block_m + 2 * t.stages * t.block_n) * (head_dim + 8) * 2;
+}
+
+template <int kHeadDim> struct Flash2FwdConfigs;
+template <> struct Flash2FwdConfigs<32> {
+  static constexpr Flash2TileSpec list[] = {{128, 64, 4, 2}};
+};
+template <> struct Flash2FwdConfigs<64> {
+  static constexpr Flash2TileSpec list[] = {{128, 64, 4, 2}, {64, 64, 4, 2}};
+};
+template <> struct Flash2FwdConfigs<96> {
+  static constexpr Flash2TileSpec list[] = {{128, 64, 4, 2}};
+};
+template <> struct Flash2FwdConfigs<128> {
+  static constexpr Flash2TileSpec list[] = {{128, 64, 4, 2}, {128, 32, 4, 2}, {64, 64, 4, 2}};
+};
+template <> struct Flash2FwdConfigs<256> {
+  static constexpr Flash2TileSpec list[] = {{64, 32, 4, 2}};
+};
+
+}  // namespace flashio::kernels

@@ -1,0 +1,45 @@
+// Launch of the flash2 forward kernel for one (element type, head dim): picks the compiled
+// tile configuration that matches `tile`, and the causal or non-causal kernel.
+#pragma once
+#include <stdexcept>
+#include <utility>
+
+#include "bench/cuda_check.h"
+#include "kernels/flash2/flash2_fwd_kernel.cuh"
+
+namespace flashio::kernels {
+
+template <typename T, int kHeadDim, int kIndex>
+void launch_flash2_fwd_config(const Flash2FwdParams& p, cudaStream_t stream) {
+  constexpr Flash2TileSpec s = Flash2FwdConfigs<kHeadDim>::list[kIndex];
+  using Tr = Flash2FwdTraits<T, kHeadDim, s.block_m, s.block_n, s.warps, s.stages>;
+  const dim3 grid((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM, p.heads, p.batch);
+  auto kernel = p.causal ? flash2_fwd_kernel<Tr, true> : flash2_fwd_kernel<Tr, false>;
+  FLASHIO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
+  kernel<<<grid, Tr::kNThreads, Tr::kSmemBytes, stream>>>(p);
+  FLASHIO_CHECK_LAUNCH();
+}
+
+template <typename T, int kHeadDim, size_t... I>
+void run_flash2_fwd_impl(const Flash2FwdParams& p, const Flash2Tile& tile, cudaStream_t stream,
+                         std::index_sequence<I...>) {
+  bool launched = false;
+  auto try_one = [&](auto index) {
+    constexpr Flash2TileSpec s = Flash2FwdConfigs<kHeadDim>::list[decltype(index)::value];
+    if (!launched && s.block_m == tile.block_m && s.block_n == tile.block_n && s.warps == tile.warps &&
+        s.stages == tile.stages) {
+      launch_flash2_fwd_config<T, kHeadDim, decltype(index)::value>(p, stream);
+      launched = true;
+    }
+  };
+  (try_one(std::integral_constant<size_t, I>{}), ...);
+  if (!launched) throw std::invalid_argument("flash2: tile configuration not compiled");
+}
+
+template <typename T, int kHeadDim>
+void run_flash2_fwd(const Flash2FwdParams& p, const Flash2Tile& tile, cudaStream_t stream) {
+  constexpr size_t n = sizeof(Flash2FwdConfigs<kHeadDim>::list) / sizeof(Flash2TileSpec);
+  run_flash2_fwd_impl<T, kHeadDim>(p, tile, stream, std::make_index_sequence<n>{});
+}
+
+}  // namespace flashio::kernels

@@ -1,0 +1,112 @@
+// The `flash2` method: FlashAttention-2 (forward: Algorithm 1). Kernel in
+// kernels/flash2/flash2_fwd_kernel.cuh; tile configurations in flash2_fwd_configs.h.
+#include <cmath>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "bench/method.h"
+#include "kernels/flash2/flash2_params.h"
+
+namespace flashio {
+namespace {
+
+using kernels::Flash2Tile;
+
+std::vector<Flash2Tile> compiled_tiles(int head_dim) {
+  Flash2Tile buf[16];
+  const int n = kernels::flash2_fwd_tiles(head_dim, buf, 16);
+  return {buf, buf + n};
+}
+
+std::string describe(const std::vector<Flash2Tile>& tiles) {
+  std::vector<std::string> s;
+  for (const auto& t : tiles) s.push_back(fmt::format("{}x{}", t.block_m, t.block_n));
+  return fmt::format("{}", fmt::join(s, ", "));
+}
+
+// The tile for this problem on this GPU: the forced one, else the first (fastest) that fits.
+Support choose_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile* out) {
+  const auto tiles = compiled_tiles(int(p.head_dim));
+  for (const auto& t : tiles) {
+    if (p.block_r > 0 && t.block_m != p.block_r) continue;
+    if (p.block_c > 0 && t.block_n != p.block_c) continue;
+    if (t.smem_bytes > dev.smem_per_block_optin) {
+      if (p.block_r > 0 || p.block_c > 0)
+        return Support::no(fmt::format("tile {}x{} needs {} bytes of shared memory; this GPU allows {} per block",
+                                       t.block_m, t.block_n, t.smem_bytes, dev.smem_per_block_optin));
+      continue;
+    }
+    *out = t;
+    return Support::yes();
+  }
+  if (p.block_r > 0 || p.block_c > 0)
+    return Support::no(fmt::format("flash2 has no {}x{} tile for d={} (compiled: {})", p.block_r, p.block_c,
+                                   p.head_dim, describe(tiles)));
+  return Support::no(fmt::format("no flash2 tile for d={} fits in {} bytes of shared memory", p.head_dim,
+                                 dev.smem_per_block_optin));
+}
+
+class Flash2Plan final : public Plan {
+ public:
+  Flash2Plan(const Problem& p, Flash2Tile tile) : p_(p), tile_(tile) {}
+  Tiles tiles() const override { return {tile_.block_m, tile_.block_n, tile_.warps, tile_.stages, tile_.smem_bytes}; }
+  bool writes_lse() const override { return true; }
+  void forward(const AttentionBuffers& buf, cudaStream_t stream) override {
+    kernels::Flash2FwdParams k{};
+    k.q = buf.q;
+    k.k = buf.k;
+    k.v = buf.v;
+    k.o = buf.o;
+    k.lse = buf.lse;
+    k.key_lengths = buf.key_lengths;
+    k.batch = int(p_.batch);
+    k.heads = int(p_.heads);
+    k.kv_heads = int(p_.kvh());
+    k.seqlen_q = int(p_.seqlen_q);
+    k.seqlen_k = int(p_.nk());
+    k.head_dim = int(p_.head_dim);
+    k.scale_log2 = float(p_.scale() * 1.4426950408889634);
+    k.causal = p_.causal;
+    kernels::flash2_fwd(k, tile_, p_.dtype == DType::BF16, stream);
+  }
+
+ private:
+  Problem p_;
+  Flash2Tile tile_;
+};
+
+class Flash2 final : public Method {
+ public:
+  MethodInfo info() const override {
+    MethodInfo i;
+    i.name = "flash2";
+    i.summary = "FlashAttention-2 (Dao 2023, Alg. 1): Q tiles across thread blocks, K/V streamed, online softmax";
+    i.where = "gpu";
+    i.passes = {Pass::Fwd};
+    i.dtypes = {DType::F16, DType::BF16};
+    i.head_dims = {32, 64, 96, 128, 256};
+    i.masks = {"none", "causal", "padding"};
+    i.gqa = true;
+    i.notes = "backward and dropout: not yet";
+    return i;
+  }
+  Support supports(const Problem& p, Pass pass, const DeviceInfo& dev) const override {
+    if (Support s = check_common(info(), p, pass, dev); !s) return s;
+    if (p.seqlen_q > (int64_t(1) << 30) || p.nk() > (int64_t(1) << 30))
+      return Support::no("sequence lengths above 2^30 are not supported (32-bit row indices)");
+    Flash2Tile t{};
+    return choose_tile(p, dev, &t);
+  }
+  std::unique_ptr<Plan> plan(const Problem& p, Pass, const DeviceInfo& dev, DeviceAllocator&) const override {
+    Flash2Tile t{};
+    choose_tile(p, dev, &t);
+    return std::make_unique<Flash2Plan>(p, t);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Method> make_flash2() { return std::make_unique<Flash2>(); }
+
+}  // namespace flashio

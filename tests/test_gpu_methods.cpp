@@ -1,0 +1,135 @@
+// GPU methods against the float64 reference, every row checked, through the same runner
+// path a sweep uses (poisoned outputs, check before timing). Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "bench/device_info.h"
+#include "bench/runner.h"
+#include "kernels/flash2/flash2_params.h"
+
+using namespace flashio;
+
+namespace {
+
+std::optional<DeviceInfo> gpu() {
+  static const std::optional<DeviceInfo> dev = [] { return query_device(0, nullptr); }();
+  return dev;
+}
+
+Runner& runner() {
+  RunOptions opt;
+  opt.reps = 2;
+  opt.warmup = 1;
+  opt.check_budget_macs = 1e12;  // tests check every row
+  static Runner r(*gpu(), opt);
+  return r;
+}
+
+void expect_ok(const Point& pt) {
+  const Record r = runner().run(pt);
+  ASSERT_EQ(r.status, Status::Ok) << pt.name() << ": " << r.reason;
+  ASSERT_TRUE(r.check.has_value());
+  EXPECT_TRUE(r.check->passed) << pt.name();
+  EXPECT_EQ(r.check->scope, "all rows") << pt.name();
+  EXPECT_GT(r.time->median_s, 0.0);
+}
+
+struct Case {
+  std::string method;
+  int64_t n;
+  int64_t d;
+  DType dtype;
+  bool causal;
+};
+
+std::string case_name(const testing::TestParamInfo<Case>& info) {
+  const Case& c = info.param;
+  return fmt::format("{}_n{}_d{}_{}{}", c.method, c.n, c.d, to_string(c.dtype), c.causal ? "_causal" : "");
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> out;
+  for (const char* m : {"standard", "flash2"})
+    for (int64_t n : {1, 17, 1013, 4097})
+      for (int64_t d : {64, 128})
+        for (DType t : {DType::F16, DType::BF16})
+          for (bool causal : {false, true}) out.push_back({m, n, d, t, causal});
+  return out;
+}
+
+}  // namespace
+
+class GpuMethod : public testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    if (!gpu()) GTEST_SKIP() << "no GPU: GPU tests skipped";
+  }
+};
+
+TEST_P(GpuMethod, MatchesReferenceOnEveryRow) {
+  const Case& c = GetParam();
+  Problem p;
+  p.batch = c.n > 1000 ? 1 : 2;
+  p.heads = 2;
+  p.seqlen_q = c.n;
+  p.head_dim = c.d;
+  p.dtype = c.dtype;
+  p.causal = c.causal;
+  expect_ok({c.method, Pass::Fwd, p});
+}
+
+INSTANTIATE_TEST_SUITE_P(Forward, GpuMethod, testing::ValuesIn(all_cases()), case_name);
+
+class GpuFeatures : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (!gpu()) GTEST_SKIP() << "no GPU: GPU tests skipped";
+  }
+};
+
+TEST_F(GpuFeatures, KeyPaddingGqaAndUnequalLengths) {
+  for (const char* m : {"standard", "flash2"}) {
+    Problem p;
+    p.batch = 3;
+    p.heads = 8;
+    p.kv_heads = 2;
+    p.seqlen_q = 300;
+    p.seqlen_k = 517;
+    p.head_dim = 64;
+    p.padding = Padding::Random;
+    expect_ok({m, Pass::Fwd, p});
+    p.causal = true;
+    p.dtype = DType::BF16;
+    expect_ok({m, Pass::Fwd, p});
+  }
+}
+
+TEST_F(GpuFeatures, EveryFlash2TileAndHeadDim) {
+  for (int d : {32, 64, 96, 128, 256}) {
+    kernels::Flash2Tile tiles[8];
+    const int n = kernels::flash2_fwd_tiles(d, tiles, 8);
+    ASSERT_GT(n, 0) << d;
+    for (int i = 0; i < n; ++i) {
+      if (tiles[i].smem_bytes > gpu()->smem_per_block_optin) continue;
+      for (bool causal : {false, true}) {
+        Problem p;
+        p.batch = 2;
+        p.heads = 3;
+        p.seqlen_q = 333;
+        p.head_dim = d;
+        p.causal = causal;
+        p.block_r = tiles[i].block_m;
+        p.block_c = tiles[i].block_n;
+        expect_ok({"flash2", Pass::Fwd, p});
+      }
+    }
+  }
+}
+
+TEST_F(GpuFeatures, ReferenceMethodAgreesWithItself) {
+  Problem p;
+  p.seqlen_q = 64;
+  p.head_dim = 32;
+  expect_ok({"reference", Pass::Fwd, p});
+}

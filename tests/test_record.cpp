@@ -1,0 +1,119 @@
+// Records and result files: JSON round trip, atomic write, and validation against
+// results/schema.json (the documented schema).
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "bench/record.h"
+#include "bench/schema.h"
+
+using namespace flashio;
+using nlohmann::json;
+
+namespace {
+
+json load_schema() {
+  std::ifstream in(std::string(FLASHIO_SOURCE_DIR) + "/results/schema.json");
+  EXPECT_TRUE(in.good());
+  return json::parse(in);
+}
+
+Record ok_record() {
+  Record r;
+  r.method = "flash2";
+  r.problem.batch = 4;
+  r.problem.heads = 16;
+  r.problem.seqlen_q = 4096;
+  r.problem.head_dim = 128;
+  r.problem.causal = true;
+  r.status = Status::Ok;
+  r.tiles = Tiles{128, 64, 4, 2, 104448};
+  r.check = CheckResult{true, 1e-3, 2e-3, 0.25, 1e-4, 1e-2, 1000, 262144, true, "sampled rows"};
+  r.time = TimeStats{1e-3, 0.9e-3, 1.2e-3, 1.01e-3, 5e-5, 30, 5, true, "cuda_events"};
+  r.memory = MemoryStats{100, 200, 0};
+  return r;
+}
+
+ResultFile sample_file() {
+  ResultFile f;
+  f.run_id = "0123456789abcdef";
+  f.created = "2026-11-22T01:00:00Z";
+  f.command_line = "flashio run";
+  f.build = {{"git_revision", "abc"}, {"git_dirty", false}};
+  DeviceInfo d;
+  d.name = "NVIDIA H100 80GB HBM3";
+  d.cc_major = 9;
+  d.sm_count = 132;
+  f.device = to_json(d);
+  f.records.push_back(ok_record());
+  Record skipped;
+  skipped.method = "standard";
+  skipped.status = Status::Skipped;
+  skipped.reason = "too large";
+  f.records.push_back(skipped);
+  Record failed = ok_record();
+  failed.status = Status::Error;
+  failed.reason = "correctness check failed";
+  failed.time.reset();
+  failed.check->passed = false;
+  failed.check->worst_ratio = std::nan("");
+  f.records.push_back(failed);
+  return f;
+}
+
+}  // namespace
+
+TEST(Record, NameIsGoogleBenchmarkStyle) {
+  EXPECT_EQ(ok_record().name(), "flash2/fwd/b:4/h:16/n:4096/d:128/fp16/causal");
+}
+
+TEST(Record, TflopsFromMedian) {
+  const Record r = ok_record();
+  // 4·B·H·N²·d / 2 (causal) / 1 ms
+  const double expected = 4.0 * 4 * 16 * 4096.0 * 4096.0 * 128 / 2 / 1e-3 / 1e12;
+  ASSERT_TRUE(r.tflops().has_value());
+  EXPECT_NEAR(*r.tflops(), expected, 1e-9 * expected);
+}
+
+TEST(Record, JsonRoundTripKeepsEveryField) {
+  const ResultFile f = sample_file();
+  const json j = to_json(f);
+  const ResultFile back = result_file_from_json(json::parse(j.dump()));
+  EXPECT_EQ(to_json(back).dump(), j.dump());
+  EXPECT_TRUE(std::isnan(back.records[2].check->worst_ratio));  // NaN survives as null
+  EXPECT_EQ(back.records[1].reason, "too large");
+}
+
+TEST(Record, WrittenFileConformsToSchema) {
+  const std::string path = ::testing::TempDir() + "flashio_record_test.json";
+  write_result_file(sample_file(), path);
+  std::ifstream in(path);
+  const json doc = json::parse(in);
+  const auto errors = validate_schema(load_schema(), doc);
+  EXPECT_TRUE(errors.empty()) << errors.front();
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  std::remove(path.c_str());
+}
+
+TEST(Record, SchemaRejectsBrokenRecords) {
+  const json schema = load_schema();
+  json doc = to_json(sample_file());
+  doc["records"][0]["status"] = "fine";
+  doc["records"][1]["problem"].erase("head_dim");
+  doc["records"][0]["time"]["median_s"] = 0.0;  // no zeros as data
+  doc["records"][2]["surprise"] = 1;
+  const auto errors = validate_schema(schema, doc);
+  ASSERT_EQ(errors.size(), 4u);
+  EXPECT_NE(errors[0].find("status"), std::string::npos);
+}
+
+TEST(Record, ReadingRejectsForeignFiles) {
+  EXPECT_THROW(result_file_from_json(json{{"hello", 1}}), std::runtime_error);
+  json newer = to_json(sample_file());
+  newer["schema_version"] = kSchemaVersion + 1;
+  EXPECT_THROW(result_file_from_json(newer), std::runtime_error);
+  EXPECT_THROW(read_result_file("/nonexistent/flashio.json"), std::runtime_error);
+}

@@ -1,0 +1,80 @@
+// The registry must hold every built-in method: a method dropped by the linker or by a
+// lost registration line fails here.
+#include <gtest/gtest.h>
+
+#include "bench/method.h"
+
+using namespace flashio;
+
+TEST(Registry, HoldsEveryBuiltinMethod) {
+  const auto names = builtin_registry().names();
+  for (const char* want : {"reference", "standard", "flash2"})
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want << " is not registered";
+}
+
+TEST(Registry, EveryMethodDescribesItself) {
+  for (const Method* m : builtin_registry().all()) {
+    const MethodInfo i = m->info();
+    EXPECT_FALSE(i.summary.empty()) << i.name;
+    EXPECT_FALSE(i.passes.empty()) << i.name;
+    EXPECT_FALSE(i.dtypes.empty()) << i.name;
+    EXPECT_TRUE(i.where == "gpu" || i.where == "cpu") << i.name;
+  }
+}
+
+namespace {
+DeviceInfo h100() {
+  DeviceInfo d;
+  d.name = "test H100";
+  d.cc_major = 9;
+  d.sm_count = 132;
+  d.smem_per_block_optin = 232448;
+  d.global_memory_bytes = int64_t(80) << 30;
+  return d;
+}
+}  // namespace
+
+TEST(Registry, SupportsSaysNoInWords) {
+  const Method* flash2 = builtin_registry().find("flash2");
+  ASSERT_NE(flash2, nullptr);
+  Problem p;
+  p.head_dim = 80;
+  Support s = flash2->supports(p, Pass::Fwd, h100());
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.reason.find("head dims"), std::string::npos) << s.reason;
+
+  p.head_dim = 64;
+  p.block_r = 96;
+  p.block_c = 48;
+  s = flash2->supports(p, Pass::Fwd, h100());
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.reason.find("96x48"), std::string::npos) << s.reason;
+
+  DeviceInfo t4 = h100();
+  t4.cc_major = 7;
+  t4.cc_minor = 5;
+  p = Problem{};
+  p.dtype = DType::BF16;
+  s = flash2->supports(p, Pass::Fwd, t4);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.reason.find("bf16"), std::string::npos) << s.reason;
+}
+
+TEST(Registry, Flash2PicksATileThatFitsSharedMemory) {
+  const Method* flash2 = builtin_registry().find("flash2");
+  Problem p;
+  p.head_dim = 256;
+  DeviceInfo small = h100();
+  small.smem_per_block_optin = 48 * 1024;  // too small for any d=256 tile
+  EXPECT_FALSE(flash2->supports(p, Pass::Fwd, small).ok);
+  EXPECT_TRUE(flash2->supports(p, Pass::Fwd, h100()).ok);
+}
+
+TEST(Registry, ReferenceRefusesLargeShapes) {
+  const Method* ref = builtin_registry().find("reference");
+  Problem p;
+  p.batch = 4; p.heads = 16; p.seqlen_q = 8192; p.head_dim = 128;
+  const Support s = ref->supports(p, Pass::Fwd, h100());
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.reason.find("small shapes"), std::string::npos);
+}

@@ -1,0 +1,83 @@
+#include <gtest/gtest.h>
+
+#include "bench/sweep.h"
+
+using namespace flashio;
+
+TEST(Sweep, DefaultSweepIsFlashAttention2Setting) {
+  const auto points = expand(default_sweep());
+  ASSERT_EQ(points.size(), 4u * 2u * 2u);  // N × d × methods
+  for (const auto& p : points) {
+    EXPECT_EQ(p.problem.batch * p.problem.seqlen_q, 16384);
+    EXPECT_EQ(p.problem.heads * p.problem.head_dim, 2048);
+  }
+}
+
+TEST(Sweep, PointsOfOneProblemAreAdjacent) {
+  SweepSpec s;
+  s.methods = {"standard", "flash2"};
+  s.seqlen = {128, 256};
+  s.head_dim = {64};
+  const auto points = expand(s);
+  ASSERT_EQ(points.size(), 4u);
+  EXPECT_EQ(points[0].problem.name(), points[1].problem.name());
+  EXPECT_EQ(points[2].problem.name(), points[3].problem.name());
+  EXPECT_NE(points[0].problem.name(), points[2].problem.name());
+}
+
+TEST(Sweep, CartesianProductOfAxes) {
+  SweepSpec s;
+  s.methods = {"flash2"};
+  s.passes = {Pass::Fwd};
+  s.batch = {1, 2, 3};
+  s.seqlen = {17, 1013};
+  s.causal = {false, true};
+  s.dtypes = {DType::F16, DType::BF16};
+  EXPECT_EQ(expand(s).size(), 3u * 2u * 2u * 2u);
+}
+
+TEST(Sweep, ImpossibleShapesAreRejected) {
+  SweepSpec s;
+  s.head_dim = {0};
+  EXPECT_THROW(expand(s), std::invalid_argument);
+  s = SweepSpec{};
+  s.heads = {6};
+  s.kv_heads = {4};
+  EXPECT_THROW(expand(s), std::invalid_argument);
+  s = SweepSpec{};
+  s.tokens = 1000;
+  s.seqlen = {512};
+  EXPECT_THROW(expand(s), std::invalid_argument);
+  s = SweepSpec{};
+  s.dropout = {1.0};
+  EXPECT_THROW(expand(s), std::invalid_argument);
+  s = SweepSpec{};
+  s.seqlen = {};
+  EXPECT_THROW(expand(s), std::invalid_argument);
+}
+
+TEST(Problem, FlopsFollowTheFlashAttention2Convention) {
+  Problem p;
+  p.batch = 2; p.heads = 3; p.seqlen_q = 100; p.head_dim = 64;
+  const double fwd = 4.0 * 2 * 3 * 100 * 100 * 64;
+  EXPECT_DOUBLE_EQ(flops(p, Pass::Fwd), fwd);
+  EXPECT_DOUBLE_EQ(flops(p, Pass::Bwd), 2.5 * fwd);
+  EXPECT_DOUBLE_EQ(flops(p, Pass::FwdBwd), 3.5 * fwd);
+  p.causal = true;
+  EXPECT_DOUBLE_EQ(flops(p, Pass::Fwd), fwd / 2);
+}
+
+TEST(Problem, RandomPaddingLengthsFollowThePaper) {
+  Problem p;
+  p.batch = 64; p.seqlen_q = 1000; p.padding = Padding::Random;
+  const auto lens = key_lengths(p);
+  ASSERT_EQ(lens.size(), 64u);
+  int distinct_low = 0;
+  for (int32_t l : lens) {
+    EXPECT_GE(l, 980);
+    EXPECT_LE(l, 1000);
+    distinct_low += l < 1000;
+  }
+  EXPECT_GT(distinct_low, 32);  // really random, not all full length
+  EXPECT_EQ(lens, key_lengths(p));  // deterministic in the seed
+}
