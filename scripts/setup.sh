@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what flashio needs to build, if it is missing, on Debian/Ubuntu: a C++17
+# compiler, CMake >= 3.24, Ninja, nlohmann/json, CLI11, fmt, GoogleTest, Google Benchmark.
+# The CUDA Toolkit (nvcc, cuBLAS, CUPTI) must already be installed: this script only
+# checks for it. Safe to run again: installs nothing when everything is there.
+set -euo pipefail
+
+packages=(git cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev libbenchmark-dev python3)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+nvcc="${CUDACXX:-}"
+[ -n "$nvcc" ] || nvcc=$(command -v nvcc || true)
+[ -n "$nvcc" ] || { [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc; }
+if [ -z "$nvcc" ]; then
+  echo "setup: the CUDA Toolkit (nvcc) was not found; install it, or set CUDACXX to nvcc's path" >&2
+  exit 1
+fi
+echo "setup: ok ($("$nvcc" --version | tail -1))"
