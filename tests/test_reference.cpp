@@ -1,4 +1,5 @@
 // The float64 reference against a direct triple loop that materializes S and P.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -6,12 +7,14 @@
 
 #include "baselines/reference/reference.h"
 #include "bench/inputs.h"
+#include "kernels/common/philox.h"
 
 using namespace flashio;
 
 namespace {
 
-// Direct evaluation: S = scale·QKᵀ (all keys), mask to -inf, softmax, O = P·V.
+// Direct evaluation: S = scale·QKᵀ (all keys), mask to -inf, softmax, dropout on P
+// (keep(b,h,i,j)/(1-p), offset 0), O = P·V.
 void triple_loop(const Problem& p, const HostInputs& in, std::vector<double>& out, std::vector<double>& lse) {
   const int64_t d = p.head_dim, nq = p.seqlen_q, nk = p.nk(), group = p.heads / p.kvh();
   out.assign(size_t(p.q_elements()), 0.0);
@@ -36,7 +39,11 @@ void triple_loop(const Problem& p, const HostInputs& in, std::vector<double>& ou
         const size_t row = size_t((b * p.heads + h) * nq + i);
         lse[row] = sum > 0 ? mx + std::log(sum) : -std::numeric_limits<double>::infinity();
         for (int64_t j = 0; j < nk; ++j) {
-          const double w = std::isinf(s[size_t(j)]) ? 0.0 : std::exp(s[size_t(j)] - mx) / sum;
+          double w = std::isinf(s[size_t(j)]) ? 0.0 : std::exp(s[size_t(j)] - mx) / sum;
+          if (p.dropout > 0.0)
+            w *= dropout_keeps(p.seed, 0, p.dropout, uint32_t(b), uint32_t(h), uint32_t(i), uint32_t(j))
+                     ? 1.0 / (1.0 - p.dropout)
+                     : 0.0;
           for (int64_t c = 0; c < d; ++c)
             out[row * size_t(d) + size_t(c)] += w * double(to_float(p.dtype, in.v[size_t(((b * p.kvh() + hk) * nk + j) * d + c)]));
         }
@@ -106,4 +113,116 @@ TEST(Reference, ResultDoesNotDependOnThreadCount) {
   reference_rows(p, t, all_rows(p), b, bl, 5);
   EXPECT_EQ(a, b);
   EXPECT_EQ(al, bl);
+}
+
+// ---- dropout --------------------------------------------------------------------------
+
+namespace {
+
+struct ReferenceResult {
+  std::vector<double> out, lse;
+};
+
+// The reference on inputs made once, up front (so a test that then changes p.seed or
+// p.dropout changes only the mask, not Q, K, V).
+ReferenceResult run_reference(const Problem& p, const HostInputs& in) {
+  ReferenceResult r;
+  HostTensors t{in.q.data(), in.k.data(), in.v.data(), p.padding != Padding::None ? in.key_lengths.data() : nullptr};
+  reference_rows(p, t, all_rows(p), r.out, r.lse, 2);
+  return r;
+}
+
+}  // namespace
+
+TEST(ReferenceDropout, MatchesTripleLoopPlain) {
+  Problem p;
+  p.batch = 2; p.heads = 3; p.seqlen_q = 17; p.head_dim = 32; p.dropout = 0.1;
+  expect_matches_triple_loop(p);
+}
+
+TEST(ReferenceDropout, MatchesTripleLoopCausalGqaPaddingNkDifferent) {
+  Problem p;
+  p.batch = 3; p.heads = 4; p.kv_heads = 2; p.seqlen_q = 13; p.seqlen_k = 29; p.head_dim = 16;
+  p.causal = true; p.padding = Padding::Random; p.dropout = 0.5; p.dtype = DType::BF16;
+  expect_matches_triple_loop(p);
+}
+
+// Dropout changes O (some weights are dropped) but not LSE, which is that of the scores.
+TEST(ReferenceDropout, ChangesOutputButNotLse) {
+  Problem p;
+  p.batch = 1; p.heads = 2; p.seqlen_q = 31; p.head_dim = 16;
+  const HostInputs in = make_inputs(p, false);
+  const ReferenceResult plain = run_reference(p, in);
+  p.dropout = 0.3;
+  const ReferenceResult dropped = run_reference(p, in);
+  EXPECT_EQ(dropped.lse, plain.lse);
+  double max_change = 0;
+  for (size_t e = 0; e < plain.out.size(); ++e) max_change = std::max(max_change, std::abs(dropped.out[e] - plain.out[e]));
+  EXPECT_GT(max_change, 0.01);
+}
+
+// p = 1e-9: threshold 4 of 2^32, so (for these inputs) no element is dropped and kept ones
+// are scaled by 1 + 1e-9.
+TEST(ReferenceDropout, TinyProbabilityEqualsNoDropout) {
+  Problem p;
+  p.batch = 2; p.heads = 2; p.seqlen_q = 23; p.head_dim = 32; p.causal = true;
+  const HostInputs in = make_inputs(p, false);
+  const ReferenceResult plain = run_reference(p, in);
+  p.dropout = 1e-9;
+  const ReferenceResult tiny = run_reference(p, in);
+  for (size_t e = 0; e < plain.out.size(); ++e) ASSERT_NEAR(tiny.out[e], plain.out[e], 1e-8) << "element " << e;
+  EXPECT_EQ(tiny.lse, plain.lse);
+}
+
+// Over seeds, O with dropout is an unbiased estimate of O without: E[keep/(1-p)] = 1, and
+// Var[O_ic] = Σ_j P_ij² V_jc² · p/(1-p) for independent keeps. The mean over 200 seeds lies
+// within 5 standard errors of the no-dropout output, and the spread over seeds matches that
+// variance (so the seeds really draw different masks at rate 1-p).
+TEST(ReferenceDropout, MeanOverSeedsApproachesNoDropout) {
+  Problem p;
+  p.batch = 1; p.heads = 2; p.seqlen_q = 8; p.head_dim = 8;
+  const HostInputs in = make_inputs(p, false);
+  const ReferenceResult plain = run_reference(p, in);
+
+  const double drop = 0.2;
+  const int kSeeds = 200;
+  const int64_t d = p.head_dim, n = p.seqlen_q;
+  // Predicted per-element variance from the no-dropout softmax weights.
+  std::vector<double> variance(plain.out.size(), 0.0);
+  for (int64_t h = 0; h < p.heads; ++h)
+    for (int64_t i = 0; i < n; ++i) {
+      const size_t row = size_t(h * n + i);
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t c = 0; c < d; ++c)
+          s += double(to_float(p.dtype, in.q[size_t((h * n + i) * d + c)])) *
+               double(to_float(p.dtype, in.k[size_t((h * n + j) * d + c)]));
+        const double weight = std::exp(s * p.scale() - plain.lse[row]);
+        for (int64_t c = 0; c < d; ++c) {
+          const double v = to_float(p.dtype, in.v[size_t((h * n + j) * d + c)]);
+          variance[row * size_t(d) + size_t(c)] += weight * weight * v * v * drop / (1 - drop);
+        }
+      }
+    }
+
+  std::vector<double> sum(plain.out.size(), 0.0), sum_sq(plain.out.size(), 0.0);
+  Problem pd = p;
+  pd.dropout = drop;
+  for (int s = 0; s < kSeeds; ++s) {
+    pd.seed = 1000 + uint64_t(s);
+    const ReferenceResult r = run_reference(pd, in);
+    for (size_t e = 0; e < sum.size(); ++e) {
+      sum[e] += r.out[e];
+      sum_sq[e] += r.out[e] * r.out[e];
+    }
+  }
+  double observed_var = 0, predicted_var = 0;
+  for (size_t e = 0; e < sum.size(); ++e) {
+    const double mean = sum[e] / kSeeds;
+    const double standard_error = std::sqrt(variance[e] / kSeeds);
+    EXPECT_NEAR(mean, plain.out[e], 5 * standard_error + 1e-12) << "element " << e;
+    observed_var += sum_sq[e] / kSeeds - mean * mean;
+    predicted_var += variance[e];
+  }
+  EXPECT_NEAR(observed_var / predicted_var, 1.0, 0.15);
 }

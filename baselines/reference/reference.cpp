@@ -5,6 +5,8 @@
 #include <limits>
 #include <thread>
 
+#include "kernels/common/philox.h"
+
 namespace flashio {
 
 std::vector<RowId> all_rows(const Problem& p) {
@@ -22,7 +24,12 @@ double reference_cost(const Problem& p, int64_t nrows) {
 
 namespace {
 
-// One query row: scores over visible keys, max-subtracted exp, normalised sum of V.
+// Every method draws its dropout mask at Philox offset 0 (a fresh mask comes from a fresh
+// seed); Problem has no offset field.
+constexpr uint64_t kDropoutOffset = 0;
+
+// One query row: scores over visible keys, max-subtracted exp, normalised sum of V; with
+// dropout, each normalised weight is then kept (scaled by 1/(1-p)) or dropped.
 void reference_row(const Problem& p, const HostTensors& t, const RowId& r, double* out, double* lse,
                    std::vector<double>& scores, std::vector<double>& qrow) {
   const int64_t d = p.head_dim, nk = p.nk();
@@ -56,8 +63,13 @@ void reference_row(const Problem& p, const HostTensors& t, const RowId& r, doubl
     scores[size_t(j)] = e;
     sum += e;
   }
+  const bool dropout = p.dropout > 0.0;
+  const double keep_scale = dropout ? dropout_scale(p.dropout) : 1.0;
   for (int64_t j = 0; j < visible; ++j) {
-    const double w = scores[size_t(j)] / sum;
+    if (dropout &&
+        !dropout_keeps(p.seed, kDropoutOffset, p.dropout, uint32_t(r.b), uint32_t(r.h), uint32_t(r.i), uint32_t(j)))
+      continue;
+    const double w = scores[size_t(j)] / sum * keep_scale;
     const uint16_t* vj = v + j * d;
     for (int64_t c = 0; c < d; ++c) out[c] += w * double(to_float(p.dtype, vj[c]));
   }

@@ -54,6 +54,7 @@ class Reference final : public Method {
     i.dtypes = {DType::F16, DType::BF16};
     i.head_dims = {};
     i.masks = {"none", "causal", "padding"};
+    i.dropout = true;  // the shared Philox mask (kernels/common/philox.h)
     i.gqa = true;
     i.notes = fmt::format("at most {:.0e} multiply-adds per call; timed with the host clock", kMaxMacs);
     return i;
