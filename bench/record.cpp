@@ -59,6 +59,12 @@ json to_json(const Record& r) {
                   {"worst_ratio", c.worst_ratio}, {"atol", c.atol},             {"rtol", c.rtol},
                   {"rows_checked", c.rows_checked}, {"rows_total", c.rows_total},
                   {"lse_checked", c.lse_checked}, {"scope", c.scope}};
+    if (!c.grad_scope.empty()) j["check"]["grad_scope"] = c.grad_scope;
+    json tensors = json::object();
+    for (const auto& t : c.tensors)
+      tensors[t.name] = {{"max_abs_err", t.max_abs_err}, {"max_rel_err", t.max_rel_err}, {"worst_ratio", t.worst_ratio},
+                         {"atol", t.atol}, {"rtol", t.rtol}, {"elements", t.elements}};
+    if (!c.tensors.empty()) j["check"]["tensors"] = tensors;
   }
   if (r.time) {
     const auto& t = *r.time;
@@ -107,6 +113,20 @@ Record record_from_json(const json& j) {
       cr.rows_total = c.value("rows_total", int64_t(0));
       cr.lse_checked = c.value("lse_checked", false);
       cr.scope = c.value("scope", std::string());
+      cr.grad_scope = c.value("grad_scope", std::string());
+      if (c.contains("tensors"))
+        for (auto it = c["tensors"].begin(); it != c["tensors"].end(); ++it) {
+          TensorCheck t;
+          t.name = it.key();
+          t.max_abs_err = number_or_nan(it.value(), "max_abs_err");
+          t.max_rel_err = number_or_nan(it.value(), "max_rel_err");
+          t.worst_ratio = number_or_nan(it.value(), "worst_ratio");
+          t.nan = std::isnan(t.worst_ratio);
+          t.atol = it.value().value("atol", 0.0);
+          t.rtol = it.value().value("rtol", 0.0);
+          t.elements = it.value().value("elements", int64_t(0));
+          cr.tensors.push_back(t);
+        }
       r.check = cr;
     }
     if (j.contains("time")) {

@@ -31,7 +31,17 @@ struct TimeStats {
   std::string clock = "cuda_events";
 };
 
-// Correctness check against the float64 reference, run before timing.
+// One tensor's comparison with the reference (o, lse, dq, dk, dv).
+struct TensorCheck {
+  std::string name;
+  double max_abs_err = 0, max_rel_err = 0, worst_ratio = 0;
+  double atol = 0, rtol = 0;
+  int64_t elements = 0;
+  bool nan = false;  // a NaN (or a mismatched infinity) was seen
+};
+
+// Correctness check against the float64 reference, run before timing. The overall
+// figures are the worst over `tensors`; atol/rtol are those of O.
 struct CheckResult {
   bool passed = false;
   double max_abs_err = 0;     // max |out - ref| over checked elements of O (and LSE)
@@ -42,6 +52,8 @@ struct CheckResult {
   int64_t rows_total = 0;
   bool lse_checked = false;
   std::string scope;          // "all rows" or "sampled rows"
+  std::string grad_scope;     // backward passes: which gradients were checked, and where
+  std::vector<TensorCheck> tensors;
 };
 
 // Device memory of the call, measured through the suite's allocator.

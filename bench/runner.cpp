@@ -15,15 +15,48 @@
 
 namespace flashio {
 
-// Inputs, their device copies and the reference rows of the current problem, kept while
-// consecutive points share it.
+namespace {
+
+// Inputs, their device copies and the reference values of the current problem, kept while
+// consecutive points share it. Gradient inputs and references are made on first need.
 struct ProblemData {
   std::string key;
   HostInputs host;
-  DeviceBuffer q, k, v, key_lengths;
+  DeviceBuffer q, k, v, d_o, key_lengths;
   std::vector<RowId> rows;
   std::vector<double> ref_out, ref_lse;
+  bool have_grad_ref = false;
+  std::vector<double> ref_dq;                       // rows × d
+  std::vector<std::pair<int64_t, int64_t>> kv_heads;  // (b, hk) whose dK, dV are checked
+  std::vector<double> ref_dk, ref_dv;               // kv_heads × Nk × d
+  std::string grad_scope;
+
+  HostTensors tensors(const Problem& p) const {
+    return {host.q.data(), host.k.data(), host.v.data(), p.padding != Padding::None ? host.key_lengths.data() : nullptr};
+  }
 };
+
+// Copies a BHND device tensor of 16-bit words to the host.
+std::vector<uint16_t> download(const DeviceBuffer& buf) {
+  std::vector<uint16_t> out(buf.bytes() / 2);
+  FLASHIO_CUDA_CHECK(cudaMemcpy(out.data(), buf.get(), buf.bytes(), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+// Rows (b, hk, all keys) of a [B, Hkv, Nk, d] tensor for the checked K/V heads.
+std::vector<double> gather_kv_heads(const Problem& p, const std::vector<uint16_t>& full,
+                                    const std::vector<std::pair<int64_t, int64_t>>& heads) {
+  const int64_t per_head = p.nk() * p.head_dim;
+  std::vector<double> out;
+  out.reserve(heads.size() * size_t(per_head));
+  for (auto [b, hk] : heads) {
+    const int64_t base = (b * p.kvh() + hk) * per_head;
+    for (int64_t e = 0; e < per_head; ++e) out.push_back(to_float(p.dtype, full[size_t(base + e)]));
+  }
+  return out;
+}
+
+}  // namespace
 
 struct Runner::State {
   DeviceInfo dev;
@@ -34,42 +67,78 @@ struct Runner::State {
   std::unique_ptr<ProblemData> data;
   std::string poisoned;  // set after a sticky CUDA error: the context is unusable
 
-  ProblemData& prepare(const Problem& p) {
+  ProblemData& prepare(const Problem& p, bool with_grad) {
     const std::string key = p.name() + fmt::format("/seed:{}", p.seed);
-    if (data && data->key == key) return *data;
-    data.reset();  // free the previous problem's device memory first
-    auto d = std::make_unique<ProblemData>();
-    d->key = key;
-    d->host = make_inputs(p, false);
-    const size_t qb = d->host.q.size() * 2, kvb = d->host.k.size() * 2;
-    d->q = DeviceBuffer(alloc, qb);
-    d->k = DeviceBuffer(alloc, kvb);
-    d->v = DeviceBuffer(alloc, kvb);
-    FLASHIO_CUDA_CHECK(cudaMemcpy(d->q.get(), d->host.q.data(), qb, cudaMemcpyHostToDevice));
-    FLASHIO_CUDA_CHECK(cudaMemcpy(d->k.get(), d->host.k.data(), kvb, cudaMemcpyHostToDevice));
-    FLASHIO_CUDA_CHECK(cudaMemcpy(d->v.get(), d->host.v.data(), kvb, cudaMemcpyHostToDevice));
-    if (p.padding != Padding::None) {
-      d->key_lengths = DeviceBuffer(alloc, d->host.key_lengths.size() * sizeof(int32_t));
-      FLASHIO_CUDA_CHECK(cudaMemcpy(d->key_lengths.get(), d->host.key_lengths.data(),
-                                    d->host.key_lengths.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+    if (!data || data->key != key) {
+      data.reset();  // free the previous problem's device memory first
+      auto d = std::make_unique<ProblemData>();
+      d->key = key;
+      d->host = make_inputs(p, false);
+      d->q = upload(d->host.q);
+      d->k = upload(d->host.k);
+      d->v = upload(d->host.v);
+      if (p.padding != Padding::None) {
+        d->key_lengths = DeviceBuffer(alloc, d->host.key_lengths.size() * sizeof(int32_t));
+        FLASHIO_CUDA_CHECK(cudaMemcpy(d->key_lengths.get(), d->host.key_lengths.data(),
+                                      d->host.key_lengths.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+      }
+      d->rows = rows_to_check(p, opt.check_budget_macs);
+      reference_rows(p, d->tensors(p), d->rows, d->ref_out, d->ref_lse);
+      data = std::move(d);
     }
-    d->rows = rows_to_check(p, opt.check_budget_macs);
-    HostTensors t{d->host.q.data(), d->host.k.data(), d->host.v.data(),
-                  p.padding != Padding::None ? d->host.key_lengths.data() : nullptr};
-    reference_rows(p, t, d->rows, d->ref_out, d->ref_lse);
-    data = std::move(d);
+    if (with_grad && !data->have_grad_ref) make_grad_reference(p, *data);
     return *data;
+  }
+
+  DeviceBuffer upload(const std::vector<uint16_t>& host) {
+    DeviceBuffer buf(alloc, host.size() * 2);
+    FLASHIO_CUDA_CHECK(cudaMemcpy(buf.get(), host.data(), buf.bytes(), cudaMemcpyHostToDevice));
+    return buf;
+  }
+
+  // dO, and the reference dQ on the checked rows and dK, dV on the K/V heads the budget allows.
+  void make_grad_reference(const Problem& p, ProblemData& d) {
+    d.host.d_o.resize(size_t(p.q_elements()));
+    fill_normal(d.host.d_o, p.dtype, p.seed, 4);
+    d.d_o = upload(d.host.d_o);
+    reference_dq_rows(p, d.tensors(p), d.host.d_o.data(), d.rows, d.ref_dq);
+    const int64_t all_heads = p.batch * p.kvh();
+    const double cost = reference_dkdv_cost(p);
+    if (cost * double(all_heads) <= opt.check_budget_macs) {
+      for (int64_t b = 0; b < p.batch; ++b)
+        for (int64_t hk = 0; hk < p.kvh(); ++hk) d.kv_heads.push_back({b, hk});
+    } else if (cost * 2 <= opt.check_budget_macs) {
+      d.kv_heads = {{0, 0}};
+      if (all_heads > 1) d.kv_heads.push_back({p.batch - 1, p.kvh() - 1});
+    }
+    for (auto [b, hk] : d.kv_heads) {
+      std::vector<double> dk, dv;
+      reference_dkdv_head(p, d.tensors(p), d.host.d_o.data(), b, hk, dk, dv);
+      d.ref_dk.insert(d.ref_dk.end(), dk.begin(), dk.end());
+      d.ref_dv.insert(d.ref_dv.end(), dv.begin(), dv.end());
+    }
+    d.grad_scope = fmt::format("dq: {} rows; dk, dv: ", d.rows.size() == size_t(p.batch * p.heads * p.seqlen_q) ? "all" : "sampled");
+    d.grad_scope += d.kv_heads.empty()
+                        ? fmt::format("not checked (one K/V head needs {:.2g} multiply-adds, over the budget)", cost)
+                        : fmt::format("{} of {} K/V heads", d.kv_heads.size(), all_heads);
+    d.have_grad_ref = true;
   }
 
   void measure(const Method& method, const Point& pt, Record& rec) {
     const Problem& p = pt.problem;
-    ProblemData& d = prepare(p);
-    if (pt.pass != Pass::Fwd) throw std::runtime_error("the runner cannot check gradients yet: backward passes are not measured");
+    const bool backward = pt.pass != Pass::Fwd;
+    ProblemData& d = prepare(p, backward);
 
-    const int64_t in_bytes = int64_t(d.q.bytes() + d.k.bytes() + d.v.bytes());
     DeviceBuffer o(alloc, size_t(p.q_elements()) * 2);
     DeviceBuffer lse(alloc, size_t(p.batch * p.heads * p.seqlen_q) * sizeof(float));
-    const int64_t out_bytes = int64_t(o.bytes() + lse.bytes());
+    DeviceBuffer dq, dk, dv;
+    if (backward) {
+      dq = DeviceBuffer(alloc, size_t(p.q_elements()) * 2);
+      dk = DeviceBuffer(alloc, size_t(p.kv_elements()) * 2);
+      dv = DeviceBuffer(alloc, size_t(p.kv_elements()) * 2);
+    }
+    const int64_t in_bytes = int64_t(d.q.bytes() + d.k.bytes() + d.v.bytes() + (backward ? d.d_o.bytes() : 0));
+    const int64_t out_bytes = int64_t(o.bytes() + lse.bytes() + dq.bytes() + dk.bytes() + dv.bytes());
 
     const int64_t before = alloc.current_bytes();
     alloc.reset_peak();
@@ -82,30 +151,49 @@ struct Runner::State {
     buf.o = o.get();
     buf.lse = lse.as<float>();
     buf.key_lengths = d.key_lengths.as<int>();
+    buf.d_o = d.d_o.get();
+    buf.dq = dq.get();
+    buf.dk = dk.get();
+    buf.dv = dv.get();
 
     // Check first: poison the outputs (0xFF.. is NaN in fp16, bf16 and fp32), run once,
     // compare with the reference. A failed check gets no timing.
-    FLASHIO_CUDA_CHECK(cudaMemsetAsync(o.get(), 0xFF, o.bytes(), stream));
-    FLASHIO_CUDA_CHECK(cudaMemsetAsync(lse.get(), 0xFF, lse.bytes(), stream));
+    for (DeviceBuffer* out : {&o, &lse, &dq, &dk, &dv})
+      if (out->bytes()) FLASHIO_CUDA_CHECK(cudaMemsetAsync(out->get(), 0xFF, out->bytes(), stream));
     plan->forward(buf, stream);
+    if (backward) plan->backward(buf, stream);
     FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
     rec.memory = MemoryStats{in_bytes, out_bytes, alloc.peak_bytes() - before};
-    std::vector<uint16_t> out(size_t(p.q_elements()));
-    FLASHIO_CUDA_CHECK(cudaMemcpy(out.data(), o.get(), o.bytes(), cudaMemcpyDeviceToHost));
     std::vector<float> lse_host;
     if (plan->writes_lse()) {
       lse_host.resize(size_t(p.batch * p.heads * p.seqlen_q));
       FLASHIO_CUDA_CHECK(cudaMemcpy(lse_host.data(), lse.get(), lse.bytes(), cudaMemcpyDeviceToHost));
     }
-    rec.check = compare_with_reference(p, d.rows, d.ref_out, d.ref_lse, out, plan->writes_lse() ? &lse_host : nullptr);
+    rec.check = compare_with_reference(p, d.rows, d.ref_out, d.ref_lse, download(o), plan->writes_lse() ? &lse_host : nullptr);
+    if (backward) {
+      const Tolerance tol = gradient_tolerance_for(p.dtype);
+      add_tensor(*rec.check, compare_tensor("dq", gather_rows(p, download(dq), d.rows), d.ref_dq, tol.atol_rms, tol.rtol));
+      if (!d.kv_heads.empty()) {
+        add_tensor(*rec.check, compare_tensor("dk", gather_kv_heads(p, download(dk), d.kv_heads), d.ref_dk, tol.atol_rms, tol.rtol));
+        add_tensor(*rec.check, compare_tensor("dv", gather_kv_heads(p, download(dv), d.kv_heads), d.ref_dv, tol.atol_rms, tol.rtol));
+      }
+      rec.check->grad_scope = d.grad_scope;
+    }
     if (!rec.check->passed) {
+      std::string worst;
+      for (const auto& t : rec.check->tensors)
+        if (std::isnan(t.worst_ratio) || t.worst_ratio > 1.0) worst += fmt::format(" {}: {:.3g}", t.name, t.worst_ratio);
       rec.status = Status::Error;
-      rec.reason = fmt::format("correctness check failed: worst |err|/tol = {:.3g} (max abs err {:.3g}, atol {:.3g}, rtol {:.3g}); not timed",
-                               rec.check->worst_ratio, rec.check->max_abs_err, rec.check->atol, rec.check->rtol);
+      rec.reason = fmt::format("correctness check failed (|err|/tol per tensor:{}); not timed", worst);
       return;
     }
 
-    auto launch = [&] { plan->forward(buf, stream); };
+    std::function<void()> launch;
+    switch (pt.pass) {
+      case Pass::Fwd: launch = [&] { plan->forward(buf, stream); }; break;
+      case Pass::Bwd: launch = [&] { plan->backward(buf, stream); }; break;  // from the saved forward above
+      case Pass::FwdBwd: launch = [&] { plan->forward(buf, stream); plan->backward(buf, stream); }; break;
+    }
     if (method.info().where == "cpu") {
       rec.time = time_host(launch, 0, std::min(opt.reps, 3));
     } else {

@@ -66,6 +66,8 @@ class Validator {
       for (auto it = v.begin(); it != v.end(); ++it) {
         if (props.contains(it.key())) {
           check(props[it.key()], it.value(), path + "/" + it.key());
+        } else if (s.contains("additionalProperties") && s["additionalProperties"].is_object()) {
+          check(s["additionalProperties"], it.value(), path + "/" + it.key());
         } else if (s.contains("additionalProperties") && s["additionalProperties"].is_boolean() &&
                    !s["additionalProperties"].get<bool>()) {
           errors.push_back(fmt::format("{}: unexpected property \"{}\"", path, it.key()));

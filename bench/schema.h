@@ -1,5 +1,5 @@
 // A validator for the subset of JSON Schema (draft 2020-12) that results/schema.json
-// uses: type, enum, const, required, properties, additionalProperties (bool), items,
+// uses: type, enum, const, required, properties, additionalProperties (bool or schema), items,
 // minimum, exclusiveMinimum, maximum, minItems, $ref to "#/$defs/...".
 #pragma once
 #include <string>

@@ -226,3 +226,96 @@ TEST(ReferenceDropout, MeanOverSeedsApproachesNoDropout) {
   }
   EXPECT_NEAR(observed_var / predicted_var, 1.0, 0.15);
 }
+
+namespace {
+
+// Backward in matrix form per (b, h): S, P, Z materialized; D = rowsum(dO∘O), not Σ P·dP.
+void matrix_backward(const Problem& p, const HostInputs& in, std::vector<double>& dq, std::vector<double>& dk,
+                     std::vector<double>& dv) {
+  const int64_t d = p.head_dim, nq = p.seqlen_q, nk = p.nk(), group = p.heads / p.kvh();
+  auto f = [&](uint16_t x) { return double(to_float(p.dtype, x)); };
+  dq.assign(size_t(p.q_elements()), 0.0);
+  dk.assign(size_t(p.kv_elements()), 0.0);
+  dv.assign(size_t(p.kv_elements()), 0.0);
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t h = 0; h < p.heads; ++h) {
+      const int64_t hk = h / group;
+      auto Q = [&](int64_t i, int64_t c) { return f(in.q[size_t(((b * p.heads + h) * nq + i) * d + c)]); };
+      auto dO = [&](int64_t i, int64_t c) { return f(in.d_o[size_t(((b * p.heads + h) * nq + i) * d + c)]); };
+      auto K = [&](int64_t j, int64_t c) { return f(in.k[size_t(((b * p.kvh() + hk) * nk + j) * d + c)]); };
+      auto V = [&](int64_t j, int64_t c) { return f(in.v[size_t(((b * p.kvh() + hk) * nk + j) * d + c)]); };
+      std::vector<double> P(size_t(nq * nk), 0.0), Z(size_t(nq * nk), 0.0), O(size_t(nq * d), 0.0);
+      for (int64_t i = 0; i < nq; ++i) {
+        double mx = -1e300, sum = 0;
+        std::vector<double> s(static_cast<size_t>(nk));
+        std::vector<bool> vis(static_cast<size_t>(nk));
+        for (int64_t j = 0; j < nk; ++j) {
+          vis[size_t(j)] = !(p.causal && j > i) && !(p.padding != Padding::None && j >= in.key_lengths[size_t(b)]);
+          double acc = 0;
+          for (int64_t c = 0; c < d; ++c) acc += Q(i, c) * K(j, c);
+          s[size_t(j)] = acc * p.scale();
+          if (vis[size_t(j)]) mx = std::max(mx, s[size_t(j)]);
+        }
+        for (int64_t j = 0; j < nk; ++j)
+          if (vis[size_t(j)]) sum += std::exp(s[size_t(j)] - mx);
+        for (int64_t j = 0; j < nk; ++j) {
+          if (!vis[size_t(j)]) continue;
+          P[size_t(i * nk + j)] = std::exp(s[size_t(j)] - mx) / sum;
+          Z[size_t(i * nk + j)] = p.dropout > 0 ? (dropout_keeps(p.seed, 0, p.dropout, uint32_t(b), uint32_t(h), uint32_t(i), uint32_t(j))
+                                                       ? 1.0 / (1.0 - p.dropout) : 0.0)
+                                                : 1.0;
+          for (int64_t c = 0; c < d; ++c) O[size_t(i * d + c)] += P[size_t(i * nk + j)] * Z[size_t(i * nk + j)] * V(j, c);
+        }
+      }
+      for (int64_t i = 0; i < nq; ++i) {
+        double D = 0;
+        for (int64_t c = 0; c < d; ++c) D += dO(i, c) * O[size_t(i * d + c)];
+        for (int64_t j = 0; j < nk; ++j) {
+          double dp = 0;
+          for (int64_t c = 0; c < d; ++c) dp += dO(i, c) * V(j, c);
+          const double pij = P[size_t(i * nk + j)], zij = Z[size_t(i * nk + j)];
+          const double ds = pij * (dp * zij - D);
+          for (int64_t c = 0; c < d; ++c) {
+            dq[size_t(((b * p.heads + h) * nq + i) * d + c)] += p.scale() * ds * K(j, c);
+            dk[size_t(((b * p.kvh() + hk) * nk + j) * d + c)] += p.scale() * ds * Q(i, c);
+            dv[size_t(((b * p.kvh() + hk) * nk + j) * d + c)] += pij * zij * dO(i, c);
+          }
+        }
+      }
+    }
+}
+
+void expect_backward_matches_matrix_form(const Problem& p) {
+  const HostInputs in = make_inputs(p, true);
+  std::vector<double> dq, dk, dv;
+  matrix_backward(p, in, dq, dk, dv);
+  HostTensors t{in.q.data(), in.k.data(), in.v.data(), p.padding != Padding::None ? in.key_lengths.data() : nullptr};
+  std::vector<double> got_dq;
+  reference_dq_rows(p, t, in.d_o.data(), all_rows(p), got_dq, 3);
+  for (size_t e = 0; e < dq.size(); ++e) ASSERT_NEAR(got_dq[e], dq[e], 1e-10) << p.name() << " dq " << e;
+  const int64_t per_head = p.nk() * p.head_dim;
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t hk = 0; hk < p.kvh(); ++hk) {
+      std::vector<double> gk, gv;
+      reference_dkdv_head(p, t, in.d_o.data(), b, hk, gk, gv, 2);
+      for (int64_t e = 0; e < per_head; ++e) {
+        ASSERT_NEAR(gk[size_t(e)], dk[size_t((b * p.kvh() + hk) * per_head + e)], 1e-10) << p.name() << " dk " << e;
+        ASSERT_NEAR(gv[size_t(e)], dv[size_t((b * p.kvh() + hk) * per_head + e)], 1e-10) << p.name() << " dv " << e;
+      }
+    }
+}
+
+}  // namespace
+
+TEST(ReferenceBackward, MatchesMatrixFormPlain) {
+  Problem p;
+  p.batch = 2; p.heads = 2; p.seqlen_q = 19; p.head_dim = 16;
+  expect_backward_matches_matrix_form(p);
+}
+
+TEST(ReferenceBackward, MatchesMatrixFormCausalGqaPaddingDropout) {
+  Problem p;
+  p.batch = 2; p.heads = 4; p.kv_heads = 2; p.seqlen_q = 13; p.seqlen_k = 27; p.head_dim = 16;
+  p.causal = true; p.padding = Padding::Random; p.dropout = 0.3; p.dtype = DType::BF16;
+  expect_backward_matches_matrix_form(p);
+}

@@ -78,6 +78,134 @@ void reference_row(const Problem& p, const HostTensors& t, const RowId& r, doubl
 
 }  // namespace
 
+namespace {
+
+// One query row's backward quantities: the visible keys, P (no dropout), Z and dS.
+struct RowGrad {
+  int64_t visible = 0;
+  std::vector<double> prob, keep, ds;  // size visible
+};
+
+void backward_row(const Problem& p, const HostTensors& t, const uint16_t* d_o, const RowId& r, RowGrad& g,
+                  std::vector<double>& qrow) {
+  const int64_t d = p.head_dim, nk = p.nk();
+  const int64_t hk = r.h / (p.heads / p.kvh());
+  const uint16_t* q = t.q + ((r.b * p.heads + r.h) * p.seqlen_q + r.i) * d;
+  const uint16_t* k = t.k + (r.b * p.kvh() + hk) * nk * d;
+  const uint16_t* v = t.v + (r.b * p.kvh() + hk) * nk * d;
+  const uint16_t* dorow = d_o + ((r.b * p.heads + r.h) * p.seqlen_q + r.i) * d;
+  int64_t visible = t.key_lengths ? std::min<int64_t>(nk, t.key_lengths[r.b]) : nk;
+  if (p.causal) visible = std::min<int64_t>(visible, r.i + 1);
+  g.visible = std::max<int64_t>(visible, 0);
+  g.prob.assign(size_t(g.visible), 0.0);
+  g.keep.assign(size_t(g.visible), 1.0);
+  g.ds.assign(size_t(g.visible), 0.0);
+  if (g.visible == 0) return;
+  for (int64_t c = 0; c < d; ++c) qrow[size_t(c)] = to_float(p.dtype, q[c]);
+  double row_max = -std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j < g.visible; ++j) {
+    double s = 0.0;
+    for (int64_t c = 0; c < d; ++c) s += qrow[size_t(c)] * double(to_float(p.dtype, k[j * d + c]));
+    g.prob[size_t(j)] = s * p.scale();
+    row_max = std::max(row_max, g.prob[size_t(j)]);
+  }
+  double sum = 0.0;
+  for (auto& x : g.prob) sum += (x = std::exp(x - row_max));
+  for (auto& x : g.prob) x /= sum;
+  if (p.dropout > 0.0)
+    for (int64_t j = 0; j < g.visible; ++j)
+      g.keep[size_t(j)] = dropout_keeps(p.seed, kDropoutOffset, p.dropout, uint32_t(r.b), uint32_t(r.h),
+                                        uint32_t(r.i), uint32_t(j))
+                              ? dropout_scale(p.dropout)
+                              : 0.0;
+  double dsum = 0.0;  // D_i = Σ_j P_ij dP_ij
+  for (int64_t j = 0; j < g.visible; ++j) {
+    double dp = 0.0;
+    for (int64_t c = 0; c < d; ++c) dp += double(to_float(p.dtype, dorow[c])) * double(to_float(p.dtype, v[j * d + c]));
+    g.ds[size_t(j)] = dp * g.keep[size_t(j)];
+    dsum += g.prob[size_t(j)] * g.ds[size_t(j)];
+  }
+  for (int64_t j = 0; j < g.visible; ++j) g.ds[size_t(j)] = g.prob[size_t(j)] * (g.ds[size_t(j)] - dsum);
+}
+
+template <typename Work>
+void parallel_for(size_t n, int threads, Work work) {
+  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  threads = int(std::min<size_t>(size_t(threads), std::max<size_t>(1, n)));
+  if (threads == 1) {
+    work(0, 1);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (int tid = 0; tid < threads; ++tid) pool.emplace_back(work, tid, threads);
+  for (auto& th : pool) th.join();
+}
+
+}  // namespace
+
+void reference_dq_rows(const Problem& p, const HostTensors& t, const uint16_t* d_o, const std::vector<RowId>& rows,
+                       std::vector<double>& dq, int threads) {
+  const int64_t d = p.head_dim, nk = p.nk();
+  dq.assign(rows.size() * size_t(d), 0.0);
+  parallel_for(rows.size(), threads, [&](int tid, int nthreads) {
+    RowGrad g;
+    std::vector<double> qrow(static_cast<size_t>(d));
+    for (size_t r = size_t(tid); r < rows.size(); r += size_t(nthreads)) {
+      backward_row(p, t, d_o, rows[r], g, qrow);
+      const int64_t hk = rows[r].h / (p.heads / p.kvh());
+      const uint16_t* k = t.k + (rows[r].b * p.kvh() + hk) * nk * d;
+      double* out = dq.data() + r * size_t(d);
+      for (int64_t j = 0; j < g.visible; ++j)
+        for (int64_t c = 0; c < d; ++c) out[c] += p.scale() * g.ds[size_t(j)] * double(to_float(p.dtype, k[j * d + c]));
+    }
+  });
+}
+
+void reference_dkdv_head(const Problem& p, const HostTensors& t, const uint16_t* d_o, int64_t b, int64_t hk,
+                         std::vector<double>& dk, std::vector<double>& dv, int threads) {
+  const int64_t d = p.head_dim, nk = p.nk(), group = p.heads / p.kvh();
+  std::vector<RowId> rows;
+  for (int64_t h = hk * group; h < (hk + 1) * group; ++h)
+    for (int64_t i = 0; i < p.seqlen_q; ++i) rows.push_back({b, h, i});
+  // Each thread accumulates its own dK, dV; summed at the end (deterministic order).
+  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  threads = int(std::min<size_t>(size_t(threads), std::max<size_t>(1, rows.size())));
+  std::vector<std::vector<double>> part_k(static_cast<size_t>(threads)), part_v(static_cast<size_t>(threads));
+  parallel_for(rows.size(), threads, [&](int tid, int nthreads) {
+    auto& pk = part_k[size_t(tid)];
+    auto& pv = part_v[size_t(tid)];
+    pk.assign(size_t(nk * d), 0.0);
+    pv.assign(size_t(nk * d), 0.0);
+    RowGrad g;
+    std::vector<double> qrow(static_cast<size_t>(d));
+    for (size_t r = size_t(tid); r < rows.size(); r += size_t(nthreads)) {
+      backward_row(p, t, d_o, rows[r], g, qrow);
+      const uint16_t* dorow = d_o + ((rows[r].b * p.heads + rows[r].h) * p.seqlen_q + rows[r].i) * d;
+      for (int64_t j = 0; j < g.visible; ++j) {
+        const double wv = g.prob[size_t(j)] * g.keep[size_t(j)];
+        const double wk = p.scale() * g.ds[size_t(j)];
+        for (int64_t c = 0; c < d; ++c) {
+          pv[size_t(j * d + c)] += wv * double(to_float(p.dtype, dorow[c]));
+          pk[size_t(j * d + c)] += wk * qrow[size_t(c)];
+        }
+      }
+    }
+  });
+  dk.assign(size_t(nk * d), 0.0);
+  dv.assign(size_t(nk * d), 0.0);
+  for (int tid = 0; tid < threads; ++tid) {
+    if (part_k[size_t(tid)].empty()) continue;
+    for (size_t e = 0; e < dk.size(); ++e) {
+      dk[e] += part_k[size_t(tid)][e];
+      dv[e] += part_v[size_t(tid)][e];
+    }
+  }
+}
+
+double reference_dkdv_cost(const Problem& p) {
+  return 4.0 * double(p.heads / p.kvh()) * double(p.seqlen_q) * double(p.nk()) * double(p.head_dim);
+}
+
 void reference_rows(const Problem& p, const HostTensors& t, const std::vector<RowId>& rows,
                     std::vector<double>& out, std::vector<double>& lse, int threads) {
   const int64_t d = p.head_dim;

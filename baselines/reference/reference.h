@@ -38,4 +38,21 @@ std::vector<RowId> all_rows(const Problem& p);
 // Multiply-adds the reference needs for `nrows` query rows.
 double reference_cost(const Problem& p, int64_t nrows);
 
+// Backward pass (FlashAttention Algorithm 3/4 in float64), given dO [B, H, Nq, d]:
+//   P = softmax(scale·QKᵀ + mask), Z = dropout keep/(1-p) (1 without dropout)
+//   dV = (P∘Z)ᵀ dO,  dP = (dO Vᵀ)∘Z,  D_i = Σ_j P_ij dP_ij,  dS = P∘(dP − D)
+//   dQ = scale·dS K,  dK = scale·dSᵀ Q  (dK, dV summed over the query heads of a GQA group)
+// dQ of a row needs only that row; dK and dV of a key need every query row of its group.
+
+// dQ of `rows` (rows.size() × d).
+void reference_dq_rows(const Problem& p, const HostTensors& t, const uint16_t* d_o, const std::vector<RowId>& rows,
+                       std::vector<double>& dq, int threads = 0);
+
+// dK and dV of K/V head `hk` of sequence `b` (each Nk × d).
+void reference_dkdv_head(const Problem& p, const HostTensors& t, const uint16_t* d_o, int64_t b, int64_t hk,
+                         std::vector<double>& dk, std::vector<double>& dv, int threads = 0);
+
+// Multiply-adds of reference_dkdv_head for one K/V head.
+double reference_dkdv_cost(const Problem& p);
+
 }  // namespace flashio

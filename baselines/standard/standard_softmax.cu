@@ -1,8 +1,9 @@
-// Row softmax of standard attention. One thread block per row. A row that fits in the
-// block's registers (Nk ≤ 16384) is read once: one read of S, one write of P, the least
-// traffic a separate softmax kernel can move. Longer rows stream twice (online max/sum,
-// then the write). Rows of 8k elements use 16-byte vector loads. Masked entries get P = 0;
-// a row with no visible key is all zeros.
+// Row softmax of standard attention. Rows of at most 1024 elements: one warp per row,
+// eight rows per block (a block per short row would leave most threads idle). Longer rows:
+// one thread block per row. A row that fits in registers (Nk ≤ 16384) is read once: one
+// read of S, one write of P, the least traffic a separate softmax kernel can move. Longer
+// rows stream twice (online max/sum, then the write). Rows of 8k elements use 16-byte
+// vector loads. Masked entries get P = 0; a row with no visible key is all zeros.
 #include <cfloat>
 
 #include <cuda_bf16.h>
@@ -100,6 +101,61 @@ __global__ void __launch_bounds__(kThreads) softmax_cached(const SoftmaxParams p
   }
 }
 
+// Short rows: one warp per row, kVec·kItems elements per lane, warp shuffles only.
+template <typename T, int kVec, int kItems>
+__global__ void __launch_bounds__(kThreads) softmax_warp_per_row(const SoftmaxParams p) {
+  constexpr int kRowsPerBlock = kThreads / 32;
+  const int lane = threadIdx.x % 32;
+  const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
+  if (row >= p.rows) return;
+  const T* s = static_cast<const T*>(p.s) + row * p.seqlen_k;
+  T* out = static_cast<T*>(p.p) + row * p.seqlen_k;
+  const int visible = visible_keys(p, row);
+  float x[kItems][kVec];
+  float mx = -FLT_MAX;
+#pragma unroll
+  for (int it = 0; it < kItems; ++it) {
+    const int j0 = (it * 32 + lane) * kVec;
+    T v[kVec];
+    if (j0 < p.seqlen_k) {
+      if constexpr (kVec == 8) {
+        *reinterpret_cast<uint4*>(v) = *reinterpret_cast<const uint4*>(s + j0);
+      } else {
+        v[0] = s[j0];
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      x[it][e] = (j0 + e < visible) ? to_f(v[e]) : -INFINITY;
+      mx = fmaxf(mx, x[it][e]);
+    }
+  }
+  for (int off = 16; off > 0; off /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+  float sum = 0.f;
+#pragma unroll
+  for (int it = 0; it < kItems; ++it)
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      x[it][e] = __expf(x[it][e] - mx);
+      sum += x[it][e];
+    }
+  for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+  const float inv = visible > 0 ? 1.f / sum : 0.f;
+#pragma unroll
+  for (int it = 0; it < kItems; ++it) {
+    const int j0 = (it * 32 + lane) * kVec;
+    if (j0 >= p.seqlen_k) continue;
+    T v[kVec];
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) v[e] = from_f<T>(x[it][e] * inv);
+    if constexpr (kVec == 8) {
+      *reinterpret_cast<uint4*>(out + j0) = *reinterpret_cast<const uint4*>(v);
+    } else {
+      out[j0] = v[0];
+    }
+  }
+}
+
 // Any row length: pass 1 keeps a running (max, sum) per thread; pass 2 writes P.
 template <typename T>
 __global__ void __launch_bounds__(kThreads) softmax_streaming(const SoftmaxParams p) {
@@ -125,8 +181,24 @@ __global__ void __launch_bounds__(kThreads) softmax_streaming(const SoftmaxParam
 
 template <typename T>
 void launch(const SoftmaxParams& p, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(p.rows));
   const bool vec = p.seqlen_k % 8 == 0;
+  const dim3 warp_grid(static_cast<unsigned>((p.rows + kThreads / 32 - 1) / (kThreads / 32)));
+  if (vec && p.seqlen_k <= 256) {
+    softmax_warp_per_row<T, 8, 1><<<warp_grid, kThreads, 0, stream>>>(p);
+    FLASHIO_CHECK_LAUNCH();
+    return;
+  }
+  if (vec && p.seqlen_k <= 1024) {
+    softmax_warp_per_row<T, 8, 4><<<warp_grid, kThreads, 0, stream>>>(p);
+    FLASHIO_CHECK_LAUNCH();
+    return;
+  }
+  if (!vec && p.seqlen_k <= 256) {
+    softmax_warp_per_row<T, 1, 8><<<warp_grid, kThreads, 0, stream>>>(p);
+    FLASHIO_CHECK_LAUNCH();
+    return;
+  }
+  const dim3 grid(static_cast<unsigned>(p.rows));
   const int per_pass = vec ? 8 * kThreads : kThreads;
   const int items = (p.seqlen_k + per_pass - 1) / per_pass;
   if (vec && items <= 1) softmax_cached<T, 8, 1><<<grid, kThreads, 0, stream>>>(p);
