@@ -44,25 +44,24 @@ std::vector<RowId> rows_to_check(const Problem& p, double budget_macs) {
   return out;
 }
 
+double rms(const std::vector<double>& v) {
+  double sum_sq = 0.0;
+  size_t finite = 0;
+  for (double x : v)
+    if (std::isfinite(x)) {
+      sum_sq += x * x;
+      ++finite;
+    }
+  return finite ? std::sqrt(sum_sq / double(finite)) : 0.0;
+}
+
 TensorCheck compare_tensor(const std::string& name, const std::vector<double>& got, const std::vector<double>& ref,
                            double atol, double rtol, bool atol_is_absolute) {
   TensorCheck t;
   t.name = name;
   t.elements = int64_t(ref.size());
   t.rtol = rtol;
-  if (atol_is_absolute) {
-    t.atol = atol;
-  } else {
-    double sum_sq = 0.0;
-    size_t finite = 0;
-    for (double x : ref)
-      if (std::isfinite(x)) {
-        sum_sq += x * x;
-        ++finite;
-      }
-    const double rms = finite ? std::sqrt(sum_sq / double(finite)) : 0.0;
-    t.atol = atol * std::max(rms, 1e-6);
-  }
+  t.atol = atol_is_absolute ? atol : atol * std::max(rms(ref), 1e-6);
   for (size_t e = 0; e < ref.size(); ++e) {
     const double g = got[e], r = ref[e];
     if (std::isnan(g) || std::isnan(r)) {

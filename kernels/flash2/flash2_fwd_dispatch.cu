@@ -1,17 +1,20 @@
-// The one dispatch point of the flash2 forward: run-time (element type, head dim) →
-// template instantiation (two switches deep); the tile choice is made inside.
+// The one dispatch point of flash2: run-time (element type, head dim) → template
+// instantiation (two switches deep); the forward's tile choice is made inside.
 #include <stdexcept>
 #include <string>
 
+#include "kernels/flash2/flash2_bwd_launch.cuh"
 #include "kernels/flash2/flash2_fwd_launch.cuh"
 
 namespace flashio::kernels {
 
 #define FLASH2_HEAD_DIMS(X) X(32) X(64) X(96) X(128) X(256)
 
-#define FLASH2_DECLARE(D)                                                                              \
-  extern template void run_flash2_fwd<half, D>(const Flash2FwdParams&, const Flash2Tile&, cudaStream_t); \
-  extern template void run_flash2_fwd<__nv_bfloat16, D>(const Flash2FwdParams&, const Flash2Tile&, cudaStream_t);
+#define FLASH2_DECLARE(D)                                                                                   \
+  extern template void run_flash2_fwd<half, D>(const Flash2FwdParams&, const Flash2Tile&, cudaStream_t);      \
+  extern template void run_flash2_fwd<__nv_bfloat16, D>(const Flash2FwdParams&, const Flash2Tile&, cudaStream_t); \
+  extern template void run_flash2_bwd<half, D>(const Flash2BwdParams&, cudaStream_t);                          \
+  extern template void run_flash2_bwd<__nv_bfloat16, D>(const Flash2BwdParams&, cudaStream_t);
 FLASH2_HEAD_DIMS(FLASH2_DECLARE)
 
 template <int D>
@@ -48,6 +51,47 @@ void flash2_fwd(const Flash2FwdParams& p, const Flash2Tile& tile, bool bf16, cud
     dispatch_head_dim<__nv_bfloat16>(p, tile, stream);
   } else {
     dispatch_head_dim<half>(p, tile, stream);
+  }
+}
+
+}  // namespace flashio::kernels
+
+namespace flashio::kernels {
+
+template <int D>
+static bool bwd_tile(Flash2Tile* out) {
+  using C = Flash2BwdConfig<D>;
+  if (!C::kAvailable) return false;
+  *out = {C::kBlockM, C::kBlockN, C::kWarps, 2, flash2_bwd_smem_bytes(D, C::kBlockN, C::kBlockM)};
+  return true;
+}
+
+bool flash2_bwd_tile(int head_dim, Flash2Tile* out) {
+  switch (head_dim) {
+#define FLASH2_BWD_TILE_CASE(D) \
+  case D: return bwd_tile<D>(out);
+    FLASH2_HEAD_DIMS(FLASH2_BWD_TILE_CASE)
+    default: return false;
+  }
+}
+
+template <typename T>
+static void dispatch_bwd_head_dim(const Flash2BwdParams& p, cudaStream_t stream) {
+  switch (p.head_dim) {
+#define FLASH2_BWD_CASE(D)               \
+  case D:                                \
+    run_flash2_bwd<T, D>(p, stream);     \
+    return;
+    FLASH2_HEAD_DIMS(FLASH2_BWD_CASE)
+    default: throw std::invalid_argument("flash2: head dim " + std::to_string(p.head_dim) + " not compiled");
+  }
+}
+
+void flash2_bwd(const Flash2BwdParams& p, bool bf16, cudaStream_t stream) {
+  if (bf16) {
+    dispatch_bwd_head_dim<__nv_bfloat16>(p, stream);
+  } else {
+    dispatch_bwd_head_dim<half>(p, stream);
   }
 }
 

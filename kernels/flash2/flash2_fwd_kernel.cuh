@@ -8,6 +8,10 @@
 // exp(m_old - m_new); the division by ℓ is deferred to the end (FA-2 §3.1.1), and the
 // log-sum-exp L = m + log ℓ is the only statistic written.
 //
+// Dropout: P is normalised with the undropped row sum ℓ, then each element is kept or
+// dropped by the shared Philox mask (kernels/common/philox.h) before P·V; the 1/(1−p) scale
+// joins the final 1/ℓ. One Philox call serves a thread's two adjacent columns.
+//
 // Causal (top-left aligned): tiles entirely above the diagonal are never loaded; the K/V
 // tiles are visited last-to-first so that the only tiles needing a mask (the diagonal and
 // the sequence tail) come first, and the mask is applied only there.
@@ -20,6 +24,7 @@
 #include <cmath>
 
 #include "kernels/common/mma.cuh"
+#include "kernels/common/philox.h"
 #include "kernels/flash2/flash2_fwd_configs.h"
 #include "kernels/flash2/flash2_params.h"
 
@@ -75,7 +80,9 @@ __device__ __forceinline__ void load_tile(typename Tr::Element* s, const typenam
   }
 }
 
-template <typename Tr, bool kCausal>
+// kDropout is a template parameter: the Philox code in the loop costs registers (measured:
+// 132 → 225 for d = 64, 128×64, and 14 % of the speed) even when a run-time flag skips it.
+template <typename Tr, bool kCausal, bool kDropout>
 __global__ void __launch_bounds__(Tr::kNThreads) flash2_fwd_kernel(const Flash2FwdParams p) {
   using T = typename Tr::Element;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -209,13 +216,21 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash2_fwd_kernel(const Flash2F
           acc_o[mt][nt][2 * hr + 1] *= alpha;
         }
 #pragma unroll
-        for (int nt = 0; nt < Tr::kNTilesS; ++nt)
+        for (int nt = 0; nt < Tr::kNTilesS; ++nt) {
 #pragma unroll
           for (int e = 2 * hr; e < 2 * hr + 2; ++e) {
             const float pe = exp2f(fmaf(acc_s[mt][nt][e], p.scale_log2, -m_scaled));
             acc_s[mt][nt][e] = pe;
             row_sum[mt][hr] += pe;
           }
+          if constexpr (kDropout) {  // columns j, j+1 (j even) share one Philox draw of 4 columns
+            const uint32_t i = uint32_t(row0 + warp_row + mt * 16 + g + hr * 8);
+            const uint32_t j = uint32_t(col0 + nt * 8 + 2 * t);
+            const Philox4x32 w = dropout_words(p.seed, 0, uint32_t(b), uint32_t(h), i, j / 4);
+            if (!dropout_keeps_word(philox_lane(w, j % 4), p.dropout_threshold)) acc_s[mt][nt][2 * hr] = 0.f;
+            if (!dropout_keeps_word(philox_lane(w, j % 4 + 1), p.dropout_threshold)) acc_s[mt][nt][2 * hr + 1] = 0.f;
+          }
+        }
       }
 
     // O += P·V_j (line 10): P re-packed from S accumulators into A fragments, V by ldmatrix.trans.
@@ -251,7 +266,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash2_fwd_kernel(const Flash2F
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
       const float l = quad_sum(row_sum[mt][hr]);
-      const float inv = l > 0.f ? 1.f / l : 0.f;  // a row that sees no key: O = 0
+      const float inv = l > 0.f ? (kDropout ? p.dropout_scale : 1.f) / l : 0.f;  // a row that sees no key: O = 0
       const int r = warp_row + mt * 16 + g + hr * 8;
 #pragma unroll
       for (int nt = 0; nt < Tr::kNTilesO; ++nt) {

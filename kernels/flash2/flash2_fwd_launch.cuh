@@ -14,7 +14,8 @@ void launch_flash2_fwd_config(const Flash2FwdParams& p, cudaStream_t stream) {
   constexpr Flash2TileSpec s = Flash2FwdConfigs<kHeadDim>::list[kIndex];
   using Tr = Flash2FwdTraits<T, kHeadDim, s.block_m, s.block_n, s.warps, s.stages>;
   const dim3 grid((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM, p.heads, p.batch);
-  auto kernel = p.causal ? flash2_fwd_kernel<Tr, true> : flash2_fwd_kernel<Tr, false>;
+  auto kernel = p.causal ? (p.dropout ? flash2_fwd_kernel<Tr, true, true> : flash2_fwd_kernel<Tr, true, false>)
+                         : (p.dropout ? flash2_fwd_kernel<Tr, false, true> : flash2_fwd_kernel<Tr, false, false>);
   FLASHIO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
   kernel<<<grid, Tr::kNThreads, Tr::kSmemBytes, stream>>>(p);
   FLASHIO_CHECK_LAUNCH();

@@ -1,11 +1,13 @@
-// The `flash2` method: FlashAttention-2 (forward: Algorithm 1). Kernel in
-// kernels/flash2/flash2_fwd_kernel.cuh; tile configurations in flash2_fwd_configs.h.
+// The `flash2` method: FlashAttention-2 (forward: Algorithm 1, backward: Algorithm 2).
+// Kernels in kernels/flash2/flash2_{fwd,bwd}_kernel.cuh; forward tiles in flash2_fwd_configs.h.
 #include <cmath>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "bench/device_memory.h"
 #include "bench/method.h"
+#include "kernels/common/philox.h"
 #include "kernels/flash2/flash2_params.h"
 
 namespace flashio {
@@ -47,11 +49,48 @@ Support choose_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile* out) {
                                  dev.smem_per_block_optin));
 }
 
+constexpr double kLog2e = 1.4426950408889634;
+
 class Flash2Plan final : public Plan {
  public:
-  Flash2Plan(const Problem& p, Flash2Tile tile) : p_(p), tile_(tile) {}
+  Flash2Plan(const Problem& p, Pass pass, Flash2Tile tile, DeviceAllocator& alloc) : p_(p), tile_(tile) {
+    if (pass != Pass::Fwd) {  // D and the fp32 dQ accumulator
+      d_sum_ = DeviceBuffer(alloc, size_t(p.batch * p.heads * p.seqlen_q) * sizeof(float));
+      dq_accum_ = DeviceBuffer(alloc, size_t(p.q_elements()) * sizeof(float));
+    }
+  }
   Tiles tiles() const override { return {tile_.block_m, tile_.block_n, tile_.warps, tile_.stages, tile_.smem_bytes}; }
   bool writes_lse() const override { return true; }
+
+  void backward(const AttentionBuffers& buf, cudaStream_t stream) override {
+    kernels::Flash2BwdParams k{};
+    k.q = buf.q;
+    k.k = buf.k;
+    k.v = buf.v;
+    k.o = buf.o;
+    k.d_o = buf.d_o;
+    k.lse = buf.lse;
+    k.d_sum = d_sum_.as<float>();
+    k.dq_accum = dq_accum_.as<float>();
+    k.dq = buf.dq;
+    k.dk = buf.dk;
+    k.dv = buf.dv;
+    k.key_lengths = buf.key_lengths;
+    k.batch = int(p_.batch);
+    k.heads = int(p_.heads);
+    k.kv_heads = int(p_.kvh());
+    k.seqlen_q = int(p_.seqlen_q);
+    k.seqlen_k = int(p_.nk());
+    k.head_dim = int(p_.head_dim);
+    k.scale = float(p_.scale());
+    k.scale_log2 = float(p_.scale() * kLog2e);
+    k.causal = p_.causal;
+    k.dropout = p_.dropout > 0.0;
+    k.dropout_threshold = dropout_threshold(p_.dropout);
+    k.dropout_scale = float(dropout_scale(p_.dropout));
+    k.seed = p_.seed;
+    kernels::flash2_bwd(k, p_.dtype == DType::BF16, stream);
+  }
   void forward(const AttentionBuffers& buf, cudaStream_t stream) override {
     kernels::Flash2FwdParams k{};
     k.q = buf.q;
@@ -66,14 +105,19 @@ class Flash2Plan final : public Plan {
     k.seqlen_q = int(p_.seqlen_q);
     k.seqlen_k = int(p_.nk());
     k.head_dim = int(p_.head_dim);
-    k.scale_log2 = float(p_.scale() * 1.4426950408889634);
+    k.scale_log2 = float(p_.scale() * kLog2e);
     k.causal = p_.causal;
+    k.dropout = p_.dropout > 0.0;
+    k.dropout_threshold = dropout_threshold(p_.dropout);
+    k.dropout_scale = float(dropout_scale(p_.dropout));
+    k.seed = p_.seed;
     kernels::flash2_fwd(k, tile_, p_.dtype == DType::BF16, stream);
   }
 
  private:
   Problem p_;
   Flash2Tile tile_;
+  DeviceBuffer d_sum_, dq_accum_;
 };
 
 class Flash2 final : public Method {
@@ -83,25 +127,34 @@ class Flash2 final : public Method {
     i.name = "flash2";
     i.summary = "FlashAttention-2 (Dao 2023, Alg. 1): Q tiles across thread blocks, K/V streamed, online softmax";
     i.where = "gpu";
-    i.passes = {Pass::Fwd};
+    i.passes = {Pass::Fwd, Pass::Bwd, Pass::FwdBwd};
     i.dtypes = {DType::F16, DType::BF16};
     i.head_dims = {32, 64, 96, 128, 256};
     i.masks = {"none", "causal", "padding"};
+    i.dropout = true;
     i.gqa = true;
-    i.notes = "backward and dropout: not yet";
+    i.notes = "backward: head dims up to 128; dQ accumulated with fp32 atomics (not bitwise deterministic)";
     return i;
   }
   Support supports(const Problem& p, Pass pass, const DeviceInfo& dev) const override {
     if (Support s = check_common(info(), p, pass, dev); !s) return s;
     if (p.seqlen_q > (int64_t(1) << 30) || p.nk() > (int64_t(1) << 30))
       return Support::no("sequence lengths above 2^30 are not supported (32-bit row indices)");
+    if (pass != Pass::Fwd) {
+      Flash2Tile bwd{};
+      if (!kernels::flash2_bwd_tile(int(p.head_dim), &bwd))
+        return Support::no(fmt::format("flash2 backward supports head dims up to 128 (got {})", p.head_dim));
+      if (bwd.smem_bytes > dev.smem_per_block_optin)
+        return Support::no(fmt::format("flash2 backward needs {} bytes of shared memory; this GPU allows {} per block",
+                                       bwd.smem_bytes, dev.smem_per_block_optin));
+    }
     Flash2Tile t{};
     return choose_tile(p, dev, &t);
   }
-  std::unique_ptr<Plan> plan(const Problem& p, Pass, const DeviceInfo& dev, DeviceAllocator&) const override {
+  std::unique_ptr<Plan> plan(const Problem& p, Pass pass, const DeviceInfo& dev, DeviceAllocator& alloc) const override {
     Flash2Tile t{};
     choose_tile(p, dev, &t);
-    return std::make_unique<Flash2Plan>(p, t);
+    return std::make_unique<Flash2Plan>(p, pass, t, alloc);
   }
 };
 

@@ -16,6 +16,34 @@ struct Flash2FwdParams {
   int batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim;
   float scale_log2;  // softmax scale · log2(e): scores live in base 2 inside the kernel
   bool causal;
+  // Dropout (kernels/common/philox.h): keep iff Philox word >= dropout_threshold.
+  bool dropout;
+  uint32_t dropout_threshold;
+  float dropout_scale;  // 1 / (1 - p)
+  uint64_t seed;
+};
+
+struct Flash2BwdParams {
+  const void* q;      // [B, H, Nq, d]
+  const void* k;      // [B, Hkv, Nk, d]
+  const void* v;      // [B, Hkv, Nk, d]
+  const void* o;      // [B, H, Nq, d]
+  const void* d_o;    // [B, H, Nq, d]
+  const float* lse;   // [B, H, Nq] from the forward, natural log
+  float* d_sum;       // [B, H, Nq] workspace: D = rowsum(dO ∘ O)
+  float* dq_accum;    // [B, H, Nq, d] workspace: fp32 dQ, accumulated with atomics
+  void* dq;           // [B, H, Nq, d]
+  void* dk;           // [B, Hkv, Nk, d]
+  void* dv;           // [B, Hkv, Nk, d]
+  const int* key_lengths;
+  int batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim;
+  float scale;       // softmax scale
+  float scale_log2;  // scale · log2(e)
+  bool causal;
+  bool dropout;
+  uint32_t dropout_threshold;
+  float dropout_scale;
+  uint64_t seed;
 };
 
 // One compiled tile configuration of the forward kernel.
@@ -34,5 +62,11 @@ int flash2_fwd_tiles(int head_dim, Flash2Tile* out, int max);
 // Launches the forward kernel with tile `tile` (one of flash2_fwd_tiles(head_dim)).
 // `bf16` selects the element type. Throws CudaError on a launch failure.
 void flash2_fwd(const Flash2FwdParams& params, const Flash2Tile& tile, bool bf16, cudaStream_t stream);
+
+// The backward's tile (one configuration per head dim); false when `head_dim` has none.
+bool flash2_bwd_tile(int head_dim, Flash2Tile* out);
+
+// Backward: preprocess (D, zero dQ accumulator), main kernel, dQ conversion.
+void flash2_bwd(const Flash2BwdParams& params, bool bf16, cudaStream_t stream);
 
 }  // namespace flashio::kernels

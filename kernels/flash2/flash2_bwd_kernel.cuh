@@ -1,0 +1,327 @@
+// flash2 backward: FlashAttention-2, Algorithm 2 (Dao, 2023).
+//
+// Three launches:
+//   1. preprocess: D_i = rowsum(dO_i ∘ O_i) (fp32), one warp-group of lanes per row;
+//      the fp32 dQ accumulator is zeroed by the host (cudaMemsetAsync).
+//   2. main: one thread block per (K/V tile j, K/V head, batch) — parallel over the key
+//      blocks (FA-2 §3.2). K_j and V_j stay in shared memory; the block walks every query
+//      head of its GQA group and every Q tile i (Q_i, dO_i, L_i, D_i double-buffered by
+//      cp.async), recomputes S and P from the saved log-sum-exp, and keeps dK_j and dV_j in
+//      registers (so GQA sums over the group without atomics). dQ_i += dS_ij·K_j goes to
+//      the fp32 accumulator with atomic adds. Warps split the key rows of the tile (16 each):
+//      S and dP are computed transposed, Sᵀ = K_j·Q_iᵀ and dPᵀ = V_j·dO_iᵀ, so that Pᵀ and
+//      dSᵀ are already A operands of dV += Pᵀ·dO and dK += dSᵀ·Q. dSᵀ goes through shared
+//      memory for dQ = dS·K, where warps split the query rows instead.
+//   3. convert: dQ = scale · accumulator, in the element type.
+// Causal (top-left): Q tiles entirely above the diagonal of key tile j are skipped; the mask is
+// applied only on tiles crossing the diagonal or the key tail. Dropout regenerates the
+// forward's Philox mask (kernels/common/philox.h) element by element.
+//
+// IO per (batch, K/V head) with G query heads per K/V head, Tc = ⌈Nk/Bc⌉: K, V read once and
+// dK, dV written once; Q, dO read Tc·G times, L and D read Tc·G times; dQ accumulated
+// (read-modify-write in L2 via atomics) Tc·G times: ≈ 2·Nk·d·e·2 + Tc·G·(2·Nq·d·e + 8·Nq + 4·Nq·d).
+//
+// Run: build/flashio run --method flash2 --pass bwd --seqlen 4096 --head-dim 128
+#pragma once
+#include <cmath>
+
+#include "kernels/common/mma.cuh"
+#include "kernels/common/philox.h"
+#include "kernels/flash2/flash2_fwd_kernel.cuh"
+#include "kernels/flash2/flash2_params.h"
+
+namespace flashio::kernels {
+
+template <typename Element_, int kHeadDim_, int kBlockN_, int kBlockM_, int kNWarps_>
+struct Flash2BwdTraits {
+  using Element = Element_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kBlockN = kBlockN_;  // Bc: key rows per thread block (K_j, V_j)
+  static constexpr int kBlockM = kBlockM_;  // Br: query rows per inner iteration (Q_i, dO_i)
+  static constexpr int kNWarps = kNWarps_;
+  static constexpr int kNThreads = kNWarps * 32;
+  static constexpr int kKeysPerWarp = kBlockN / kNWarps;   // rows of Sᵀ, dPᵀ, dK, dV per warp
+  static constexpr int kQueriesPerWarp = kBlockM / kNWarps;  // rows of dQ per warp
+  static constexpr int kNTilesS = kBlockM / 8;   // n8 tiles of Sᵀ (over the queries)
+  static constexpr int kKStepsD = kHeadDim / 16; // k16 steps over d (Sᵀ, dPᵀ)
+  static constexpr int kNTilesD = kHeadDim / 8;  // n8 tiles of dK, dV (over d)
+  static constexpr int kKStepsQ = kBlockM / 16;  // k16 steps over the queries (dK, dV)
+  static constexpr int kKStepsK = kBlockN / 16;  // k16 steps over the keys (dQ)
+  static constexpr int kDqChunk = 32;            // dQ columns per pass (bounds registers)
+  static constexpr int kStride = kHeadDim + 8;   // smem row, elements: odd number of 16-B chunks
+  static constexpr int kStrideS = kBlockM + 8;   // dSᵀ smem row
+  static constexpr int kChunksPerRow = kHeadDim / 8;
+  static constexpr int kSmemKV = kBlockN * kStride;  // (kBlockN, kStride)
+  static constexpr int kSmemQ = kBlockM * kStride;   // (kBlockM, kStride) per stage
+  static constexpr int kSmemDs = kBlockN * kStrideS; // (kBlockN, kStrideS)
+  static constexpr int kSmemElements = 2 * kSmemKV + 4 * kSmemQ + kSmemDs;
+  static constexpr int kSmemBytes = kSmemElements * 2 + 4 * kBlockM * int(sizeof(float));  // + L, D × 2 stages
+
+  static_assert(kKeysPerWarp == 16, "each warp owns one m16 tile of keys");
+  static_assert(kQueriesPerWarp == 16, "each warp owns one m16 tile of queries in the dQ step");
+  static_assert(kHeadDim % kDqChunk == 0 && kNTilesS % 2 == 0 && kNTilesD % 2 == 0, "ldmatrix.x4 pairs");
+  static_assert((kBlockM * kChunksPerRow) % kNThreads == 0, "whole copy rounds");
+};
+
+constexpr int flash2_bwd_smem_bytes(int head_dim, int block_n, int block_m) {
+  return (2 * block_n * (head_dim + 8) + 4 * block_m * (head_dim + 8) + block_n * (block_m + 8)) * 2 +
+         4 * block_m * 4;
+}
+
+// D_i = Σ_c dO_ic · O_ic. kLanes lanes per row (a power of two ≥ d/8), 16 bytes each.
+template <typename T, int kHeadDim>
+__global__ void flash2_bwd_preprocess_kernel(const Flash2BwdParams p) {
+  constexpr int kChunks = kHeadDim / 8;
+  constexpr int kLanes = kChunks <= 4 ? 4 : kChunks <= 8 ? 8 : kChunks <= 16 ? 16 : 32;
+  const int64_t rows = int64_t(p.batch) * p.heads * p.seqlen_q;
+  const int64_t row = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kLanes;
+  const int lane = threadIdx.x % kLanes;
+  float acc = 0.f;
+  if (row < rows && lane < kChunks) {
+    const uint4 o4 = *reinterpret_cast<const uint4*>(static_cast<const T*>(p.o) + row * kHeadDim + lane * 8);
+    const uint4 d4 = *reinterpret_cast<const uint4*>(static_cast<const T*>(p.d_o) + row * kHeadDim + lane * 8);
+    const T* o = reinterpret_cast<const T*>(&o4);
+    const T* d = reinterpret_cast<const T*>(&d4);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc += float(o[e]) * float(d[e]);
+  }
+#pragma unroll
+  for (int off = kLanes / 2; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+  if (row < rows && lane == 0) p.d_sum[row] = acc;
+}
+
+// dQ = scale · accumulator, converted to the element type; 8 elements per thread.
+template <typename T>
+__global__ void flash2_bwd_convert_dq_kernel(const Flash2BwdParams p, int64_t elements) {
+  const int64_t e0 = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 8;
+  if (e0 >= elements) return;
+  const float4 a = *reinterpret_cast<const float4*>(p.dq_accum + e0);
+  const float4 b = *reinterpret_cast<const float4*>(p.dq_accum + e0 + 4);
+  uint4 out;
+  out.x = pack2<T>(a.x * p.scale, a.y * p.scale);
+  out.y = pack2<T>(a.z * p.scale, a.w * p.scale);
+  out.z = pack2<T>(b.x * p.scale, b.y * p.scale);
+  out.w = pack2<T>(b.z * p.scale, b.w * p.scale);
+  *reinterpret_cast<uint4*>(static_cast<T*>(p.dq) + e0) = out;
+}
+
+template <typename Tr, bool kCausal, bool kDropout>
+__global__ void __launch_bounds__(Tr::kNThreads) flash2_bwd_kernel(const Flash2BwdParams p) {
+  using T = typename Tr::Element;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* sK = reinterpret_cast<T*>(smem_raw);  // (kBlockN, kStride)
+  T* sV = sK + Tr::kSmemKV;                 // (kBlockN, kStride)
+  T* sQ = sV + Tr::kSmemKV;                 // (2, kBlockM, kStride)
+  T* sdO = sQ + 2 * Tr::kSmemQ;             // (2, kBlockM, kStride)
+  T* sdS = sdO + 2 * Tr::kSmemQ;            // (kBlockN, kStrideS): dSᵀ of this iteration
+  float* sLse = reinterpret_cast<float*>(sdS + Tr::kSmemDs);  // (2, kBlockM) L·log2(e); +inf: no key
+  float* sD = sLse + 2 * Tr::kBlockM;                          // (2, kBlockM)
+
+  const int n_block = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
+  const int group = p.heads / p.kv_heads;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int nk = p.key_lengths ? min(p.key_lengths[b], p.seqlen_k) : p.seqlen_k;
+  const int n0 = n_block * Tr::kBlockN;  // first key of this block
+  const int m_blocks = (p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM;
+  // Causal: Q tiles whose last row is before the first key see none of it.
+  const int m_first = kCausal ? min(n0 / Tr::kBlockM, m_blocks) : 0;
+  const int per_head = n0 < nk ? m_blocks - m_first : 0;  // a block past the valid keys: dK = dV = 0
+  const int iterations = group * per_head;
+
+  const size_t kv_off = (size_t(b) * p.kv_heads + hk) * p.seqlen_k * Tr::kHeadDim;
+  const T* k = static_cast<const T*>(p.k) + kv_off;
+  const T* v = static_cast<const T*>(p.v) + kv_off;
+  load_tile<Tr, Tr::kBlockN>(sK, k, n0, p.seqlen_k);
+  load_tile<Tr, Tr::kBlockN>(sV, v, n0, p.seqlen_k);
+  cp_async_commit();
+
+  // Issues the loads of iteration `it` into `stage`: Q_i, dO_i (cp.async), L_i, D_i.
+  auto load_iteration = [&](int it, int stage) {
+    const int h = hk * group + it / per_head;
+    const int m0 = (m_first + it % per_head) * Tr::kBlockM;
+    const size_t q_off = ((size_t(b) * p.heads + h) * p.seqlen_q) * Tr::kHeadDim;
+    load_tile<Tr, Tr::kBlockM>(sQ + stage * Tr::kSmemQ, static_cast<const T*>(p.q) + q_off, m0, p.seqlen_q);
+    load_tile<Tr, Tr::kBlockM>(sdO + stage * Tr::kSmemQ, static_cast<const T*>(p.d_o) + q_off, m0, p.seqlen_q);
+    const size_t row_off = (size_t(b) * p.heads + h) * p.seqlen_q;
+    for (int r = threadIdx.x; r < Tr::kBlockM; r += Tr::kNThreads) {
+      const int i = m0 + r;
+      const float l = i < p.seqlen_q ? p.lse[row_off + i] : -INFINITY;
+      sLse[stage * Tr::kBlockM + r] = l == -INFINITY ? INFINITY : l * kLog2e;  // no key seen: P = 0
+      sD[stage * Tr::kBlockM + r] = i < p.seqlen_q ? p.d_sum[row_off + i] : 0.f;
+    }
+  };
+
+  float acc_dk[Tr::kNTilesD][4];  // (this warp's 16 keys, kHeadDim), without the softmax scale
+  float acc_dv[Tr::kNTilesD][4];
+#pragma unroll
+  for (int nt = 0; nt < Tr::kNTilesD; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc_dk[nt][e] = acc_dv[nt][e] = 0.f;
+
+  const int key_row = warp * Tr::kKeysPerWarp;  // first key row of this warp in the tile
+  const int a_row = lane % 16, a_col = (lane / 16) * 8;                          // A (row-major)
+  const int b_row = (lane % 8) + (lane / 16) * 8, b_col = ((lane / 8) % 2) * 8;  // B from [n][k]
+  const int t_row = (lane % 8) + ((lane / 8) % 2) * 8, t_col = (lane / 16) * 8;  // B from [k][n] (trans)
+  const int at_row = (lane % 8) + (lane / 16) * 8, at_col = ((lane / 8) % 2) * 8;  // A from [k][m] (trans)
+
+  if (iterations > 0) load_iteration(0, 0);
+  cp_async_commit();
+
+  for (int it = 0; it < iterations; ++it) {
+    const int stage = it % 2;
+    if (it + 1 < iterations) {
+      load_iteration(it + 1, stage ^ 1);
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();
+    const int h = hk * group + it / per_head;
+    const int m0 = (m_first + it % per_head) * Tr::kBlockM;
+    const T* sQs = sQ + stage * Tr::kSmemQ;
+    const T* sdOs = sdO + stage * Tr::kSmemQ;
+    const float* sLses = sLse + stage * Tr::kBlockM;
+    const float* sDs = sD + stage * Tr::kBlockM;
+
+    // Sᵀ = K_j·Q_iᵀ and dPᵀ = V_j·dO_iᵀ (Algorithm 2, lines 9 and 13, transposed): (16 keys, kBlockM).
+    float acc_s[Tr::kNTilesS][4], acc_dp[Tr::kNTilesS][4];
+#pragma unroll
+    for (int nt = 0; nt < Tr::kNTilesS; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc_s[nt][e] = acc_dp[nt][e] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < Tr::kKStepsD; ++kk) {
+      uint32_t ak[4], av[4];
+      ldmatrix_x4(ak, smem_addr(sK + (key_row + a_row) * Tr::kStride + kk * 16 + a_col));
+      ldmatrix_x4(av, smem_addr(sV + (key_row + a_row) * Tr::kStride + kk * 16 + a_col));
+#pragma unroll
+      for (int np = 0; np < Tr::kNTilesS / 2; ++np) {
+        uint32_t bq[4], bdo[4];
+        ldmatrix_x4(bq, smem_addr(sQs + (np * 16 + b_row) * Tr::kStride + kk * 16 + b_col));
+        ldmatrix_x4(bdo, smem_addr(sdOs + (np * 16 + b_row) * Tr::kStride + kk * 16 + b_col));
+        mma_16816<T>(acc_s[2 * np], ak, bq[0], bq[1]);
+        mma_16816<T>(acc_s[2 * np + 1], ak, bq[2], bq[3]);
+        mma_16816<T>(acc_dp[2 * np], av, bdo[0], bdo[1]);
+        mma_16816<T>(acc_dp[2 * np + 1], av, bdo[2], bdo[3]);
+      }
+    }
+
+    // Pᵀ = exp(Sᵀ·scale − L) (line 11), masked; Pᵀ∘Z (dropout) kept in acc_s for dV,
+    // dSᵀ = Pᵀ∘(dPᵀ∘Z − D) (line 15) in acc_dp for dK and dQ.
+    const bool tail = n0 + Tr::kBlockN > nk;
+    const bool diagonal = kCausal && n0 + key_row + Tr::kKeysPerWarp - 1 > m0;
+#pragma unroll
+    for (int nt = 0; nt < Tr::kNTilesS; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = key_row + g + (e >= 2 ? 8 : 0);  // key row in the tile
+        const int c = nt * 8 + 2 * t + (e & 1);         // query row in the tile
+        const int j = n0 + r, i = m0 + c;
+        float pe = exp2f(fmaf(acc_s[nt][e], p.scale_log2, -sLses[c]));
+        if ((tail || diagonal) && (j >= nk || (kCausal && j > i))) pe = 0.f;
+        float z = 1.f;
+        if constexpr (kDropout) {
+          const Philox4x32 w = dropout_words(p.seed, 0, uint32_t(b), uint32_t(h), uint32_t(i), uint32_t(j) / 4);
+          z = dropout_keeps_word(philox_lane(w, uint32_t(j) % 4), p.dropout_threshold) ? p.dropout_scale : 0.f;
+        }
+        acc_dp[nt][e] = pe * (acc_dp[nt][e] * z - sDs[c]);
+        acc_s[nt][e] = pe * z;
+      }
+
+    // dV_j += (P∘Z)ᵀ·dO_i (line 12), dK_j += dSᵀ·Q_i (line 17): A from registers, B by ldmatrix.trans.
+#pragma unroll
+    for (int kk = 0; kk < Tr::kKStepsQ; ++kk) {
+      uint32_t ap[4], ads[4];
+      ap[0] = pack2<T>(acc_s[2 * kk][0], acc_s[2 * kk][1]);
+      ap[1] = pack2<T>(acc_s[2 * kk][2], acc_s[2 * kk][3]);
+      ap[2] = pack2<T>(acc_s[2 * kk + 1][0], acc_s[2 * kk + 1][1]);
+      ap[3] = pack2<T>(acc_s[2 * kk + 1][2], acc_s[2 * kk + 1][3]);
+      ads[0] = pack2<T>(acc_dp[2 * kk][0], acc_dp[2 * kk][1]);
+      ads[1] = pack2<T>(acc_dp[2 * kk][2], acc_dp[2 * kk][3]);
+      ads[2] = pack2<T>(acc_dp[2 * kk + 1][0], acc_dp[2 * kk + 1][1]);
+      ads[3] = pack2<T>(acc_dp[2 * kk + 1][2], acc_dp[2 * kk + 1][3]);
+      // dSᵀ to shared memory for the dQ step: (key row, query pair) words.
+      *reinterpret_cast<uint32_t*>(sdS + (key_row + g) * Tr::kStrideS + kk * 16 + 2 * t) = ads[0];
+      *reinterpret_cast<uint32_t*>(sdS + (key_row + g + 8) * Tr::kStrideS + kk * 16 + 2 * t) = ads[1];
+      *reinterpret_cast<uint32_t*>(sdS + (key_row + g) * Tr::kStrideS + kk * 16 + 8 + 2 * t) = ads[2];
+      *reinterpret_cast<uint32_t*>(sdS + (key_row + g + 8) * Tr::kStrideS + kk * 16 + 8 + 2 * t) = ads[3];
+#pragma unroll
+      for (int dp = 0; dp < Tr::kNTilesD / 2; ++dp) {
+        uint32_t bdo[4], bq[4];
+        ldmatrix_x4_trans(bdo, smem_addr(sdOs + (kk * 16 + t_row) * Tr::kStride + dp * 16 + t_col));
+        ldmatrix_x4_trans(bq, smem_addr(sQs + (kk * 16 + t_row) * Tr::kStride + dp * 16 + t_col));
+        mma_16816<T>(acc_dv[2 * dp], ap, bdo[0], bdo[1]);
+        mma_16816<T>(acc_dv[2 * dp + 1], ap, bdo[2], bdo[3]);
+        mma_16816<T>(acc_dk[2 * dp], ads, bq[0], bq[1]);
+        mma_16816<T>(acc_dk[2 * dp + 1], ads, bq[2], bq[3]);
+      }
+    }
+    __syncthreads();  // dSᵀ complete
+
+    // dQ_i += dS·K_j (line 16): warps split the query rows; A = dS from dSᵀ by ldmatrix.trans.
+    const int q_row = warp * Tr::kQueriesPerWarp;
+    float* dq = p.dq_accum + ((size_t(b) * p.heads + h) * p.seqlen_q) * Tr::kHeadDim;
+#pragma unroll
+    for (int chunk = 0; chunk < Tr::kHeadDim / Tr::kDqChunk; ++chunk) {
+      float acc_dq[Tr::kDqChunk / 8][4];
+#pragma unroll
+      for (int nt = 0; nt < Tr::kDqChunk / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_dq[nt][e] = 0.f;
+#pragma unroll
+      for (int ks = 0; ks < Tr::kKStepsK; ++ks) {
+        uint32_t a[4];
+        ldmatrix_x4_trans(a, smem_addr(sdS + (ks * 16 + at_row) * Tr::kStrideS + q_row + at_col));
+#pragma unroll
+        for (int dp = 0; dp < Tr::kDqChunk / 16; ++dp) {
+          uint32_t bk[4];
+          ldmatrix_x4_trans(bk, smem_addr(sK + (ks * 16 + t_row) * Tr::kStride + chunk * Tr::kDqChunk + dp * 16 + t_col));
+          mma_16816<T>(acc_dq[2 * dp], a, bk[0], bk[1]);
+          mma_16816<T>(acc_dq[2 * dp + 1], a, bk[2], bk[3]);
+        }
+      }
+#pragma unroll
+      for (int nt = 0; nt < Tr::kDqChunk / 8; ++nt)
+#pragma unroll
+        for (int hr = 0; hr < 2; ++hr) {
+          const int i = m0 + q_row + g + hr * 8;
+          if (i < p.seqlen_q) {
+            float* dst = dq + size_t(i) * Tr::kHeadDim + chunk * Tr::kDqChunk + nt * 8 + 2 * t;
+            atomicAdd(dst, acc_dq[nt][2 * hr]);
+            atomicAdd(dst + 1, acc_dq[nt][2 * hr + 1]);
+          }
+        }
+    }
+    __syncthreads();  // stage and dSᵀ are rewritten next
+  }
+
+  // Epilogue: dK_j = scale·acc, dV_j = acc, staged through sK / sV for 16-byte stores.
+  cp_async_wait<0>();
+  __syncthreads();
+#pragma unroll
+  for (int nt = 0; nt < Tr::kNTilesD; ++nt)
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const int r = key_row + g + hr * 8;
+      *reinterpret_cast<uint32_t*>(sK + r * Tr::kStride + nt * 8 + 2 * t) =
+          pack2<T>(acc_dk[nt][2 * hr] * p.scale, acc_dk[nt][2 * hr + 1] * p.scale);
+      *reinterpret_cast<uint32_t*>(sV + r * Tr::kStride + nt * 8 + 2 * t) =
+          pack2<T>(acc_dv[nt][2 * hr], acc_dv[nt][2 * hr + 1]);
+    }
+  __syncthreads();
+  T* dk = static_cast<T*>(p.dk) + kv_off;
+  T* dv = static_cast<T*>(p.dv) + kv_off;
+  constexpr int kChunks = Tr::kBlockN * Tr::kChunksPerRow;
+  for (int c = threadIdx.x; c < kChunks; c += Tr::kNThreads) {
+    const int r = c / Tr::kChunksPerRow;
+    const int col = (c % Tr::kChunksPerRow) * 8;
+    if (n0 + r < p.seqlen_k) {
+      *reinterpret_cast<uint4*>(dk + size_t(n0 + r) * Tr::kHeadDim + col) = *reinterpret_cast<const uint4*>(sK + r * Tr::kStride + col);
+      *reinterpret_cast<uint4*>(dv + size_t(n0 + r) * Tr::kHeadDim + col) = *reinterpret_cast<const uint4*>(sV + r * Tr::kStride + col);
+    }
+  }
+}
+
+}  // namespace flashio::kernels
