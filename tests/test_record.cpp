@@ -117,3 +117,27 @@ TEST(Record, ReadingRejectsForeignFiles) {
   EXPECT_THROW(result_file_from_json(newer), std::runtime_error);
   EXPECT_THROW(read_result_file("/nonexistent/flashio.json"), std::runtime_error);
 }
+
+TEST(Record, CommittedResultFilesConformToSchemaAndRead) {
+  const json schema = load_schema();
+  int files = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(std::string(FLASHIO_SOURCE_DIR) + "/results")) {
+    if (entry.path().extension() != ".json" || entry.path().filename() == "schema.json") continue;
+    ++files;
+    std::ifstream in(entry.path());
+    const json doc = json::parse(in);
+    const auto errors = validate_schema(schema, doc);
+    EXPECT_TRUE(errors.empty()) << entry.path() << ": " << errors.front();
+    const ResultFile f = read_result_file(entry.path().string());
+    EXPECT_FALSE(f.records.empty()) << entry.path();
+    for (const auto& r : f.records) {
+      if (r.status != Status::Ok) continue;
+      // An ok record was checked and passed before it was timed, and its time is real.
+      ASSERT_TRUE(r.check.has_value()) << r.name();
+      EXPECT_TRUE(r.check->passed) << r.name();
+      ASSERT_TRUE(r.time.has_value()) << r.name();
+      EXPECT_GT(r.time->median_s, 0.0) << r.name();
+    }
+  }
+  EXPECT_GT(files, 0);
+}

@@ -1,0 +1,1268 @@
+#!/usr/bin/env python3
+"""Peers: PyTorch's scaled_dot_product_attention, measured like the flashio suite.
+
+What it measures
+----------------
+``torch.nn.functional.scaled_dot_product_attention`` with each of its CUDA back-ends,
+forced one at a time with ``torch.nn.attention.sdpa_kernel``:
+
+    flash      SDPBackend.FLASH_ATTENTION    -> method "sdpa_flash"
+    cudnn      SDPBackend.CUDNN_ATTENTION    -> method "sdpa_cudnn"
+    efficient  SDPBackend.EFFICIENT_ATTENTION -> method "sdpa_efficient"
+    math       SDPBackend.MATH               -> method "sdpa_math"
+
+on the points of the C++ suite (same axes, same default sweep, same point names, same
+FLOP counts) and with its protocol, and writes a result file in the suite's JSON schema
+(results/schema.json), so tables can show these peers beside the suite's kernels.
+
+How to run (on a machine with a CUDA GPU and PyTorch >= 2.3)
+------------------------------------------------------------
+    python3 scripts/peers_sdpa.py --tokens 16384 --model-dim 2048 \\
+        --seqlen 512,1024 --head-dim 64,128 --out results/x.json
+    python3 scripts/peers_sdpa.py --pass fwd,bwd,fwdbwd --causal false,true --out results/y.json
+    python3 scripts/peers_sdpa.py --dry-run            # list the points; needs no GPU, no torch
+
+With no shape options the sweep is the suite's default: 16384 tokens (batch = 16384/N),
+model dim 2048 (heads = 2048/d), N = 512, 1024, 2048, 4096, d = 64, 128, fp16, not causal,
+forward, all four back-ends. ``--run-id`` lets the file share its id with a flashio file
+of the same run. Other options as the C++ tool: --batch/--heads (replace the tokens /
+model-dim rules), --dtype fp16,bf16, --causal false,true, --seed, --reps (30), --warmup (5),
+--device (0), --no-l2-flush, --quiet. Bad input prints one line ``peers_sdpa: error: ...``
+and exits 2 without writing anything; no torch, no GPU or a failed start-up self-test exits
+1; a failing point never stops the sweep (it becomes a record with its status).
+
+Protocol (as bench/runner.cpp, bench/timing.cpp, bench/check.cpp)
+-----------------------------------------------------------------
+* Inputs: Q, K, V (and dO for backward passes) standard normal rounded to the dtype,
+  layout [batch, heads, seqlen, head_dim] (SDPA's (B, H, N, d)), contiguous. They are
+  generated on the GPU with the suite's own generator (bench/inputs.cpp: SplitMix64 per
+  chunk of 2^18 elements, Box-Muller, double -> float -> fp16/bf16 round-to-nearest-even;
+  streams 1, 2, 3, 4 for Q, K, V, dO), so both producers see the same values. A self-test
+  at start-up compares the GPU generator with an exact Python emulation.
+* Check before timing: the back-end's O (and for bwd and fwdbwd also dQ, dK, dV) is
+  compared with a float64 reference computed with torch on the GPU. The (batch, head)
+  pairs are those of bench/check.cpp's rows_to_check: every pair when the reference costs
+  at most 4e9 multiply-adds (scope "all rows"), else (0,0), (B-1,H-1) and two pseudo-random
+  pairs drawn from SplitMix64(seed ^ 0xc0ffee) (scope "sampled rows"); all rows of the
+  chosen pairs are compared (for dK and dV: those pairs' heads, all keys). Per element
+  |out - ref| <= atol + rtol*|ref| with atol = f_atol * RMS(ref over the checked elements);
+  f_atol/rtol = 1e-2/1e-2 for fp16, 8e-2/8e-2 for bf16 (tolerance_for), and for the
+  gradients twice that, 2e-2/2e-2 and 1.6e-1/1.6e-1 (gradient_tolerance_for: dS = P*(dP-D)
+  cancels). As bench/check.cpp, the check object's max_abs_err, max_rel_err and
+  worst_ratio are the worst over the tensors, atol/rtol are O's, "tensors" holds each
+  tensor's figures (o, dq, dk, dv), backward passes add "grad_scope"; a NaN or infinity
+  fails the check and nulls the error figures (the C++ writes NaN as null). SDPA does not
+  return the LSE, so lse_checked is false. A failed check gives status "error", no timing.
+* Timing: ``warmup`` untimed calls, then ``reps`` calls, each preceded (outside the timed
+  region) by an L2 flush, with torch.cuda.Event(enable_timing=True) pairs recorded on the
+  current stream around the call; one synchronize at the end. The flush is a READ-ONLY
+  pass: torch.sum over a buffer of max(2 x L2, 8 MiB) bytes written once at start-up (a
+  zero_/memset per repetition would leave dirty lines in L2). Stored in seconds: median,
+  min, max, mean, sample standard deviation. The timed call includes whatever host work
+  the call does (Python, dispatcher, autograd), as the suite's timing includes launches.
+    fwd     one forward call (under torch.no_grad, inputs without requires_grad);
+    bwd     one forward with autograd is run once, then torch.autograd.grad(O, (Q, K, V),
+            dO, retain_graph=True) alone is timed; the gradients it returns are new tensors
+            and are dropped outside the timed region (nothing accumulates into .grad);
+    fwdbwd  forward + torch.autograd.grad together.
+* Memory (measured once, on the checked call, with the caching allocator's counters):
+  synchronize, before = torch.cuda.memory_allocated(), torch.cuda.reset_peak_memory_stats(),
+  the call, synchronize, peak = torch.cuda.max_memory_allocated();
+  workspace_bytes = max(0, peak - before - bytes of the tensors the call returns).
+  For bwd the call is the backward alone (O and the saved tensors already exist before
+  it), for fwdbwd it is forward + backward. inputs_bytes = Q + K + V (+ dO for backward
+  passes); outputs_bytes = O (+ dQ, dK, dV for backward passes). Sizes are the tensors'
+  nbytes; the allocator rounds blocks to 512 bytes, so workspace is exact to that grain,
+  and it counts only memory that goes through PyTorch's allocator.
+* Status: a back-end that refuses a point (RuntimeError "No available kernel..." or a
+  similar "not supported" message) gives "skipped" with PyTorch's reason (the first line
+  of the message, plus the back-end's own explanation warnings); torch.cuda.OutOfMemoryError
+  gives "oom" (memory is freed and the sweep goes on); any other exception gives "error"
+  with the message.
+
+The module imports torch only inside functions, so tests/test_peers_sdpa.py can test
+naming, FLOP counting, argument parsing and record building without torch or a GPU.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import json
+import math
+import os
+import re
+import secrets
+import struct
+import subprocess
+import sys
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+PROG = "peers_sdpa"
+PRODUCER = "scripts/peers_sdpa.py"
+SCHEMA = "flashio/result"
+SCHEMA_VERSION = 1
+
+EXIT_RUNTIME = 1
+EXIT_BAD_INPUT = 2
+
+# Back-end name on the command line -> SDPBackend member; the method is "sdpa_" + name.
+BACKENDS = {
+    "flash": "FLASH_ATTENTION",
+    "cudnn": "CUDNN_ATTENTION",
+    "efficient": "EFFICIENT_ATTENTION",
+    "math": "MATH",
+}
+PASSES = ("fwd", "bwd", "fwdbwd")
+DTYPES = ("fp16", "bf16")
+
+# The suite's default sweep (bench/sweep.cpp default_sweep, bench/sweep.h SweepSpec).
+DEFAULT_SEED = 0x5EED
+DEFAULT_SEQLEN = (512, 1024, 2048, 4096)
+DEFAULT_HEAD_DIM = (64, 128)
+DEFAULT_TOKENS = 16384
+DEFAULT_MODEL_DIM = 2048
+DEFAULT_BATCH = (1,)   # SweepSpec's batch axis: used only when the tokens rule is off
+DEFAULT_HEADS = (16,)  # SweepSpec's heads axis: used only when the model-dim rule is off
+
+# Correctness (bench/check.cpp): atol as a fraction of the reference RMS, and rtol.
+TOLERANCE = {"fp16": (1e-2, 1e-2), "bf16": (8e-2, 8e-2)}
+GRAD_TOLERANCE_FACTOR = 2.0        # dQ, dK, dV: bench/check.cpp gradient_tolerance_for
+CHECK_BUDGET_MACS = 4e9            # bench/runner.h check_budget_macs
+REFERENCE_BLOCK_ELEMENTS = 1 << 25  # float64 score elements per reference block (256 MiB)
+
+# Messages by which a back-end refuses a point (rather than failing on it).
+_REFUSAL_PATTERNS = (
+    "no available kernel",
+    "not supported",
+    "no valid execution plan",
+)
+
+# Out-of-memory reported by a library (cuBLAS, cuDNN) as a plain RuntimeError.
+_OOM_PATTERNS = ("out of memory", "alloc_failed")
+
+_MASK64 = (1 << 64) - 1
+
+
+class BadInput(Exception):
+    """Bad command-line input: one line on stderr and exit 2."""
+
+
+class RuntimeFailure(Exception):
+    """The run cannot go on (no torch, no GPU, ...): one line on stderr and exit 1."""
+
+
+# --------------------------------------------------------------------------------------
+# Problems and points: naming and FLOPs exactly as bench/problem.cpp
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Problem:
+    batch: int
+    heads: int
+    seqlen: int
+    head_dim: int
+    dtype: str = "fp16"
+    causal: bool = False
+    seed: int = DEFAULT_SEED
+
+    @property
+    def softmax_scale(self) -> float:
+        return 1.0 / math.sqrt(float(self.head_dim))
+
+    def name(self) -> str:
+        """Problem::name(): b:4/h:16/n:4096/d:64/fp16[/causal] (kv_heads = heads,
+        seqlen_k = seqlen, no padding, no dropout, no forced tile add nothing)."""
+        s = f"b:{self.batch}/h:{self.heads}/n:{self.seqlen}/d:{self.head_dim}/{self.dtype}"
+        if self.causal:
+            s += "/causal"
+        return s
+
+    def to_json(self) -> dict:
+        """to_json(const Problem&): every field the schema requires."""
+        return {
+            "batch": self.batch,
+            "heads": self.heads,
+            "kv_heads": self.heads,
+            "seqlen_q": self.seqlen,
+            "seqlen_k": self.seqlen,
+            "head_dim": self.head_dim,
+            "dtype": self.dtype,
+            "causal": self.causal,
+            "padding": "none",
+            "dropout": 0.0,
+            "seed": self.seed,
+            "softmax_scale": self.softmax_scale,
+            "block_r": 0,
+            "block_c": 0,
+        }
+
+    def elements(self) -> int:
+        return self.batch * self.heads * self.seqlen * self.head_dim
+
+
+def flops(p: Problem, pass_: str) -> float:
+    """FlashAttention-2 convention (bench/problem.cpp flops): forward 4*B*H*Nq*Nk*d, halved
+    when causal; backward 2.5x forward; forward+backward 3.5x."""
+    fwd = 4.0 * float(p.batch) * float(p.heads) * float(p.seqlen) * float(p.seqlen) * float(p.head_dim)
+    if p.causal:
+        fwd *= 0.5
+    return {"fwd": 1.0, "bwd": 2.5, "fwdbwd": 3.5}[pass_] * fwd
+
+
+def method_name(backend: str) -> str:
+    return "sdpa_" + backend
+
+
+@dataclass(frozen=True)
+class Point:
+    backend: str
+    pass_: str
+    problem: Problem
+
+    @property
+    def method(self) -> str:
+        return method_name(self.backend)
+
+    def name(self) -> str:
+        """point_name(): method/pass/problem-name."""
+        return f"{self.method}/{self.pass_}/{self.problem.name()}"
+
+
+# --------------------------------------------------------------------------------------
+# Command line (axes named and parsed as bench/cli/commands.cpp)
+# --------------------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports errors as one line and exit 2 (no usage dump)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise BadInput(message)
+
+
+def _make_parser() -> _Parser:
+    p = _Parser(
+        prog=PROG,
+        allow_abbrev=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Measure torch SDPA back-ends (flash, cudnn, efficient, math) on the flashio "
+        "suite's points and protocol; write a flashio result file.",
+        epilog="Axes take comma-separated lists (an option may also repeat); the sweep is their\n"
+        "cartesian product. With no shape options: 16384 tokens (batch = 16384/N), model dim\n"
+        "2048 (heads = 2048/d), N = 512..4096, d = 64, 128, fp16, forward, all back-ends.",
+    )
+    lst = dict(action="append", default=[], metavar="LIST")
+    p.add_argument("--backend", help="flash, cudnn, efficient, math (default: all four)", **lst)
+    p.add_argument("--pass", dest="pass_", help="fwd, bwd, fwdbwd (default: fwd)", **lst)
+    p.add_argument("--batch", "-b", help="batch sizes (overrides --tokens)", **lst)
+    p.add_argument("--heads", help="query heads (overrides --model-dim)", **lst)
+    p.add_argument("--seqlen", "-n", help="sequence lengths N", **lst)
+    p.add_argument("--head-dim", "-d", help="head dimensions d", **lst)
+    p.add_argument("--dtype", help="fp16, bf16", **lst)
+    p.add_argument("--causal", help="causal mask: false, true (or both: false,true)", **lst)
+    p.add_argument("--tokens", help="batch = tokens / N (FlashAttention-2's setting: 16384)")
+    p.add_argument("--model-dim", help="heads = model-dim / d (FlashAttention-2's setting: 2048)")
+    p.add_argument("--seed", help=f"input seed (default {DEFAULT_SEED})")
+    p.add_argument("--reps", default="30", help="timed repetitions per point (median reported)")
+    p.add_argument("--warmup", default="5", help="untimed calls before timing")
+    p.add_argument("--no-l2-flush", action="store_true", help="do not clean L2 before each repetition")
+    p.add_argument("--out", "-o", help="result file (required unless --dry-run)")
+    p.add_argument("--run-id", help="run id to write (default: a new random one)")
+    p.add_argument("--device", default="0", help="GPU index")
+    p.add_argument("--dry-run", action="store_true", help="list the points and exit (no GPU, no torch)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no per-point progress on stderr")
+    return p
+
+
+_INT_RE = re.compile(r"^[+-]?[0-9]+$")
+
+
+def _parse_int(opt: str, s: str, minimum: Optional[int] = None) -> int:
+    s = s.strip()
+    if not _INT_RE.match(s):
+        raise BadInput(f"--{opt}: '{s}' is not an integer")
+    v = int(s)
+    if v >= 1 << 63 or v < -(1 << 63):
+        raise BadInput(f"--{opt}: '{s}' is out of range")
+    if minimum is not None and v < minimum:
+        raise BadInput(f"--{opt}: {v} is below the minimum {minimum}")
+    return v
+
+
+def _split(opt: str, values: Sequence[str]) -> list:
+    out = []
+    for v in values:
+        for item in v.split(","):
+            item = item.strip()
+            if not item:
+                raise BadInput(f"--{opt}: empty value")
+            out.append(item)
+    return out
+
+
+def _parse_dtype(s: str) -> str:
+    l = s.lower()
+    if l in ("fp16", "f16", "half", "float16"):
+        return "fp16"
+    if l in ("bf16", "bfloat16"):
+        return "bf16"
+    raise BadInput(f"--dtype: '{s}' is not one of fp16, bf16")
+
+
+def _parse_bool(opt: str, s: str) -> bool:
+    l = s.lower()
+    if l in ("1", "true", "on", "yes", "causal"):
+        return True
+    if l in ("0", "false", "off", "no", "none"):
+        return False
+    raise BadInput(f"--{opt}: '{s}' is not a boolean (use true/false)")
+
+
+def _parse_pass(s: str) -> str:
+    if s in ("fwd", "bwd", "fwdbwd"):
+        return s
+    if s == "fwd+bwd":
+        return "fwdbwd"
+    raise BadInput(f"--pass: '{s}' is not one of fwd, bwd, fwdbwd")
+
+
+def _parse_backend(s: str) -> str:
+    l = s.lower()
+    if l.startswith("sdpa_"):
+        l = l[len("sdpa_"):]
+    if l not in BACKENDS:
+        raise BadInput(f"--backend: unknown back-end '{s}' (known: {', '.join(BACKENDS)})")
+    return l
+
+
+def _dedupe(seq: Iterable) -> list:
+    out = []
+    for x in seq:
+        if x not in out:
+            out.append(x)
+    return out
+
+
+@dataclass
+class Config:
+    points: list
+    reps: int
+    warmup: int
+    device: int
+    flush_l2: bool
+    out: Optional[str]
+    run_id: Optional[str]
+    dry_run: bool
+    quiet: bool
+
+
+def expand(backends: Sequence[str], passes: Sequence[str], batch: Sequence[int], heads: Sequence[int],
+           seqlen: Sequence[int], head_dim: Sequence[int], dtypes: Sequence[str], causal: Sequence[bool],
+           tokens: Optional[int], model_dim: Optional[int], seed: int) -> list:
+    """The points in bench/sweep.cpp expand()'s order: dtype, d, causal, heads, batch, N,
+    then back-end (method) and pass. tokens/model_dim replace the batch/heads axes."""
+    for axis, values in (("backend", backends), ("pass", passes), ("batch", batch), ("heads", heads),
+                         ("seqlen", seqlen), ("head-dim", head_dim), ("dtype", dtypes), ("causal", causal)):
+        if not values:
+            raise BadInput(f"axis --{axis} has no values")
+    batches = [0] if tokens is not None else list(batch)
+    heads_axis = [0] if model_dim is not None else list(heads)
+    points = []
+    for dt in dtypes:
+        for d in head_dim:
+            for c in causal:
+                for h0 in heads_axis:
+                    for b0 in batches:
+                        for n in seqlen:
+                            b, h = b0, h0
+                            if tokens is not None:
+                                if n <= 0 or tokens % n != 0 or tokens < n:
+                                    raise BadInput(f"--tokens {tokens} is not a positive multiple of seqlen {n}")
+                                b = tokens // n
+                            if model_dim is not None:
+                                if d <= 0 or model_dim % d != 0 or model_dim < d:
+                                    raise BadInput(f"--model-dim {model_dim} is not a positive multiple of head-dim {d}")
+                                h = model_dim // d
+                            p = Problem(batch=b, heads=h, seqlen=n, head_dim=d, dtype=dt, causal=c, seed=seed)
+                            for be in backends:
+                                for ps in passes:
+                                    points.append(Point(be, ps, p))
+    return points
+
+
+def parse_config(argv: Sequence[str]) -> Config:
+    """Options -> Config; raises BadInput on the first bad value (before any GPU work)."""
+    a = _make_parser().parse_args(list(argv))
+    backends = _dedupe(_parse_backend(s) for s in _split("backend", a.backend)) if a.backend else list(BACKENDS)
+    passes = _dedupe(_parse_pass(s) for s in _split("pass", a.pass_)) if a.pass_ else ["fwd"]
+    # As build_spec(): --batch clears the default tokens rule, --heads the model-dim rule;
+    # an explicit --tokens / --model-dim sets it again (and then wins).
+    tokens: Optional[int] = DEFAULT_TOKENS
+    model_dim: Optional[int] = DEFAULT_MODEL_DIM
+    batch: list = list(DEFAULT_BATCH)
+    heads: list = list(DEFAULT_HEADS)
+    if a.batch:
+        batch = [_parse_int("batch", s, 1) for s in _split("batch", a.batch)]
+        tokens = None
+    if a.heads:
+        heads = [_parse_int("heads", s, 1) for s in _split("heads", a.heads)]
+        model_dim = None
+    if a.tokens is not None:
+        tokens = _parse_int("tokens", a.tokens, 1)
+    if a.model_dim is not None:
+        model_dim = _parse_int("model-dim", a.model_dim, 1)
+    seqlen = [_parse_int("seqlen", s, 1) for s in _split("seqlen", a.seqlen)] if a.seqlen else list(DEFAULT_SEQLEN)
+    head_dim = [_parse_int("head-dim", s, 1) for s in _split("head-dim", a.head_dim)] if a.head_dim else list(DEFAULT_HEAD_DIM)
+    dtypes = [_parse_dtype(s) for s in _split("dtype", a.dtype)] if a.dtype else ["fp16"]
+    causal = [_parse_bool("causal", s) for s in _split("causal", a.causal)] if a.causal else [False]
+    seed = _parse_int("seed", a.seed, 0) if a.seed is not None else DEFAULT_SEED
+    reps = _parse_int("reps", a.reps)
+    if reps < 1:
+        raise BadInput("--reps must be >= 1")
+    warmup = _parse_int("warmup", a.warmup)
+    if warmup < 0:
+        raise BadInput("--warmup must be >= 0")
+    device = _parse_int("device", a.device, 0)
+    if a.run_id is not None and not a.run_id.strip():
+        raise BadInput("--run-id: empty value")
+    if not a.dry_run and not a.out:
+        raise BadInput("--out is required")
+    points = expand(backends, passes, batch, heads, seqlen, head_dim, dtypes, causal, tokens, model_dim, seed)
+    return Config(points=points, reps=reps, warmup=warmup, device=device, flush_l2=not a.no_l2_flush,
+                  out=a.out, run_id=a.run_id, dry_run=a.dry_run, quiet=a.quiet)
+
+
+def check_writable(path: str) -> None:
+    """Fails early (bad input) when the output file cannot be created; leaves nothing behind."""
+    d = os.path.dirname(path) or "."
+    if not os.path.isdir(d):
+        raise BadInput(f"--out: directory '{d}' does not exist")
+    if os.path.isdir(path):
+        raise BadInput(f"--out: '{path}' is a directory")
+    probe = path + ".tmp"
+    try:
+        with open(probe, "w"):
+            pass
+        os.remove(probe)
+    except OSError:
+        raise BadInput(f"--out: cannot write '{path}'") from None
+
+
+def join_command_line(args: Sequence[str]) -> str:
+    """As join_command_line() in bench/cli/commands.cpp."""
+    return " ".join(a if not any(c in a for c in " \t'\"") else "'" + a + "'" for a in args)
+
+
+# --------------------------------------------------------------------------------------
+# Inputs: the suite's generator (bench/inputs.cpp, bench/rng.h), written once for Python
+# ints (signed 64-bit wrap emulated) and torch int64 tensors (which wrap natively).
+# --------------------------------------------------------------------------------------
+
+_GOLDEN = 0x9E3779B97F4A7C15
+_MIX1 = 0xBF58476D1CE4E5B9
+_MIX2 = 0x94D049BB133111EB
+_CHUNK_BITS = 18  # kChunk = 2^18 elements per independently seeded chunk
+
+
+def _to_signed64(x: int) -> int:
+    x &= _MASK64
+    return x - (1 << 64) if x >> 63 else x
+
+
+def _srl(z, s: int):
+    """Logical right shift of a two's-complement int64 (Python's and torch's >> are arithmetic)."""
+    return (z >> s) & ((1 << (64 - s)) - 1)
+
+
+def _normal_core(idx, seed: int, stream: int, wrap: Callable, to_double: Callable,
+                 log: Callable, sqrt: Callable, cos: Callable):
+    """The float64 normal of element `idx` of fill_normal(seed, stream): SplitMix64 seeded
+    with seed*golden ^ stream<<48 ^ chunk; element k of a chunk uses draws 2k+1 and 2k+2
+    (state_n = seed_c + n*golden); Box-Muller with u1 = 1 - uniform, u2 = uniform."""
+    g = _to_signed64(_GOLDEN)
+    base = _to_signed64(((seed * _GOLDEN) & _MASK64) ^ (stream << 48))
+    chunk = idx >> _CHUNK_BITS
+    k = idx & ((1 << _CHUNK_BITS) - 1)
+    seed_c = chunk ^ base
+
+    def mix(z):
+        z = wrap((z ^ _srl(z, 30)) * _to_signed64(_MIX1))
+        z = wrap((z ^ _srl(z, 27)) * _to_signed64(_MIX2))
+        return z ^ _srl(z, 31)
+
+    def uniform(n):
+        z = mix(wrap(seed_c + wrap(n * g)))
+        return to_double(_srl(z, 11)) * (2.0 ** -53)
+
+    u1 = 1.0 - uniform(2 * k + 1)
+    u2 = uniform(2 * k + 2)
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2)
+
+
+def _round_f32(x: float) -> float:
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def f32_to_bits16(x: float, dtype: str) -> int:
+    """float -> fp16/bf16 bit pattern, round to nearest even (bench/dtype.h)."""
+    if dtype == "fp16":
+        return struct.unpack("<H", struct.pack("<e", x))[0]
+    bits = struct.unpack("<I", struct.pack("<f", x))[0]
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def reference_input_bits(dtype: str, seed: int, stream: int, index: int) -> int:
+    """Element `index` of the suite's input tensor `stream`, as the 16-bit word fill_normal
+    stores; pure Python (the self-test's and the unit test's ground truth)."""
+    v = _normal_core(index, seed, stream, _to_signed64, float, math.log, math.sqrt, math.cos)
+    return f32_to_bits16(_round_f32(v), dtype)
+
+
+def make_input(torch, n_elements: int, dtype: str, seed: int, stream: int, device,
+               slab: int = 1 << 22):
+    """A flat tensor of fill_normal(dtype, seed, stream) values, generated on the GPU."""
+    tdtype = _torch_dtype(torch, dtype)
+    out = torch.empty(n_elements, dtype=tdtype, device=device)
+    for s0 in range(0, n_elements, slab):
+        s1 = min(n_elements, s0 + slab)
+        idx = torch.arange(s0, s1, dtype=torch.int64, device=device)
+        v = _normal_core(idx, seed, stream, lambda t: t, lambda t: t.to(torch.float64),
+                         torch.log, torch.sqrt, torch.cos)
+        out[s0:s1] = v.to(torch.float32).to(tdtype)
+    return out
+
+
+def _self_test_generator(torch, device) -> None:
+    """The GPU generator must reproduce the exact Python emulation (int64 wrap-around,
+    shifts, rounding): a few indices across chunk boundaries, both dtypes."""
+    idx = [0, 1, 2, 3, 1000, (1 << 18) - 1, 1 << 18, (1 << 18) + 1, 5_000_003]
+    for dtype in DTYPES:
+        for seed, stream in ((DEFAULT_SEED, 1), ((1 << 64) - 1, 4)):
+            t = make_input(torch, idx[-1] + 1, dtype, seed, stream, device)
+            got = [int(x) & 0xFFFF for x in t.view(torch.int16)[idx].tolist()]
+            want = [reference_input_bits(dtype, seed, stream, i) for i in idx]
+            if got != want:
+                raise RuntimeFailure(f"input generator self-test failed ({dtype}, seed {seed}, stream {stream}): "
+                                     f"GPU {got} vs exact {want}")
+
+
+def _torch_dtype(torch, dtype: str):
+    return torch.float16 if dtype == "fp16" else torch.bfloat16
+
+
+# --------------------------------------------------------------------------------------
+# Correctness: which (batch, head) pairs, and the tolerance rule (bench/check.cpp)
+# --------------------------------------------------------------------------------------
+
+
+class SplitMix64:
+    def __init__(self, seed: int):
+        self.state = seed & _MASK64
+
+    def next(self) -> int:
+        self.state = (self.state + _GOLDEN) & _MASK64
+        z = self.state
+        z = ((z ^ (z >> 30)) * _MIX1) & _MASK64
+        z = ((z ^ (z >> 27)) * _MIX2) & _MASK64
+        return z ^ (z >> 31)
+
+
+def check_pairs(p: Problem, budget_macs: float = CHECK_BUDGET_MACS) -> tuple:
+    """(pairs, scope): the (batch, head) pairs of rows_to_check(), sorted and unique.
+    All pairs when the reference of all rows costs at most budget_macs, else (0,0),
+    (B-1,H-1) and two pairs drawn from SplitMix64(seed ^ 0xc0ffee), b then h."""
+    total_rows = p.batch * p.heads * p.seqlen
+    if 2.0 * total_rows * p.seqlen * p.head_dim <= budget_macs:
+        return [(b, h) for b in range(p.batch) for h in range(p.heads)], "all rows"
+    rng = SplitMix64(p.seed ^ 0xC0FFEE)
+    pairs = {(0, 0), (p.batch - 1, p.heads - 1)}
+    for _ in range(2):
+        b = rng.next() % p.batch
+        h = rng.next() % p.heads
+        pairs.add((b, h))
+    return sorted(pairs), "sampled rows"
+
+
+def tolerance_for(dtype: str, gradient: bool = False) -> tuple:
+    """(atol as a fraction of the reference RMS, rtol)."""
+    a, r = TOLERANCE[dtype]
+    f = GRAD_TOLERANCE_FACTOR if gradient else 1.0
+    return a * f, r * f
+
+
+def make_check(tensor_stats: Sequence[dict], rows_checked: int, rows_total: int, scope: str,
+               grad_scope: Optional[str] = None) -> dict:
+    """The record's check object from per-tensor comparisons, as bench/check.cpp add_tensor():
+    tensor_stats are dicts {name, max_abs_err, max_rel_err, worst_ratio, atol, rtol,
+    elements, finite}, O ("o") first. The overall max_abs_err, max_rel_err and worst_ratio
+    are the worst over the tensors (null when any tensor saw a NaN or an infinity); atol and
+    rtol are O's; passed iff every tensor is finite with worst_ratio <= 1. The per-tensor
+    figures go to "tensors" (keyed o, dq, dk, dv); backward passes add "grad_scope"."""
+    finite = all(t["finite"] for t in tensor_stats)
+
+    def worst(key: str) -> Optional[float]:
+        return max(float(t[key]) for t in tensor_stats) if finite else None
+
+    o = tensor_stats[0]
+    check = {
+        "passed": bool(finite and all(t["worst_ratio"] <= 1.0 for t in tensor_stats)),
+        "max_abs_err": worst("max_abs_err"),
+        "max_rel_err": worst("max_rel_err"),
+        "worst_ratio": worst("worst_ratio"),
+        "atol": float(o["atol"]),
+        "rtol": float(o["rtol"]),
+        "rows_checked": int(rows_checked),
+        "rows_total": int(rows_total),
+        "lse_checked": False,
+        "scope": scope,
+    }
+    if grad_scope:
+        check["grad_scope"] = grad_scope
+    check["tensors"] = {
+        t["name"]: {
+            "max_abs_err": float(t["max_abs_err"]) if t["finite"] else None,
+            "max_rel_err": float(t["max_rel_err"]) if t["finite"] else None,
+            "worst_ratio": float(t["worst_ratio"]) if t["finite"] else None,
+            "atol": float(t["atol"]),
+            "rtol": float(t["rtol"]),
+            "elements": int(t["elements"]),
+        }
+        for t in tensor_stats
+    }
+    return check
+
+
+def check_failure_reason(check: dict) -> str:
+    """As bench/runner.cpp: the failing tensors and their |err|/tol."""
+    worst = ""
+    for name, t in check.get("tensors", {}).items():
+        r = t["worst_ratio"]
+        if r is None or r > 1.0:
+            worst += f" {name}: " + ("nan" if r is None else f"{r:.3g}")
+    return f"correctness check failed (|err|/tol per tensor:{worst}); not timed"
+
+
+def grad_scope_text(scope: str, pairs: int, all_pairs: int) -> str:
+    """bench/runner.cpp's grad_scope wording for what this script checks: dQ on the rows of
+    the checked (batch, head) pairs, dK and dV on those pairs' K/V heads (all keys)."""
+    return f"dq: {'all' if scope == 'all rows' else 'sampled'} rows; dk, dv: {pairs} of {all_pairs} K/V heads"
+
+
+# --------------------------------------------------------------------------------------
+# Timing statistics (bench/timing.cpp summarize)
+# --------------------------------------------------------------------------------------
+
+
+def summarize(seconds: Sequence[float], warmup: int, flushed: bool, clock: str = "cuda_events") -> dict:
+    s = sorted(float(x) for x in seconds)
+    n = len(s)
+    if n == 0:
+        raise ValueError("no samples")
+    median = s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+    mean = sum(s) / n
+    var = sum((x - mean) ** 2 for x in s)
+    return {
+        "median_s": median,
+        "min_s": s[0],
+        "max_s": s[-1],
+        "mean_s": mean,
+        "stddev_s": math.sqrt(var / (n - 1)) if n > 1 else 0.0,
+        "reps": n,
+        "warmup": int(warmup),
+        "l2_flushed": bool(flushed),
+        "clock": clock,
+    }
+
+
+# --------------------------------------------------------------------------------------
+# Records and the result file (bench/record.cpp to_json)
+# --------------------------------------------------------------------------------------
+
+COUNTERS_NOT_COLLECTED = {"status": "not_collected", "reason": "peers are measured without counters"}
+
+
+def build_record(pt: Point, device_index: int, status: str, reason: Optional[str] = None,
+                 check: Optional[dict] = None, time: Optional[dict] = None,
+                 memory: Optional[dict] = None) -> dict:
+    """One record as the schema wants it. `reason` is dropped when empty (as the C++);
+    tflops is added when there is a time; tiles are omitted (SDPA does not expose them)."""
+    if status not in ("ok", "skipped", "oom", "error"):
+        raise ValueError(f"bad status {status!r}")
+    f = flops(pt.problem, pt.pass_)
+    r: dict = {
+        "name": pt.name(),
+        "method": pt.method,
+        "pass": pt.pass_,
+        "problem": pt.problem.to_json(),
+        "status": status,
+        "device_index": int(device_index),
+        "flops": f,
+    }
+    if reason:
+        r["reason"] = reason
+    if check is not None:
+        r["check"] = check
+    if time is not None:
+        r["time"] = time
+        if time["median_s"] > 0:
+            r["tflops"] = f / time["median_s"] / 1e12
+    if memory is not None:
+        r["memory"] = {k: int(memory[k]) for k in ("inputs_bytes", "outputs_bytes", "workspace_bytes")}
+    r["counters"] = dict(COUNTERS_NOT_COLLECTED)
+    return r
+
+
+def build_result_file(run_id: str, created: str, command_line: str, build: dict, device: dict,
+                      records: list) -> dict:
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        "created": created,
+        "producer": PRODUCER,
+        "command_line": command_line,
+        "build": build,
+        "device": device,
+        "records": records,
+    }
+
+
+def _json_safe(x: Any) -> Any:
+    """NaN and infinities become null, as nlohmann writes them (JSON has neither)."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    return x
+
+
+def write_result_file(doc: dict, path: str) -> None:
+    """Atomic: write path.tmp, fsync, os.replace onto path."""
+    tmp = path + ".tmp"
+    text = json.dumps(_json_safe(doc), indent=1, allow_nan=False) + "\n"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def utc_timestamp() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_run_id() -> str:
+    return secrets.token_hex(8)
+
+
+def format_time(s: float) -> str:
+    """bench/table.cpp format_time."""
+    if s >= 1.0:
+        return f"{s:.3f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3f} ms"
+    return f"{s * 1e6:.1f} us"
+
+
+def format_table(records: Sequence[dict]) -> str:
+    w = max([5] + [len(r["name"]) for r in records])
+    lines = [f"{'point':<{w}}  {'status':>7}  {'median ms':>10}  {'TFLOP/s':>8}  {'err/tol':>8}  note"]
+    for r in records:
+        med = f"{r['time']['median_s'] * 1e3:.3f}" if "time" in r else "-"
+        tf = f"{r['tflops']:.1f}" if "tflops" in r else "-"
+        wr = r.get("check", {}).get("worst_ratio") if "check" in r else None
+        err = f"{wr:.3f}" if isinstance(wr, float) else ("nan" if "check" in r else "-")
+        note = r.get("reason", "")
+        if len(note) > 90:
+            note = note[:87] + "..."
+        lines.append(f"{r['name']:<{w}}  {r['status']:>7}  {med:>10}  {tf:>8}  {err:>8}  {note}")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------
+# Failures: skipped / oom / error
+# --------------------------------------------------------------------------------------
+
+
+def _first_line(msg: str) -> str:
+    for line in str(msg).splitlines():
+        line = line.strip()
+        if line:
+            return line
+    return ""
+
+
+def _clean_warning(msg: str) -> str:
+    """First line of a TORCH_WARN, without its '(Triggered internally at ...)' suffix."""
+    line = _first_line(msg)
+    line = re.sub(r"\s*\(Triggered internally at [^)]*\)\.?\s*$", "", line)
+    return line.strip()
+
+
+def classify_failure(exc: BaseException, warning_messages: Sequence[str] = (),
+                     oom_type: Optional[type] = None) -> tuple:
+    """(status, reason) of an exception raised while measuring a point.
+    OutOfMemoryError -> oom; a refusal ("No available kernel", "not supported", ...,
+    NotImplementedError) -> skipped with the first line of the message and the back-end's
+    explanation warnings; anything else -> error with the message."""
+    msg = _first_line(str(exc)) or type(exc).__name__
+    low = str(exc).lower()
+    if ((oom_type is not None and isinstance(exc, oom_type)) or type(exc).__name__ == "OutOfMemoryError"
+            or (isinstance(exc, RuntimeError) and any(p in low for p in _OOM_PATTERNS))):
+        return "oom", msg
+    if isinstance(exc, NotImplementedError) or (
+            isinstance(exc, RuntimeError) and any(p in low for p in _REFUSAL_PATTERNS)):
+        why = ""
+        for w in _dedupe(w for w in (_clean_warning(m) for m in warning_messages) if w):
+            # "X kernel not used because:" heads the lines that explain it
+            why += (" " if why.endswith(":") else "; " if why else "") + w
+        reason = msg + (f" ({why})" if why else "")
+        if len(reason) > 600:
+            reason = reason[:597] + "..."
+        return "skipped", reason
+    full = str(exc).strip().replace("\n", " | ")
+    if len(full) > 600:
+        full = full[:597] + "..."
+    return "error", f"{type(exc).__name__}: {full}" if full else type(exc).__name__
+
+
+# --------------------------------------------------------------------------------------
+# GPU side (torch imported here only)
+# --------------------------------------------------------------------------------------
+
+
+class L2Flusher:
+    """Evicts L2 by READING a buffer of max(2 x L2, 8 MiB) bytes (torch.sum into a 0-d
+    tensor: only the reduction's few bytes are written), as bench/device_util.cu. The
+    buffer is written once, at construction, never per repetition."""
+
+    def __init__(self, torch, l2_bytes: int, device):
+        nbytes = max(2 * int(l2_bytes), 8 << 20)
+        n = (nbytes + 15) // 16 * 4  # float32 elements, 16-byte multiple
+        self.torch = torch
+        self.buf = torch.ones(n, dtype=torch.float32, device=device)
+        self.sink = torch.empty((), dtype=torch.float32, device=device)
+        torch.cuda.synchronize(device)
+
+    def flush(self) -> None:
+        self.torch.sum(self.buf, 0, out=self.sink)
+
+
+def time_gpu(torch, call: Callable[[], Any], warmup: int, reps: int, flusher: Optional[L2Flusher]) -> dict:
+    """bench/timing.cpp time_gpu: warm-up, then per repetition flush (untimed) and CUDA
+    events around the call on the current stream; one synchronize at the end."""
+    for _ in range(warmup):
+        call()
+    stream = torch.cuda.current_stream()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    stops = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for i in range(reps):
+        if flusher is not None:
+            flusher.flush()
+        starts[i].record(stream)
+        call()
+        stops[i].record(stream)
+    stream.synchronize()
+    seconds = [starts[i].elapsed_time(stops[i]) * 1e-3 for i in range(reps)]
+    return summarize(seconds, warmup, flusher is not None, "cuda_events")
+
+
+def _nbytes(*tensors) -> int:
+    return sum(int(t.numel()) * int(t.element_size()) for t in tensors)
+
+
+def measure_memory(torch, call: Callable[[], Any], device, inputs_bytes: int, extra_outputs_bytes: int = 0) -> tuple:
+    """(result of call, memory dict): peak allocator bytes during the call beyond what was
+    allocated before it and beyond the tensors it returns."""
+    torch.cuda.synchronize(device)
+    before = torch.cuda.memory_allocated(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    result = call()
+    torch.cuda.synchronize(device)
+    peak = torch.cuda.max_memory_allocated(device)
+    tensors = result if isinstance(result, (tuple, list)) else (result,)
+    returned = _nbytes(*[t for t in tensors if t is not None])
+    mem = {
+        "inputs_bytes": inputs_bytes,
+        "outputs_bytes": returned + extra_outputs_bytes,
+        "workspace_bytes": max(0, peak - before - returned),
+    }
+    return result, mem
+
+
+class ProblemData:
+    """Inputs and reference values of one problem, kept while consecutive points share it."""
+
+    def __init__(self, torch, p: Problem, device):
+        self.torch, self.p, self.device = torch, p, device
+        shape = (p.batch, p.heads, p.seqlen, p.head_dim)
+        n = p.elements()
+        self.q = make_input(torch, n, p.dtype, p.seed, 1, device).view(shape)
+        self.k = make_input(torch, n, p.dtype, p.seed, 2, device).view(shape)
+        self.v = make_input(torch, n, p.dtype, p.seed, 3, device).view(shape)
+        self.do = None
+        self.pairs, self.scope = check_pairs(p)
+        self.bi = torch.tensor([b for b, _ in self.pairs], dtype=torch.int64, device=device)
+        self.hi = torch.tensor([h for _, h in self.pairs], dtype=torch.int64, device=device)
+        self.ref = None  # dict: o (and dq, dk, dv), float64 [P, N, d]
+
+    def grad_output(self):
+        if self.do is None:
+            p = self.p
+            self.do = make_input(self.torch, p.elements(), p.dtype, p.seed, 4, self.device).view(self.q.shape)
+        return self.do
+
+    def reference(self, with_grad: bool) -> dict:
+        if self.ref is None or (with_grad and "dq" not in self.ref):
+            self.ref = reference_attention(self.torch, self.gather(self.q), self.gather(self.k), self.gather(self.v),
+                                           self.gather(self.grad_output()) if with_grad else None,
+                                           self.p.softmax_scale, self.p.causal)
+        return self.ref
+
+    def gather(self, t):
+        return t[self.bi, self.hi].to(self.torch.float64)
+
+    @property
+    def rows_checked(self) -> int:
+        return len(self.pairs) * self.p.seqlen
+
+
+def reference_attention(torch, q, k, v, do, scale: float, causal: bool,
+                        block_elements: int = REFERENCE_BLOCK_ELEMENTS) -> dict:
+    """float64 softmax(scale*QK^T + mask)V on [P, N, d] slices (and, with dO, the exact
+    gradients: D = rowsum(dO*O), dS = P*(dO V^T - D), dQ = scale dS K, dK = scale dS^T Q,
+    dV = P^T dO), computed in blocks of query rows and pairs to bound memory. Causal is
+    top-left aligned: key j is visible to query i iff j <= i."""
+    P, N, d = q.shape
+    Nk = k.shape[1]
+    rows = max(1, min(N, block_elements // max(1, Nk)))
+    pchunk = max(1, block_elements // (rows * Nk))
+    o = torch.empty_like(q)
+    grads = do is not None
+    if grads:
+        dq, dk, dv = torch.empty_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    cols = torch.arange(Nk, device=q.device)
+    for p0 in range(0, P, pchunk):
+        p1 = min(P, p0 + pchunk)
+        qc, kc, vc = q[p0:p1], k[p0:p1], v[p0:p1]
+        for r0 in range(0, N, rows):
+            r1 = min(N, r0 + rows)
+            s = torch.matmul(qc[:, r0:r1], kc.transpose(1, 2)) * scale
+            if causal:
+                masked = cols[None, :] > torch.arange(r0, r1, device=q.device)[:, None]
+                s.masked_fill_(masked, float("-inf"))
+            pr = torch.softmax(s, dim=-1)
+            del s
+            ob = torch.matmul(pr, vc)
+            o[p0:p1, r0:r1] = ob
+            if grads:
+                dob = do[p0:p1, r0:r1]
+                dsum = (dob * ob).sum(dim=-1, keepdim=True)
+                ds = pr * (torch.matmul(dob, vc.transpose(1, 2)) - dsum)
+                dq[p0:p1, r0:r1] = torch.matmul(ds, kc) * scale
+                dk[p0:p1] += torch.matmul(ds.transpose(1, 2), qc[:, r0:r1]) * scale
+                dv[p0:p1] += torch.matmul(pr.transpose(1, 2), dob)
+                del ds
+            del pr
+    out = {"o": o}
+    if grads:
+        out.update(dq=dq, dk=dk, dv=dv)
+    return out
+
+
+def compare_tensor(torch, name: str, got, ref, atol_rms: float, rtol: float) -> dict:
+    """bench/check.cpp compare_tensor on one tensor, in float64 on the GPU: atol =
+    atol_rms * max(RMS(ref), 1e-6); max |err|, max |err|/max(|ref|, 1e-6), max |err|/(atol +
+    rtol*|ref|); a NaN or an infinity in either makes the tensor non-finite (it fails)."""
+    got = got.to(torch.float64)
+    finite = bool(torch.isfinite(got).all().item()) and bool(torch.isfinite(ref).all().item())
+    rms = math.sqrt(float((ref * ref).mean().item())) if ref.numel() and finite else 0.0
+    atol = atol_rms * max(rms, 1e-6)
+    stats = {"name": name, "atol": atol, "rtol": rtol, "finite": finite, "elements": int(ref.numel()),
+             "max_abs_err": math.nan, "max_rel_err": math.nan, "worst_ratio": math.nan}
+    if finite:
+        stats.update(max_abs_err=0.0, max_rel_err=0.0, worst_ratio=0.0)
+    if finite and ref.numel():
+        err = (got - ref).abs()
+        aref = ref.abs()
+        stats["max_abs_err"] = float(err.max().item())
+        stats["max_rel_err"] = float((err / aref.clamp_min(1e-6)).max().item())
+        stats["worst_ratio"] = float((err / (atol + rtol * aref)).max().item())
+    return stats
+
+
+def run_check(torch, data: ProblemData, o, grads=None) -> dict:
+    """The check object for O (and dQ, dK, dV) of the checked (batch, head) pairs."""
+    p = data.p
+    ref = data.reference(with_grad=grads is not None)
+    a, r = tolerance_for(p.dtype)
+    stats = [compare_tensor(torch, "o", data.gather(o), ref["o"], a, r)]
+    grad_scope = None
+    if grads is not None:
+        ga, gr = tolerance_for(p.dtype, gradient=True)
+        for name, g in zip(("dq", "dk", "dv"), grads):
+            stats.append(compare_tensor(torch, name, data.gather(g), ref[name], ga, gr))
+        grad_scope = grad_scope_text(data.scope, len(data.pairs), p.batch * p.heads)
+    return make_check(stats, data.rows_checked, p.batch * p.heads * p.seqlen, data.scope, grad_scope)
+
+
+def measure_point(torch, pt: Point, data: ProblemData, cfg: Config, flusher: Optional[L2Flusher], device) -> dict:
+    """Check, memory and timing of one point; returns the record's fields (status ok or
+    a failed check). Exceptions propagate to the caller, which classifies them."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import torch.nn.functional as F
+
+    p = pt.problem
+    scale = p.softmax_scale
+    causal = p.causal
+    backend = getattr(SDPBackend, BACKENDS[pt.backend])
+
+    def sdpa(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+
+    fields: dict = {}
+    with sdpa_kernel(backend):
+        if pt.pass_ == "fwd":
+            q, k, v = data.q, data.k, data.v
+            with torch.no_grad():
+                o, mem = measure_memory(torch, lambda: sdpa(q, k, v), device, _nbytes(q, k, v))
+                fields["memory"] = mem
+                check = run_check(torch, data, o)
+                fields["check"] = check
+                del o
+                if not check["passed"]:
+                    return dict(fields, status="error", reason=check_failure_reason(check))
+
+                def call():
+                    sdpa(q, k, v)
+
+                fields["time"] = time_gpu(torch, call, cfg.warmup, cfg.reps, flusher)
+            return dict(fields, status="ok")
+
+        do = data.grad_output()
+        q = data.q.detach().requires_grad_()
+        k = data.k.detach().requires_grad_()
+        v = data.v.detach().requires_grad_()
+        inputs = (q, k, v)
+        in_bytes = _nbytes(q, k, v, do)
+        if pt.pass_ == "bwd":
+            o = sdpa(q, k, v)  # the graph the timed backward runs on, again and again
+            grads, mem = measure_memory(
+                torch, lambda: torch.autograd.grad(o, inputs, grad_outputs=do, retain_graph=True),
+                device, in_bytes, extra_outputs_bytes=_nbytes(o))
+
+            def call():
+                torch.autograd.grad(o, inputs, grad_outputs=do, retain_graph=True)
+        else:
+            def fwd_bwd():
+                out = sdpa(q, k, v)
+                return (out,) + tuple(torch.autograd.grad(out, inputs, grad_outputs=do))
+
+            res, mem = measure_memory(torch, fwd_bwd, device, in_bytes)
+            o, grads = res[0], res[1:]
+            del res  # the checked tensors must not stay alive while timing
+
+            def call():
+                out = sdpa(q, k, v)
+                torch.autograd.grad(out, inputs, grad_outputs=do)
+        fields["memory"] = mem
+        check = run_check(torch, data, o.detach(), [g.detach() for g in grads])
+        fields["check"] = check
+        del grads
+        if pt.pass_ == "fwdbwd":
+            del o
+        if not check["passed"]:
+            return dict(fields, status="error", reason=check_failure_reason(check))
+        fields["time"] = time_gpu(torch, call, cfg.warmup, cfg.reps, flusher)
+        return dict(fields, status="ok")
+
+
+def _git(args: Sequence[str]) -> Optional[str]:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        r = subprocess.run(["git", "-C", root] + list(args), capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return r.stdout if r.returncode == 0 else None
+
+
+def build_info(torch) -> dict:
+    b: dict = {"torch_version": str(torch.__version__)}
+    if torch.version.cuda:
+        b["cuda_version"] = str(torch.version.cuda)
+    try:
+        v = torch.backends.cudnn.version()
+        if v is not None:
+            b["cudnn_version"] = int(v)
+    except Exception:
+        pass
+    rev = _git(["rev-parse", "HEAD"])
+    b["git_revision"] = rev.strip() if rev and rev.strip() else "unknown"
+    if rev:
+        st = _git(["status", "--porcelain", "--untracked-files=no"])
+        if st is not None:
+            b["git_dirty"] = bool(st.strip())
+    return b
+
+
+def _driver_version() -> Optional[int]:
+    """cuDriverGetVersion from libcuda (same integer as cudaDriverGetVersion), or None."""
+    try:
+        import ctypes
+        lib = ctypes.CDLL("libcuda.so.1")
+        v = ctypes.c_int(0)
+        if lib.cuDriverGetVersion(ctypes.byref(v)) == 0:
+            return int(v.value)
+    except Exception:
+        pass
+    return None
+
+
+def device_info(torch, index: int) -> dict:
+    """Only what torch (or the driver) really reports; missing properties are left out."""
+    pr = torch.cuda.get_device_properties(index)
+    d: dict = {
+        "index": index,
+        "name": str(pr.name),
+        "compute_capability": f"{pr.major}.{pr.minor}",
+        "sm_count": int(pr.multi_processor_count),
+    }
+
+    def opt(key: str, attr: str) -> None:
+        val = getattr(pr, attr, None)
+        if isinstance(val, int) and not isinstance(val, bool) and val >= 0:
+            d[key] = int(val)
+
+    opt("smem_per_sm_bytes", "shared_memory_per_multiprocessor")
+    opt("smem_per_block_optin_bytes", "shared_memory_per_block_optin")
+    opt("l2_bytes", "L2_cache_size")
+    opt("global_memory_bytes", "total_memory")
+    opt("memory_clock_khz", "memory_clock_rate")
+    opt("bus_width_bits", "memory_bus_width")
+    opt("sm_clock_khz", "clock_rate")
+    if d.get("memory_clock_khz", 0) > 0 and d.get("bus_width_bits", 0) > 0:
+        # as DeviceInfo::peak_bandwidth_bytes_per_s: 2 (DDR) x clock x bus width
+        d["peak_bandwidth_bytes_per_s"] = 2.0 * d["memory_clock_khz"] * 1e3 * d["bus_width_bits"] / 8.0
+    drv = _driver_version()
+    if drv is not None:
+        d["driver_version"] = drv
+    return d
+
+
+def run(cfg: Config, argv: Sequence[str]) -> int:
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001
+        raise RuntimeFailure(f"cannot import torch: {_first_line(str(e))}") from None
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: F401
+    except Exception as e:  # noqa: BLE001
+        raise RuntimeFailure(f"this torch ({torch.__version__}) has no torch.nn.attention.sdpa_kernel") from None
+    if not torch.cuda.is_available():
+        raise RuntimeFailure("no usable CUDA GPU (torch.cuda.is_available() is False)")
+    n = torch.cuda.device_count()
+    if cfg.device >= n:
+        raise RuntimeFailure(f"GPU {cfg.device} does not exist (this machine has {n})")
+    torch.cuda.set_device(cfg.device)
+    device = torch.device("cuda", cfg.device)
+
+    dev = device_info(torch, cfg.device)
+    build = build_info(torch)
+    created = utc_timestamp()
+    run_id = cfg.run_id or new_run_id()
+    command_line = join_command_line([sys.argv[0] if sys.argv and sys.argv[0] else PRODUCER] + list(argv))
+
+    _self_test_generator(torch, device)
+    flusher = L2Flusher(torch, dev.get("l2_bytes", 0), device) if cfg.flush_l2 else None
+
+    records: list = []
+    data: Optional[ProblemData] = None
+    poisoned = ""
+    shown_warnings: set = set()
+    total = len(cfg.points)
+    for i, pt in enumerate(cfg.points):
+        if poisoned:
+            rec = build_record(pt, cfg.device, "error",
+                               f"not run: the CUDA context was lost after an earlier error ({poisoned})")
+        else:
+            status, reason, fields, is_oom, fatal = "error", "", {}, False, False
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    if data is None or data.p != pt.problem:
+                        data = None  # free the previous problem's tensors first
+                        gc.collect()
+                        data = ProblemData(torch, pt.problem, device)
+                    fields = measure_point(torch, pt, data, cfg, flusher, device)
+                    status, reason = fields.pop("status"), fields.pop("reason", "")
+                except Exception as e:  # noqa: BLE001 - every failure becomes a record
+                    status, reason = classify_failure(e, [str(w.message) for w in caught],
+                                                      torch.cuda.OutOfMemoryError)
+                    is_oom = status == "oom"
+                    fatal = status == "error"
+                    fields = {}  # a failed point keeps no partial check, time or memory
+            if is_oom:
+                gc.collect()
+                torch.cuda.empty_cache()
+            elif fatal:
+                try:  # a sticky CUDA error makes every later call fail: say so once
+                    torch.cuda.synchronize(device)
+                except Exception as e:  # noqa: BLE001
+                    poisoned = _first_line(str(e)) or type(e).__name__
+                    data = None
+            if status != "skipped":  # warnings of measured points go to stderr, once each
+                for w in caught:
+                    m = _clean_warning(str(w.message))
+                    if m and m not in shown_warnings:
+                        shown_warnings.add(m)
+                        print(f"{PROG}: warning: {m}", file=sys.stderr)
+            rec = build_record(pt, cfg.device, status, reason, fields.get("check"), fields.get("time"),
+                               fields.get("memory"))
+        records.append(rec)
+        if not cfg.quiet:
+            what = format_time(rec["time"]["median_s"]) if "time" in rec else rec.get("reason", "")
+            print(f"[{i + 1}/{total}] {rec['name']} {rec['status']} {what}", file=sys.stderr, flush=True)
+
+    data = None
+    doc = build_result_file(run_id, created, command_line, build, dev, records)
+    write_result_file(doc, cfg.out)
+    sys.stdout.write(format_table(records))
+    print(f"torch {build['torch_version']} on {dev['name']} - {len(records)} points written to {cfg.out}")
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        cfg = parse_config(argv)
+        if cfg.dry_run:
+            for pt in cfg.points:
+                print(pt.name())
+            print(f"{len(cfg.points)} points", file=sys.stderr)
+            return 0
+        check_writable(cfg.out)
+    except BadInput as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        return run(cfg, argv)
+    except RuntimeFailure as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return EXIT_RUNTIME
+
+
+if __name__ == "__main__":
+    sys.exit(main())
