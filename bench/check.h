@@ -24,8 +24,9 @@ Tolerance gradient_tolerance_for(DType t);  // dQ, dK, dV
 // (batch, head) pairs.
 std::vector<RowId> rows_to_check(const Problem& p, double budget_macs = 4e9);
 
-// Root mean square of the finite values.
-double rms(const std::vector<double>& v);
+// Root mean square of the finite values (only the non-zero ones when asked: masked keys'
+// gradients are exactly zero and would shrink it).
+double rms(const std::vector<double>& v, bool nonzero_only = false);
 
 // One tensor's comparison; `atol` absolute when `atol_is_absolute`, else atol_rms·RMS(ref).
 TensorCheck compare_tensor(const std::string& name, const std::vector<double>& got, const std::vector<double>& ref,

@@ -1,6 +1,8 @@
-# Generates one .cu per (element type, head dim) of the flash2 forward kernel from
-# kernels/flash2/flash2_fwd_instantiate.cu.in, so instantiations build in parallel.
-set(FLASH2_INSTANTIATION_SOURCES ${CMAKE_SOURCE_DIR}/kernels/flash2/flash2_fwd_dispatch.cu)
+# Generates one .cu per (element type, head dim) of the flash2 kernels (from
+# kernels/flash2/flash2_fwd_instantiate.cu.in) and of the flash1 kernels (from
+# kernels/flash1/flash1_instantiate.cu.in), so instantiations build in parallel.
+set(FLASH2_INSTANTIATION_SOURCES ${CMAKE_SOURCE_DIR}/kernels/flash2/flash2_fwd_dispatch.cu
+                                 ${CMAKE_SOURCE_DIR}/kernels/flash1/flash1_dispatch.cu)
 foreach(dtype fp16 bf16)
   if(dtype STREQUAL "fp16")
     set(ELEMENT half)
@@ -11,5 +13,10 @@ foreach(dtype fp16 bf16)
     set(out ${CMAKE_BINARY_DIR}/generated/kernels/flash2_fwd_${dtype}_d${HEAD_DIM}.cu)
     configure_file(${CMAKE_SOURCE_DIR}/kernels/flash2/flash2_fwd_instantiate.cu.in ${out} @ONLY)
     list(APPEND FLASH2_INSTANTIATION_SOURCES ${out})
+    if(NOT HEAD_DIM EQUAL 256)
+      set(out1 ${CMAKE_BINARY_DIR}/generated/kernels/flash1_${dtype}_d${HEAD_DIM}.cu)
+      configure_file(${CMAKE_SOURCE_DIR}/kernels/flash1/flash1_instantiate.cu.in ${out1} @ONLY)
+      list(APPEND FLASH2_INSTANTIATION_SOURCES ${out1})
+    endif()
   endforeach()
 endforeach()

@@ -133,3 +133,41 @@ TEST_F(GpuFeatures, ReferenceMethodAgreesWithItself) {
   p.head_dim = 32;
   expect_ok({"reference", Pass::Fwd, p});
 }
+
+// The standard method's backward (Algorithm 3) and dropout against the float64 reference:
+// O, dQ on every row and dK, dV on every K/V head, for each pass (bwd times backward() again
+// from the forward that the check ran, so a backward that destroys its inputs fails there).
+TEST_F(GpuFeatures, StandardBackwardAndDropout) {
+  const Pass passes[] = {Pass::Fwd, Pass::Bwd, Pass::FwdBwd};
+  for (int64_t n : {1, 17, 1013})
+    for (int64_t d : {64, 128})
+      for (DType t : {DType::F16, DType::BF16})
+        for (bool causal : {false, true})
+          for (double dropout : {0.0, 0.17}) {
+            Problem p;
+            p.batch = n > 1000 ? 1 : 2;
+            p.heads = 2;
+            p.seqlen_q = n;
+            p.head_dim = d;
+            p.dtype = t;
+            p.causal = causal;
+            p.dropout = dropout;
+            for (Pass pass : passes) expect_ok({"standard", pass, p});  // innermost: one reference per problem
+          }
+  // GQA (4 query heads per K/V head), key padding, Nq != Nk.
+  for (DType t : {DType::F16, DType::BF16})
+    for (bool causal : {false, true}) {
+      Problem p;
+      p.batch = 3;
+      p.heads = 8;
+      p.kv_heads = 2;
+      p.seqlen_q = 300;
+      p.seqlen_k = 517;
+      p.head_dim = 64;
+      p.dtype = t;
+      p.causal = causal;
+      p.padding = Padding::Random;
+      p.dropout = 0.17;
+      for (Pass pass : passes) expect_ok({"standard", pass, p});
+    }
+}

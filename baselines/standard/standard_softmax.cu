@@ -1,81 +1,66 @@
-// Row softmax of standard attention. Rows of at most 1024 elements: one warp per row,
-// eight rows per block (a block per short row would leave most threads idle). Longer rows:
-// one thread block per row. A row that fits in registers (Nk ≤ 16384) is read once: one
-// read of S, one write of P, the least traffic a separate softmax kernel can move. Longer
-// rows stream twice (online max/sum, then the write). Rows of 8k elements use 16-byte
-// vector loads. Masked entries get P = 0; a row with no visible key is all zeros.
-#include <cfloat>
+// Row softmax of standard attention (FlashAttention Algorithm 0, line 2), with dropout
+// fused in: P = softmax(mask(S)), and with p > 0 also P_drop = P∘Z for the P·V GEMM, where
+// Z_ij = keep(b, h, i, j)/(1 − p) from the shared Philox mask (kernels/common/philox.h).
+// The normalisation uses the undropped P, as the reference does; Z multiplies afterwards.
+//
+// HBM traffic per (b, h) row block, e bytes per element: a row that fits in registers
+// (Nk ≤ 16384) reads S once and writes P once, N²·e each — the least a separate softmax
+// kernel can move; with dropout it also writes P_drop (N²·e more; the mask itself is never
+// stored: the backward redraws it). Longer rows read S twice (online max/sum, then the
+// write). Layouts (standard_rows.cuh): rows ≤ 4 groups per lane: one warp per row, eight
+// rows per block; longer rows: one thread block per row. Rows with Nk % 8 == 0 use 16-byte
+// accesses. Masked entries get P = 0; a row with no visible key is all zeros.
+// Run: build/flashio run --method standard --seqlen 4096 [--dropout 0.1]
+#include <stdexcept>
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
+#include "baselines/standard/standard_rows.cuh"
 #include "baselines/standard/standard_softmax.h"
 #include "bench/cuda_check.h"
 
 namespace flashio::baselines {
 namespace {
 
-constexpr int kThreads = 256;
+using namespace rows;
 
-template <typename T> __device__ __forceinline__ float to_f(T x);
-template <> __device__ __forceinline__ float to_f<half>(half x) { return __half2float(x); }
-template <> __device__ __forceinline__ float to_f<__nv_bfloat16>(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <typename T> __device__ __forceinline__ T from_f(float x);
-template <> __device__ __forceinline__ half from_f<half>(float x) { return __float2half_rn(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
-
-// Block-wide reduction; `op` is max or sum. All threads get the result.
-template <typename Op>
-__device__ float block_reduce(float x, Op op, float* scratch) {
-  for (int off = 16; off > 0; off /= 2) x = op(x, __shfl_xor_sync(0xffffffffu, x, off));
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  __syncthreads();  // scratch may still be read by a previous reduction
-  if (lane == 0) scratch[warp] = x;
-  __syncthreads();
-  x = scratch[0];
-  for (int w = 1; w < kThreads / 32; ++w) x = op(x, scratch[w]);
-  return x;
+// Writes P (and P_drop) of columns j0 … j0 + kVec − 1 from the normalised values `prob`.
+template <typename T, int kVec, bool kVecLoad>
+__device__ __forceinline__ void write_probs(const SoftmaxParams& p, const RowDropout& drop, T* out, T* out_drop, int j0,
+                                            float (&prob)[kVec]) {
+  const int nk = p.shape.seqlen_k;
+  store_group<T, kVec, kVecLoad>(out, j0, nk, prob);
+  if (p.dropout.enabled) {
+    float z[kVec];  // (kVec,) dropout factors: 1/(1 − p) or 0
+    drop.factors(j0, z);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) prob[e] *= z[e];
+    store_group<T, kVec, kVecLoad>(out_drop, j0, nk, prob);
+  }
 }
 
-struct MaxOp { __device__ float operator()(float a, float b) const { return fmaxf(a, b); } };
-struct SumOp { __device__ float operator()(float a, float b) const { return a + b; } };
-
-__device__ __forceinline__ int visible_keys(const SoftmaxParams& p, int64_t row) {
-  const int i = int(row % p.seqlen_q);
-  const int64_t b = row / (int64_t(p.heads) * p.seqlen_q);
-  int visible = p.key_lengths ? min(p.key_lengths[b], p.seqlen_k) : p.seqlen_k;
-  if (p.causal) visible = min(visible, i + 1);
-  return visible;
-}
-
-// kVec elements per access (8 = 16 bytes, needs Nk % 8 == 0), kItems accesses per thread.
-template <typename T, int kVec, int kItems>
+// A row held in registers: kItems groups of kVec columns per thread, kRowThreads threads
+// per row. With P_drop written over S (in place), every thread reads its own groups before
+// it writes them, and no thread touches another's.
+template <typename T, int kVec, bool kVecLoad, int kItems, int kRowThreads>
 __global__ void __launch_bounds__(kThreads) softmax_cached(const SoftmaxParams p) {
-  __shared__ float scratch[kThreads / 32];
-  const int64_t row = blockIdx.x;
-  const T* s = static_cast<const T*>(p.s) + row * p.seqlen_k;
-  T* out = static_cast<T*>(p.p) + row * p.seqlen_k;
-  const int visible = visible_keys(p, row);
-  float x[kItems][kVec];
+  __shared__ float scratch[kThreads / kWarp];
+  const RowSlot<kRowThreads> slot;
+  if (slot.row >= p.shape.rows) return;  // whole warps only: a block-per-row grid has no spare rows
+  const int nk = p.shape.seqlen_k;
+  const RowCoords c = row_coords(p.shape, slot.row);
+  const T* s = static_cast<const T*>(p.s) + slot.row * nk;
+  float x[kItems][kVec];  // (kItems, kVec): masked scores, then exp(S − max)
   float mx = -FLT_MAX;
 #pragma unroll
   for (int it = 0; it < kItems; ++it) {
-    const int j0 = (it * kThreads + threadIdx.x) * kVec;
-    T v[kVec];
-    if (j0 < p.seqlen_k) {
-      if constexpr (kVec == 8) {
-        *reinterpret_cast<uint4*>(v) = *reinterpret_cast<const uint4*>(s + j0);
-      } else {
-        v[0] = s[j0];
-      }
-    }
+    const int j0 = (it * kRowThreads + slot.t) * kVec;
+    if (j0 < nk) load_group<T, kVec, kVecLoad>(s, j0, nk, x[it]);
 #pragma unroll
     for (int e = 0; e < kVec; ++e) {
-      x[it][e] = (j0 + e < visible) ? to_f(v[e]) : -INFINITY;
+      x[it][e] = j0 + e < c.visible ? x[it][e] : -INFINITY;
       mx = fmaxf(mx, x[it][e]);
     }
   }
-  mx = block_reduce(mx, MaxOp{}, scratch);
+  mx = row_reduce<kRowThreads>(mx, MaxOp{}, scratch);
   float sum = 0.f;
 #pragma unroll
   for (int it = 0; it < kItems; ++it)
@@ -84,141 +69,85 @@ __global__ void __launch_bounds__(kThreads) softmax_cached(const SoftmaxParams p
       x[it][e] = __expf(x[it][e] - mx);
       sum += x[it][e];
     }
-  sum = block_reduce(sum, SumOp{}, scratch);
-  const float inv = visible > 0 ? 1.f / sum : 0.f;
+  sum = row_reduce<kRowThreads>(sum, SumOp{}, scratch);
+  const float inv = c.visible > 0 ? 1.f / sum : 0.f;
+  T* out = static_cast<T*>(p.p) + slot.row * nk;
+  T* out_drop = p.dropout.enabled ? static_cast<T*>(p.p_drop) + slot.row * nk : nullptr;
+  const RowDropout drop{p.dropout, c};
 #pragma unroll
   for (int it = 0; it < kItems; ++it) {
-    const int j0 = (it * kThreads + threadIdx.x) * kVec;
-    if (j0 >= p.seqlen_k) continue;
-    T v[kVec];
+    const int j0 = (it * kRowThreads + slot.t) * kVec;
+    if (j0 >= nk) continue;
+    float prob[kVec];  // (kVec,)
 #pragma unroll
-    for (int e = 0; e < kVec; ++e) v[e] = from_f<T>(x[it][e] * inv);
-    if constexpr (kVec == 8) {
-      *reinterpret_cast<uint4*>(out + j0) = *reinterpret_cast<const uint4*>(v);
-    } else {
-      out[j0] = v[0];
-    }
+    for (int e = 0; e < kVec; ++e) prob[e] = x[it][e] * inv;
+    write_probs<T, kVec, kVecLoad>(p, drop, out, out_drop, j0, prob);
   }
 }
 
-// Short rows: one warp per row, kVec·kItems elements per lane, warp shuffles only.
-template <typename T, int kVec, int kItems>
-__global__ void __launch_bounds__(kThreads) softmax_warp_per_row(const SoftmaxParams p) {
-  constexpr int kRowsPerBlock = kThreads / 32;
-  const int lane = threadIdx.x % 32;
-  const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
-  if (row >= p.rows) return;
-  const T* s = static_cast<const T*>(p.s) + row * p.seqlen_k;
-  T* out = static_cast<T*>(p.p) + row * p.seqlen_k;
-  const int visible = visible_keys(p, row);
-  float x[kItems][kVec];
-  float mx = -FLT_MAX;
-#pragma unroll
-  for (int it = 0; it < kItems; ++it) {
-    const int j0 = (it * 32 + lane) * kVec;
-    T v[kVec];
-    if (j0 < p.seqlen_k) {
-      if constexpr (kVec == 8) {
-        *reinterpret_cast<uint4*>(v) = *reinterpret_cast<const uint4*>(s + j0);
-      } else {
-        v[0] = s[j0];
-      }
-    }
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) {
-      x[it][e] = (j0 + e < visible) ? to_f(v[e]) : -INFINITY;
-      mx = fmaxf(mx, x[it][e]);
-    }
-  }
-  for (int off = 16; off > 0; off /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
-  float sum = 0.f;
-#pragma unroll
-  for (int it = 0; it < kItems; ++it)
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) {
-      x[it][e] = __expf(x[it][e] - mx);
-      sum += x[it][e];
-    }
-  for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-  const float inv = visible > 0 ? 1.f / sum : 0.f;
-#pragma unroll
-  for (int it = 0; it < kItems; ++it) {
-    const int j0 = (it * 32 + lane) * kVec;
-    if (j0 >= p.seqlen_k) continue;
-    T v[kVec];
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) v[e] = from_f<T>(x[it][e] * inv);
-    if constexpr (kVec == 8) {
-      *reinterpret_cast<uint4*>(out + j0) = *reinterpret_cast<const uint4*>(v);
-    } else {
-      out[j0] = v[0];
-    }
-  }
-}
-
-// Any row length: pass 1 keeps a running (max, sum) per thread; pass 2 writes P.
+// Any row length, one block per row: pass 1 keeps a running (max, sum) per thread; pass 2
+// re-reads S and writes P (and P_drop) in groups of kScalarGroup columns, one Philox draw
+// each. Pass 1 ends at the block reduction's barrier, so an in-place P_drop never
+// overwrites a score another thread has yet to read.
 template <typename T>
 __global__ void __launch_bounds__(kThreads) softmax_streaming(const SoftmaxParams p) {
-  __shared__ float scratch[kThreads / 32];
+  __shared__ float scratch[kThreads / kWarp];
   const int64_t row = blockIdx.x;
-  const T* s = static_cast<const T*>(p.s) + row * p.seqlen_k;
-  T* out = static_cast<T*>(p.p) + row * p.seqlen_k;
-  const int visible = visible_keys(p, row);
+  const int nk = p.shape.seqlen_k;
+  const RowCoords c = row_coords(p.shape, row);
+  const T* s = static_cast<const T*>(p.s) + row * nk;
   float mx = -INFINITY, sum = 0.f;
-  for (int j = threadIdx.x; j < visible; j += kThreads) {
+  for (int j = threadIdx.x; j < c.visible; j += kThreads) {
     const float x = to_f(s[j]);
     const float m_new = fmaxf(mx, x);
     sum = sum * __expf(mx - m_new) + __expf(x - m_new);
     mx = m_new;
   }
-  const float row_max = block_reduce(mx, MaxOp{}, scratch);
+  const float row_max = row_reduce<kThreads>(mx, MaxOp{}, scratch);
   const float mine = mx == -INFINITY ? 0.f : sum * __expf(mx - row_max);
-  const float total = block_reduce(mine, SumOp{}, scratch);
-  const float inv = visible > 0 ? 1.f / total : 0.f;
-  for (int j = threadIdx.x; j < p.seqlen_k; j += kThreads)
-    out[j] = from_f<T>(j < visible ? __expf(to_f(s[j]) - row_max) * inv : 0.f);
+  const float total = row_reduce<kThreads>(mine, SumOp{}, scratch);
+  const float inv = c.visible > 0 ? 1.f / total : 0.f;
+  T* out = static_cast<T*>(p.p) + row * nk;
+  T* out_drop = p.dropout.enabled ? static_cast<T*>(p.p_drop) + row * nk : nullptr;
+  const RowDropout drop{p.dropout, c};
+  for (int j0 = threadIdx.x * kScalarGroup; j0 < nk; j0 += kThreads * kScalarGroup) {
+    float prob[kScalarGroup];  // (kScalarGroup,)
+    load_group<T, kScalarGroup, false>(s, j0, nk, prob);
+#pragma unroll
+    for (int e = 0; e < kScalarGroup; ++e) prob[e] = j0 + e < c.visible ? __expf(prob[e] - row_max) * inv : 0.f;
+    write_probs<T, kScalarGroup, false>(p, drop, out, out_drop, j0, prob);
+  }
 }
 
 template <typename T>
-void launch(const SoftmaxParams& p, cudaStream_t stream) {
-  const bool vec = p.seqlen_k % 8 == 0;
-  const dim3 warp_grid(static_cast<unsigned>((p.rows + kThreads / 32 - 1) / (kThreads / 32)));
-  if (vec && p.seqlen_k <= 256) {
-    softmax_warp_per_row<T, 8, 1><<<warp_grid, kThreads, 0, stream>>>(p);
+struct SoftmaxLaunch {
+  const SoftmaxParams& p;
+  cudaStream_t stream;
+
+  template <int kVec, bool kVecLoad, int kItems, int kRowThreads>
+  void cached() const {
+    softmax_cached<T, kVec, kVecLoad, kItems, kRowThreads>
+        <<<row_grid(p.shape.rows, kRowThreads), kThreads, 0, stream>>>(p);
     FLASHIO_CHECK_LAUNCH();
-    return;
   }
-  if (vec && p.seqlen_k <= 1024) {
-    softmax_warp_per_row<T, 8, 4><<<warp_grid, kThreads, 0, stream>>>(p);
+  void streaming() const {
+    softmax_streaming<T><<<row_grid(p.shape.rows, kThreads), kThreads, 0, stream>>>(p);
     FLASHIO_CHECK_LAUNCH();
-    return;
   }
-  if (!vec && p.seqlen_k <= 256) {
-    softmax_warp_per_row<T, 1, 8><<<warp_grid, kThreads, 0, stream>>>(p);
-    FLASHIO_CHECK_LAUNCH();
-    return;
-  }
-  const dim3 grid(static_cast<unsigned>(p.rows));
-  const int per_pass = vec ? 8 * kThreads : kThreads;
-  const int items = (p.seqlen_k + per_pass - 1) / per_pass;
-  if (vec && items <= 1) softmax_cached<T, 8, 1><<<grid, kThreads, 0, stream>>>(p);
-  else if (vec && items <= 2) softmax_cached<T, 8, 2><<<grid, kThreads, 0, stream>>>(p);
-  else if (vec && items <= 4) softmax_cached<T, 8, 4><<<grid, kThreads, 0, stream>>>(p);
-  else if (vec && items <= 8) softmax_cached<T, 8, 8><<<grid, kThreads, 0, stream>>>(p);
-  else if (!vec && items <= 4) softmax_cached<T, 1, 4><<<grid, kThreads, 0, stream>>>(p);
-  else if (!vec && items <= 16) softmax_cached<T, 1, 16><<<grid, kThreads, 0, stream>>>(p);
-  else softmax_streaming<T><<<grid, kThreads, 0, stream>>>(p);
-  FLASHIO_CHECK_LAUNCH();
-}
+};
+
+constexpr int kSoftmaxArrays = 1;  // cached floats per owned column: the scores
 
 }  // namespace
 
 void softmax_rows(const SoftmaxParams& p, cudaStream_t stream) {
-  if (p.rows > 0x7fffffffLL) throw std::invalid_argument("softmax: more than 2^31-1 rows");
+  if (p.shape.rows > kMaxGridRows) throw std::invalid_argument("softmax: more than 2^31-1 rows");
+  if (p.dropout.enabled && !p.p_drop) throw std::invalid_argument("softmax: dropout needs a P_drop buffer");
+  if (p.shape.rows == 0 || p.shape.seqlen_k == 0) return;
   if (p.bf16) {
-    launch<__nv_bfloat16>(p, stream);
+    dispatch_rows<__nv_bfloat16, kSoftmaxArrays>(p.shape.seqlen_k, SoftmaxLaunch<__nv_bfloat16>{p, stream});
   } else {
-    launch<half>(p, stream);
+    dispatch_rows<half, kSoftmaxArrays>(p.shape.seqlen_k, SoftmaxLaunch<half>{p, stream});
   }
 }
 

@@ -105,6 +105,139 @@ __global__ void flash2_bwd_convert_dq_kernel(const Flash2BwdParams p, int64_t el
   *reinterpret_cast<uint4*>(static_cast<T*>(p.dq) + e0) = out;
 }
 
+// One step of the backward for a resident K/V tile (sK, sV) and one Q tile (sQs, sdOs, with
+// L·log2(e) in sLses and D in sDs): accumulates dK, dV of this warp's 16 keys in registers
+// and hands dQ_i += dS·K_j to `add_dq(float* dst, float x)` (an atomic add when thread
+// blocks share dQ, as in flash2; a plain read-modify-write when one block owns the head, as
+// in flash1). Shared by flash2's and flash1's backward kernels; ends with dSᵀ consumed, but
+// without a final barrier.
+template <typename Tr, bool kCausal, bool kDropout, typename AddDq>
+__device__ __forceinline__ void bwd_tile_step(const Flash2BwdParams& p, const typename Tr::Element* sK,
+                                              const typename Tr::Element* sV, const typename Tr::Element* sQs,
+                                              const typename Tr::Element* sdOs, typename Tr::Element* sdS,
+                                              const float* sLses, const float* sDs, int b, int h, int n0, int m0,
+                                              int nk, float (&acc_dk)[Tr::kNTilesD][4], float (&acc_dv)[Tr::kNTilesD][4],
+                                              AddDq add_dq) {
+  using T = typename Tr::Element;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int key_row = warp * Tr::kKeysPerWarp;  // first key row of this warp in the tile
+  const int a_row = lane % 16, a_col = (lane / 16) * 8;                            // A (row-major)
+  const int b_row = (lane % 8) + (lane / 16) * 8, b_col = ((lane / 8) % 2) * 8;    // B from [n][k]
+  const int t_row = (lane % 8) + ((lane / 8) % 2) * 8, t_col = (lane / 16) * 8;    // B from [k][n] (trans)
+  const int at_row = (lane % 8) + (lane / 16) * 8, at_col = ((lane / 8) % 2) * 8;  // A from [k][m] (trans)
+
+    // Sᵀ = K_j·Q_iᵀ and dPᵀ = V_j·dO_iᵀ (Algorithm 2, lines 9 and 13, transposed): (16 keys, kBlockM).
+  float acc_s[Tr::kNTilesS][4], acc_dp[Tr::kNTilesS][4];
+#pragma unroll
+  for (int nt = 0; nt < Tr::kNTilesS; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc_s[nt][e] = acc_dp[nt][e] = 0.f;
+#pragma unroll
+  for (int kk = 0; kk < Tr::kKStepsD; ++kk) {
+    uint32_t ak[4], av[4];
+    ldmatrix_x4(ak, smem_addr(sK + (key_row + a_row) * Tr::kStride + kk * 16 + a_col));
+    ldmatrix_x4(av, smem_addr(sV + (key_row + a_row) * Tr::kStride + kk * 16 + a_col));
+#pragma unroll
+    for (int np = 0; np < Tr::kNTilesS / 2; ++np) {
+      uint32_t bq[4], bdo[4];
+      ldmatrix_x4(bq, smem_addr(sQs + (np * 16 + b_row) * Tr::kStride + kk * 16 + b_col));
+      ldmatrix_x4(bdo, smem_addr(sdOs + (np * 16 + b_row) * Tr::kStride + kk * 16 + b_col));
+      mma_16816<T>(acc_s[2 * np], ak, bq[0], bq[1]);
+      mma_16816<T>(acc_s[2 * np + 1], ak, bq[2], bq[3]);
+      mma_16816<T>(acc_dp[2 * np], av, bdo[0], bdo[1]);
+      mma_16816<T>(acc_dp[2 * np + 1], av, bdo[2], bdo[3]);
+    }
+  }
+
+  // Pᵀ = exp(Sᵀ·scale − L) (line 11), masked; Pᵀ∘Z (dropout) kept in acc_s for dV,
+  // dSᵀ = Pᵀ∘(dPᵀ∘Z − D) (line 15) in acc_dp for dK and dQ.
+  const bool tail = n0 + Tr::kBlockN > nk;
+  const bool diagonal = kCausal && n0 + key_row + Tr::kKeysPerWarp - 1 > m0;
+#pragma unroll
+  for (int nt = 0; nt < Tr::kNTilesS; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int r = key_row + g + (e >= 2 ? 8 : 0);  // key row in the tile
+      const int c = nt * 8 + 2 * t + (e & 1);         // query row in the tile
+      const int j = n0 + r, i = m0 + c;
+      float pe = exp2f(fmaf(acc_s[nt][e], p.scale_log2, -sLses[c]));
+      if ((tail || diagonal) && (j >= nk || (kCausal && j > i))) pe = 0.f;
+      float z = 1.f;
+      if constexpr (kDropout) {
+        const Philox4x32 w = dropout_words(p.seed, 0, uint32_t(b), uint32_t(h), uint32_t(i), uint32_t(j) / 4);
+        z = dropout_keeps_word(philox_lane(w, uint32_t(j) % 4), p.dropout_threshold) ? p.dropout_scale : 0.f;
+      }
+      acc_dp[nt][e] = pe * (acc_dp[nt][e] * z - sDs[c]);
+      acc_s[nt][e] = pe * z;
+    }
+
+  // dV_j += (P∘Z)ᵀ·dO_i (line 12), dK_j += dSᵀ·Q_i (line 17): A from registers, B by ldmatrix.trans.
+#pragma unroll
+  for (int kk = 0; kk < Tr::kKStepsQ; ++kk) {
+    uint32_t ap[4], ads[4];
+    ap[0] = pack2<T>(acc_s[2 * kk][0], acc_s[2 * kk][1]);
+    ap[1] = pack2<T>(acc_s[2 * kk][2], acc_s[2 * kk][3]);
+    ap[2] = pack2<T>(acc_s[2 * kk + 1][0], acc_s[2 * kk + 1][1]);
+    ap[3] = pack2<T>(acc_s[2 * kk + 1][2], acc_s[2 * kk + 1][3]);
+    ads[0] = pack2<T>(acc_dp[2 * kk][0], acc_dp[2 * kk][1]);
+    ads[1] = pack2<T>(acc_dp[2 * kk][2], acc_dp[2 * kk][3]);
+    ads[2] = pack2<T>(acc_dp[2 * kk + 1][0], acc_dp[2 * kk + 1][1]);
+    ads[3] = pack2<T>(acc_dp[2 * kk + 1][2], acc_dp[2 * kk + 1][3]);
+    // dSᵀ to shared memory for the dQ step: (key row, query pair) words.
+    *reinterpret_cast<uint32_t*>(sdS + (key_row + g) * Tr::kStrideS + kk * 16 + 2 * t) = ads[0];
+    *reinterpret_cast<uint32_t*>(sdS + (key_row + g + 8) * Tr::kStrideS + kk * 16 + 2 * t) = ads[1];
+    *reinterpret_cast<uint32_t*>(sdS + (key_row + g) * Tr::kStrideS + kk * 16 + 8 + 2 * t) = ads[2];
+    *reinterpret_cast<uint32_t*>(sdS + (key_row + g + 8) * Tr::kStrideS + kk * 16 + 8 + 2 * t) = ads[3];
+#pragma unroll
+    for (int dp = 0; dp < Tr::kNTilesD / 2; ++dp) {
+      uint32_t bdo[4], bq[4];
+      ldmatrix_x4_trans(bdo, smem_addr(sdOs + (kk * 16 + t_row) * Tr::kStride + dp * 16 + t_col));
+      ldmatrix_x4_trans(bq, smem_addr(sQs + (kk * 16 + t_row) * Tr::kStride + dp * 16 + t_col));
+      mma_16816<T>(acc_dv[2 * dp], ap, bdo[0], bdo[1]);
+      mma_16816<T>(acc_dv[2 * dp + 1], ap, bdo[2], bdo[3]);
+      mma_16816<T>(acc_dk[2 * dp], ads, bq[0], bq[1]);
+      mma_16816<T>(acc_dk[2 * dp + 1], ads, bq[2], bq[3]);
+    }
+  }
+  __syncthreads();  // dSᵀ complete
+
+  // dQ_i += dS·K_j (line 16): warps split the query rows; A = dS from dSᵀ by ldmatrix.trans.
+  const int q_row = warp * Tr::kQueriesPerWarp;
+  float* dq = p.dq_accum + ((size_t(b) * p.heads + h) * p.seqlen_q) * Tr::kHeadDim;
+#pragma unroll
+  for (int chunk = 0; chunk < Tr::kHeadDim / Tr::kDqChunk; ++chunk) {
+    float acc_dq[Tr::kDqChunk / 8][4];
+#pragma unroll
+    for (int nt = 0; nt < Tr::kDqChunk / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc_dq[nt][e] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < Tr::kKStepsK; ++ks) {
+      uint32_t a[4];
+      ldmatrix_x4_trans(a, smem_addr(sdS + (ks * 16 + at_row) * Tr::kStrideS + q_row + at_col));
+#pragma unroll
+      for (int dp = 0; dp < Tr::kDqChunk / 16; ++dp) {
+        uint32_t bk[4];
+        ldmatrix_x4_trans(bk, smem_addr(sK + (ks * 16 + t_row) * Tr::kStride + chunk * Tr::kDqChunk + dp * 16 + t_col));
+        mma_16816<T>(acc_dq[2 * dp], a, bk[0], bk[1]);
+        mma_16816<T>(acc_dq[2 * dp + 1], a, bk[2], bk[3]);
+      }
+    }
+#pragma unroll
+    for (int nt = 0; nt < Tr::kDqChunk / 8; ++nt)
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        const int i = m0 + q_row + g + hr * 8;
+        if (i < p.seqlen_q) {
+          float* dst = dq + size_t(i) * Tr::kHeadDim + chunk * Tr::kDqChunk + nt * 8 + 2 * t;
+          add_dq(dst, acc_dq[nt][2 * hr]);
+          add_dq(dst + 1, acc_dq[nt][2 * hr + 1]);
+        }
+      }
+  }
+}
+
 template <typename Tr, bool kCausal, bool kDropout>
 __global__ void __launch_bounds__(Tr::kNThreads) flash2_bwd_kernel(const Flash2BwdParams p) {
   using T = typename Tr::Element;
@@ -160,10 +293,6 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash2_bwd_kernel(const Flash2B
     for (int e = 0; e < 4; ++e) acc_dk[nt][e] = acc_dv[nt][e] = 0.f;
 
   const int key_row = warp * Tr::kKeysPerWarp;  // first key row of this warp in the tile
-  const int a_row = lane % 16, a_col = (lane / 16) * 8;                          // A (row-major)
-  const int b_row = (lane % 8) + (lane / 16) * 8, b_col = ((lane / 8) % 2) * 8;  // B from [n][k]
-  const int t_row = (lane % 8) + ((lane / 8) % 2) * 8, t_col = (lane / 16) * 8;  // B from [k][n] (trans)
-  const int at_row = (lane % 8) + (lane / 16) * 8, at_col = ((lane / 8) % 2) * 8;  // A from [k][m] (trans)
 
   if (iterations > 0) load_iteration(0, 0);
   cp_async_commit();
@@ -185,115 +314,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash2_bwd_kernel(const Flash2B
     const float* sLses = sLse + stage * Tr::kBlockM;
     const float* sDs = sD + stage * Tr::kBlockM;
 
-    // Sᵀ = K_j·Q_iᵀ and dPᵀ = V_j·dO_iᵀ (Algorithm 2, lines 9 and 13, transposed): (16 keys, kBlockM).
-    float acc_s[Tr::kNTilesS][4], acc_dp[Tr::kNTilesS][4];
-#pragma unroll
-    for (int nt = 0; nt < Tr::kNTilesS; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc_s[nt][e] = acc_dp[nt][e] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < Tr::kKStepsD; ++kk) {
-      uint32_t ak[4], av[4];
-      ldmatrix_x4(ak, smem_addr(sK + (key_row + a_row) * Tr::kStride + kk * 16 + a_col));
-      ldmatrix_x4(av, smem_addr(sV + (key_row + a_row) * Tr::kStride + kk * 16 + a_col));
-#pragma unroll
-      for (int np = 0; np < Tr::kNTilesS / 2; ++np) {
-        uint32_t bq[4], bdo[4];
-        ldmatrix_x4(bq, smem_addr(sQs + (np * 16 + b_row) * Tr::kStride + kk * 16 + b_col));
-        ldmatrix_x4(bdo, smem_addr(sdOs + (np * 16 + b_row) * Tr::kStride + kk * 16 + b_col));
-        mma_16816<T>(acc_s[2 * np], ak, bq[0], bq[1]);
-        mma_16816<T>(acc_s[2 * np + 1], ak, bq[2], bq[3]);
-        mma_16816<T>(acc_dp[2 * np], av, bdo[0], bdo[1]);
-        mma_16816<T>(acc_dp[2 * np + 1], av, bdo[2], bdo[3]);
-      }
-    }
-
-    // Pᵀ = exp(Sᵀ·scale − L) (line 11), masked; Pᵀ∘Z (dropout) kept in acc_s for dV,
-    // dSᵀ = Pᵀ∘(dPᵀ∘Z − D) (line 15) in acc_dp for dK and dQ.
-    const bool tail = n0 + Tr::kBlockN > nk;
-    const bool diagonal = kCausal && n0 + key_row + Tr::kKeysPerWarp - 1 > m0;
-#pragma unroll
-    for (int nt = 0; nt < Tr::kNTilesS; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int r = key_row + g + (e >= 2 ? 8 : 0);  // key row in the tile
-        const int c = nt * 8 + 2 * t + (e & 1);         // query row in the tile
-        const int j = n0 + r, i = m0 + c;
-        float pe = exp2f(fmaf(acc_s[nt][e], p.scale_log2, -sLses[c]));
-        if ((tail || diagonal) && (j >= nk || (kCausal && j > i))) pe = 0.f;
-        float z = 1.f;
-        if constexpr (kDropout) {
-          const Philox4x32 w = dropout_words(p.seed, 0, uint32_t(b), uint32_t(h), uint32_t(i), uint32_t(j) / 4);
-          z = dropout_keeps_word(philox_lane(w, uint32_t(j) % 4), p.dropout_threshold) ? p.dropout_scale : 0.f;
-        }
-        acc_dp[nt][e] = pe * (acc_dp[nt][e] * z - sDs[c]);
-        acc_s[nt][e] = pe * z;
-      }
-
-    // dV_j += (P∘Z)ᵀ·dO_i (line 12), dK_j += dSᵀ·Q_i (line 17): A from registers, B by ldmatrix.trans.
-#pragma unroll
-    for (int kk = 0; kk < Tr::kKStepsQ; ++kk) {
-      uint32_t ap[4], ads[4];
-      ap[0] = pack2<T>(acc_s[2 * kk][0], acc_s[2 * kk][1]);
-      ap[1] = pack2<T>(acc_s[2 * kk][2], acc_s[2 * kk][3]);
-      ap[2] = pack2<T>(acc_s[2 * kk + 1][0], acc_s[2 * kk + 1][1]);
-      ap[3] = pack2<T>(acc_s[2 * kk + 1][2], acc_s[2 * kk + 1][3]);
-      ads[0] = pack2<T>(acc_dp[2 * kk][0], acc_dp[2 * kk][1]);
-      ads[1] = pack2<T>(acc_dp[2 * kk][2], acc_dp[2 * kk][3]);
-      ads[2] = pack2<T>(acc_dp[2 * kk + 1][0], acc_dp[2 * kk + 1][1]);
-      ads[3] = pack2<T>(acc_dp[2 * kk + 1][2], acc_dp[2 * kk + 1][3]);
-      // dSᵀ to shared memory for the dQ step: (key row, query pair) words.
-      *reinterpret_cast<uint32_t*>(sdS + (key_row + g) * Tr::kStrideS + kk * 16 + 2 * t) = ads[0];
-      *reinterpret_cast<uint32_t*>(sdS + (key_row + g + 8) * Tr::kStrideS + kk * 16 + 2 * t) = ads[1];
-      *reinterpret_cast<uint32_t*>(sdS + (key_row + g) * Tr::kStrideS + kk * 16 + 8 + 2 * t) = ads[2];
-      *reinterpret_cast<uint32_t*>(sdS + (key_row + g + 8) * Tr::kStrideS + kk * 16 + 8 + 2 * t) = ads[3];
-#pragma unroll
-      for (int dp = 0; dp < Tr::kNTilesD / 2; ++dp) {
-        uint32_t bdo[4], bq[4];
-        ldmatrix_x4_trans(bdo, smem_addr(sdOs + (kk * 16 + t_row) * Tr::kStride + dp * 16 + t_col));
-        ldmatrix_x4_trans(bq, smem_addr(sQs + (kk * 16 + t_row) * Tr::kStride + dp * 16 + t_col));
-        mma_16816<T>(acc_dv[2 * dp], ap, bdo[0], bdo[1]);
-        mma_16816<T>(acc_dv[2 * dp + 1], ap, bdo[2], bdo[3]);
-        mma_16816<T>(acc_dk[2 * dp], ads, bq[0], bq[1]);
-        mma_16816<T>(acc_dk[2 * dp + 1], ads, bq[2], bq[3]);
-      }
-    }
-    __syncthreads();  // dSᵀ complete
-
-    // dQ_i += dS·K_j (line 16): warps split the query rows; A = dS from dSᵀ by ldmatrix.trans.
-    const int q_row = warp * Tr::kQueriesPerWarp;
-    float* dq = p.dq_accum + ((size_t(b) * p.heads + h) * p.seqlen_q) * Tr::kHeadDim;
-#pragma unroll
-    for (int chunk = 0; chunk < Tr::kHeadDim / Tr::kDqChunk; ++chunk) {
-      float acc_dq[Tr::kDqChunk / 8][4];
-#pragma unroll
-      for (int nt = 0; nt < Tr::kDqChunk / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc_dq[nt][e] = 0.f;
-#pragma unroll
-      for (int ks = 0; ks < Tr::kKStepsK; ++ks) {
-        uint32_t a[4];
-        ldmatrix_x4_trans(a, smem_addr(sdS + (ks * 16 + at_row) * Tr::kStrideS + q_row + at_col));
-#pragma unroll
-        for (int dp = 0; dp < Tr::kDqChunk / 16; ++dp) {
-          uint32_t bk[4];
-          ldmatrix_x4_trans(bk, smem_addr(sK + (ks * 16 + t_row) * Tr::kStride + chunk * Tr::kDqChunk + dp * 16 + t_col));
-          mma_16816<T>(acc_dq[2 * dp], a, bk[0], bk[1]);
-          mma_16816<T>(acc_dq[2 * dp + 1], a, bk[2], bk[3]);
-        }
-      }
-#pragma unroll
-      for (int nt = 0; nt < Tr::kDqChunk / 8; ++nt)
-#pragma unroll
-        for (int hr = 0; hr < 2; ++hr) {
-          const int i = m0 + q_row + g + hr * 8;
-          if (i < p.seqlen_q) {
-            float* dst = dq + size_t(i) * Tr::kHeadDim + chunk * Tr::kDqChunk + nt * 8 + 2 * t;
-            atomicAdd(dst, acc_dq[nt][2 * hr]);
-            atomicAdd(dst + 1, acc_dq[nt][2 * hr + 1]);
-          }
-        }
-    }
+    bwd_tile_step<Tr, kCausal, kDropout>(p, sK, sV, sQs, sdOs, sdS, sLses, sDs, b, h, n0, m0, nk, acc_dk, acc_dv,
+                                          [&](float* dst, float x) { atomicAdd(dst, x); });
     __syncthreads();  // stage and dSᵀ are rewritten next
   }
 

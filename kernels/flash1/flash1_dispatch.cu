@@ -1,0 +1,87 @@
+// The one dispatch point of flash1: run-time (element type, head dim) → instantiation.
+#include <stdexcept>
+#include <string>
+
+#include "kernels/flash1/flash1_launch.cuh"
+
+namespace flashio::kernels {
+
+#define FLASH1_HEAD_DIMS(X) X(32) X(64) X(96) X(128)
+
+#define FLASH1_DECLARE(D)                                                                                      \
+  extern template void run_flash1_fwd<half, D>(const Flash1FwdParams&, const Flash2Tile&, cudaStream_t);          \
+  extern template void run_flash1_fwd<__nv_bfloat16, D>(const Flash1FwdParams&, const Flash2Tile&, cudaStream_t); \
+  extern template void run_flash1_bwd<half, D>(const Flash1BwdParams&, cudaStream_t);                             \
+  extern template void run_flash1_bwd<__nv_bfloat16, D>(const Flash1BwdParams&, cudaStream_t);
+FLASH1_HEAD_DIMS(FLASH1_DECLARE)
+
+template <int D>
+static int list_tiles(Flash2Tile* out, int max) {
+  int n = 0;
+  for (const auto& s : Flash1FwdConfigs<D>::list)
+    if (n < max) out[n++] = {s.block_m, s.block_n, s.warps, 1, flash1_fwd_smem_bytes(D, s)};
+  return n;
+}
+
+int flash1_fwd_tiles(int head_dim, Flash2Tile* out, int max) {
+  switch (head_dim) {
+#define FLASH1_TILES_CASE(D) \
+  case D: return list_tiles<D>(out, max);
+    FLASH1_HEAD_DIMS(FLASH1_TILES_CASE)
+    default: return 0;
+  }
+}
+
+bool flash1_bwd_tile(int head_dim, Flash2Tile* out) {
+  switch (head_dim) {
+#define FLASH1_BWD_TILE_CASE(D)                                                                              \
+  case D:                                                                                                    \
+    *out = {Flash2BwdConfig<D>::kBlockM, Flash2BwdConfig<D>::kBlockN, Flash2BwdConfig<D>::kWarps, 2,         \
+            flash1_bwd_smem_bytes(D, Flash2BwdConfig<D>::kBlockN, Flash2BwdConfig<D>::kBlockM)};             \
+    return true;
+    FLASH1_HEAD_DIMS(FLASH1_BWD_TILE_CASE)
+    default: return false;
+  }
+}
+
+template <typename T>
+static void fwd_head_dim(const Flash1FwdParams& p, const Flash2Tile& tile, cudaStream_t stream) {
+  switch (p.base.head_dim) {
+#define FLASH1_FWD_CASE(D)                   \
+  case D:                                    \
+    run_flash1_fwd<T, D>(p, tile, stream);   \
+    return;
+    FLASH1_HEAD_DIMS(FLASH1_FWD_CASE)
+    default: throw std::invalid_argument("flash1: head dim " + std::to_string(p.base.head_dim) + " not compiled");
+  }
+}
+
+template <typename T>
+static void bwd_head_dim(const Flash1BwdParams& p, cudaStream_t stream) {
+  switch (p.base.head_dim) {
+#define FLASH1_BWD_CASE(D)             \
+  case D:                              \
+    run_flash1_bwd<T, D>(p, stream);   \
+    return;
+    FLASH1_HEAD_DIMS(FLASH1_BWD_CASE)
+    default: throw std::invalid_argument("flash1: head dim " + std::to_string(p.base.head_dim) + " not compiled");
+  }
+}
+
+void flash1_fwd(const Flash1FwdParams& p, const Flash2Tile& tile, bool bf16, cudaStream_t stream) {
+  if (bf16) {
+    fwd_head_dim<__nv_bfloat16>(p, tile, stream);
+  } else {
+    fwd_head_dim<half>(p, tile, stream);
+  }
+}
+
+void flash1_bwd(const Flash1BwdParams& p, bool bf16, cudaStream_t stream) {
+  if (bf16) {
+    bwd_head_dim<__nv_bfloat16>(p, stream);
+  } else {
+    bwd_head_dim<half>(p, stream);
+  }
+}
+
+}  // namespace flashio::kernels

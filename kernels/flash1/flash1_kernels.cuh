@@ -1,0 +1,343 @@
+// flash1: FlashAttention as published (Dao et al., 2022), Algorithm 2 (forward with masking
+// and dropout; Algorithm 1 without) and Algorithm 4 (backward).
+//
+// Loop order, as the paper's kernel: one thread block per (head, batch); the OUTER loop runs
+// over K/V tiles j (K_j, V_j resident in shared memory), the INNER loop over Q tiles i. The
+// running O_i, ℓ_i, m_i live in HBM and are re-read and re-written on every inner iteration
+// (O in fp32, as FlashAttention's own kernel accumulates it; the last visit writes O in the
+// element type and L = m + log ℓ instead). The initial O = 0, ℓ = 0, m = −∞ (Algorithm 1
+// line 2) start in registers at j = 0 instead of being read. Causal: tiles entirely above the
+// diagonal are skipped whole (Q tiles before the key tile's first row).
+// Backward (Algorithm 4): outer loop over K/V tiles j with dK_j, dV_j in registers; inner loop
+// over Q tiles i reading Q_i, O_i, dO_i, ℓ_i, m_i and read-modify-writing dQ_i (fp32) in HBM;
+// D_i = rowsum(dO_i ∘ O_i) is computed inside the loop (line 19). The per-tile arithmetic is
+// flash2's (bwd_tile_step); only the schedule differs.
+//
+// IO per (batch, head), e = element bytes, Tc = ⌈Nk/Bc⌉ (no mask): K, V read once; Q read Tc
+// times; O read Tc−1 and written Tc times (4 bytes, the last write e bytes); ℓ, m read Tc−1
+// and written Tc times → Θ(N·d·Tc) = Θ(N²d²/M) with Bc = Θ(M/d) (Theorem 2).
+//
+// Run: build/flashio run --method flash1 --seqlen 4096 --head-dim 64 [--block-c 128]
+#pragma once
+#include <cmath>
+
+#include "kernels/common/mma.cuh"
+#include "kernels/common/philox.h"
+#include "kernels/flash1/flash1_configs.h"
+#include "kernels/flash1/flash1_params.h"
+#include "kernels/flash2/flash2_bwd_kernel.cuh"
+#include "kernels/flash2/flash2_fwd_kernel.cuh"
+
+namespace flashio::kernels {
+
+template <typename Tr, bool kCausal, bool kDropout>
+__global__ void __launch_bounds__(Tr::kNThreads) flash1_fwd_kernel(const Flash1FwdParams fp) {
+  using T = typename Tr::Element;
+  const Flash2FwdParams& p = fp.base;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* sK = reinterpret_cast<T*>(smem_raw);  // (kBlockN, kStride)
+  T* sV = sK + Tr::kSmemKV;                 // (kBlockN, kStride)
+  T* sQ = sV + Tr::kSmemKV;                 // (2, kBlockM, kStride)
+
+  const int h = blockIdx.x, b = blockIdx.y;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int nk = p.key_lengths ? min(p.key_lengths[b], p.seqlen_k) : p.seqlen_k;
+  const int n_blocks = (nk + Tr::kBlockN - 1) / Tr::kBlockN;
+  const int m_blocks = (p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM;
+  const size_t row_base = (size_t(b) * p.heads + h) * p.seqlen_q;  // first query row of this head
+  const T* q = static_cast<const T*>(p.q) + row_base * Tr::kHeadDim;
+  const size_t kv_off = (size_t(b) * p.kv_heads + h / (p.heads / p.kv_heads)) * p.seqlen_k * Tr::kHeadDim;
+  const T* k = static_cast<const T*>(p.k) + kv_off;
+  const T* v = static_cast<const T*>(p.v) + kv_off;
+  T* o = static_cast<T*>(p.o) + row_base * Tr::kHeadDim;
+  float* o_acc = fp.o_accum + row_base * Tr::kHeadDim;
+  float* m_hbm = fp.row_max + row_base;
+  float* l_hbm = fp.row_sum + row_base;
+  float* lse = p.lse + row_base;
+  const int warp_row = warp * Tr::kRowsPerWarp;
+  const int a_row = lane % 16, a_col = (lane / 16) * 8;
+  const int b_row = (lane % 8) + (lane / 16) * 8, b_col = ((lane / 8) % 2) * 8;
+  const int v_row = (lane % 8) + ((lane / 8) % 2) * 8, v_col = (lane / 16) * 8;
+
+  if (n_blocks == 0) {  // no key visible to any row: O = 0, L = −∞
+    for (int e = threadIdx.x; e < p.seqlen_q * Tr::kHeadDim; e += Tr::kNThreads) o[e] = T(0.f);
+    for (int r = threadIdx.x; r < p.seqlen_q; r += Tr::kNThreads) lse[r] = -INFINITY;
+    return;
+  }
+
+  for (int j = 0; j < n_blocks; ++j) {  // Algorithm 1, line 5: outer loop over K/V tiles
+    const int n0 = j * Tr::kBlockN;
+    const int i_first = kCausal ? min(n0 / Tr::kBlockM, m_blocks) : 0;
+    __syncthreads();  // the previous K/V tile and Q stages are no longer read
+    load_tile<Tr, Tr::kBlockN>(sK, k, n0, p.seqlen_k);  // line 6
+    load_tile<Tr, Tr::kBlockN>(sV, v, n0, p.seqlen_k);
+    if (i_first < m_blocks) load_tile<Tr, Tr::kBlockM>(sQ, q, i_first * Tr::kBlockM, p.seqlen_q);
+    cp_async_commit();
+
+    for (int i = i_first; i < m_blocks; ++i) {  // line 7: inner loop over Q tiles
+      const int stage = (i - i_first) % 2;
+      if (i + 1 < m_blocks) {
+        load_tile<Tr, Tr::kBlockM>(sQ + (stage ^ 1) * Tr::kSmemQ, q, (i + 1) * Tr::kBlockM, p.seqlen_q);
+        cp_async_commit();
+        cp_async_wait<1>();
+      } else {
+        cp_async_wait<0>();
+      }
+      __syncthreads();
+      const T* sQs = sQ + stage * Tr::kSmemQ;
+      const int m0 = i * Tr::kBlockM;
+      const int last_j = kCausal ? min(n_blocks - 1, (m0 + Tr::kBlockM - 1) / Tr::kBlockN) : n_blocks - 1;
+
+      // S_ij = τ·Q_i K_jᵀ (line 9): (16 rows of this warp, kBlockN), raw scores.
+      float acc_s[Tr::kNTilesS][4];
+#pragma unroll
+      for (int nt = 0; nt < Tr::kNTilesS; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_s[nt][e] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < Tr::kKStepsQK; ++kk) {
+        uint32_t a[4];
+        ldmatrix_x4(a, smem_addr(sQs + (warp_row + a_row) * Tr::kStride + kk * 16 + a_col));
+#pragma unroll
+        for (int np = 0; np < Tr::kNTilesS / 2; ++np) {
+          uint32_t bk[4];
+          ldmatrix_x4(bk, smem_addr(sK + (np * 16 + b_row) * Tr::kStride + kk * 16 + b_col));
+          mma_16816<T>(acc_s[2 * np], a, bk[0], bk[1]);
+          mma_16816<T>(acc_s[2 * np + 1], a, bk[2], bk[3]);
+        }
+      }
+      const bool tail = n0 + Tr::kBlockN > nk;
+      const bool diagonal = kCausal && n0 + Tr::kBlockN - 1 > m0 + warp_row;
+      if (tail || diagonal) {  // line 10 (masking)
+#pragma unroll
+        for (int nt = 0; nt < Tr::kNTilesS; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int row = m0 + warp_row + g + (e >= 2 ? 8 : 0);
+            const int col = n0 + nt * 8 + 2 * t + (e & 1);
+            if (col >= nk || (kCausal && col > row)) acc_s[nt][e] = -INFINITY;
+          }
+      }
+
+      // m̃_ij = rowmax, P̃_ij = exp(S − m̃), ℓ̃_ij = rowsum(P̃) (line 11); dropout (line 12).
+      float tile_max[2], tile_sum[2];
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int nt = 0; nt < Tr::kNTilesS; ++nt) mx = fmaxf(mx, fmaxf(acc_s[nt][2 * hr], acc_s[nt][2 * hr + 1]));
+        mx = quad_max(mx);
+        const float m_scaled = mx == -INFINITY ? 0.f : mx * p.scale_log2;
+        float sum = 0.f;
+#pragma unroll
+        for (int nt = 0; nt < Tr::kNTilesS; ++nt) {
+#pragma unroll
+          for (int e = 2 * hr; e < 2 * hr + 2; ++e) {
+            acc_s[nt][e] = exp2f(fmaf(acc_s[nt][e], p.scale_log2, -m_scaled));
+            sum += acc_s[nt][e];
+          }
+          if constexpr (kDropout) {
+            const uint32_t row = uint32_t(m0 + warp_row + g + hr * 8);
+            const uint32_t col = uint32_t(n0 + nt * 8 + 2 * t);
+            const Philox4x32 w = dropout_words(p.seed, 0, uint32_t(b), uint32_t(h), row, col / 4);
+            if (!dropout_keeps_word(philox_lane(w, col % 4), p.dropout_threshold)) acc_s[nt][2 * hr] = 0.f;
+            if (!dropout_keeps_word(philox_lane(w, col % 4 + 1), p.dropout_threshold)) acc_s[nt][2 * hr + 1] = 0.f;
+          }
+        }
+        tile_max[hr] = mx;
+        tile_sum[hr] = quad_sum(sum);
+      }
+
+      // P̃·V_j (line 15's new term), a fresh accumulator: (16 rows, kHeadDim).
+      float acc_pv[Tr::kNTilesO][4];
+#pragma unroll
+      for (int nt = 0; nt < Tr::kNTilesO; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_pv[nt][e] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < Tr::kKStepsPV; ++kk) {
+        uint32_t a[4];
+        a[0] = pack2<T>(acc_s[2 * kk][0], acc_s[2 * kk][1]);
+        a[1] = pack2<T>(acc_s[2 * kk][2], acc_s[2 * kk][3]);
+        a[2] = pack2<T>(acc_s[2 * kk + 1][0], acc_s[2 * kk + 1][1]);
+        a[3] = pack2<T>(acc_s[2 * kk + 1][2], acc_s[2 * kk + 1][3]);
+#pragma unroll
+        for (int dp = 0; dp < Tr::kNTilesO / 2; ++dp) {
+          uint32_t bv[4];
+          ldmatrix_x4_trans(bv, smem_addr(sV + (kk * 16 + v_row) * Tr::kStride + dp * 16 + v_col));
+          mma_16816<T>(acc_pv[2 * dp], a, bv[0], bv[1]);
+          mma_16816<T>(acc_pv[2 * dp + 1], a, bv[2], bv[3]);
+        }
+      }
+
+      // Lines 13-16: read m_i, ℓ_i, O_i from HBM, combine, write them back (or, on the
+      // last visit, O in the element type and L = m + log ℓ).
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        const int r = m0 + warp_row + g + hr * 8;
+        if (r >= p.seqlen_q) continue;
+        const float m_old = j > 0 ? m_hbm[r] : -INFINITY;
+        const float l_old = j > 0 ? l_hbm[r] : 0.f;
+        const float m_new = fmaxf(m_old, tile_max[hr]);
+        float c_old = 0.f, c_new = 0.f;
+        if (m_new != -INFINITY) {
+          c_old = exp2f((m_old - m_new) * p.scale_log2);
+          c_new = exp2f((tile_max[hr] - m_new) * p.scale_log2);
+        }
+        const float l_new = c_old * l_old + c_new * tile_sum[hr];
+        const float inv = l_new > 0.f ? 1.f / l_new : 0.f;
+        const float w_old = l_old * c_old * inv;
+        const float w_new = c_new * inv * (kDropout ? p.dropout_scale : 1.f);
+        const bool last = j == last_j;
+#pragma unroll
+        for (int nt = 0; nt < Tr::kNTilesO; ++nt) {
+          const int col = nt * 8 + 2 * t;
+          float2 prev = make_float2(0.f, 0.f);
+          if (j > 0) prev = *reinterpret_cast<const float2*>(o_acc + size_t(r) * Tr::kHeadDim + col);
+          const float x0 = w_old * prev.x + w_new * acc_pv[nt][2 * hr];
+          const float x1 = w_old * prev.y + w_new * acc_pv[nt][2 * hr + 1];
+          if (last) {
+            *reinterpret_cast<uint32_t*>(o + size_t(r) * Tr::kHeadDim + col) = pack2<T>(x0, x1);
+          } else {
+            *reinterpret_cast<float2*>(o_acc + size_t(r) * Tr::kHeadDim + col) = make_float2(x0, x1);
+          }
+        }
+        if (t == 0) {
+          if (last) {
+            lse[r] = l_new > 0.f ? (m_new * p.scale_log2 + __log2f(l_new)) * kLn2 : -INFINITY;
+          }
+          m_hbm[r] = m_new;  // ℓ and m are kept for the backward (Algorithm 4 reads them)
+          l_hbm[r] = l_new;
+        }
+      }
+      __syncthreads();  // this Q stage is overwritten by the prefetch two iterations on
+    }
+  }
+}
+
+// D_i = rowsum(dO_i ∘ O_i) for the kBlockM rows of a stage (Algorithm 4, line 19).
+template <typename Tr>
+__device__ __forceinline__ void rowsum_do_o(const typename Tr::Element* sdO, const typename Tr::Element* sO,
+                                            float* sD, int m0, int seqlen_q) {
+  using T = typename Tr::Element;
+  for (int r = threadIdx.x; r < Tr::kBlockM; r += Tr::kNThreads) {
+    float acc = 0.f;
+    for (int c = 0; c < Tr::kHeadDim; c += 8) {
+      const uint4 a4 = *reinterpret_cast<const uint4*>(sdO + r * Tr::kStride + c);
+      const uint4 b4 = *reinterpret_cast<const uint4*>(sO + r * Tr::kStride + c);
+      const T* a = reinterpret_cast<const T*>(&a4);
+      const T* o = reinterpret_cast<const T*>(&b4);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc += float(a[e]) * float(o[e]);
+    }
+    sD[r] = m0 + r < seqlen_q ? acc : 0.f;
+  }
+}
+
+template <typename Tr, bool kCausal, bool kDropout>
+__global__ void __launch_bounds__(Tr::kNThreads) flash1_bwd_kernel(const Flash1BwdParams fp) {
+  using T = typename Tr::Element;
+  const Flash2BwdParams& p = fp.base;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* sK = reinterpret_cast<T*>(smem_raw);  // (kBlockN, kStride)
+  T* sV = sK + Tr::kSmemKV;                 // (kBlockN, kStride)
+  T* sQ = sV + Tr::kSmemKV;                 // (2, kBlockM, kStride)
+  T* sdO = sQ + 2 * Tr::kSmemQ;             // (2, kBlockM, kStride)
+  T* sO = sdO + 2 * Tr::kSmemQ;             // (2, kBlockM, kStride)
+  T* sdS = sO + 2 * Tr::kSmemQ;             // (kBlockN, kStrideS)
+  float* sLse = reinterpret_cast<float*>(sdS + Tr::kSmemDs);  // (2, kBlockM)
+  float* sD = sLse + 2 * Tr::kBlockM;                          // (2, kBlockM)
+
+  const int h = blockIdx.x, b = blockIdx.y;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int nk = p.key_lengths ? min(p.key_lengths[b], p.seqlen_k) : p.seqlen_k;
+  const int n_blocks = (p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN;  // every tile: dK, dV of padded keys are 0
+  const int m_blocks = (p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM;
+  const size_t row_base = (size_t(b) * p.heads + h) * p.seqlen_q;
+  const size_t kv_off = (size_t(b) * p.kv_heads + h / (p.heads / p.kv_heads)) * p.seqlen_k * Tr::kHeadDim;
+  const T* k = static_cast<const T*>(p.k) + kv_off;
+  const T* v = static_cast<const T*>(p.v) + kv_off;
+  const int key_row = warp * Tr::kKeysPerWarp;
+
+  auto load_q_tile = [&](int i, int stage) {  // Q_i, dO_i, O_i, ℓ_i, m_i (line 8)
+    const int m0 = i * Tr::kBlockM;
+    const T* base_q = static_cast<const T*>(p.q) + row_base * Tr::kHeadDim;
+    load_tile<Tr, Tr::kBlockM>(sQ + stage * Tr::kSmemQ, base_q, m0, p.seqlen_q);
+    load_tile<Tr, Tr::kBlockM>(sdO + stage * Tr::kSmemQ, static_cast<const T*>(p.d_o) + row_base * Tr::kHeadDim, m0, p.seqlen_q);
+    load_tile<Tr, Tr::kBlockM>(sO + stage * Tr::kSmemQ, static_cast<const T*>(p.o) + row_base * Tr::kHeadDim, m0, p.seqlen_q);
+    for (int r = threadIdx.x; r < Tr::kBlockM; r += Tr::kNThreads) {
+      const int i_row = m0 + r;
+      float lse_log2 = INFINITY;  // a padded row, or one that saw no key: P = 0
+      if (i_row < p.seqlen_q) {
+        const float l = fp.row_sum[row_base + i_row];
+        if (l > 0.f) lse_log2 = fp.row_max[row_base + i_row] * p.scale_log2 + __log2f(l);
+      }
+      sLse[stage * Tr::kBlockM + r] = lse_log2;
+    }
+  };
+
+  for (int j = 0; j < n_blocks; ++j) {  // line 6: outer loop over K/V tiles
+    const int n0 = j * Tr::kBlockN;
+    const int i_first = kCausal ? min(n0 / Tr::kBlockM, m_blocks) : 0;
+    __syncthreads();  // the previous tile's dK/dV staging in sK/sV is written out
+    load_tile<Tr, Tr::kBlockN>(sK, k, n0, p.seqlen_k);  // line 7
+    load_tile<Tr, Tr::kBlockN>(sV, v, n0, p.seqlen_k);
+    const bool any = n0 < nk && i_first < m_blocks;
+    if (any) load_q_tile(i_first, 0);
+    cp_async_commit();
+    float acc_dk[Tr::kNTilesD][4], acc_dv[Tr::kNTilesD][4];  // line 8: dK_j = dV_j = 0 on chip
+#pragma unroll
+    for (int nt = 0; nt < Tr::kNTilesD; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc_dk[nt][e] = acc_dv[nt][e] = 0.f;
+
+    for (int i = any ? i_first : m_blocks; i < m_blocks; ++i) {  // line 9: inner loop over Q tiles
+      const int stage = (i - i_first) % 2;
+      if (i + 1 < m_blocks) {
+        load_q_tile(i + 1, stage ^ 1);
+        cp_async_commit();
+        cp_async_wait<1>();
+      } else {
+        cp_async_wait<0>();
+      }
+      __syncthreads();
+      const int m0 = i * Tr::kBlockM;
+      rowsum_do_o<Tr>(sdO + stage * Tr::kSmemQ, sO + stage * Tr::kSmemQ, sD + stage * Tr::kBlockM, m0, p.seqlen_q);
+      __syncthreads();
+      bwd_tile_step<Tr, kCausal, kDropout>(p, sK, sV, sQ + stage * Tr::kSmemQ, sdO + stage * Tr::kSmemQ, sdS,
+                                            sLse + stage * Tr::kBlockM, sD + stage * Tr::kBlockM, b, h, n0, m0, nk,
+                                            acc_dk, acc_dv, [](float* dst, float x) { *dst += x; });  // line 21
+      __syncthreads();
+    }
+
+    // Line 24: write dK_j (scaled), dV_j, staged through sK / sV for 16-byte stores.
+    cp_async_wait<0>();
+    __syncthreads();
+#pragma unroll
+    for (int nt = 0; nt < Tr::kNTilesD; ++nt)
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        const int r = key_row + g + hr * 8;
+        *reinterpret_cast<uint32_t*>(sK + r * Tr::kStride + nt * 8 + 2 * t) =
+            pack2<T>(acc_dk[nt][2 * hr] * p.scale, acc_dk[nt][2 * hr + 1] * p.scale);
+        *reinterpret_cast<uint32_t*>(sV + r * Tr::kStride + nt * 8 + 2 * t) =
+            pack2<T>(acc_dv[nt][2 * hr], acc_dv[nt][2 * hr + 1]);
+      }
+    __syncthreads();
+    T* dk = static_cast<T*>(p.dk) + kv_off;
+    T* dv = static_cast<T*>(p.dv) + kv_off;
+    constexpr int kChunks = Tr::kBlockN * Tr::kChunksPerRow;
+    for (int c = threadIdx.x; c < kChunks; c += Tr::kNThreads) {
+      const int r = c / Tr::kChunksPerRow;
+      const int col = (c % Tr::kChunksPerRow) * 8;
+      if (n0 + r < p.seqlen_k) {
+        *reinterpret_cast<uint4*>(dk + size_t(n0 + r) * Tr::kHeadDim + col) = *reinterpret_cast<const uint4*>(sK + r * Tr::kStride + col);
+        *reinterpret_cast<uint4*>(dv + size_t(n0 + r) * Tr::kHeadDim + col) = *reinterpret_cast<const uint4*>(sV + r * Tr::kStride + col);
+      }
+    }
+  }
+}
+
+}  // namespace flashio::kernels

@@ -1,0 +1,76 @@
+// Launches of the flash1 forward (tile chosen among the compiled ones) and backward for one
+// (element type, head dim).
+#pragma once
+#include <stdexcept>
+#include <utility>
+
+#include "bench/cuda_check.h"
+#include "kernels/flash1/flash1_kernels.cuh"
+#include "kernels/flash2/flash2_bwd_launch.cuh"
+
+namespace flashio::kernels {
+
+template <typename T, int kHeadDim, int kIndex>
+void launch_flash1_fwd_config(const Flash1FwdParams& p, cudaStream_t stream) {
+  constexpr Flash2TileSpec s = Flash1FwdConfigs<kHeadDim>::list[kIndex];
+  using Tr = Flash2FwdTraits<T, kHeadDim, s.block_m, s.block_n, s.warps, s.stages>;
+  constexpr int kSmem = flash1_fwd_smem_bytes(kHeadDim, s);
+  static_assert(kSmem == (2 * Tr::kSmemKV + 2 * Tr::kSmemQ) * 2, "smem formula shared with the host");
+  const bool causal = p.base.causal, dropout = p.base.dropout;
+  auto kernel = causal ? (dropout ? flash1_fwd_kernel<Tr, true, true> : flash1_fwd_kernel<Tr, true, false>)
+                       : (dropout ? flash1_fwd_kernel<Tr, false, true> : flash1_fwd_kernel<Tr, false, false>);
+  FLASHIO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  kernel<<<dim3(p.base.heads, p.base.batch), Tr::kNThreads, kSmem, stream>>>(p);  // one block per (head, batch)
+  FLASHIO_CHECK_LAUNCH();
+}
+
+template <typename T, int kHeadDim, size_t... I>
+void run_flash1_fwd_impl(const Flash1FwdParams& p, const Flash2Tile& tile, cudaStream_t stream,
+                         std::index_sequence<I...>) {
+  bool launched = false;
+  auto try_one = [&](auto index) {
+    constexpr Flash2TileSpec s = Flash1FwdConfigs<kHeadDim>::list[decltype(index)::value];
+    if (!launched && s.block_m == tile.block_m && s.block_n == tile.block_n && s.warps == tile.warps) {
+      launch_flash1_fwd_config<T, kHeadDim, decltype(index)::value>(p, stream);
+      launched = true;
+    }
+  };
+  (try_one(std::integral_constant<size_t, I>{}), ...);
+  if (!launched) throw std::invalid_argument("flash1: tile configuration not compiled");
+}
+
+template <typename T, int kHeadDim>
+void run_flash1_fwd(const Flash1FwdParams& p, const Flash2Tile& tile, cudaStream_t stream) {
+  constexpr size_t n = sizeof(Flash1FwdConfigs<kHeadDim>::list) / sizeof(Flash2TileSpec);
+  run_flash1_fwd_impl<T, kHeadDim>(p, tile, stream, std::make_index_sequence<n>{});
+}
+
+// The backward's shared memory: flash2's plus the O tile stages (D is computed in the loop).
+template <typename Tr>
+constexpr int flash1_bwd_smem() {
+  return Tr::kSmemBytes + 2 * Tr::kSmemQ * 2;
+}
+constexpr int flash1_bwd_smem_bytes(int head_dim, int block_n, int block_m) {
+  return flash2_bwd_smem_bytes(head_dim, block_n, block_m) + 2 * block_m * (head_dim + 8) * 2;
+}
+
+template <typename T, int kHeadDim>
+void run_flash1_bwd(const Flash1BwdParams& p, cudaStream_t stream) {
+  using C = Flash2BwdConfig<kHeadDim>;
+  using Tr = Flash2BwdTraits<T, kHeadDim, C::kBlockN, C::kBlockM, C::kWarps>;
+  constexpr int kSmem = flash1_bwd_smem<Tr>();
+  const Flash2BwdParams& b = p.base;
+  const int64_t rows = int64_t(b.batch) * b.heads * b.seqlen_q;
+  FLASHIO_CUDA_CHECK(cudaMemsetAsync(b.dq_accum, 0, size_t(rows) * kHeadDim * sizeof(float), stream));  // line 4
+  auto kernel = b.causal ? (b.dropout ? flash1_bwd_kernel<Tr, true, true> : flash1_bwd_kernel<Tr, true, false>)
+                         : (b.dropout ? flash1_bwd_kernel<Tr, false, true> : flash1_bwd_kernel<Tr, false, false>);
+  FLASHIO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  kernel<<<dim3(b.heads, b.batch), Tr::kNThreads, kSmem, stream>>>(p);
+  FLASHIO_CHECK_LAUNCH();
+  constexpr int kThreads = 256;
+  const int64_t elements = rows * kHeadDim;
+  flash2_bwd_convert_dq_kernel<T><<<unsigned((elements / 8 + kThreads - 1) / kThreads), kThreads, 0, stream>>>(b, elements);
+  FLASHIO_CHECK_LAUNCH();
+}
+
+}  // namespace flashio::kernels

@@ -1,0 +1,172 @@
+// The `flash1` method: FlashAttention as published (Dao et al., 2022): Algorithm 2 forward
+// (Algorithm 1 with masking and dropout) and Algorithm 4 backward, with the paper's loop order
+// (outer loop over K/V tiles, O/ℓ/m re-read and re-written in HBM) and its parallelisation
+// over (batch, head) only. Kernels: kernels/flash1/flash1_kernels.cuh.
+//
+// Tile sizes: Algorithm 1's rule Bc = ⌈M/4d⌉, Br = min(⌈M/4d⌉, d), M = the GPU's shared
+// memory per block in elements, rounded down to a compiled tile that fits (Br first, then Bc);
+// --block-r/--block-c force one of the compiled tiles (FlashAttention Figure 2, middle).
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "bench/device_memory.h"
+#include "bench/method.h"
+#include "kernels/common/philox.h"
+#include "kernels/flash1/flash1_params.h"
+
+namespace flashio {
+namespace {
+
+using kernels::Flash2Tile;
+constexpr double kLog2e = 1.4426950408889634;
+
+std::vector<Flash2Tile> compiled_tiles(int head_dim) {
+  Flash2Tile buf[16];
+  const int n = kernels::flash1_fwd_tiles(head_dim, buf, 16);
+  return {buf, buf + n};
+}
+
+Support choose_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile* out) {
+  const auto tiles = compiled_tiles(int(p.head_dim));
+  if (p.block_r > 0 || p.block_c > 0) {
+    std::vector<std::string> names;
+    for (const auto& t : tiles) {
+      names.push_back(fmt::format("{}x{}", t.block_m, t.block_n));
+      if ((p.block_r > 0 && t.block_m != p.block_r) || (p.block_c > 0 && t.block_n != p.block_c)) continue;
+      if (t.smem_bytes > dev.smem_per_block_optin)
+        return Support::no(fmt::format("tile {}x{} needs {} bytes of shared memory; this GPU allows {} per block",
+                                       t.block_m, t.block_n, t.smem_bytes, dev.smem_per_block_optin));
+      *out = t;
+      return Support::yes();
+    }
+    return Support::no(fmt::format("flash1 has no {}x{} tile for d={} (compiled: {})", p.block_r, p.block_c,
+                                   p.head_dim, fmt::join(names, ", ")));
+  }
+  // Algorithm 1, line 1: Bc = ⌈M/4d⌉, Br = min(⌈M/4d⌉, d), M in elements.
+  const int64_t m_elements = dev.smem_per_block_optin / bytes_of(p.dtype);
+  const int64_t bc_rule = (m_elements + 4 * p.head_dim - 1) / (4 * p.head_dim);
+  const int64_t br_rule = std::min<int64_t>(bc_rule, p.head_dim);
+  const Flash2Tile* best = nullptr;
+  for (const auto& t : tiles) {
+    if (t.smem_bytes > dev.smem_per_block_optin || t.block_m > br_rule || t.block_n > bc_rule) continue;
+    if (!best || t.block_m > best->block_m || (t.block_m == best->block_m && t.block_n > best->block_n)) best = &t;
+  }
+  if (!best)
+    return Support::no(fmt::format("no flash1 tile for d={} fits Algorithm 1's rule (Br <= {}, Bc <= {}) and {} bytes",
+                                   p.head_dim, br_rule, bc_rule, dev.smem_per_block_optin));
+  *out = *best;
+  return Support::yes();
+}
+
+class Flash1Plan final : public Plan {
+ public:
+  Flash1Plan(const Problem& p, Pass pass, Flash2Tile tile, DeviceAllocator& alloc) : p_(p), tile_(tile) {
+    const size_t rows = size_t(p.batch * p.heads * p.seqlen_q);
+    o_accum_ = DeviceBuffer(alloc, size_t(p.q_elements()) * sizeof(float));  // O, ℓ, m in HBM (Algorithm 1)
+    row_max_ = DeviceBuffer(alloc, rows * sizeof(float));
+    row_sum_ = DeviceBuffer(alloc, rows * sizeof(float));
+    if (pass != Pass::Fwd) dq_accum_ = DeviceBuffer(alloc, size_t(p.q_elements()) * sizeof(float));
+  }
+  Tiles tiles() const override { return {tile_.block_m, tile_.block_n, tile_.warps, tile_.stages, tile_.smem_bytes}; }
+  bool writes_lse() const override { return true; }
+
+  void forward(const AttentionBuffers& buf, cudaStream_t stream) override {
+    kernels::Flash1FwdParams k{};
+    k.base.q = buf.q;
+    k.base.k = buf.k;
+    k.base.v = buf.v;
+    k.base.o = buf.o;
+    k.base.lse = buf.lse;
+    k.base.key_lengths = buf.key_lengths;
+    fill_shape(k.base);
+    k.base.scale_log2 = float(p_.scale() * kLog2e);
+    k.o_accum = o_accum_.as<float>();
+    k.row_max = row_max_.as<float>();
+    k.row_sum = row_sum_.as<float>();
+    kernels::flash1_fwd(k, tile_, p_.dtype == DType::BF16, stream);
+  }
+
+  void backward(const AttentionBuffers& buf, cudaStream_t stream) override {
+    kernels::Flash1BwdParams k{};
+    k.base.q = buf.q;
+    k.base.k = buf.k;
+    k.base.v = buf.v;
+    k.base.o = buf.o;
+    k.base.d_o = buf.d_o;
+    k.base.lse = buf.lse;
+    k.base.dq_accum = dq_accum_.as<float>();
+    k.base.dq = buf.dq;
+    k.base.dk = buf.dk;
+    k.base.dv = buf.dv;
+    k.base.key_lengths = buf.key_lengths;
+    fill_shape(k.base);
+    k.base.scale = float(p_.scale());
+    k.base.scale_log2 = float(p_.scale() * kLog2e);
+    k.row_max = row_max_.as<float>();
+    k.row_sum = row_sum_.as<float>();
+    kernels::flash1_bwd(k, p_.dtype == DType::BF16, stream);
+  }
+
+ private:
+  template <typename Params>
+  void fill_shape(Params& k) const {
+    k.batch = int(p_.batch);
+    k.heads = int(p_.heads);
+    k.kv_heads = int(p_.kvh());
+    k.seqlen_q = int(p_.seqlen_q);
+    k.seqlen_k = int(p_.nk());
+    k.head_dim = int(p_.head_dim);
+    k.causal = p_.causal;
+    k.dropout = p_.dropout > 0.0;
+    k.dropout_threshold = dropout_threshold(p_.dropout);
+    k.dropout_scale = float(dropout_scale(p_.dropout));
+    k.seed = p_.seed;
+  }
+
+  Problem p_;
+  Flash2Tile tile_;
+  DeviceBuffer o_accum_, row_max_, row_sum_, dq_accum_;
+};
+
+class Flash1 final : public Method {
+ public:
+  MethodInfo info() const override {
+    MethodInfo i;
+    i.name = "flash1";
+    i.summary = "FlashAttention (Dao et al. 2022, Alg. 2/4): outer loop over K/V tiles, O/l/m re-read and re-written in HBM";
+    i.where = "gpu";
+    i.passes = {Pass::Fwd, Pass::Bwd, Pass::FwdBwd};
+    i.dtypes = {DType::F16, DType::BF16};
+    i.head_dims = {32, 64, 96, 128};
+    i.masks = {"none", "causal", "padding"};
+    i.dropout = true;
+    i.gqa = false;
+    i.notes = "one thread block per (batch, head), as the paper; tiles from Algorithm 1's rule unless forced";
+    return i;
+  }
+  Support supports(const Problem& p, Pass pass, const DeviceInfo& dev) const override {
+    if (Support s = check_common(info(), p, pass, dev); !s) return s;
+    if (p.seqlen_q > (int64_t(1) << 30) || p.nk() > (int64_t(1) << 30))
+      return Support::no("sequence lengths above 2^30 are not supported (32-bit row indices)");
+    if (pass != Pass::Fwd) {
+      Flash2Tile bwd{};
+      if (!kernels::flash1_bwd_tile(int(p.head_dim), &bwd) || bwd.smem_bytes > dev.smem_per_block_optin)
+        return Support::no(fmt::format("flash1 backward needs {} bytes of shared memory; this GPU allows {} per block",
+                                       bwd.smem_bytes, dev.smem_per_block_optin));
+    }
+    Flash2Tile t{};
+    return choose_tile(p, dev, &t);
+  }
+  std::unique_ptr<Plan> plan(const Problem& p, Pass pass, const DeviceInfo& dev, DeviceAllocator& alloc) const override {
+    Flash2Tile t{};
+    choose_tile(p, dev, &t);
+    return std::make_unique<Flash1Plan>(p, pass, t, alloc);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Method> make_flash1() { return std::make_unique<Flash1>(); }
+
+}  // namespace flashio

@@ -1,0 +1,32 @@
+// Arguments and host entry points of the flash1 kernels (plain C++, no CUDA headers).
+#pragma once
+#include "kernels/flash2/flash2_params.h"
+
+namespace flashio::kernels {
+
+// Forward: the flash2 argument block plus the HBM state Algorithm 1 keeps between outer
+// iterations: O (fp32, as FlashAttention's own kernel accumulates it), ℓ and m.
+struct Flash1FwdParams {
+  Flash2FwdParams base;
+  float* o_accum;  // [B, H, Nq, d]
+  float* row_max;  // [B, H, Nq] m, in raw (unscaled) score units
+  float* row_sum;  // [B, H, Nq] ℓ
+};
+
+// Backward: the flash2 argument block (dq_accum is read-modify-written, d_sum unused: D is
+// computed in the loop as Algorithm 4 does) plus the forward's ℓ and m.
+struct Flash1BwdParams {
+  Flash2BwdParams base;
+  const float* row_max;
+  const float* row_sum;
+};
+
+// Compiled forward tiles for `head_dim` (block_m = Br, block_n = Bc). Returns the count.
+int flash1_fwd_tiles(int head_dim, Flash2Tile* out, int max);
+// The backward's tile for `head_dim` (Bc = Br = 64); false when none.
+bool flash1_bwd_tile(int head_dim, Flash2Tile* out);
+
+void flash1_fwd(const Flash1FwdParams& params, const Flash2Tile& tile, bool bf16, cudaStream_t stream);
+void flash1_bwd(const Flash1BwdParams& params, bool bf16, cudaStream_t stream);
+
+}  // namespace flashio::kernels

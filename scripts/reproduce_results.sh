@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Regenerates the committed result files on the GPU at hand, with the commands they were
+# made with. Usage: scripts/reproduce_results.sh OUT_DIR [fa2|fa1|all] (needs a build:
+# scripts/build.sh; FLASHIO_BIN overrides the binary). PyTorch is needed for the peers.
+#
+#   fa2  FlashAttention-2's benchmark sweep (fp16, batch·N = 16384, heads·d = 2048,
+#        d = 64, 128, causal off/on, N = 512 … 16384), forward and fwd+bwd, for standard and
+#        flash2, and PyTorch SDPA's four back-ends on the same points in the same run
+#        (one run id in both files).
+#   fa1  FlashAttention's benchmark setting (batch 16, 8 heads, d = 64, fp16,
+#        N = 128 … 16384) for standard and flash1 in the four configurations of its
+#        Tables 14-25 (plain, dropout 0.1, key padding, both), passes fwd, bwd, fwd+bwd.
+set -euo pipefail
+out="${1:?usage: scripts/reproduce_results.sh OUT_DIR [fa2|fa1|all]}"
+what="${2:-all}"
+cd "$(dirname "$0")/.."
+bin="${FLASHIO_BIN:-build/flashio}"
+mkdir -p "$out"
+gpu=$("$bin" device --json | python3 -c 'import json,sys,re; print(re.sub("[^a-z0-9]+","-",json.load(sys.stdin)["name"].lower()).strip("-"))')
+
+if [ "$what" = fa2 ] || [ "$what" = all ]; then
+  axes=(--seqlen 512,1024,2048,4096,8192,16384 --head-dim 64,128 --causal false,true --pass fwd,fwdbwd)
+  "$bin" run --method standard,flash2 "${axes[@]}" --tokens 16384 --model-dim 2048 --reps 20 --warmup 3 -q \
+    --out "$out/$gpu-fa2.json"
+  run_id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$out/$gpu-fa2.json")
+  python3 scripts/peers_sdpa.py "${axes[@]}" --backend flash,cudnn,efficient --tokens 16384 --model-dim 2048 \
+    --reps 20 --warmup 3 -q --run-id "$run_id" --out "$out/$gpu-fa2-sdpa.json"
+  # The math back-end materializes S in fp32 and is slow: up to N = 4096 only.
+  python3 scripts/peers_sdpa.py --seqlen 512,1024,2048,4096 --head-dim 64,128 --causal false,true --pass fwd,fwdbwd \
+    --backend math --tokens 16384 --model-dim 2048 --reps 5 --warmup 1 -q --run-id "$run_id" \
+    --out "$out/$gpu-fa2-sdpa-math.json"
+fi
+
+if [ "$what" = fa1 ] || [ "$what" = all ]; then
+  "$bin" run --method standard,flash1 --batch 16 --heads 8 --head-dim 64 \
+    --seqlen 128,256,512,1024,2048,4096,8192,16384 --dropout 0,0.1 --padding none,random \
+    --pass fwd,bwd,fwdbwd --reps 10 --warmup 2 -q --out "$out/$gpu-fa1.json"
+fi
