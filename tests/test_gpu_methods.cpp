@@ -1,39 +1,14 @@
 // GPU methods against the float64 reference, every row checked, through the same runner
 // path a sweep uses (poisoned outputs, check before timing). Skips without a GPU.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
 
-#include "bench/device_info.h"
-#include "bench/runner.h"
 #include "kernels/flash2/flash2_params.h"
+#include "tests/gpu_test_util.h"
 
 using namespace flashio;
+using namespace flashio::testing_util;
 
 namespace {
-
-std::optional<DeviceInfo> gpu() {
-  static const std::optional<DeviceInfo> dev = [] { return query_device(0, nullptr); }();
-  return dev;
-}
-
-Runner& runner() {
-  RunOptions opt;
-  opt.reps = 2;
-  opt.warmup = 1;
-  opt.check_budget_macs = 1e12;  // tests check every row
-  static Runner r(*gpu(), opt);
-  return r;
-}
-
-void expect_ok(const Point& pt) {
-  const Record r = runner().run(pt);
-  ASSERT_EQ(r.status, Status::Ok) << pt.name() << ": " << r.reason;
-  ASSERT_TRUE(r.check.has_value());
-  EXPECT_TRUE(r.check->passed) << pt.name();
-  EXPECT_EQ(r.check->scope, "all rows") << pt.name();
-  EXPECT_GT(r.time->median_s, 0.0);
-}
 
 struct Case {
   std::string method;
@@ -81,12 +56,7 @@ TEST_P(GpuMethod, MatchesReferenceOnEveryRow) {
 
 INSTANTIATE_TEST_SUITE_P(Forward, GpuMethod, testing::ValuesIn(all_cases()), case_name);
 
-class GpuFeatures : public testing::Test {
- protected:
-  void SetUp() override {
-    if (!gpu()) GTEST_SKIP() << "no GPU: GPU tests skipped";
-  }
-};
+class GpuFeatures : public GpuTest {};
 
 TEST_F(GpuFeatures, KeyPaddingGqaAndUnequalLengths) {
   for (const char* m : {"standard", "flash2"}) {

@@ -250,8 +250,6 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_bwd_kernel(const Flash1B
   float* sD = sLse + 2 * Tr::kBlockM;                          // (2, kBlockM)
 
   const int h = blockIdx.x, b = blockIdx.y;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int g = lane / 4, t = lane % 4;
   const int nk = p.key_lengths ? min(p.key_lengths[b], p.seqlen_k) : p.seqlen_k;
   const int n_blocks = (p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN;  // every tile: dK, dV of padded keys are 0
   const int m_blocks = (p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM;
@@ -259,7 +257,6 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_bwd_kernel(const Flash1B
   const size_t kv_off = (size_t(b) * p.kv_heads + h / (p.heads / p.kv_heads)) * p.seqlen_k * Tr::kHeadDim;
   const T* k = static_cast<const T*>(p.k) + kv_off;
   const T* v = static_cast<const T*>(p.v) + kv_off;
-  const int key_row = warp * Tr::kKeysPerWarp;
 
   auto load_q_tile = [&](int i, int stage) {  // Q_i, dO_i, O_i, ℓ_i, m_i (line 8)
     const int m0 = i * Tr::kBlockM;
@@ -312,31 +309,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_bwd_kernel(const Flash1B
       __syncthreads();
     }
 
-    // Line 24: write dK_j (scaled), dV_j, staged through sK / sV for 16-byte stores.
-    cp_async_wait<0>();
-    __syncthreads();
-#pragma unroll
-    for (int nt = 0; nt < Tr::kNTilesD; ++nt)
-#pragma unroll
-      for (int hr = 0; hr < 2; ++hr) {
-        const int r = key_row + g + hr * 8;
-        *reinterpret_cast<uint32_t*>(sK + r * Tr::kStride + nt * 8 + 2 * t) =
-            pack2<T>(acc_dk[nt][2 * hr] * p.scale, acc_dk[nt][2 * hr + 1] * p.scale);
-        *reinterpret_cast<uint32_t*>(sV + r * Tr::kStride + nt * 8 + 2 * t) =
-            pack2<T>(acc_dv[nt][2 * hr], acc_dv[nt][2 * hr + 1]);
-      }
-    __syncthreads();
-    T* dk = static_cast<T*>(p.dk) + kv_off;
-    T* dv = static_cast<T*>(p.dv) + kv_off;
-    constexpr int kChunks = Tr::kBlockN * Tr::kChunksPerRow;
-    for (int c = threadIdx.x; c < kChunks; c += Tr::kNThreads) {
-      const int r = c / Tr::kChunksPerRow;
-      const int col = (c % Tr::kChunksPerRow) * 8;
-      if (n0 + r < p.seqlen_k) {
-        *reinterpret_cast<uint4*>(dk + size_t(n0 + r) * Tr::kHeadDim + col) = *reinterpret_cast<const uint4*>(sK + r * Tr::kStride + col);
-        *reinterpret_cast<uint4*>(dv + size_t(n0 + r) * Tr::kHeadDim + col) = *reinterpret_cast<const uint4*>(sV + r * Tr::kStride + col);
-      }
-    }
+    // Line 24: write dK_j (scaled) and dV_j.
+    store_dkdv<Tr>(p, sK, sV, acc_dk, acc_dv, kv_off, n0);
   }
 }
 

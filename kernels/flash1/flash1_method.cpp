@@ -12,14 +12,13 @@
 
 #include "bench/device_memory.h"
 #include "bench/method.h"
-#include "kernels/common/philox.h"
+#include "kernels/common/problem_params.h"
 #include "kernels/flash1/flash1_params.h"
 
 namespace flashio {
 namespace {
 
 using kernels::Flash2Tile;
-constexpr double kLog2e = 1.4426950408889634;
 
 std::vector<Flash2Tile> compiled_tiles(int head_dim) {
   Flash2Tile buf[16];
@@ -79,8 +78,7 @@ class Flash1Plan final : public Plan {
     k.base.o = buf.o;
     k.base.lse = buf.lse;
     k.base.key_lengths = buf.key_lengths;
-    fill_shape(k.base);
-    k.base.scale_log2 = float(p_.scale() * kLog2e);
+    fill_problem_params(p_, k.base);
     k.o_accum = o_accum_.as<float>();
     k.row_max = row_max_.as<float>();
     k.row_sum = row_sum_.as<float>();
@@ -100,30 +98,14 @@ class Flash1Plan final : public Plan {
     k.base.dk = buf.dk;
     k.base.dv = buf.dv;
     k.base.key_lengths = buf.key_lengths;
-    fill_shape(k.base);
+    fill_problem_params(p_, k.base);
     k.base.scale = float(p_.scale());
-    k.base.scale_log2 = float(p_.scale() * kLog2e);
     k.row_max = row_max_.as<float>();
     k.row_sum = row_sum_.as<float>();
     kernels::flash1_bwd(k, p_.dtype == DType::BF16, stream);
   }
 
  private:
-  template <typename Params>
-  void fill_shape(Params& k) const {
-    k.batch = int(p_.batch);
-    k.heads = int(p_.heads);
-    k.kv_heads = int(p_.kvh());
-    k.seqlen_q = int(p_.seqlen_q);
-    k.seqlen_k = int(p_.nk());
-    k.head_dim = int(p_.head_dim);
-    k.causal = p_.causal;
-    k.dropout = p_.dropout > 0.0;
-    k.dropout_threshold = dropout_threshold(p_.dropout);
-    k.dropout_scale = float(dropout_scale(p_.dropout));
-    k.seed = p_.seed;
-  }
-
   Problem p_;
   Flash2Tile tile_;
   DeviceBuffer o_accum_, row_max_, row_sum_, dq_accum_;

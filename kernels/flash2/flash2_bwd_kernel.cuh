@@ -238,6 +238,44 @@ __device__ __forceinline__ void bwd_tile_step(const Flash2BwdParams& p, const ty
   }
 }
 
+// Writes this block's dK_j = scale·acc_dk and dV_j = acc_dv (rows n0 … n0 + kBlockN of the K/V
+// head at kv_off), staged through sK / sV (free by then) for 16-byte stores. Block-wide: every
+// thread calls it; it waits for outstanding copies and synchronises.
+template <typename Tr>
+__device__ __forceinline__ void store_dkdv(const Flash2BwdParams& p, typename Tr::Element* sK, typename Tr::Element* sV,
+                                           const float (&acc_dk)[Tr::kNTilesD][4],
+                                           const float (&acc_dv)[Tr::kNTilesD][4], size_t kv_off, int n0) {
+  using T = typename Tr::Element;
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int key_row = (threadIdx.x / 32) * Tr::kKeysPerWarp;
+  cp_async_wait<0>();
+  __syncthreads();
+#pragma unroll
+  for (int nt = 0; nt < Tr::kNTilesD; ++nt)
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const int r = key_row + g + hr * 8;
+      *reinterpret_cast<uint32_t*>(sK + r * Tr::kStride + nt * 8 + 2 * t) =
+          pack2<T>(acc_dk[nt][2 * hr] * p.scale, acc_dk[nt][2 * hr + 1] * p.scale);
+      *reinterpret_cast<uint32_t*>(sV + r * Tr::kStride + nt * 8 + 2 * t) =
+          pack2<T>(acc_dv[nt][2 * hr], acc_dv[nt][2 * hr + 1]);
+    }
+  __syncthreads();
+  T* dk = static_cast<T*>(p.dk) + kv_off;
+  T* dv = static_cast<T*>(p.dv) + kv_off;
+  constexpr int kChunks = Tr::kBlockN * Tr::kChunksPerRow;
+  for (int c = threadIdx.x; c < kChunks; c += Tr::kNThreads) {
+    const int r = c / Tr::kChunksPerRow;
+    const int col = (c % Tr::kChunksPerRow) * 8;
+    if (n0 + r < p.seqlen_k) {
+      *reinterpret_cast<uint4*>(dk + size_t(n0 + r) * Tr::kHeadDim + col) =
+          *reinterpret_cast<const uint4*>(sK + r * Tr::kStride + col);
+      *reinterpret_cast<uint4*>(dv + size_t(n0 + r) * Tr::kHeadDim + col) =
+          *reinterpret_cast<const uint4*>(sV + r * Tr::kStride + col);
+    }
+  }
+}
+
 template <typename Tr, bool kCausal, bool kDropout>
 __global__ void __launch_bounds__(Tr::kNThreads) flash2_bwd_kernel(const Flash2BwdParams p) {
   using T = typename Tr::Element;
@@ -252,8 +290,6 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash2_bwd_kernel(const Flash2B
 
   const int n_block = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
   const int group = p.heads / p.kv_heads;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int g = lane / 4, t = lane % 4;
   const int nk = p.key_lengths ? min(p.key_lengths[b], p.seqlen_k) : p.seqlen_k;
   const int n0 = n_block * Tr::kBlockN;  // first key of this block
   const int m_blocks = (p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM;
@@ -292,8 +328,6 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash2_bwd_kernel(const Flash2B
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc_dk[nt][e] = acc_dv[nt][e] = 0.f;
 
-  const int key_row = warp * Tr::kKeysPerWarp;  // first key row of this warp in the tile
-
   if (iterations > 0) load_iteration(0, 0);
   cp_async_commit();
 
@@ -319,31 +353,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash2_bwd_kernel(const Flash2B
     __syncthreads();  // stage and dSᵀ are rewritten next
   }
 
-  // Epilogue: dK_j = scale·acc, dV_j = acc, staged through sK / sV for 16-byte stores.
-  cp_async_wait<0>();
-  __syncthreads();
-#pragma unroll
-  for (int nt = 0; nt < Tr::kNTilesD; ++nt)
-#pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      const int r = key_row + g + hr * 8;
-      *reinterpret_cast<uint32_t*>(sK + r * Tr::kStride + nt * 8 + 2 * t) =
-          pack2<T>(acc_dk[nt][2 * hr] * p.scale, acc_dk[nt][2 * hr + 1] * p.scale);
-      *reinterpret_cast<uint32_t*>(sV + r * Tr::kStride + nt * 8 + 2 * t) =
-          pack2<T>(acc_dv[nt][2 * hr], acc_dv[nt][2 * hr + 1]);
-    }
-  __syncthreads();
-  T* dk = static_cast<T*>(p.dk) + kv_off;
-  T* dv = static_cast<T*>(p.dv) + kv_off;
-  constexpr int kChunks = Tr::kBlockN * Tr::kChunksPerRow;
-  for (int c = threadIdx.x; c < kChunks; c += Tr::kNThreads) {
-    const int r = c / Tr::kChunksPerRow;
-    const int col = (c % Tr::kChunksPerRow) * 8;
-    if (n0 + r < p.seqlen_k) {
-      *reinterpret_cast<uint4*>(dk + size_t(n0 + r) * Tr::kHeadDim + col) = *reinterpret_cast<const uint4*>(sK + r * Tr::kStride + col);
-      *reinterpret_cast<uint4*>(dv + size_t(n0 + r) * Tr::kHeadDim + col) = *reinterpret_cast<const uint4*>(sV + r * Tr::kStride + col);
-    }
-  }
+  // Epilogue (line 21): dK_j, dV_j to HBM.
+  store_dkdv<Tr>(p, sK, sV, acc_dk, acc_dv, kv_off, n0);
 }
 
 }  // namespace flashio::kernels

@@ -7,7 +7,7 @@
 
 #include "bench/device_memory.h"
 #include "bench/method.h"
-#include "kernels/common/philox.h"
+#include "kernels/common/problem_params.h"
 #include "kernels/flash2/flash2_params.h"
 
 namespace flashio {
@@ -49,8 +49,6 @@ Support choose_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile* out) {
                                  dev.smem_per_block_optin));
 }
 
-constexpr double kLog2e = 1.4426950408889634;
-
 class Flash2Plan final : public Plan {
  public:
   Flash2Plan(const Problem& p, Pass pass, Flash2Tile tile, DeviceAllocator& alloc) : p_(p), tile_(tile) {
@@ -76,19 +74,8 @@ class Flash2Plan final : public Plan {
     k.dk = buf.dk;
     k.dv = buf.dv;
     k.key_lengths = buf.key_lengths;
-    k.batch = int(p_.batch);
-    k.heads = int(p_.heads);
-    k.kv_heads = int(p_.kvh());
-    k.seqlen_q = int(p_.seqlen_q);
-    k.seqlen_k = int(p_.nk());
-    k.head_dim = int(p_.head_dim);
+    fill_problem_params(p_, k);
     k.scale = float(p_.scale());
-    k.scale_log2 = float(p_.scale() * kLog2e);
-    k.causal = p_.causal;
-    k.dropout = p_.dropout > 0.0;
-    k.dropout_threshold = dropout_threshold(p_.dropout);
-    k.dropout_scale = float(dropout_scale(p_.dropout));
-    k.seed = p_.seed;
     kernels::flash2_bwd(k, p_.dtype == DType::BF16, stream);
   }
   void forward(const AttentionBuffers& buf, cudaStream_t stream) override {
@@ -99,18 +86,7 @@ class Flash2Plan final : public Plan {
     k.o = buf.o;
     k.lse = buf.lse;
     k.key_lengths = buf.key_lengths;
-    k.batch = int(p_.batch);
-    k.heads = int(p_.heads);
-    k.kv_heads = int(p_.kvh());
-    k.seqlen_q = int(p_.seqlen_q);
-    k.seqlen_k = int(p_.nk());
-    k.head_dim = int(p_.head_dim);
-    k.scale_log2 = float(p_.scale() * kLog2e);
-    k.causal = p_.causal;
-    k.dropout = p_.dropout > 0.0;
-    k.dropout_threshold = dropout_threshold(p_.dropout);
-    k.dropout_scale = float(dropout_scale(p_.dropout));
-    k.seed = p_.seed;
+    fill_problem_params(p_, k);
     kernels::flash2_fwd(k, tile_, p_.dtype == DType::BF16, stream);
   }
 
