@@ -42,4 +42,13 @@ class GpuTest : public ::testing::Test {
   }
 };
 
+// The same for parameterized GPU tests.
+template <typename Param>
+class GpuParamTest : public ::testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override {
+    if (!gpu()) GTEST_SKIP() << "no GPU: GPU tests skipped";
+  }
+};
+
 }  // namespace flashio::testing_util

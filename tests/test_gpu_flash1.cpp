@@ -38,12 +38,7 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
 
 }  // namespace
 
-class Flash1Gpu : public testing::TestWithParam<Case> {
- protected:
-  void SetUp() override {
-    if (!gpu()) GTEST_SKIP() << "no GPU: GPU tests skipped";
-  }
-};
+class Flash1Gpu : public GpuParamTest<Case> {};
 
 TEST_P(Flash1Gpu, ForwardAndGradientsMatchReference) {
   const Case& c = GetParam();

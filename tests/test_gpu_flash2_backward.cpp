@@ -34,12 +34,7 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
 
 }  // namespace
 
-class Flash2Backward : public testing::TestWithParam<Case> {
- protected:
-  void SetUp() override {
-    if (!gpu()) GTEST_SKIP() << "no GPU: GPU tests skipped";
-  }
-};
+class Flash2Backward : public GpuParamTest<Case> {};
 
 TEST_P(Flash2Backward, GradientsMatchReference) {
   const Case& c = GetParam();

@@ -35,12 +35,7 @@ std::vector<Case> all_cases() {
 
 }  // namespace
 
-class GpuMethod : public testing::TestWithParam<Case> {
- protected:
-  void SetUp() override {
-    if (!gpu()) GTEST_SKIP() << "no GPU: GPU tests skipped";
-  }
-};
+class GpuMethod : public GpuParamTest<Case> {};
 
 TEST_P(GpuMethod, MatchesReferenceOnEveryRow) {
   const Case& c = GetParam();
