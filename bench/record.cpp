@@ -1,5 +1,8 @@
 #include "bench/record.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -52,6 +55,7 @@ json to_json(const Record& r) {
             {"device_index", r.device_index},
             {"flops", r.flops()}};
   if (!r.reason.empty()) j["reason"] = r.reason;
+  if (r.point_index >= 0) j["point_index"] = r.point_index;
   if (r.tiles) j["tiles"] = r.tiles->to_json();
   if (r.check) {
     const auto& c = *r.check;
@@ -95,6 +99,7 @@ Record record_from_json(const json& j) {
     r.status = *st;
     r.reason = j.value("reason", std::string());
     r.device_index = j.value("device_index", 0);
+    r.point_index = j.value("point_index", int64_t(-1));
     if (j.contains("tiles")) {
       const auto& t = j["tiles"];
       r.tiles = Tiles{t.value("block_r", 0), t.value("block_c", 0), t.value("warps", 0),
@@ -158,15 +163,17 @@ Record record_from_json(const json& j) {
 json to_json(const ResultFile& f) {
   json records = json::array();
   for (const auto& r : f.records) records.push_back(to_json(r));
-  return {{"schema", "flashio/result"},
-          {"schema_version", f.schema_version},
-          {"run_id", f.run_id},
-          {"created", f.created},
-          {"producer", f.producer},
-          {"command_line", f.command_line},
-          {"build", f.build},
-          {"device", f.device},
-          {"records", records}};
+  json j = {{"schema", "flashio/result"},
+            {"schema_version", f.schema_version},
+            {"run_id", f.run_id},
+            {"created", f.created},
+            {"producer", f.producer},
+            {"command_line", f.command_line},
+            {"build", f.build},
+            {"device", f.device},
+            {"records", records}};
+  if (!f.devices.empty()) j["devices"] = f.devices;
+  return j;
 }
 
 ResultFile result_file_from_json(const json& j) {
@@ -183,6 +190,7 @@ ResultFile result_file_from_json(const json& j) {
     f.command_line = j.value("command_line", std::string());
     f.build = j.value("build", json::object());
     f.device = j.value("device", json::object());
+    f.devices = j.value("devices", json::array());
     for (const auto& r : j.at("records")) f.records.push_back(record_from_json(r));
   } catch (const json::exception& e) {
     throw std::runtime_error(std::string("bad result file: ") + e.what());
@@ -198,6 +206,12 @@ void write_result_file(const ResultFile& f, const std::string& path) {
     out << to_json(f).dump(1) << '\n';
     out.flush();
     if (!out) throw std::runtime_error(fmt::format("error writing {}", tmp));
+  }
+  // On disk before the rename makes it visible: a crash never leaves an empty final file.
+  const int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());

@@ -70,6 +70,7 @@ struct Record {
   Status status = Status::Ok;
   std::string reason;  // why skipped / the error message; empty when ok
   int device_index = 0;
+  int64_t point_index = -1;  // position in the expanded sweep (before sharding); -1 = not known
   std::optional<Tiles> tiles;
   std::optional<CheckResult> check;
   std::optional<TimeStats> time;
@@ -89,6 +90,7 @@ struct ResultFile {
   std::string producer = "flashio";
   nlohmann::json build;      // git revision, dirty flag, architectures, compilers
   nlohmann::json device;     // DeviceInfo as JSON (absent fields for non-GPU producers)
+  nlohmann::json devices = nlohmann::json::array();  // every GPU that ran records, when more than one
   std::vector<Record> records;
 };
 

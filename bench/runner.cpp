@@ -248,6 +248,8 @@ Runner::~Runner() {
   if (state_->stream) cudaStreamDestroy(state_->stream);
 }
 
+bool Runner::poisoned() const { return !state_->poisoned.empty(); }
+
 Record Runner::run(const Point& pt) {
   Record rec;
   rec.method = pt.method;

@@ -26,6 +26,9 @@ class Runner {
   Runner(const DeviceInfo& dev, RunOptions opt);
   ~Runner();
   Record run(const Point& point);  // never throws for a failing point
+  // True after a sticky CUDA error (an illegal address, a launch failure): the context is
+  // unusable, and every later run() returns an error record without touching the GPU.
+  bool poisoned() const;
   std::vector<Record> run_all(const std::vector<Point>& points,
                               const std::function<void(const Record&, size_t index, size_t total)>& on_record = {});
 

@@ -1,21 +1,33 @@
 #include "bench/cli/commands.h"
 
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <set>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "bench/build_info.h"
+#include "bench/cli/bad_input.h"
+#include "bench/cli/sweep_commands.h"
 #include "bench/device_info.h"
+#include "bench/journal.h"
 #include "bench/method.h"
+#include "bench/presets.h"
+#include "bench/progress.h"
 #include "bench/record.h"
 #include "bench/runner.h"
+#include "bench/shard.h"
 #include "bench/sweep.h"
+#include "bench/sweep_file.h"
+#include "bench/sweep_runner.h"
 #include "bench/table.h"
 
 namespace flashio {
@@ -25,11 +37,6 @@ namespace fs = std::filesystem;
 
 constexpr int kExitRuntime = 1;
 constexpr int kExitBadInput = 2;
-
-// Bad input: thrown while turning option strings into axes; becomes one line and exit 2.
-struct BadInput : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 int64_t parse_int(const std::string& opt, const std::string& s) {
   try {
@@ -193,20 +200,6 @@ std::string default_output_path(const DeviceInfo& dev) {
   return path;
 }
 
-// Fails early (bad input) when the output file cannot be created, leaving nothing behind.
-void check_writable(const std::string& path) {
-  const fs::path p(path);
-  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) throw BadInput(fmt::format("--out: directory '{}' does not exist", dir.string()));
-  if (fs::is_directory(p, ec)) throw BadInput(fmt::format("--out: '{}' is a directory", path));
-  const std::string probe = path + ".tmp";
-  std::ofstream f(probe);
-  if (!f) throw BadInput(fmt::format("--out: cannot write '{}'", path));
-  f.close();
-  std::remove(probe.c_str());
-}
-
 int cmd_device(int index, bool as_json) {
   std::string why;
   auto dev = query_device(index, &why);
@@ -288,55 +281,258 @@ struct RunArgs {
   AxisOptions axes;
   int reps = 30, warmup = 5, device = 0;
   bool no_flush = false, dry_run = false, quiet = false;
-  std::string out;
+  std::string out, preset, sweep, resume, devices, shard;
 };
+
+// The sweeps to run: a preset, a sweep file or the axes over the default sweep; axes given
+// with a preset or a sweep file override those axes in each of its sweeps.
+std::vector<SweepSpec> run_sweeps(const RunArgs& a) {
+  if (!a.preset.empty() && !a.sweep.empty()) throw BadInput("--preset and --sweep: give one of them");
+  SweepFile file;
+  if (!a.preset.empty()) {
+    const Preset* p = find_preset(a.preset);
+    if (!p) throw BadInput(fmt::format("--preset: unknown preset '{}' (known: {})", a.preset, fmt::join(preset_names(), ", ")));
+    for (const auto& m : p->requires_methods)
+      if (!builtin_registry().find(m))
+        throw BadInput(fmt::format("--preset {}: needs method '{}', which this build does not have", p->name, m));
+    file = p->sweep();
+  } else if (!a.sweep.empty()) {
+    try {
+      file = read_sweep_file(a.sweep);
+    } catch (const std::invalid_argument& e) {
+      throw BadInput(e.what());
+    }
+    for (const auto& s : file.sweeps)
+      for (const auto& m : s.methods)
+        if (!builtin_registry().find(m))
+          throw BadInput(fmt::format("{}: unknown method '{}' (known: {})", a.sweep, m, fmt::join(builtin_registry().names(), ", ")));
+  } else {
+    return {build_spec(a.axes, default_sweep())};
+  }
+  std::vector<SweepSpec> out;
+  for (const auto& s : file.sweeps) out.push_back(build_spec(a.axes, s));
+  return out;
+}
+
+// --devices 0,1,... or all: the GPU indices (empty = all GPUs of the machine).
+std::vector<int> parse_device_list(const std::string& s) {
+  if (s == "all") return {};
+  std::vector<int> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t comma = std::min(s.find(',', start), s.size());
+    const int64_t d = parse_ints("devices", {s.substr(start, comma - start)}, 0)[0];
+    if (std::find(out.begin(), out.end(), int(d)) != out.end()) throw BadInput(fmt::format("--devices: GPU {} given twice", d));
+    out.push_back(int(d));
+    start = comma + 1;
+  }
+  return out;
+}
+
+// The records of --resume FILE that this run keeps: ok and skipped records of points in
+// the sweep. oom and error records are run again (memory may be free now; an error may
+// have come from a context poisoned by another point).
+struct Resumed {
+  ResultFile file;
+  std::map<size_t, Record> kept;  // by point index
+  size_t rerun = 0, foreign = 0;
+};
+
+Resumed load_resume(const std::string& path, const std::vector<Point>& points) {
+  Resumed r;
+  try {
+    const LoadedResults loaded = read_results_any(path);
+    r.file = loaded.file;
+    if (loaded.truncated)
+      fmt::print(stderr, "flashio: note: {} ends in a cut-short line (the run was killed); its complete records are kept\n", path);
+  } catch (const std::exception& e) {
+    throw BadInput(fmt::format("--resume: {}", e.what()));
+  }
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < points.size(); ++i) index.emplace(points[i].name(), i);
+  for (Record rec : r.file.records) {
+    const auto it = index.find(rec.name());
+    if (it == index.end()) {
+      ++r.foreign;
+      continue;
+    }
+    if (rec.status == Status::Oom || rec.status == Status::Error) {
+      ++r.rerun;
+      continue;
+    }
+    rec.point_index = int64_t(it->second);
+    r.kept[it->second] = rec;
+  }
+  return r;
+}
+
+// SIGINT / SIGTERM during a sweep: the workers finish their current point, the result file
+// is written, and flashio exits 128 + the signal. A second signal kills at once (the
+// journal still holds every completed point).
+std::atomic<int> g_stop_signal{0};
+extern "C" void on_stop_signal(int sig) {
+  g_stop_signal.store(sig);
+  std::signal(sig, SIG_DFL);
+}
 
 int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
   if (a.reps < 1) throw BadInput("--reps must be >= 1");
   if (a.warmup < 0) throw BadInput("--warmup must be >= 0");
-  const SweepSpec spec = build_spec(a.axes, default_sweep());
-  const std::vector<Point> points = expand(spec);
+  std::vector<Point> points;
+  try {
+    points = expand_all(run_sweeps(a));
+  } catch (const std::invalid_argument& e) {
+    throw BadInput(e.what());
+  }
+  std::vector<size_t> todo(points.size());
+  for (size_t i = 0; i < todo.size(); ++i) todo[i] = i;
+  std::optional<Shard> shard;
+  if (!a.shard.empty()) {
+    std::string why;
+    shard = parse_shard(a.shard, &why);
+    if (!shard) throw BadInput("--shard: " + why);
+    todo = shard_indices(points, *shard);
+  }
+  const std::vector<int> device_list =
+      !a.devices.empty() ? parse_device_list(a.devices) : std::vector<int>{a.device};
+  Resumed resumed;
+  if (!a.resume.empty()) {
+    resumed = load_resume(a.resume, points);
+    const std::set<size_t> mine(todo.begin(), todo.end());  // this shard's points
+    for (auto it = resumed.kept.begin(); it != resumed.kept.end();)
+      it = mine.count(it->first) ? std::next(it) : resumed.kept.erase(it);
+    todo.erase(std::remove_if(todo.begin(), todo.end(), [&](size_t i) { return resumed.kept.count(i) > 0; }), todo.end());
+  }
+  // Output: --out, else the resumed file's final name, else results/<gpu>-<date>.json.
+  std::string out = a.out;
+  if (out.empty() && !a.resume.empty()) {
+    out = a.resume;
+    if (out.size() > 6 && out.compare(out.size() - 6, 6, ".jsonl") == 0) out.pop_back();
+  }
+
   if (a.dry_run) {
-    for (const auto& p : points) fmt::print("{}\n", p.name());
-    fmt::print(stderr, "{} points\n", points.size());
+    double total = 0;
+    for (size_t i : todo) {
+      const double est = estimate_seconds(points[i], a.reps, a.warmup);
+      total += est;
+      fmt::print("{}  ~{}\n", points[i].name(), format_duration(est));
+    }
+    std::string scope = fmt::format("{} points", todo.size());
+    if (shard) scope += fmt::format(" (shard {}/{} of {})", shard->index, shard->count, points.size());
+    if (!resumed.kept.empty()) scope += fmt::format(", {} already in {}", resumed.kept.size(), a.resume);
+    const size_t workers = device_list.empty() ? 1 : device_list.size();
+    fmt::print(stderr, "{}; estimated {} on {} H100-class GPU{} (a rough model: FLOPs at 150 TFLOP/s, reference checks on the host)\n",
+               scope, format_duration(total / double(workers)), device_list.empty() ? std::string("each") : std::to_string(workers),
+               workers == 1 ? "" : "s");
     return 0;
   }
-  if (!a.out.empty()) check_writable(a.out);
-  std::string why;
-  const auto dev = query_device(a.device, &why);
-  if (!dev) {
-    fmt::print(stderr, "flashio: {}\n", why);
-    return kExitRuntime;
+
+  if (!out.empty()) check_writable(out, "--out");
+  std::vector<DeviceInfo> devices;
+  {
+    std::string why;
+    const int count = device_count(&why);
+    if (count <= 0) {
+      fmt::print(stderr, "flashio: {}\n", why);
+      return kExitRuntime;
+    }
+    std::vector<int> wanted = device_list;
+    if (wanted.empty())
+      for (int d = 0; d < count; ++d) wanted.push_back(d);
+    for (int d : wanted) {
+      if (d >= count) throw BadInput(fmt::format("--devices: there is no GPU {} (this machine has {})", d, count));
+      auto dev = query_device(d, &why);
+      if (!dev) {
+        fmt::print(stderr, "flashio: {}\n", why);
+        return kExitRuntime;
+      }
+      devices.push_back(*dev);
+    }
   }
-  std::string out = a.out;
+  for (const auto& d : devices)
+    if (d.name != devices[0].name)
+      throw BadInput(fmt::format("--devices: GPU {} is a {} but GPU {} a {}; run them separately and merge with --allow-mixed-gpus",
+                                 devices[0].index, devices[0].name, d.index, d.name));
+  if (!a.resume.empty() && resumed.file.device.is_object() && resumed.file.device.value("name", devices[0].name) != devices[0].name)
+    throw BadInput(fmt::format("--resume: {} was measured on {}, this GPU is {}", a.resume,
+                               resumed.file.device.value("name", std::string()), devices[0].name));
   if (out.empty()) {
     std::error_code ec;
     fs::create_directories("results", ec);
-    out = default_output_path(*dev);
-    check_writable(out);
+    out = default_output_path(devices[0]);
+    check_writable(out, "--out");
   }
+  const std::string journal = journal_path(out);
+  if (fs::exists(journal) && fs::absolute(journal) != fs::absolute(a.resume.empty() ? std::string("-") : a.resume))
+    throw BadInput(fmt::format("--out: {} exists (an interrupted run?): continue it with --resume {}, or remove it",
+                               journal, journal));
 
-  RunOptions opt;
-  opt.device = a.device;
-  opt.reps = a.reps;
-  opt.warmup = a.warmup;
-  opt.flush_l2 = !a.no_flush;
   ResultFile file;
-  file.run_id = new_run_id();
+  file.run_id = a.resume.empty() || resumed.file.run_id.empty() ? new_run_id() : resumed.file.run_id;
   file.created = utc_timestamp();
   file.command_line = join_command_line(argv);
   file.build = build_json();
-  file.device = to_json(*dev);
-  Runner runner(*dev, opt);
-  file.records = runner.run_all(points, [&](const Record& r, size_t i, size_t total) {
-    if (a.quiet) return;
-    std::string what = r.time ? format_time(r.time->median_s) : r.reason;
-    fmt::print(stderr, "[{}/{}] {} {} {}\n", i + 1, total, r.name(), to_string(r.status), what);
-  });
+  file.device = to_json(devices[0]);
+  if (devices.size() > 1)
+    for (const auto& d : devices) file.devices.push_back(to_json(d));
+
+  // The journal starts with the kept records, so it alone always holds the whole run so far.
+  // (When resuming from this very journal it was read above and is rewritten here.)
+  for (const auto& [i, rec] : resumed.kept) file.records.push_back(rec);
+  JournalWriter writer(journal, file);
+
+  std::vector<double> estimates;
+  for (size_t i : todo) estimates.push_back(estimate_seconds(points[i], a.reps, a.warmup));
+  std::map<size_t, size_t> position;  // point index → position in todo (progress weights)
+  for (size_t k = 0; k < todo.size(); ++k) position[todo[k]] = k;
+  Progress progress(Progress::mode_for(a.quiet, stderr), stderr, estimates);
+  if (!a.quiet && (shard || !resumed.kept.empty()))
+    fmt::print(stderr, "{} of {} points to run{}{}\n", todo.size(), points.size(),
+               shard ? fmt::format(" (shard {}/{})", shard->index, shard->count) : std::string(),
+               resumed.kept.empty() ? std::string() : fmt::format("; {} kept from {}", resumed.kept.size(), a.resume));
+
+  SweepJob job;
+  job.points = &points;
+  job.todo = todo;
+  job.devices = devices;
+  job.options.reps = a.reps;
+  job.options.warmup = a.warmup;
+  job.options.flush_l2 = !a.no_flush;
+  job.stop = &g_stop_signal;
+  job.on_start = [&](size_t i) { progress.started(position[i], points[i].name()); };
+  job.on_record = [&](const Record& r) {
+    writer.append(r);
+    progress.finished(position[size_t(r.point_index)], r);
+  };
+  g_stop_signal.store(0);
+  auto old_int = std::signal(SIGINT, on_stop_signal);
+  auto old_term = std::signal(SIGTERM, on_stop_signal);
+  SweepOutcome outcome = run_sweep(job);
+  std::signal(SIGINT, old_int);
+  std::signal(SIGTERM, old_term);
+  progress.close();
+
+  for (auto& rec : outcome.records) file.records.push_back(std::move(rec));
+  std::sort(file.records.begin(), file.records.end(),
+            [](const Record& x, const Record& y) { return x.point_index < y.point_index; });
   write_result_file(file, out);
+  std::remove(journal.c_str());  // the final file now holds everything the journal did
+
+  for (const auto& e : outcome.errors) fmt::print(stderr, "flashio: {}\n", e);
+  if (outcome.stopped) {
+    const int sig = g_stop_signal.load();
+    fmt::print(stderr, "flashio: stopped by signal {}: {} of {} points in {}; continue with --resume {}\n", sig,
+               file.records.size(), resumed.kept.size() + todo.size(), out, out);
+    return 128 + sig;
+  }
   fmt::print("{}", format_records_table(file.records));
-  fmt::print("{} on {} — {} points written to {}\n", build_info().git_revision.substr(0, 12), dev->name,
-             file.records.size(), out);
+  fmt::print("{} on {}{} — {} points written to {}\n", build_info().git_revision.substr(0, 12), devices[0].name,
+             devices.size() > 1 ? fmt::format(" (x{})", devices.size()) : std::string(), file.records.size(), out);
+  if (file.records.size() < resumed.kept.size() + todo.size()) {
+    fmt::print(stderr, "flashio: {} points were not run (no GPU worker could start); continue with --resume {}\n",
+               resumed.kept.size() + todo.size() - file.records.size(), out);
+    return kExitRuntime;
+  }
   return 0;
 }
 
@@ -365,11 +561,29 @@ int flashio_main(const std::vector<std::string>& args) {
   run->add_option("--out,-o", run_args.out, "result file (default: results/<gpu>-<date>.json)");
   run->add_option("--device", run_args.device, "GPU index");
   run->add_flag("--dry-run", run_args.dry_run, "list the points and exit (no GPU needed)");
-  run->add_flag("--quiet,-q", run_args.quiet, "no per-point progress on stderr");
+  run->add_flag("--quiet,-q", run_args.quiet, "no progress on stderr");
+  run->add_option("--preset", run_args.preset, "run a paper's experiment (flashio presets lists them)");
+  run->add_option("--sweep", run_args.sweep, "run the sweep of a JSON sweep file (format: README, 'Sweep files')");
+  run->add_option("--resume", run_args.resume, "skip the points already in this result file or journal (.json/.jsonl)");
+  run->add_option("--devices", run_args.devices, "GPUs to run on at once, one worker each: 0,1,... or all");
+  run->add_option("--shard", run_args.shard, "run slice i of n of the sweep (0 <= i < n); flashio merge joins the slices");
   run->footer(
       "Axes take comma-separated lists; the sweep is their cartesian product. With no axes,\n"
       "the default sweep is FlashAttention-2's setting: 16384 tokens (batch = 16384/N),\n"
-      "model dim 2048 (heads = 2048/d), N = 512..4096, d = 64, 128, fp16, standard and flash2.");
+      "model dim 2048 (heads = 2048/d), N = 512..4096, d = 64, 128, fp16, standard and flash2.\n"
+      "Axes given with --preset or --sweep replace those axes of the preset or file.\n"
+      "Records are appended to <out>l (JSON Lines) as they are made; Ctrl-C finishes the current\n"
+      "point, writes <out> and exits 130; --resume <out> (or <out>l after a kill) continues.");
+
+  std::string presets_show;
+  CLI::App* presets = app.add_subcommand("presets", "the papers' experiments that flashio run --preset reproduces");
+  presets->add_option("--show", presets_show, "print this preset's sweep as a sweep file");
+
+  MergeArgs merge_args;
+  CLI::App* merge = app.add_subcommand("merge", "join result files (shards, journals) into one result file");
+  merge->add_option("inputs", merge_args.inputs, "result files (.json) or journals (.jsonl)")->required();
+  merge->add_option("--out,-o", merge_args.out, "the merged result file")->required();
+  merge->add_flag("--allow-mixed-gpus", merge_args.allow_mixed_gpus, "merge files measured on different GPU models");
 
   int device_index = 0;
   bool device_json = false;
@@ -398,6 +612,11 @@ int flashio_main(const std::vector<std::string>& args) {
       return cmd_list(list_axes, list_shape);
     }
     if (run->parsed()) return cmd_run(run_args, args);
+    if (presets->parsed()) return cmd_presets(presets_show);
+    if (merge->parsed()) {
+      merge_args.command_line = join_command_line(args);
+      return cmd_merge(merge_args);
+    }
     if (device->parsed()) return cmd_device(device_index, device_json);
   } catch (const BadInput& e) {
     fmt::print(stderr, "flashio: error: {}\n", e.what());

@@ -1,4 +1,4 @@
-// The `flashio` command line: list, run, device. flashio_main() is the whole program, so
+// The `flashio` command line: list, run, presets, merge, device. flashio_main() is the whole program, so
 // tests can drive it with argument vectors and check exit codes and outputs.
 // Exit codes: 0 success; 1 a runtime failure (no GPU for a GPU subcommand); 2 bad input.
 #pragma once

@@ -1,0 +1,180 @@
+// Presets and sweep files: every preset parses and expands to the paper's setting; sweep
+// files in the documented format expand, malformed ones fail with one line naming the problem.
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "bench/method.h"
+#include "bench/presets.h"
+#include "bench/sweep_file.h"
+
+using namespace flashio;
+
+namespace {
+
+bool all_registered(const Preset& p) {
+  for (const auto& m : p.requires_methods)
+    if (!builtin_registry().find(m)) return false;
+  return true;
+}
+
+std::vector<Point> preset_points(const std::string& name) {
+  const Preset* p = find_preset(name);
+  EXPECT_NE(p, nullptr) << name;
+  return p ? expand_all(p->sweep().sweeps) : std::vector<Point>{};
+}
+
+}  // namespace
+
+TEST(Presets, EveryPresetParsesAndExpands) {
+  ASSERT_GE(all_presets().size(), 20u);
+  for (const auto& p : all_presets()) {
+    SCOPED_TRACE(p.name);
+    const SweepFile f = p.sweep();
+    EXPECT_FALSE(p.reproduces.empty());
+    const auto points = expand_all(f.sweeps);
+    EXPECT_GT(points.size(), 0u);
+    for (const auto& pt : points) {
+      EXPECT_NE(std::find(p.requires_methods.begin(), p.requires_methods.end(), pt.method), p.requires_methods.end())
+          << pt.method << " is not in requires_methods";
+      if (all_registered(p)) EXPECT_NE(builtin_registry().find(pt.method), nullptr) << pt.method;
+    }
+  }
+}
+
+TEST(Presets, NamesAreUnique) {
+  auto names = preset_names();
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end());
+}
+
+TEST(Presets, TheTablesOfFlashAttentionAppendixE9) {
+  // Table 13: dropout × masking × pass → Tables 14–25; 8 heads, d 64, batch 16, N 128 … 65536.
+  struct Row { int table; bool dropout, masking; Pass pass; };
+  const Row rows[] = {{14, true, true, Pass::Fwd},    {15, true, true, Pass::Bwd},    {16, true, true, Pass::FwdBwd},
+                      {17, false, true, Pass::Fwd},   {18, false, true, Pass::Bwd},   {19, false, true, Pass::FwdBwd},
+                      {20, true, false, Pass::Fwd},   {21, true, false, Pass::Bwd},   {22, true, false, Pass::FwdBwd},
+                      {23, false, false, Pass::Fwd},  {24, false, false, Pass::Bwd},  {25, false, false, Pass::FwdBwd}};
+  for (const auto& r : rows) {
+    const auto points = preset_points("fa1-table" + std::to_string(r.table));
+    ASSERT_EQ(points.size(), 2u * 10u) << r.table;  // standard, flash1 × 10 sequence lengths
+    for (const auto& pt : points) {
+      EXPECT_EQ(pt.pass, r.pass);
+      EXPECT_EQ(pt.problem.batch, 16);
+      EXPECT_EQ(pt.problem.heads, 8);
+      EXPECT_EQ(pt.problem.head_dim, 64);
+      EXPECT_EQ(pt.problem.dropout, r.dropout ? 0.1 : 0.0);
+      EXPECT_EQ(pt.problem.padding, r.masking ? Padding::Random : Padding::None);
+    }
+    EXPECT_EQ(points.front().problem.seqlen_q, 128);
+    EXPECT_EQ(points.back().problem.seqlen_q, 65536);
+  }
+  EXPECT_EQ(preset_points("fa1-tables").size(), 2u * 3u * 10u * 4u);
+  const auto memory = preset_points("fa1-table26");
+  ASSERT_EQ(memory.size(), 20u);
+  for (const auto& pt : memory) {
+    EXPECT_EQ(pt.pass, Pass::FwdBwd);
+    EXPECT_EQ(pt.problem.dropout, 0.0);
+    EXPECT_EQ(pt.problem.padding, Padding::None);
+  }
+}
+
+TEST(Presets, Figure2) {
+  const auto left = preset_points("figure2-left");
+  ASSERT_EQ(left.size(), 2u);
+  EXPECT_EQ(left[0].name(), "standard/fwdbwd/b:64/h:16/n:1024/d:64/fp16/pad");
+  EXPECT_EQ(left[1].name(), "flash1/fwdbwd/b:64/h:16/n:1024/d:64/fp16/pad");
+  const auto middle = preset_points("figure2-middle");
+  ASSERT_EQ(middle.size(), 4u);
+  std::vector<int> bc;
+  for (const auto& pt : middle) bc.push_back(pt.problem.block_c);
+  EXPECT_EQ(bc, (std::vector<int>{64, 128, 256, 512}));
+  const Preset* right = find_preset("figure2-right");
+  ASSERT_NE(right, nullptr);
+  EXPECT_NE(std::find(right->requires_methods.begin(), right->requires_methods.end(), "blocksparse_flash"),
+            right->requires_methods.end());
+}
+
+TEST(Presets, FlashAttention2Figures) {
+  const std::pair<const char*, Pass> figures[] = {
+      {"fa2-figure4", Pass::FwdBwd}, {"fa2-figure5", Pass::Fwd}, {"fa2-figure6", Pass::Bwd}, {"fa2-figure7", Pass::FwdBwd}};
+  for (const auto& [name, pass] : figures) {
+    const auto points = preset_points(name);
+    ASSERT_EQ(points.size(), 3u * 6u * 2u * 2u) << name;  // methods × N × d × causal
+    for (const auto& pt : points) {
+      EXPECT_EQ(pt.pass, pass);
+      EXPECT_EQ(pt.problem.batch * pt.problem.seqlen_q, 16384);
+      EXPECT_EQ(pt.problem.heads * pt.problem.head_dim, 2048);
+    }
+  }
+}
+
+TEST(SweepFile, AxesAtTheTopLevel) {
+  const SweepFile f = parse_sweep_text(
+      R"({"description": "mine", "method": ["flash2"], "pass": ["fwd", "bwd"], "batch": 2, "heads": [4],
+          "seqlen": [17, 1013], "head_dim": 64, "dtype": "bf16", "causal": [false, true], "dropout": 0.1, "seed": 7})",
+      "t.json");
+  EXPECT_EQ(f.description, "mine");
+  const auto points = expand_all(f.sweeps);
+  ASSERT_EQ(points.size(), 2u * 2u * 2u);
+  EXPECT_EQ(points[0].name(), "flash2/fwd/b:2/h:4/n:17/d:64/bf16/drop:0.1");
+  EXPECT_EQ(points[0].problem.seed, 7u);
+}
+
+TEST(SweepFile, SeveralSweepsAreAUnionWithoutDuplicates) {
+  const SweepFile f = parse_sweep_text(
+      R"({"sweeps": [{"method": "flash2", "seqlen": [128, 256]}, {"method": ["flash2", "standard"], "seqlen": 256}]})",
+      "t.json");
+  const auto points = expand_all(f.sweeps);
+  ASSERT_EQ(points.size(), 3u);
+  EXPECT_EQ(points[2].name(), "standard/fwd/b:1/h:16/n:256/d:64/fp16");
+}
+
+TEST(SweepFile, TokensAndModelDim) {
+  const auto points =
+      expand_all(parse_sweep_text(R"({"tokens": 16384, "model_dim": 2048, "seqlen": [512, 16384], "head_dim": 128})", "t").sweeps);
+  ASSERT_EQ(points.size(), 4u);
+  EXPECT_EQ(points[0].problem.batch, 32);
+  EXPECT_EQ(points[0].problem.heads, 16);
+}
+
+class MalformedSweepFile : public testing::TestWithParam<std::pair<const char*, const char*>> {};
+
+TEST_P(MalformedSweepFile, OneLineNamingTheProblem) {
+  const auto [text, expected] = GetParam();
+  try {
+    parse_sweep_text(text, "my.json");
+    FAIL() << "accepted: " << text;
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    EXPECT_EQ(what.rfind("my.json", 0), 0u) << what;
+    EXPECT_NE(what.find(expected), std::string::npos) << what;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SweepFile, MalformedSweepFile,
+    testing::Values(std::make_pair("{\"seqlen\": [128,", "not valid JSON"),
+                    std::make_pair("[1, 2]", "must hold a JSON object"),
+                    std::make_pair(R"({"seqlens": [128]})", "unknown key \"seqlens\""),
+                    std::make_pair(R"({"seqlen": []})", "\"seqlen\" has no values"),
+                    std::make_pair(R"({"seqlen": ["128"]})", "\"seqlen\" value \"128\" is not an integer"),
+                    std::make_pair(R"({"seqlen": [1.5]})", "is not an integer"),
+                    std::make_pair(R"({"head_dim": 0})", "\"head_dim\" value 0 is below the minimum 1"),
+                    std::make_pair(R"({"dropout": 1.0})", "\"dropout\" value 1.0 is not in [0, 1)"),
+                    std::make_pair(R"({"causal": "yes"})", "\"causal\" value \"yes\" is not true or false"),
+                    std::make_pair(R"({"dtype": "fp8"})", "not one of fp16, bf16"),
+                    std::make_pair(R"({"pass": "sideways"})", "not one of fwd, bwd, fwdbwd"),
+                    std::make_pair(R"({"padding": "left"})", "not one of none, random"),
+                    std::make_pair(R"({"heads": 6, "kv_heads": 4})", "heads (6) must be divisible by kv-heads (4)"),
+                    std::make_pair(R"({"tokens": [16384]})", "\"tokens\" takes one value"),
+                    std::make_pair(R"({"tokens": 16384, "batch": 2})", "both set the batch"),
+                    std::make_pair(R"({"tokens": 1000, "seqlen": 512})", "not a positive multiple"),
+                    std::make_pair(R"({"sweeps": []})", "\"sweeps\" must be a non-empty list"),
+                    std::make_pair(R"({"sweeps": [{"seqlen": 128}], "seqlen": 256})", "beside \"sweeps\""),
+                    std::make_pair(R"({"sweeps": [{"seqlen": 128}, {"batch": -1}]})", "sweeps[1]: \"batch\"")));
+
+TEST(SweepFile, UnreadableFile) {
+  EXPECT_THROW(read_sweep_file("/nonexistent/sweep.json"), std::invalid_argument);
+}

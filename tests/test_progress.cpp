@@ -1,0 +1,70 @@
+// Progress lines and the time estimate behind --dry-run and the ETA.
+#include <gtest/gtest.h>
+
+#include "bench/progress.h"
+#include "bench/sweep_file.h"
+
+using namespace flashio;
+
+TEST(Progress, LineShowsCountNameElapsedAndEta) {
+  EXPECT_EQ(Progress::line(3, 40, "flash2/fwd/b:1/h:16/n:1024/d:64/fp16", "ok 1.234 ms", 12.4, 160),
+            "[3/40] 7% flash2/fwd/b:1/h:16/n:1024/d:64/fp16 ok 1.234 ms | elapsed 12s, eta 2m40s");
+  EXPECT_EQ(Progress::line(0, 0, "x", "", 0, 0), "[0/0] 100% x | elapsed 0s, eta 0s");
+}
+
+TEST(Progress, Durations) {
+  EXPECT_EQ(format_duration(0.4), "0s");
+  EXPECT_EQ(format_duration(59), "59s");
+  EXPECT_EQ(format_duration(185), "3m05s");
+  EXPECT_EQ(format_duration(7620), "2h07m");
+  EXPECT_EQ(format_duration(-1), "?");
+}
+
+TEST(Progress, PlainLinesWhenNotATerminal) {
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(Progress::mode_for(false, f), Progress::Mode::Lines);
+  EXPECT_EQ(Progress::mode_for(true, f), Progress::Mode::Quiet);
+  Progress p(Progress::Mode::Lines, f, {1.0, 3.0});
+  Record r;
+  r.method = "flash2";
+  r.status = Status::Skipped;
+  r.reason = "flash2 supports head dims 32, 64, 96, 128, 256 only (got 80)";
+  p.started(0, r.name());
+  p.finished(0, r);
+  p.close();
+  std::rewind(f);
+  char buf[512] = {};
+  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  const std::string out(buf, n);
+  EXPECT_EQ(out.rfind("[1/2] 50% flash2/fwd/", 0), 0u) << out;
+  EXPECT_NE(out.find("skipped: flash2 supports head dims"), std::string::npos) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_EQ(out.find('\r'), std::string::npos) << "no terminal control characters in a log";
+}
+
+TEST(Progress, QuietPrintsNothing) {
+  std::FILE* f = std::tmpfile();
+  Progress p(Progress::Mode::Quiet, f, {1.0});
+  Record r;
+  p.started(0, "x");
+  p.finished(0, r);
+  p.close();
+  EXPECT_EQ(std::ftell(f), 0L);
+  std::fclose(f);
+}
+
+TEST(Progress, EstimateGrowsWithWork) {
+  SweepSpec s;
+  s.methods = {"flash2"};
+  s.batch = {16};
+  s.seqlen = {1024, 16384};
+  const auto points = expand(s);
+  const double small = estimate_seconds(points[0], 30, 5), large = estimate_seconds(points[1], 30, 5);
+  EXPECT_GT(small, 0.0);
+  EXPECT_GT(large, small);
+  // Each extra repetition costs one launch: the FLOPs at the assumed 150 TFLOP/s.
+  const double per_rep = (estimate_seconds(points[1], 100, 5) - large) / 70;
+  EXPECT_NEAR(per_rep, flops(points[1].problem, Pass::Fwd) / 150e12, 1e-6);
+}
