@@ -228,7 +228,11 @@ ResultFile read_result_file(const std::string& path) {
   } catch (const json::exception& e) {
     throw std::runtime_error(fmt::format("{}: not valid JSON ({})", path, e.what()));
   }
-  return result_file_from_json(j);
+  try {
+    return result_file_from_json(j);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(fmt::format("{}: {}", path, e.what()));
+  }
 }
 
 std::string utc_timestamp() {

@@ -125,7 +125,7 @@ struct Runner::State {
     d.have_grad_ref = true;
   }
 
-  void measure(const Method& method, const Point& pt, Record& rec) {
+  void measure(const Method& method, const Point& pt, Record& rec, const Runner::Timer& timer) {
     const Problem& p = pt.problem;
     const bool backward = pt.pass != Pass::Fwd;
     ProblemData& d = prepare(p, backward);
@@ -178,7 +178,9 @@ struct Runner::State {
       case Pass::Bwd: launch = [&] { plan->backward(buf, stream); }; break;  // from the saved forward above
       case Pass::FwdBwd: launch = [&] { plan->forward(buf, stream); plan->backward(buf, stream); }; break;
     }
-    if (method.info().where == "cpu") {
+    if (timer) {
+      rec.time = timer(launch, stream, opt.flush_l2 ? flusher.get() : nullptr);
+    } else if (method.info().where == "cpu") {
       rec.time = time_host(launch, 0, std::min(opt.reps, 3));
     } else {
       rec.time = time_gpu(launch, opt.warmup, opt.reps, opt.flush_l2 ? flusher.get() : nullptr, stream);
@@ -250,7 +252,9 @@ Runner::~Runner() {
 
 bool Runner::poisoned() const { return !state_->poisoned.empty(); }
 
-Record Runner::run(const Point& pt) {
+Record Runner::run(const Point& pt) { return run(pt, Timer()); }
+
+Record Runner::run(const Point& pt, const Timer& timer) {
   Record rec;
   rec.method = pt.method;
   rec.pass = pt.pass;
@@ -274,7 +278,7 @@ Record Runner::run(const Point& pt) {
     return rec;
   }
   try {
-    state_->measure(*method, pt, rec);
+    state_->measure(*method, pt, rec, timer);
   } catch (const CudaError& e) {
     rec.status = e.out_of_memory() ? Status::Oom : Status::Error;
     rec.reason = e.what();

@@ -21,11 +21,19 @@ struct RunOptions {
   double check_budget_macs = 4e9;  // reference work per problem before rows are sampled
 };
 
+class L2Flusher;
+
 class Runner {
  public:
+  // Times the launches of a point that passed its check: `launch` only enqueues work on
+  // `stream`; `flusher` is null when L2 is not to be cleaned. (Google Benchmark's front end
+  // times through this; the default is time_gpu's warm-up and median of repetitions.)
+  using Timer = std::function<TimeStats(const std::function<void()>& launch, cudaStream_t stream, const L2Flusher* flusher)>;
+
   Runner(const DeviceInfo& dev, RunOptions opt);
   ~Runner();
   Record run(const Point& point);  // never throws for a failing point
+  Record run(const Point& point, const Timer& timer);
   // True after a sticky CUDA error (an illegal address, a launch failure): the context is
   // unusable, and every later run() returns an error record without touching the GPU.
   bool poisoned() const;

@@ -1,6 +1,8 @@
 // The flashio command line without a GPU: help, list, dry runs, and bad input (one line,
 // exit code 2, no output file).
 #include <filesystem>
+#include <fstream>
+#include <map>
 
 #include <gtest/gtest.h>
 
@@ -68,12 +70,28 @@ TEST(Cli, GpuSubcommandsFailWithOneLineWithoutAGpu) {
   EXPECT_FALSE(std::filesystem::exists(::testing::TempDir() + "x.json"));
 }
 
+// Files the bad-input cases name as @not-json@, @unknown-key@, @unknown-method@.
+std::string fixture(const std::string& name) {
+  static const std::map<std::string, std::string> contents = {
+      {"@not-json@", "{\"seqlen\": [128,"},
+      {"@unknown-key@", "{\"seqlens\": [128]}"},
+      {"@unknown-method@", "{\"method\": [\"flash9\"], \"seqlen\": 128}"},
+  };
+  const auto it = contents.find(name);
+  if (it == contents.end()) return name;
+  const std::string path = ::testing::TempDir() + "flashio_fixture_" + name.substr(1, name.size() - 2) + ".json";
+  std::ofstream(path) << it->second;
+  return path;
+}
+
 class BadInput : public testing::TestWithParam<std::vector<std::string>> {};
 
 TEST_P(BadInput, OneLineExitTwoNoFile) {
   const std::string out = ::testing::TempDir() + "flashio_bad_input.json";
   std::filesystem::remove(out);
+  std::filesystem::remove(out + "l");
   std::vector<std::string> args = GetParam();
+  for (auto& a : args) a = fixture(a);
   args.push_back("--out");
   args.push_back(out);
   std::string err;
@@ -81,6 +99,7 @@ TEST_P(BadInput, OneLineExitTwoNoFile) {
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   EXPECT_EQ(err.rfind("flashio: error:", 0), 0u) << err;
   EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_FALSE(std::filesystem::exists(out + "l"));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -104,7 +123,90 @@ INSTANTIATE_TEST_SUITE_P(
                     std::vector<std::string>{"run", "--block-r", "-1"},
                     std::vector<std::string>{"run", "--seqlen", ""},
                     std::vector<std::string>{"run", "--no-such-option"},
-                    std::vector<std::string>{"frobnicate"}));
+                    std::vector<std::string>{"frobnicate"},
+                    std::vector<std::string>{"run", "--warmup", "-1"},
+                    std::vector<std::string>{"run", "--heads", "8", "--kv-heads", "3"},
+                    std::vector<std::string>{"run", "--seqlen-k", "x"},
+                    std::vector<std::string>{"run", "--preset", "table99"},
+                    std::vector<std::string>{"run", "--preset", "figure2-right"},  // needs blocksparse_flash
+                    std::vector<std::string>{"run", "--preset", "fa1-table14", "--head-dim", "0"},
+                    std::vector<std::string>{"run", "--preset", "fa1-table14", "--sweep", "@unknown-key@"},
+                    std::vector<std::string>{"run", "--sweep", "/nonexistent/sweep.json"},
+                    std::vector<std::string>{"run", "--sweep", "@not-json@"},
+                    std::vector<std::string>{"run", "--sweep", "@unknown-key@"},
+                    std::vector<std::string>{"run", "--sweep", "@unknown-method@"},
+                    std::vector<std::string>{"run", "--shard", "2/2"},
+                    std::vector<std::string>{"run", "--shard", "abc"},
+                    std::vector<std::string>{"run", "--shard", "1/0"},
+                    std::vector<std::string>{"run", "--devices", "x"},
+                    std::vector<std::string>{"run", "--devices", "0,0"},
+                    std::vector<std::string>{"run", "--devices", "0,-1"},
+                    std::vector<std::string>{"run", "--resume", "/nonexistent/run.json"},
+                    std::vector<std::string>{"run", "--resume", "@not-json@"},
+                    std::vector<std::string>{"run", "--resume", "@unknown-key@"},  // JSON, not a result file
+                    std::vector<std::string>{"merge", "/nonexistent/shard0.json"},
+                    std::vector<std::string>{"merge", "@not-json@"}));
+
+// Cases whose subcommand has no --out: the same one line and exit 2.
+TEST(Cli, BadInputWithoutAnOutputOption) {
+  for (std::vector<std::string> args : {std::vector<std::string>{"presets", "--show", "table99"},
+                                        std::vector<std::string>{"merge", "-o", ::testing::TempDir() + "m.json"},
+                                        std::vector<std::string>{"run", "--out", ::testing::TempDir()}}) {
+    std::string err;
+    EXPECT_EQ(run_cli(args, &err), 2) << args[0];
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+    EXPECT_EQ(err.rfind("flashio: error:", 0), 0u) << err;
+  }
+}
+
+TEST(Cli, AnUnfinishedJournalIsNotOverwritten) {
+  const std::string out = ::testing::TempDir() + "flashio_unfinished.json";
+  std::ofstream(out + "l") << "{}\n";
+  std::string err;
+  EXPECT_EQ(run_cli({"run", "--seqlen", "128", "--out", out}, &err), 2);  // checked before any GPU work
+  EXPECT_NE(err.find("--resume"), std::string::npos) << err;
+  EXPECT_EQ(std::ifstream(out + "l").get(), '{') << "the journal was touched";
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(Cli, PresetsListEveryPresetWithItsPointCount) {
+  std::string out;
+  ASSERT_EQ(run_cli({"presets"}, nullptr, &out), 0);
+  for (const char* p : {"fa1-table14", "fa1-table25", "fa1-table26", "figure2-left", "figure2-middle", "figure2-right",
+                        "fa2-figure4", "fa2-figure7"})
+    EXPECT_NE(out.find(p), std::string::npos) << p;
+  EXPECT_NE(out.find("figure2-middle       4  FlashAttention Figure 2 middle"), std::string::npos) << out;
+  EXPECT_NE(out.find("needs method blocksparse_flash"), std::string::npos) << out;
+}
+
+TEST(Cli, PresetShowPrintsASweepFileThatRunsTheSamePoints) {
+  std::string shown, direct, via_file;
+  ASSERT_EQ(run_cli({"presets", "--show", "fa2-figure5"}, nullptr, &shown), 0);
+  const std::string path = ::testing::TempDir() + "flashio_shown.json";
+  std::ofstream(path) << shown;
+  ASSERT_EQ(run_cli({"run", "--dry-run", "--preset", "fa2-figure5"}, nullptr, &direct), 0);
+  ASSERT_EQ(run_cli({"run", "--dry-run", "--sweep", path}, nullptr, &via_file), 0);
+  EXPECT_EQ(direct, via_file);
+  EXPECT_EQ(std::count(direct.begin(), direct.end(), '\n'), 72);
+}
+
+TEST(Cli, DryRunOfAPresetWithAnOverrideAndAnEstimate) {
+  std::string out, err;
+  ASSERT_EQ(run_cli({"run", "--dry-run", "--preset", "fa1-table16", "--seqlen", "1024,2048"}, &err, &out), 0);
+  EXPECT_EQ(out.rfind("standard/fwdbwd/b:16/h:8/n:1024/d:64/fp16/pad/drop:0.1  ~", 0), 0u) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 4);
+  EXPECT_NE(err.find("4 points; estimated "), std::string::npos) << err;
+}
+
+TEST(Cli, DryRunOfAShard) {
+  std::string all, s0, s1;
+  ASSERT_EQ(run_cli({"run", "--dry-run", "--preset", "fa1-table23"}, nullptr, &all), 0);
+  ASSERT_EQ(run_cli({"run", "--dry-run", "--preset", "fa1-table23", "--shard", "0/2"}, nullptr, &s0), 0);
+  ASSERT_EQ(run_cli({"run", "--dry-run", "--preset", "fa1-table23", "--shard", "1/2"}, nullptr, &s1), 0);
+  EXPECT_EQ(std::count(s0.begin(), s0.end(), '\n') + std::count(s1.begin(), s1.end(), '\n'),
+            std::count(all.begin(), all.end(), '\n'));
+  EXPECT_EQ(s0.find(s1.substr(0, s1.find('\n'))), std::string::npos) << "a point in both shards";
+}
 
 TEST(Cli, UnwritableOutputIsBadInput) {
   std::string err;

@@ -366,6 +366,15 @@ Resumed load_resume(const std::string& path, const std::vector<Point>& points) {
   return r;
 }
 
+// A journal beside `out` that this run does not resume from holds an unfinished run's
+// records: refuse to overwrite them.
+void check_no_unfinished_journal(const std::string& out, const std::string& resume) {
+  const std::string journal = journal_path(out);
+  if (fs::exists(journal) && (resume.empty() || fs::absolute(journal) != fs::absolute(resume)))
+    throw BadInput(fmt::format("--out: {} exists (an interrupted run?): continue it with --resume {}, or remove it",
+                               journal, journal));
+}
+
 // SIGINT / SIGTERM during a sweep: the workers finish their current point, the result file
 // is written, and flashio exits 128 + the signal. A second signal kills at once (the
 // journal still holds every completed point).
@@ -427,7 +436,10 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
     return 0;
   }
 
-  if (!out.empty()) check_writable(out, "--out");
+  if (!out.empty()) {
+    check_writable(out, "--out");
+    check_no_unfinished_journal(out, a.resume);
+  }
   std::vector<DeviceInfo> devices;
   {
     std::string why;
@@ -463,9 +475,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
     check_writable(out, "--out");
   }
   const std::string journal = journal_path(out);
-  if (fs::exists(journal) && fs::absolute(journal) != fs::absolute(a.resume.empty() ? std::string("-") : a.resume))
-    throw BadInput(fmt::format("--out: {} exists (an interrupted run?): continue it with --resume {}, or remove it",
-                               journal, journal));
+  check_no_unfinished_journal(out, a.resume);
 
   ResultFile file;
   file.run_id = a.resume.empty() || resumed.file.run_id.empty() ? new_run_id() : resumed.file.run_id;
