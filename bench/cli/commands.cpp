@@ -411,6 +411,11 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
     for (auto it = resumed.kept.begin(); it != resumed.kept.end();)
       it = mine.count(it->first) ? std::next(it) : resumed.kept.erase(it);
     todo.erase(std::remove_if(todo.begin(), todo.end(), [&](size_t i) { return resumed.kept.count(i) > 0; }), todo.end());
+    if (resumed.rerun)
+      fmt::print(stderr, "flashio: note: {} oom/error records of {} will be measured again\n", resumed.rerun, a.resume);
+    if (resumed.foreign)
+      fmt::print(stderr, "flashio: note: {} records of {} are not points of this sweep and are left out\n", resumed.foreign,
+                 a.resume);
   }
   // Output: --out, else the resumed file's final name, else results/<gpu>-<date>.json.
   std::string out = a.out;

@@ -107,7 +107,7 @@ int cmd_merge(const MergeArgs& a) {
     std::stable_sort(out.records.begin(), out.records.end(),
                      [](const Record& x, const Record& y) { return x.point_index < y.point_index; });
   if (revisions.size() > 1)
-    fmt::print(stderr, "flashio: note: the files come from different revisions ({}); each record keeps no revision of its own\n",
+    fmt::print(stderr, "flashio: note: the files come from different revisions ({}); the merged file names the first one's build\n",
                fmt::join(revisions, ", "));
   const ResultFile& first = in[0].file;
   out.run_id = run_ids.size() == 1 ? first.run_id : new_run_id();
