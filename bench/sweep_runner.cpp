@@ -1,6 +1,7 @@
 #include "bench/sweep_runner.h"
 
 #include <algorithm>
+#include <deque>
 #include <mutex>
 #include <thread>
 
@@ -15,11 +16,12 @@ SweepOutcome run_sweep(const SweepJob& job) {
   // Problem groups of the todo list: positions [begin, end) in job.todo.
   std::vector<Point> todo_points;
   for (size_t i : job.todo) todo_points.push_back(points[i]);
-  const auto groups = problem_groups(todo_points);
+  const auto all_groups = problem_groups(todo_points);
+  std::deque<std::pair<size_t, size_t>> groups(all_groups.begin(), all_groups.end());  // positions in job.todo
 
-  std::mutex mu;  // guards next_group, outcome and the callbacks
-  size_t next_group = 0;
+  std::mutex mu;  // guards groups, healthy, outcome and the callbacks
   size_t healthy = job.devices.size();
+  std::atomic<bool> failed{false};  // a callback threw (the journal could not be written): all stop
   SweepOutcome outcome;
   auto stopping = [&] { return job.stop && job.stop->load() != 0; };
 
@@ -39,27 +41,40 @@ SweepOutcome run_sweep(const SweepJob& job) {
       std::pair<size_t, size_t> group;
       {
         std::lock_guard<std::mutex> lock(mu);
-        if (next_group >= groups.size()) return;
-        // A poisoned worker leaves the rest to healthy ones; the last one runs everything
-        // (its run() then records each point as not run, without touching the GPU).
-        if (runner->poisoned() && healthy > 1) {
-          --healthy;
-          return;
-        }
-        group = groups[next_group++];
+        if (groups.empty()) return;
+        group = groups.front();
+        groups.pop_front();
       }
       for (size_t pos = group.first; pos < group.second; ++pos) {
-        if (stopping()) return;
-        const size_t index = job.todo[pos];
-        if (job.on_start) {
+        if (stopping() || failed) return;
+        {
+          // A poisoned worker hands the rest of its group back and leaves the remaining
+          // points to healthy GPUs; the last worker runs everything (a poisoned runner then
+          // records each point as not run, without touching the GPU).
           std::lock_guard<std::mutex> lock(mu);
-          job.on_start(index);
+          if (runner->poisoned() && healthy > 1) {
+            groups.push_front({pos, group.second});
+            --healthy;
+            return;
+          }
         }
-        Record rec = runner->run(points[index]);
-        rec.point_index = int64_t(index);
-        std::lock_guard<std::mutex> lock(mu);
-        if (job.on_record) job.on_record(rec);
-        outcome.records.push_back(std::move(rec));
+        const size_t index = job.todo[pos];
+        try {
+          if (job.on_start) {
+            std::lock_guard<std::mutex> lock(mu);
+            job.on_start(index);
+          }
+          Record rec = runner->run(points[index]);  // never throws for a failing point
+          rec.point_index = int64_t(index);
+          std::lock_guard<std::mutex> lock(mu);
+          if (job.on_record) job.on_record(rec);  // appends to the journal: if that fails, stop
+          outcome.records.push_back(std::move(rec));
+        } catch (const std::exception& e) {
+          std::lock_guard<std::mutex> lock(mu);
+          outcome.errors.push_back(fmt::format("GPU {}: {}", dev.index, e.what()));
+          failed = true;
+          return;
+        }
       }
     }
   };
