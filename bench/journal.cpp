@@ -80,7 +80,8 @@ LoadedResults read_results_any(const std::string& path) {
     throw std::runtime_error(fmt::format("{}: the first line is not a journal header", path));
   }
   if (header.value("schema", std::string()) != "flashio/journal")
-    throw std::runtime_error(fmt::format("{}: not a flashio journal (no \"schema\": \"flashio/journal\" header)", path));
+    throw std::runtime_error(
+        fmt::format("{}: not a flashio journal (no \"schema\": \"flashio/journal\" header)", path));
   header["schema"] = "flashio/result";
   header["records"] = json::array();
   out.file = result_file_from_json(header);

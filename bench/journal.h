@@ -36,8 +36,8 @@ class JournalWriter {
 };
 
 struct LoadedResults {
-  ResultFile file;          // header and the complete records, in file order
-  bool truncated = false;   // the last line was cut short (a killed run) and was skipped
+  ResultFile file;         // header and the complete records, in file order
+  bool truncated = false;  // the last line was cut short (a killed run) and was skipped
 };
 
 // Reads a journal (.jsonl) or a result file (anything else). Throws std::runtime_error

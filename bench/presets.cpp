@@ -19,10 +19,9 @@ struct Fa1Table {
   const char* pass;
 };
 constexpr Fa1Table kFa1Tables[] = {
-    {14, true, true, "fwd"},   {15, true, true, "bwd"},   {16, true, true, "fwdbwd"},
-    {17, false, true, "fwd"},  {18, false, true, "bwd"},  {19, false, true, "fwdbwd"},
-    {20, true, false, "fwd"},  {21, true, false, "bwd"},  {22, true, false, "fwdbwd"},
-    {23, false, false, "fwd"}, {24, false, false, "bwd"}, {25, false, false, "fwdbwd"},
+    {14, true, true, "fwd"},     {15, true, true, "bwd"},     {16, true, true, "fwdbwd"}, {17, false, true, "fwd"},
+    {18, false, true, "bwd"},    {19, false, true, "fwdbwd"}, {20, true, false, "fwd"},   {21, true, false, "bwd"},
+    {22, true, false, "fwdbwd"}, {23, false, false, "fwd"},   {24, false, false, "bwd"},  {25, false, false, "fwdbwd"},
 };
 
 const char* pass_words(const std::string& pass) {
@@ -37,8 +36,8 @@ Preset fa1_table(const Fa1Table& t) {
   return {fmt::format("fa1-table{}", t.number),
           fmt::format("FlashAttention Table {}: {} runtime, {} (b 16, h 8, d 64, N 128-64k)", t.number,
                       pass_words(t.pass), config),
-          fmt::format(R"({{"method": ["standard", "flash1"], "pass": "{}", {}, "dropout": {}, "padding": "{}"}})", t.pass,
-                      kFa1Shape, t.dropout ? "0.1" : "0", t.masking ? "random" : "none"),
+          fmt::format(R"({{"method": ["standard", "flash1"], "pass": "{}", {}, "dropout": {}, "padding": "{}"}})",
+                      t.pass, kFa1Shape, t.dropout ? "0.1" : "0", t.masking ? "random" : "none"),
           {"standard", "flash1"}};
 }
 
@@ -69,31 +68,43 @@ std::vector<Preset> make_presets() {
                {"standard", "flash1"}});
   // Figure 2 (Section 3.2): N 1024, d 64, 16 heads, batch 64.
   p.push_back({"figure2-left",
-               "FlashAttention Figure 2 left: fwd+bwd of standard vs flash1, key padding, no dropout (N 1024, d 64, h 16, b 64)",
+               "FlashAttention Figure 2 left: fwd+bwd of standard vs flash1, key padding, no dropout (N 1024, d 64, h "
+               "16, b 64)",
                R"({"method": ["standard", "flash1"], "pass": "fwdbwd", "batch": 64, "heads": 16, "seqlen": 1024,
                    "head_dim": 64, "padding": "random", "dtype": "fp16"})",
                {"standard", "flash1"}});
-  p.push_back({"figure2-middle",
-               "FlashAttention Figure 2 middle: flash1 forward as its block size Bc grows 64-512 (N 1024, d 64, h 16, b 64)",
-               R"({"method": "flash1", "pass": "fwd", "batch": 64, "heads": 16, "seqlen": 1024, "head_dim": 64,
+  p.push_back(
+      {"figure2-middle",
+       "FlashAttention Figure 2 middle: flash1 forward as its block size Bc grows 64-512 (N 1024, d 64, h 16, b 64)",
+       R"({"method": "flash1", "pass": "fwd", "batch": 64, "heads": 16, "seqlen": 1024, "head_dim": 64,
                    "dtype": "fp16", "block_c": [64, 128, 256, 512]})",
-               {"flash1"}});
+       {"flash1"}});
   // The paper gives N = 4K and the sparsity; the shape is Appendix E.9's (b 16, h 8, d 64).
   // The density axis arrives with the blocksparse_flash method; until that method is
   // registered, running this preset stops with a one-line error naming it.
-  p.push_back({"figure2-right",
-               "FlashAttention Figure 2 right: block-sparse vs dense flash1 at N 4096, fwd+bwd (needs blocksparse_flash)",
-               R"({"method": ["flash1", "blocksparse_flash"], "pass": "fwdbwd", "batch": 16, "heads": 8,
+  p.push_back(
+      {"figure2-right",
+       "FlashAttention Figure 2 right: block-sparse vs dense flash1 at N 4096, fwd+bwd (needs blocksparse_flash)",
+       R"({"method": ["flash1", "blocksparse_flash"], "pass": "fwdbwd", "batch": 16, "heads": 8,
                    "seqlen": 4096, "head_dim": 64, "dtype": "fp16"})",
-               {"flash1", "blocksparse_flash"}});
-  p.push_back({"fa2-figure4", "FlashAttention-2 Figure 4: fwd+bwd TFLOP/s (16k tokens, model dim 2048, d 64/128, causal off/on, N 512-16k)",
-               fa2_sweep("fwdbwd"), {"standard", "flash1", "flash2"}});
-  p.push_back({"fa2-figure5", "FlashAttention-2 Figure 5: forward TFLOP/s (same setting as Figure 4)", fa2_sweep("fwd"),
+       {"flash1", "blocksparse_flash"}});
+  p.push_back(
+      {"fa2-figure4",
+       "FlashAttention-2 Figure 4: fwd+bwd TFLOP/s (16k tokens, model dim 2048, d 64/128, causal off/on, N 512-16k)",
+       fa2_sweep("fwdbwd"),
+       {"standard", "flash1", "flash2"}});
+  p.push_back({"fa2-figure5",
+               "FlashAttention-2 Figure 5: forward TFLOP/s (same setting as Figure 4)",
+               fa2_sweep("fwd"),
                {"standard", "flash1", "flash2"}});
-  p.push_back({"fa2-figure6", "FlashAttention-2 Figure 6: backward TFLOP/s (same setting as Figure 4)", fa2_sweep("bwd"),
+  p.push_back({"fa2-figure6",
+               "FlashAttention-2 Figure 6: backward TFLOP/s (same setting as Figure 4)",
+               fa2_sweep("bwd"),
                {"standard", "flash1", "flash2"}});
-  p.push_back({"fa2-figure7", "FlashAttention-2 Figure 7: fwd+bwd TFLOP/s on H100 (Figure 4's points; run it on an H100)",
-               fa2_sweep("fwdbwd"), {"standard", "flash1", "flash2"}});
+  p.push_back({"fa2-figure7",
+               "FlashAttention-2 Figure 7: fwd+bwd TFLOP/s on H100 (Figure 4's points; run it on an H100)",
+               fa2_sweep("fwdbwd"),
+               {"standard", "flash1", "flash2"}});
   return p;
 }
 

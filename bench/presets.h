@@ -11,9 +11,9 @@
 namespace flashio {
 
 struct Preset {
-  std::string name;         // fa1-table14, figure2-left, fa2-figure5, ...
-  std::string reproduces;   // one line: which table or figure, and its setting
-  std::string sweep_json;   // the sweep, in the sweep-file format
+  std::string name;                           // fa1-table14, figure2-left, fa2-figure5, ...
+  std::string reproduces;                     // one line: which table or figure, and its setting
+  std::string sweep_json;                     // the sweep, in the sweep-file format
   std::vector<std::string> requires_methods;  // methods that must be registered to run it
 
   SweepFile sweep() const;  // parses sweep_json; a preset that fails to parse is a bug (tested)

@@ -14,12 +14,12 @@ namespace flashio {
 namespace {
 
 // Assumed rates of an H100-class GPU and one host core; only the ETA and --dry-run use them.
-constexpr double kKernelFlopsPerS = 150e12;      // fused or cuBLAS attention at a typical efficiency
-constexpr double kHbmBytesPerS = 2.5e12;         // the materialized scores of `standard`
-constexpr double kReferenceMacsPerS = 1.5e9;     // the float64 reference, per problem
-constexpr double kReferenceBudgetMacs = 4e9;     // RunOptions::check_budget_macs
-constexpr double kCpuMethodFlopsPerS = 3e9;      // the `reference` method timed on the host
-constexpr double kOverheadS = 0.05;              // allocation, input upload, plan
+constexpr double kKernelFlopsPerS = 150e12;   // fused or cuBLAS attention at a typical efficiency
+constexpr double kHbmBytesPerS = 2.5e12;      // the materialized scores of `standard`
+constexpr double kReferenceMacsPerS = 1.5e9;  // the float64 reference, per problem
+constexpr double kReferenceBudgetMacs = 4e9;  // RunOptions::check_budget_macs
+constexpr double kCpuMethodFlopsPerS = 3e9;   // the `reference` method timed on the host
+constexpr double kOverheadS = 0.05;           // allocation, input upload, plan
 
 }  // namespace
 
@@ -35,7 +35,8 @@ double estimate_seconds(const Point& pt, int reps, int warmup) {
   }
   if (pt.method == "reference") kernel = f / kCpuMethodFlopsPerS, reps = std::min(reps, 3);
   const double macs = double(p.batch) * double(p.heads) * double(p.seqlen_q) * double(p.nk()) * double(p.head_dim);
-  const double reference = std::min(macs, kReferenceBudgetMacs) / kReferenceMacsPerS * (pt.pass == Pass::Fwd ? 1.0 : 3.0);
+  const double reference =
+      std::min(macs, kReferenceBudgetMacs) / kReferenceMacsPerS * (pt.pass == Pass::Fwd ? 1.0 : 3.0);
   return kOverheadS + launches * kernel + reference;
 }
 
@@ -88,12 +89,17 @@ void Progress::finished(size_t i, const Record& r) {
   if (i < estimates_.size()) estimate_done_ += estimates_[i];
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   std::string outcome = to_string(r.status);
-  if (r.time) outcome += " " + format_time(r.time->median_s);
-  else if (!r.reason.empty()) outcome += ": " + r.reason;
+  if (r.time)
+    outcome += " " + format_time(r.time->median_s);
+  else if (!r.reason.empty())
+    outcome += ": " + r.reason;
   const std::string text = line(done_, estimates_.size(), r.name(), outcome, elapsed, eta(elapsed));
-  if (mode_ == Mode::Terminal && r.status == Status::Ok) fmt::print(out_, "\r\033[K{}", text);
-  else if (mode_ == Mode::Terminal) fmt::print(out_, "\r\033[K{}\n", text);  // a failure stays on screen
-  else fmt::print(out_, "{}\n", text);
+  if (mode_ == Mode::Terminal && r.status == Status::Ok)
+    fmt::print(out_, "\r\033[K{}", text);
+  else if (mode_ == Mode::Terminal)
+    fmt::print(out_, "\r\033[K{}\n", text);  // a failure stays on screen
+  else
+    fmt::print(out_, "{}\n", text);
   std::fflush(out_);
 }
 

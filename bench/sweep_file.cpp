@@ -52,15 +52,16 @@ class AxisReader {
   std::string where_;
 };
 
-const std::set<std::string> kAxisKeys = {"method",  "pass",     "batch",  "heads",   "kv_heads", "seqlen",
-                                         "seqlen_k", "head_dim", "dtype",  "causal",  "padding",  "dropout",
-                                         "block_r", "block_c",  "tokens", "model_dim", "seed"};
+const std::set<std::string> kAxisKeys = {"method",   "pass",     "batch",  "heads",     "kv_heads", "seqlen",
+                                         "seqlen_k", "head_dim", "dtype",  "causal",    "padding",  "dropout",
+                                         "block_r",  "block_c",  "tokens", "model_dim", "seed"};
 
 SweepSpec parse_one_sweep(const json& obj, const std::string& where) {
   if (!obj.is_object()) throw std::invalid_argument(fmt::format("{}: a sweep must be a JSON object", where));
   for (auto it = obj.begin(); it != obj.end(); ++it)
     if (!kAxisKeys.count(it.key()) && it.key() != "description")
-      throw std::invalid_argument(fmt::format("{}: unknown key \"{}\" (axes: {})", where, it.key(), fmt::join(kAxisKeys, ", ")));
+      throw std::invalid_argument(
+          fmt::format("{}: unknown key \"{}\" (axes: {})", where, it.key(), fmt::join(kAxisKeys, ", ")));
   SweepSpec s;
   AxisReader r(obj, where);
   auto int_axis = [&](int64_t min) { return [&r, min](const char* k, const json& e) { return r.integer(k, e, min); }; };

@@ -31,9 +31,9 @@ struct SweepJob {
 };
 
 struct SweepOutcome {
-  std::vector<Record> records;       // the points run, sorted by point_index
-  std::vector<std::string> errors;   // workers that could not start (one line each)
-  bool stopped = false;              // *stop was seen before every point had run
+  std::vector<Record> records;      // the points run, sorted by point_index
+  std::vector<std::string> errors;  // workers that could not start (one line each)
+  bool stopped = false;             // *stop was seen before every point had run
 };
 
 SweepOutcome run_sweep(const SweepJob& job);

@@ -9,8 +9,8 @@
 #include "tests/gpu_test_util.h"
 
 using namespace flashio;
-using testing_util::GpuTest;
 using testing_util::gpu;
+using testing_util::GpuTest;
 
 namespace {
 

@@ -37,8 +37,8 @@ int run_cli(std::vector<std::string> args, std::string* err = nullptr, std::stri
 }
 
 // The sweep the CLI tests below run: 2 methods × 4 sequence lengths.
-const std::vector<std::string> kAxes = {"--method", "standard,flash2", "--seqlen", "128,256,512,1024",
-                                        "--batch",  "1",               "--heads",  "16", "--head-dim", "64"};
+const std::vector<std::string> kAxes = {"--method", "standard,flash2", "--seqlen", "128,256,512,1024", "--batch",
+                                        "1",        "--heads",         "16",       "--head-dim",       "64"};
 
 std::vector<Point> sweep_points() {
   SweepSpec s;
@@ -72,8 +72,10 @@ std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
   std::string line;
   for (char c : text)
-    if (c == '\n') out.push_back(line), line.clear();
-    else line += c;
+    if (c == '\n')
+      out.push_back(line), line.clear();
+    else
+      line += c;
   return out;
 }
 
@@ -98,6 +100,29 @@ TEST(Journal, RoundTripsHeaderAndRecords) {
   ASSERT_EQ(r.file.records.size(), 3u);
   EXPECT_EQ(r.file.records[2].name(), points[2].name());
   EXPECT_EQ(r.file.records[2].point_index, 2);
+}
+
+TEST(Journal, AResumedRunRewritesItsJournalWithTheKeptRecordsFirst) {
+  // Resuming from the journal itself: it is replaced (temporary file + rename) by the header
+  // and the kept records, and new records are appended after them.
+  const std::string path = temp("rewrite.jsonl");
+  const auto points = sweep_points();
+  {
+    JournalWriter w(path, header("GPU A"));
+    for (size_t i = 0; i < 3; ++i) w.append(record_of(points[i], i));
+  }
+  ResultFile kept = read_results_any(path).file;
+  kept.records.erase(kept.records.begin() + 1);  // say point 1 was an error, to run again
+  {
+    JournalWriter w(path, kept);
+    w.append(record_of(points[1], 1));
+  }
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  const auto r = read_results_any(path).file;
+  ASSERT_EQ(r.records.size(), 3u);
+  EXPECT_EQ(r.records[0].point_index, 0);
+  EXPECT_EQ(r.records[1].point_index, 2);
+  EXPECT_EQ(r.records[2].point_index, 1);
 }
 
 TEST(Journal, ACutShortLastLineIsSkippedAndTheRestKept) {

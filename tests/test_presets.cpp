@@ -50,11 +50,15 @@ TEST(Presets, NamesAreUnique) {
 
 TEST(Presets, TheTablesOfFlashAttentionAppendixE9) {
   // Table 13: dropout × masking × pass → Tables 14–25; 8 heads, d 64, batch 16, N 128 … 65536.
-  struct Row { int table; bool dropout, masking; Pass pass; };
-  const Row rows[] = {{14, true, true, Pass::Fwd},    {15, true, true, Pass::Bwd},    {16, true, true, Pass::FwdBwd},
-                      {17, false, true, Pass::Fwd},   {18, false, true, Pass::Bwd},   {19, false, true, Pass::FwdBwd},
-                      {20, true, false, Pass::Fwd},   {21, true, false, Pass::Bwd},   {22, true, false, Pass::FwdBwd},
-                      {23, false, false, Pass::Fwd},  {24, false, false, Pass::Bwd},  {25, false, false, Pass::FwdBwd}};
+  struct Row {
+    int table;
+    bool dropout, masking;
+    Pass pass;
+  };
+  const Row rows[] = {{14, true, true, Pass::Fwd},   {15, true, true, Pass::Bwd},   {16, true, true, Pass::FwdBwd},
+                      {17, false, true, Pass::Fwd},  {18, false, true, Pass::Bwd},  {19, false, true, Pass::FwdBwd},
+                      {20, true, false, Pass::Fwd},  {21, true, false, Pass::Bwd},  {22, true, false, Pass::FwdBwd},
+                      {23, false, false, Pass::Fwd}, {24, false, false, Pass::Bwd}, {25, false, false, Pass::FwdBwd}};
   for (const auto& r : rows) {
     const auto points = preset_points("fa1-table" + std::to_string(r.table));
     ASSERT_EQ(points.size(), 2u * 10u) << r.table;  // standard, flash1 × 10 sequence lengths
@@ -96,8 +100,10 @@ TEST(Presets, Figure2) {
 }
 
 TEST(Presets, FlashAttention2Figures) {
-  const std::pair<const char*, Pass> figures[] = {
-      {"fa2-figure4", Pass::FwdBwd}, {"fa2-figure5", Pass::Fwd}, {"fa2-figure6", Pass::Bwd}, {"fa2-figure7", Pass::FwdBwd}};
+  const std::pair<const char*, Pass> figures[] = {{"fa2-figure4", Pass::FwdBwd},
+                                                  {"fa2-figure5", Pass::Fwd},
+                                                  {"fa2-figure6", Pass::Bwd},
+                                                  {"fa2-figure7", Pass::FwdBwd}};
   for (const auto& [name, pass] : figures) {
     const auto points = preset_points(name);
     ASSERT_EQ(points.size(), 3u * 6u * 2u * 2u) << name;  // methods × N × d × causal
@@ -131,8 +137,8 @@ TEST(SweepFile, SeveralSweepsAreAUnionWithoutDuplicates) {
 }
 
 TEST(SweepFile, TokensAndModelDim) {
-  const auto points =
-      expand_all(parse_sweep_text(R"({"tokens": 16384, "model_dim": 2048, "seqlen": [512, 16384], "head_dim": 128})", "t").sweeps);
+  const auto points = expand_all(
+      parse_sweep_text(R"({"tokens": 16384, "model_dim": 2048, "seqlen": [512, 16384], "head_dim": 128})", "t").sweeps);
   ASSERT_EQ(points.size(), 4u);
   EXPECT_EQ(points[0].problem.batch, 32);
   EXPECT_EQ(points[0].problem.heads, 16);
@@ -175,6 +181,4 @@ INSTANTIATE_TEST_SUITE_P(
                     std::make_pair(R"({"sweeps": [{"seqlen": 128}], "seqlen": 256})", "beside \"sweeps\""),
                     std::make_pair(R"({"sweeps": [{"seqlen": 128}, {"batch": -1}]})", "sweeps[1]: \"batch\"")));
 
-TEST(SweepFile, UnreadableFile) {
-  EXPECT_THROW(read_sweep_file("/nonexistent/sweep.json"), std::invalid_argument);
-}
+TEST(SweepFile, UnreadableFile) { EXPECT_THROW(read_sweep_file("/nonexistent/sweep.json"), std::invalid_argument); }

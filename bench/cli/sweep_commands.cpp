@@ -46,13 +46,14 @@ int cmd_presets(const std::string& show) {
     std::vector<std::string> missing;
     for (const auto& m : p.requires_methods)
       if (!builtin_registry().find(m)) missing.push_back(m);
-    const std::string count =
-        missing.empty() ? std::to_string(expand_all(p.sweep().sweeps).size()) : std::string("-");
+    const std::string count = missing.empty() ? std::to_string(expand_all(p.sweep().sweeps).size()) : std::string("-");
     fmt::print("{:<15} {:>6}  {}\n", p.name, count, p.reproduces);
-    if (!missing.empty()) fmt::print("{:<15} {:>6}  (not runnable here: needs method {})\n", "", "", fmt::join(missing, ", "));
+    if (!missing.empty())
+      fmt::print("{:<15} {:>6}  (not runnable here: needs method {})\n", "", "", fmt::join(missing, ", "));
   }
-  fmt::print("\nflashio run --preset NAME [axes to override] runs one; --dry-run lists its points and an estimated time;\n"
-             "flashio presets --show NAME prints its sweep as a sweep file (flashio run --sweep FILE).\n");
+  fmt::print(
+      "\nflashio run --preset NAME [axes to override] runs one; --dry-run lists its points and an estimated time;\n"
+      "flashio presets --show NAME prints its sweep as a sweep file (flashio run --sweep FILE).\n");
   return 0;
 }
 
@@ -61,21 +62,24 @@ int cmd_merge(const MergeArgs& a) {
   check_writable(a.out, "--out");
   std::vector<LoadedResults> in;
   for (const auto& path : a.inputs) {
-    if (fs::absolute(path) == fs::absolute(a.out)) throw BadInput(fmt::format("merge: '{}' is both an input and --out", path));
+    if (fs::absolute(path) == fs::absolute(a.out))
+      throw BadInput(fmt::format("merge: '{}' is both an input and --out", path));
     try {
       in.push_back(read_results_any(path));
     } catch (const std::exception& e) {
       throw BadInput(fmt::format("merge: {}", e.what()));
     }
     if (in.back().truncated)
-      fmt::print(stderr, "flashio: note: {} ends in a cut-short line (a killed run); merged its complete records\n", path);
+      fmt::print(stderr, "flashio: note: {} ends in a cut-short line (a killed run); merged its complete records\n",
+                 path);
   }
   // GPU models: one, unless told otherwise.
   auto text = [](const nlohmann::json& obj, const char* key, const char* otherwise) {
     return obj.is_object() ? obj.value(key, std::string(otherwise)) : std::string(otherwise);
   };
   std::map<std::string, std::string> model_file;  // model name → first file with it
-  for (size_t i = 0; i < in.size(); ++i) model_file.emplace(text(in[i].file.device, "name", "unknown GPU"), a.inputs[i]);
+  for (size_t i = 0; i < in.size(); ++i)
+    model_file.emplace(text(in[i].file.device, "name", "unknown GPU"), a.inputs[i]);
   if (model_file.size() > 1 && !a.allow_mixed_gpus) {
     auto first = model_file.begin(), second = std::next(first);
     throw BadInput(fmt::format("merge: {} ran on {} but {} on {}; pass --allow-mixed-gpus to merge them anyway",
@@ -87,7 +91,8 @@ int cmd_merge(const MergeArgs& a) {
   std::set<std::string> run_ids, revisions;
   nlohmann::json devices = nlohmann::json::array();
   auto add_device = [&](const nlohmann::json& d) {
-    if (d.is_object() && !d.empty() && std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
+    if (d.is_object() && !d.empty() && std::find(devices.begin(), devices.end(), d) == devices.end())
+      devices.push_back(d);
   };
   bool all_indexed = true;
   for (size_t i = 0; i < in.size(); ++i) {
@@ -98,7 +103,8 @@ int cmd_merge(const MergeArgs& a) {
     for (const auto& d : f.devices) add_device(d);
     for (const auto& r : f.records) {
       auto [it, fresh] = seen.emplace(r.name(), a.inputs[i]);
-      if (!fresh) throw BadInput(fmt::format("merge: point {} is in both {} and {}", r.name(), it->second, a.inputs[i]));
+      if (!fresh)
+        throw BadInput(fmt::format("merge: point {} is in both {} and {}", r.name(), it->second, a.inputs[i]));
       all_indexed = all_indexed && r.point_index >= 0;
       out.records.push_back(r);
     }
@@ -107,8 +113,10 @@ int cmd_merge(const MergeArgs& a) {
     std::stable_sort(out.records.begin(), out.records.end(),
                      [](const Record& x, const Record& y) { return x.point_index < y.point_index; });
   if (revisions.size() > 1)
-    fmt::print(stderr, "flashio: note: the files come from different revisions ({}); the merged file names the first one's build\n",
-               fmt::join(revisions, ", "));
+    fmt::print(
+        stderr,
+        "flashio: note: the files come from different revisions ({}); the merged file names the first one's build\n",
+        fmt::join(revisions, ", "));
   const ResultFile& first = in[0].file;
   out.run_id = run_ids.size() == 1 ? first.run_id : new_run_id();
   out.created = utc_timestamp();

@@ -54,18 +54,22 @@ Args parse_args(int argc, char** argv) {
       if (i + 1 >= argc) throw std::invalid_argument(arg + " needs a value");
       return argv[++i];
     };
-    if (arg == "--preset") a.preset = value();
-    else if (arg == "--sweep") a.sweep = value();
+    if (arg == "--preset")
+      a.preset = value();
+    else if (arg == "--sweep")
+      a.sweep = value();
     else if (arg == "--device") {
       const std::string v = value();
       if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos)
         throw std::invalid_argument(fmt::format("--device: '{}' is not a GPU index", v));
       a.device = std::stoi(v);
-    } else if (arg == "--no-l2-flush") a.flush_l2 = false;
+    } else if (arg == "--no-l2-flush")
+      a.flush_l2 = false;
     else if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
-    } else throw std::invalid_argument(fmt::format("unknown option '{}' (--help lists them)", arg));
+    } else
+      throw std::invalid_argument(fmt::format("unknown option '{}' (--help lists them)", arg));
   }
   if (!a.preset.empty() && !a.sweep.empty()) throw std::invalid_argument("--preset and --sweep: give one of them");
   return a;
@@ -78,7 +82,8 @@ std::vector<Point> points_of(const Args& a) {
     if (!p) throw std::invalid_argument(fmt::format("--preset: unknown preset '{}'", a.preset));
     for (const auto& m : p->requires_methods)
       if (!builtin_registry().find(m))
-        throw std::invalid_argument(fmt::format("--preset {}: needs method '{}', which this build does not have", p->name, m));
+        throw std::invalid_argument(
+            fmt::format("--preset {}: needs method '{}', which this build does not have", p->name, m));
     sweeps = p->sweep().sweeps;
   } else if (!a.sweep.empty()) {
     sweeps = read_sweep_file(a.sweep).sweeps;
@@ -153,21 +158,21 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("device", dev->name);
   }
   for (const Point& pt : points) {
-    benchmark::RegisterBenchmark(pt.name().c_str(),
-                                 [&runner, pt](benchmark::State& state) {
-                                   const Record rec = runner->run(
-                                       pt, [&state](const std::function<void()>& launch, cudaStream_t stream,
-                                                    const L2Flusher* flusher) {
-                                         return time_iterations(state, launch, stream, flusher);
-                                       });
-                                   if (rec.status != Status::Ok) {
-                                     state.SkipWithError(fmt::format("{}: {}", to_string(rec.status), rec.reason).c_str());
-                                     return;
-                                   }
-                                   if (auto tf = rec.tflops()) state.counters["TFLOP/s"] = *tf;  // from the median
-                                   if (rec.check) state.counters["check_worst_ratio"] = rec.check->worst_ratio;
-                                   if (rec.memory) state.counters["workspace_bytes"] = double(rec.memory->workspace_bytes);
-                                 })
+    benchmark::RegisterBenchmark(
+        pt.name().c_str(),
+        [&runner, pt](benchmark::State& state) {
+          const Record rec = runner->run(
+              pt, [&state](const std::function<void()>& launch, cudaStream_t stream, const L2Flusher* flusher) {
+                return time_iterations(state, launch, stream, flusher);
+              });
+          if (rec.status != Status::Ok) {
+            state.SkipWithError(fmt::format("{}: {}", to_string(rec.status), rec.reason).c_str());
+            return;
+          }
+          if (auto tf = rec.tflops()) state.counters["TFLOP/s"] = *tf;  // from the median
+          if (rec.check) state.counters["check_worst_ratio"] = rec.check->worst_ratio;
+          if (rec.memory) state.counters["workspace_bytes"] = double(rec.memory->workspace_bytes);
+        })
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
   }
