@@ -16,9 +16,10 @@
 
 namespace flashio {
 
-// A rough wall-clock estimate of one point on an H100-class GPU: the timed launches
-// (warm-up, repetitions, two checks) at a typical throughput, the float64 reference
-// check on the host, and a fixed overhead. Good to a factor of a few: for planning.
+// A rough wall-clock estimate of one point on an H100/H200-class GPU: the timed launches
+// (warm-up, repetitions, two checks) at the method's typical throughput on the committed
+// H200 results, the float64 reference check on the host, and a fixed overhead. Good to a
+// factor of a few: for planning.
 double estimate_seconds(const Point& p, int reps, int warmup);
 
 std::string format_duration(double seconds);  // 42s, 3m05s, 2h07m

@@ -64,7 +64,7 @@ TEST(Progress, EstimateGrowsWithWork) {
   const double small = estimate_seconds(points[0], 30, 5), large = estimate_seconds(points[1], 30, 5);
   EXPECT_GT(small, 0.0);
   EXPECT_GT(large, small);
-  // Each extra repetition costs one launch: the FLOPs at the assumed 150 TFLOP/s.
+  // Each extra repetition costs one launch: the FLOPs at flash2's assumed 250 TFLOP/s forward.
   const double per_rep = (estimate_seconds(points[1], 100, 5) - large) / 70;
-  EXPECT_NEAR(per_rep, flops(points[1].problem, Pass::Fwd) / 150e12, 1e-6);
+  EXPECT_NEAR(per_rep, flops(points[1].problem, Pass::Fwd) / 250e12, 1e-6);
 }

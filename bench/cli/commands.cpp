@@ -436,7 +436,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
     if (!resumed.kept.empty()) scope += fmt::format(", {} already in {}", resumed.kept.size(), a.resume);
     // --devices all: the GPU count is unknown without a GPU; say what one GPU would take.
     const size_t workers = device_list.empty() ? 1 : device_list.size();
-    fmt::print(stderr, "{}; estimated {} on {} H100-class GPU{}{} (a rough model: FLOPs at 150 TFLOP/s, reference checks on the host)\n",
+    fmt::print(stderr, "{}; estimated {} on {} H100/H200-class GPU{}{} (a rough model: each method's TFLOP/s on the committed H200 results, reference checks on the host)\n",
                scope, format_duration(total / double(workers)), workers == 1 ? "one" : std::to_string(workers),
                workers == 1 ? "" : "s", device_list.empty() ? ", divided among the GPUs of --devices all" : "");
     return 0;
