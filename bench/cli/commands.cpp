@@ -579,7 +579,7 @@ int flashio_main(const std::vector<std::string>& args) {
   run->add_flag("--dry-run", run_args.dry_run, "list the points and exit (no GPU needed)");
   run->add_flag("--quiet,-q", run_args.quiet, "no progress on stderr");
   run->add_option("--preset", run_args.preset, "run a paper's experiment (flashio presets lists them)");
-  run->add_option("--sweep", run_args.sweep, "run the sweep of a JSON sweep file (format: README, 'Sweep files')");
+  run->add_option("--sweep", run_args.sweep, "run the sweep of a JSON sweep file (format: README, section Sweeps)");
   run->add_option("--resume", run_args.resume, "skip the points already in this result file or journal (.json/.jsonl)");
   run->add_option("--devices", run_args.devices, "GPUs to run on at once, one worker each: 0,1,... or all");
   run->add_option("--shard", run_args.shard, "run slice i of n of the sweep (0 <= i < n); flashio merge joins the slices");

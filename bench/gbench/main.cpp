@@ -132,6 +132,8 @@ bool only_listing(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   const bool listing = only_listing(argc, argv);
+  for (int i = 1; i < argc; ++i)  // Google Benchmark prints its own flags and exits on --help
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") std::fputs(kUsage, stdout);
   benchmark::Initialize(&argc, argv);
   Args args;
   std::vector<Point> points;
