@@ -37,7 +37,9 @@ TEST(Presets, EveryPresetParsesAndExpands) {
     for (const auto& pt : points) {
       EXPECT_NE(std::find(p.requires_methods.begin(), p.requires_methods.end(), pt.method), p.requires_methods.end())
           << pt.method << " is not in requires_methods";
-      if (all_registered(p)) EXPECT_NE(builtin_registry().find(pt.method), nullptr) << pt.method;
+      if (all_registered(p)) {
+        EXPECT_NE(builtin_registry().find(pt.method), nullptr) << pt.method;
+      }
     }
   }
 }

@@ -6,8 +6,8 @@
 // benchmark with the reason), then timed with CUDA events per iteration (UseManualTime),
 // L2 cleaned before each iteration unless --no-l2-flush.
 //
-//   flashio_gbench --preset fa2-figure5 --benchmark_filter='flash2/.*/d:128' \
-//       --benchmark_repetitions=5 --benchmark_out=fig5.json --benchmark_out_format=json
+//   flashio_gbench --preset fa2-figure5 --benchmark_filter='flash2/.*/d:128'
+//       --benchmark_repetitions=5 --benchmark_out=fig5.json --benchmark_out_format=json   (one line)
 //
 // Without a GPU it prints one line and exits 0 (nothing to benchmark), as the GPU tests skip.
 #include <cstdio>
