@@ -10,8 +10,12 @@
 #   fa1  FlashAttention's benchmark setting (batch 16, 8 heads, d = 64, fp16,
 #        N = 128 … 16384) for standard and flash1 in the four configurations of its
 #        Tables 14-25 (plain, dropout 0.1, key padding, both), passes fwd, bwd, fwd+bwd.
+#   memory  FlashAttention's Table 26 setting (batch 16, 8 heads, d = 64, fp16,
+#        N = 128 … 65536, fwd+bwd) for standard, flash1 and flash2: memory footprint (and
+#        time, with few repetitions; standard runs out of memory at long N: `oom` records).
+# Every flashio run reads hardware counters after timing (--counters full, the default).
 set -euo pipefail
-out="${1:?usage: scripts/reproduce_results.sh OUT_DIR [fa2|fa1|all]}"
+out="${1:?usage: scripts/reproduce_results.sh OUT_DIR [fa2|fa1|memory|all]}"
 what="${2:-all}"
 cd "$(dirname "$0")/.."
 bin="${FLASHIO_BIN:-build/flashio}"
@@ -35,4 +39,10 @@ if [ "$what" = fa1 ] || [ "$what" = all ]; then
   "$bin" run --method standard,flash1 --batch 16 --heads 8 --head-dim 64 \
     --seqlen 128,256,512,1024,2048,4096,8192,16384 --dropout 0,0.1 --padding none,random \
     --pass fwd,bwd,fwdbwd --reps 10 --warmup 2 -q --out "$out/$gpu-fa1.json"
+fi
+
+if [ "$what" = memory ] || [ "$what" = all ]; then
+  "$bin" run --method standard,flash1,flash2 --batch 16 --heads 8 --head-dim 64 \
+    --seqlen 128,256,512,1024,2048,4096,8192,16384,32768,65536 --pass fwdbwd --reps 3 --warmup 1 -q \
+    --out "$out/$gpu-memory.json"
 fi

@@ -287,13 +287,16 @@ int cmd_list(const AxisOptions& axes, bool shape_given) {
 struct RunArgs {
   AxisOptions axes;
   int reps = 30, warmup = 5, device = 0;
-  bool no_flush = false, dry_run = false, quiet = false;
+  bool no_flush = false, dry_run = false, quiet = false, verbose = false;
   std::string out;
+  std::string counters = "full";
 };
 
 int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
   if (a.reps < 1) throw BadInput("--reps must be >= 1");
   if (a.warmup < 0) throw BadInput("--warmup must be >= 0");
+  const auto counter_set = parse_counter_set(a.counters);
+  if (!counter_set) throw BadInput(fmt::format("--counters: '{}' is not one of off, dram, full", a.counters));
   const SweepSpec spec = build_spec(a.axes, default_sweep());
   const std::vector<Point> points = expand(spec);
   if (a.dry_run) {
@@ -321,6 +324,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
   opt.reps = a.reps;
   opt.warmup = a.warmup;
   opt.flush_l2 = !a.no_flush;
+  opt.counters = *counter_set;
   ResultFile file;
   file.run_id = new_run_id();
   file.created = utc_timestamp();
@@ -328,6 +332,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
   file.build = build_json();
   file.device = to_json(*dev);
   Runner runner(*dev, opt);
+  if (a.verbose) fmt::print(stderr, "{}\n", runner.counters_description());
   file.records = runner.run_all(points, [&](const Record& r, size_t i, size_t total) {
     if (a.quiet) return;
     std::string what = r.time ? format_time(r.time->median_s) : r.reason;
@@ -366,6 +371,9 @@ int flashio_main(const std::vector<std::string>& args) {
   run->add_option("--device", run_args.device, "GPU index");
   run->add_flag("--dry-run", run_args.dry_run, "list the points and exit (no GPU needed)");
   run->add_flag("--quiet,-q", run_args.quiet, "no per-point progress on stderr");
+  run->add_flag("--verbose,-v", run_args.verbose, "also print the counter set, its metrics and replay passes");
+  run->add_option("--counters", run_args.counters,
+                  "hardware counters after timing: off, dram (DRAM bytes, duration), full (both traffic levels; default)");
   run->footer(
       "Axes take comma-separated lists; the sweep is their cartesian product. With no axes,\n"
       "the default sweep is FlashAttention-2's setting: 16384 tokens (batch = 16384/N),\n"
