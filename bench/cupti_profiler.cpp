@@ -401,19 +401,22 @@ struct CounterSession::Impl {
     sc.targetNestingLevel = 1;
     FLASHIO_CUPTI_CHECK(*api, cuptiRangeProfilerSetConfig(&sc));
 
-    LaunchNames launches;
+    LaunchNames prepared, launches;
     int pass = 0;
     for (bool done = false; !done; ++pass) {
       if (pass == kMaxPasses) throw CuptiFailure(fmt::format("more than {} replay passes", kMaxPasses));
       // Each pass sees the same work: the L2 cleaned as before a timed repetition, and
       // the launch sequence is self-contained (it resets its own accumulators; the
-      // runner's re-check after repetition proves it).
-      prepare();
-      FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
+      // runner's re-check after repetition proves it). `prepare` runs inside the profiled
+      // span, right before the launch, as a timed repetition's flush does; its ranges are
+      // dropped below. (Flushing before cuptiRangeProfilerStart left about 25 MB of extra
+      // DRAM writes in the next kernel's count on an H100, which ncu did not see.)
       CUpti_RangeProfiler_Start_Params st{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
       st.pRangeProfilerObject = obj;
       FLASHIO_CUPTI_CHECK(*api, cuptiRangeProfilerStart(&st));
-      if (pass == 0) t_capture = &launches;
+      if (pass == 0) t_capture = &prepared;
+      prepare();
+      t_capture = pass == 0 ? &launches : nullptr;
       launch();
       t_capture = nullptr;
       FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -433,15 +436,20 @@ struct CounterSession::Impl {
     info.counterDataImageSize = data.size();
     FLASHIO_CUPTI_CHECK(*api, cuptiRangeProfilerGetCounterDataInfo(&info));
 
-    // Names: the driver's launch callbacks, else the runtime's, when they count the
-    // same launches as the ranges; otherwise the range index.
-    const size_t n = info.numTotalRanges;
+    // The first ranges are `prepare`'s kernels (one flush kernel where the callbacks
+    // cannot count them). Names: the driver's launch callbacks, else the runtime's, when
+    // they count the same launches as the ranges; otherwise the range index.
+    const bool by_driver = !launches.driver.empty() || !prepared.driver.empty();
+    const size_t skip = by_driver ? prepared.driver.size() : !prepared.runtime.empty() ? prepared.runtime.size() : 1;
+    if (info.numTotalRanges < skip) throw CuptiFailure("fewer profiled ranges than launches");
+    const size_t n = info.numTotalRanges - skip;
     const std::vector<std::string>* named = launches.driver.size() == n    ? &launches.driver
                                             : launches.runtime.size() == n ? &launches.runtime
                                                                            : nullptr;
     std::vector<RangeValues> ranges(n);
     std::vector<double> values(names.size());
-    for (size_t r = 0; r < n; ++r) {
+    for (size_t i = 0; i < n; ++i) {
+      const size_t r = skip + i;
       CUpti_Profiler_Host_EvaluateToGpuValues_Params ev{CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
       ev.pHostObject = host;
       ev.pCounterDataImage = data.data();
@@ -451,8 +459,8 @@ struct CounterSession::Impl {
       ev.numMetrics = names.size();
       ev.pMetricValues = values.data();
       FLASHIO_CUPTI_CHECK(*api, cuptiProfilerHostEvaluateToGpuValues(&ev));
-      ranges[r].kernel = named ? kernel_name((*named)[r]) : fmt::format("range {}", r);
-      for (size_t m = 0; m < names.size(); ++m) ranges[r].values[metrics[m]] = values[m];
+      ranges[i].kernel = named ? kernel_name((*named)[i]) : fmt::format("range {}", i);
+      for (size_t m = 0; m < names.size(); ++m) ranges[i].values[metrics[m]] = values[m];
     }
     nlohmann::json j = counters_json(table, set, pass, ranges, absent);
     j["chip"] = chip;

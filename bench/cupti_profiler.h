@@ -32,7 +32,7 @@ class CounterSession {
   ~CounterSession();
 
   // Profiles `launch` (which only enqueues work on `stream`): per replay pass, `prepare`
-  // then `launch`, all synchronised. Returns the record's counters object; a failure
+  // (the L2 flush) then `launch` inside the profiled span; prepare's kernels are left out. Returns the record's counters object; a failure
   // during collection returns `unavailable` with the reason (the point is still timed).
   nlohmann::json profile(const std::function<void()>& prepare, const std::function<void()>& launch,
                          cudaStream_t stream);
