@@ -290,6 +290,7 @@ Record Runner::run(const Point& pt) {
   if (!s) {
     rec.status = Status::Skipped;
     rec.reason = s.reason;
+    rec.counters = counters_not_collected("the point was skipped");
     return rec;
   }
   try {
@@ -306,6 +307,7 @@ Record Runner::run(const Point& pt) {
     rec.reason = e.what();
     rec.time.reset();
   }
+  if (rec.status != Status::Ok) rec.counters = counters_not_collected("the point did not run to completion");
   return rec;
 }
 
