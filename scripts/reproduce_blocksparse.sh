@@ -5,8 +5,8 @@
 #
 #   fig2    FlashAttention Figure 2 (right): N = 4096, d = 64, batch 16, 8 heads, fp16, random
 #           block masks (128 × 128 blocks) of density s = 1.0 … 0.05, forward and fwd+bwd:
-#           blocksparse_flash and blocksparse_standard (forward only: its backward records are
-#           `skipped`) against dense flash2 and standard (pattern none). One run, one file; the
+#           blocksparse_flash and blocksparse_standard against dense flash2 and standard
+#           (pattern none). One run, one file; the
 #           dense methods are `skipped` on sparse points and the sparse ones on dense points.
 #           Then prints the speedup over dense flash2 next to 1/s.
 #   tables  Block-sparse rows for FlashAttention Tables 14-26: batch 16, 8 heads, d = 64, fp16,

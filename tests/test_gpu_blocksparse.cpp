@@ -1,7 +1,8 @@
 // Block-sparse methods against the float64 reference with the expanded element mask (O, LSE,
-// and for blocksparse_flash dQ, dK, dV on every row and K/V head), every pattern, odd N,
-// fp16/bf16; causal, key padding, dropout and GQA composed with sparsity; density 1.0 bitwise
-// equal to dense flash2; unsupported pattern blocks as skipped records. Skips without a GPU.
+// dQ, dK, dV on every row and K/V head): every pattern, odd N, fp16/bf16, forward and
+// gradients of both methods; causal, key padding, dropout and GQA composed with sparsity;
+// density 1.0 bitwise equal to dense flash2; unsupported pattern blocks as skipped records.
+// Skips without a GPU.
 #include <cstring>
 #include <fstream>
 #include <vector>
@@ -97,11 +98,15 @@ INSTANTIATE_TEST_SUITE_P(Patterns, BlocksparseFlash, testing::ValuesIn(cases()),
 
 class BlocksparseStandard : public GpuParamTest<Case> {};
 
-TEST_P(BlocksparseStandard, ForwardMatchesReference) {
+TEST_P(BlocksparseStandard, ForwardAndGradientsMatchReference) {
   const Problem p = problem_of(GetParam());
   const Record r = expect_ok({"blocksparse_standard", Pass::Fwd, p});
   if (r.check) {
     EXPECT_TRUE(r.check->lse_checked);
+  }
+  const Record g = expect_ok({"blocksparse_standard", Pass::FwdBwd, p});
+  if (g.check) {
+    EXPECT_EQ(g.check->tensors.size(), 5u) << "o, lse, dq, dk, dv all checked";
   }
 }
 
@@ -131,6 +136,8 @@ TEST_F(BlocksparseFeatures, MasksDropoutGqaAndHeadDim128ComposeWithSparsity) {
           expect_ok({"blocksparse_flash", Pass::Fwd, p});
           expect_ok({"blocksparse_flash", Pass::FwdBwd, p});
           expect_ok({"blocksparse_standard", Pass::Fwd, p});
+          expect_ok({"blocksparse_standard", Pass::FwdBwd, p});
+          expect_ok({"blocksparse_standard", Pass::Bwd, p});  // backward() again from one forward
         }
       }
 }
@@ -145,10 +152,11 @@ TEST_F(BlocksparseFeatures, OtherPatternBlockSizes) {
   p.pattern = "local";
   p.sparse_block = 256;
   expect_ok({"blocksparse_flash", Pass::FwdBwd, p});
-  expect_ok({"blocksparse_standard", Pass::Fwd, p});
+  expect_ok({"blocksparse_standard", Pass::FwdBwd, p});
   p.sparse_block = 32;
   p.causal = true;
-  expect_ok({"blocksparse_standard", Pass::Fwd, p});
+  p.dropout = 0.1;
+  expect_ok({"blocksparse_standard", Pass::FwdBwd, p});
 }
 
 TEST_F(BlocksparseFeatures, PatternBlockSmallerThanTheTileIsSkippedWithAReason) {
@@ -159,8 +167,9 @@ TEST_F(BlocksparseFeatures, PatternBlockSmallerThanTheTileIsSkippedWithAReason) 
   const Record r = full_check_runner().run({"blocksparse_flash", Pass::Fwd, p});
   EXPECT_EQ(r.status, Status::Skipped);
   EXPECT_NE(r.reason.find("not a multiple"), std::string::npos) << r.reason;
-  const Record bwd = full_check_runner().run({"blocksparse_standard", Pass::Bwd, p});
-  EXPECT_EQ(bwd.status, Status::Skipped) << bwd.reason;
+  const Record dense = full_check_runner().run({"flash2", Pass::Fwd, p});
+  EXPECT_EQ(dense.status, Status::Skipped);
+  EXPECT_NE(dense.reason.find("block-sparse"), std::string::npos) << dense.reason;
 }
 
 // density 1.0: the same kernel code visiting every tile in the dense order, so O, LSE, dK and
