@@ -14,6 +14,7 @@
 #include "bench/inputs.h"
 #include "bench/method.h"
 #include "bench/record.h"
+#include "bench/schema.h"
 #include "bench/sparsity.h"
 #include "bench/sweep.h"
 #include "kernels/common/philox.h"
@@ -439,4 +440,30 @@ TEST(SparseMethods, SupportSaysWhyNot) {
   p.dropout = 0.1;
   p.padding = Padding::Random;
   EXPECT_TRUE(flash->supports(p, Pass::FwdBwd, h100()).ok);
+}
+
+TEST(SparseProblem, RecordsWithPatternsConformToTheSchema) {
+  std::ifstream in(std::string(FLASHIO_SOURCE_DIR) + "/results/schema.json");
+  const nlohmann::json schema = nlohmann::json::parse(in);
+  ResultFile f;
+  f.run_id = "0123456789abcdef";
+  f.created = "2026-11-22T01:00:00Z";
+  f.command_line = "flashio run --pattern random,local,file:/nonexistent";
+  f.build = {{"git_revision", "abc"}, {"git_dirty", false}};
+  f.device = to_json(h100());
+  for (const char* pat : {"random", "local", "butterfly", "causal_block", "file:/nonexistent/mask.txt"}) {
+    Record r;
+    r.method = "blocksparse_flash";
+    r.problem.seqlen_q = 1000;
+    r.problem.pattern = pat;
+    r.status = Status::Skipped;
+    r.reason = "test";
+    f.records.push_back(r);
+  }
+  const nlohmann::json doc = to_json(f);
+  EXPECT_TRUE(doc["records"][4]["problem"]["density"].is_null()) << "an unreadable file has no density";
+  const auto errors = validate_schema(schema, doc);
+  EXPECT_TRUE(errors.empty()) << errors.front();
+  const ResultFile back = result_file_from_json(doc);
+  for (size_t i = 0; i < f.records.size(); ++i) EXPECT_EQ(back.records[i].name(), f.records[i].name());
 }
