@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "baselines/reference/reference.h"
+#include "bench/cli/commands.h"
 #include "bench/device_info.h"
 #include "bench/inputs.h"
 #include "bench/method.h"
@@ -466,4 +467,49 @@ TEST(SparseProblem, RecordsWithPatternsConformToTheSchema) {
   EXPECT_TRUE(errors.empty()) << errors.front();
   const ResultFile back = result_file_from_json(doc);
   for (size_t i = 0; i < f.records.size(); ++i) EXPECT_EQ(back.records[i].name(), f.records[i].name());
+}
+
+// ---- the command line ----------------------------------------------------------------------
+
+namespace {
+int run_cli(std::vector<std::string> args, std::string* err, std::string* out) {
+  args.insert(args.begin(), "flashio");
+  testing::internal::CaptureStderr();
+  testing::internal::CaptureStdout();
+  const int rc = flashio_main(args);
+  *err = testing::internal::GetCapturedStderr();
+  *out = testing::internal::GetCapturedStdout();
+  return rc;
+}
+}  // namespace
+
+TEST(SparseCli, PatternAxesInADryRun) {
+  std::string err, out;
+  ASSERT_EQ(run_cli({"run", "--dry-run", "--method", "blocksparse_flash", "--seqlen", "4096", "--head-dim", "64",
+                     "--batch", "1", "--heads", "8", "--pattern", "butterfly,random", "--density", "0.5,0.1",
+                     "--sparse-block", "128"},
+                    &err, &out),
+            0)
+      << err;
+  EXPECT_NE((err + out).find("3 points"), std::string::npos) << err << out;
+  EXPECT_NE(out.find("blocksparse_flash/fwd/b:1/h:8/n:4096/d:64/fp16/sparse:butterfly/bs:128"), std::string::npos) << out;
+  EXPECT_NE(out.find("sparse:random/s:0.1/bs:128"), std::string::npos) << out;
+}
+
+TEST(SparseCli, BadSparsityIsBadInput) {
+  std::string err, out;
+  EXPECT_EQ(run_cli({"run", "--dry-run", "--pattern", "zigzag"}, &err, &out), 2);
+  EXPECT_NE(err.find("zigzag"), std::string::npos) << err;
+  EXPECT_EQ(run_cli({"run", "--dry-run", "--pattern", "random", "--density", "0"}, &err, &out), 2);
+  EXPECT_EQ(run_cli({"run", "--dry-run", "--pattern", "file:/nonexistent/mask.txt"}, &err, &out), 2);
+  EXPECT_NE(err.find("/nonexistent/mask.txt"), std::string::npos) << err;
+}
+
+TEST(SparseCli, ListSaysWhyAPatternBlockCannotBeSkippedWhole) {
+  std::string err, out;
+  ASSERT_EQ(run_cli({"list", "--method", "blocksparse_flash", "--pattern", "butterfly", "--sparse-block", "64",
+                     "--seqlen", "1024"},
+                    &err, &out),
+            0);
+  EXPECT_NE(out.find("not a multiple of the forward tile 128x64"), std::string::npos) << out;
 }
