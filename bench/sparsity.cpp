@@ -1,12 +1,12 @@
 #include "bench/sparsity.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 #include "bench/rng.h"
 
@@ -64,15 +64,17 @@ BlockMask parse_block_mask_text(const std::string& text, const std::string& sour
       std::istringstream hs(line);
       std::string extra;
       if (!(hs >> m.rows >> m.cols) || (hs >> extra) || m.rows < 1 || m.cols < 1)
-        throw std::invalid_argument(fmt::format("{}:{}: expected a header \"ROWS COLS\" (two positive integers)", source, lineno));
+        throw std::invalid_argument(
+            fmt::format("{}:{}: expected a header \"ROWS COLS\" (two positive integers)", source, lineno));
       m.bits.reserve(size_t(m.rows * m.cols));
       have_header = true;
       continue;
     }
-    if (row >= m.rows) throw std::invalid_argument(fmt::format("{}:{}: more than {} mask rows", source, lineno, m.rows));
+    if (row >= m.rows)
+      throw std::invalid_argument(fmt::format("{}:{}: more than {} mask rows", source, lineno, m.rows));
     if (int64_t(compact.size()) != m.cols)
-      throw std::invalid_argument(fmt::format("{}:{}: row {} has {} entries, expected {}", source, lineno, row,
-                                              compact.size(), m.cols));
+      throw std::invalid_argument(
+          fmt::format("{}:{}: row {} has {} entries, expected {}", source, lineno, row, compact.size(), m.cols));
     for (char ch : compact) {
       if (ch != '0' && ch != '1')
         throw std::invalid_argument(fmt::format("{}:{}: '{}' is not 0 or 1", source, lineno, ch));
@@ -97,7 +99,8 @@ std::string block_mask_text(const BlockMask& m) {
 std::optional<std::string> pattern_invalid_reason(const Problem& p) {
   const auto kind = parse_pattern(p.pattern);
   if (!kind)
-    return fmt::format("unknown sparsity pattern '{}' (none, butterfly, local, random, causal_block, file:PATH)", p.pattern);
+    return fmt::format("unknown sparsity pattern '{}' (none, butterfly, local, random, causal_block, file:PATH)",
+                       p.pattern);
   if (*kind == PatternKind::None) return std::nullopt;
   if (p.sparse_block < 1) return fmt::format("sparse block must be >= 1 (got {})", p.sparse_block);
   if (*kind == PatternKind::Random && !(p.sparse_density > 0.0 && p.sparse_density <= 1.0))
@@ -162,9 +165,9 @@ BlockMask make_block_mask(const Problem& p) {
       const std::string path = p.pattern.substr(5);
       BlockMask f = parse_block_mask_text(read_file(path), path);
       if (f.rows != m.rows || f.cols != m.cols)
-        throw std::invalid_argument(fmt::format(
-            "{}: mask is {}x{} blocks, but Nq={}, Nk={} with sparse block {} need {}x{}", path, f.rows, f.cols,
-            p.seqlen_q, p.nk(), p.sparse_block, m.rows, m.cols));
+        throw std::invalid_argument(
+            fmt::format("{}: mask is {}x{} blocks, but Nq={}, Nk={} with sparse block {} need {}x{}", path, f.rows,
+                        f.cols, p.seqlen_q, p.nk(), p.sparse_block, m.rows, m.cols));
       m.bits = std::move(f.bits);
       break;
     }
@@ -174,8 +177,8 @@ BlockMask make_block_mask(const Problem& p) {
 
 BlockMask tile_mask(const BlockMask& m, int64_t seqlen_q, int64_t seqlen_k, int block_r, int block_c) {
   if (block_r < 1 || block_c < 1 || m.block_r % block_r != 0 || m.block_c % block_c != 0)
-    throw std::invalid_argument(fmt::format("pattern block {}x{} is not a multiple of the tile {}x{}", m.block_r,
-                                            m.block_c, block_r, block_c));
+    throw std::invalid_argument(
+        fmt::format("pattern block {}x{} is not a multiple of the tile {}x{}", m.block_r, m.block_c, block_r, block_c));
   BlockMask t;
   t.block_r = block_r;
   t.block_c = block_c;

@@ -3,12 +3,12 @@
 // gradients of both methods; causal, key padding, dropout and GQA composed with sparsity;
 // density 1.0 bitwise equal to dense flash2; unsupported pattern blocks as skipped records.
 // Skips without a GPU.
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
 #include <cstring>
 #include <fstream>
 #include <vector>
-
-#include <cuda_runtime.h>
-#include <fmt/format.h>
 
 #include "bench/cuda_check.h"
 #include "bench/device_memory.h"

@@ -1,13 +1,13 @@
 // Block-sparsity patterns (bench/sparsity.h), their mapping to kernel tiles, the reference
 // with the expanded element mask, and the sparsity fields of problems, records and sweeps.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <limits>
 #include <stdexcept>
-
-#include <gtest/gtest.h>
 
 #include "baselines/reference/reference.h"
 #include "bench/cli/commands.h"
@@ -94,7 +94,8 @@ TEST(Sparsity, CausalBlockIsTheBlockLowerTriangle) {
 }
 
 TEST(Sparsity, FileFormatParsesCommentsAndSpaces) {
-  const BlockMask m = parse_block_mask_text("# a 3x4 mask\n\n3 4   # rows cols\n1 0 0 1\n0110\n  0000 # empty row\n", "t");
+  const BlockMask m =
+      parse_block_mask_text("# a 3x4 mask\n\n3 4   # rows cols\n1 0 0 1\n0110\n  0000 # empty row\n", "t");
   ASSERT_EQ(m.rows, 3);
   ASSERT_EQ(m.cols, 4);
   EXPECT_EQ(m.bits, (std::vector<uint8_t>{1, 0, 0, 1, 0, 1, 1, 0, 0, 0, 0, 0}));
@@ -224,7 +225,8 @@ void masked_triple_loop(const Problem& p, const HostInputs& in, std::vector<doub
                      ? 1.0 / (1.0 - p.dropout)
                      : 0.0;
           for (int64_t c = 0; c < d; ++c)
-            out[row * size_t(d) + size_t(c)] += w * double(to_float(p.dtype, in.v[size_t(((b * p.kvh() + hk) * nk + j) * d + c)]));
+            out[row * size_t(d) + size_t(c)] +=
+                w * double(to_float(p.dtype, in.v[size_t(((b * p.kvh() + hk) * nk + j) * d + c)]));
         }
       }
 }
@@ -250,10 +252,11 @@ void expect_reference_matches_masked_loop(const Problem& p) {
 
 TEST(SparseReference, EveryPatternMatchesTheExpandedMask) {
   const std::string file = write_temp("flashio_mask_5x4.txt", "5 4\n1000\n0000\n0110\n1111\n0001\n");
-  for (const std::string& pat : std::vector<std::string>{"butterfly", "local", "random", "causal_block", "file:" + file})
+  for (const std::string& pat :
+       std::vector<std::string>{"butterfly", "local", "random", "causal_block", "file:" + file})
     for (bool causal : {false, true}) {
       Problem p = sparse_problem(pat, 37, 8);  // 5 blocks of 8, last partial
-      p.seqlen_k = 29;                           // 4 blocks
+      p.seqlen_k = 29;                         // 4 blocks
       p.batch = 2;
       p.heads = 4;
       p.kv_heads = 2;
@@ -485,14 +488,15 @@ int run_cli(std::vector<std::string> args, std::string* err, std::string* out) {
 
 TEST(SparseCli, PatternAxesInADryRun) {
   std::string err, out;
-  ASSERT_EQ(run_cli({"run", "--dry-run", "--method", "blocksparse_flash", "--seqlen", "4096", "--head-dim", "64",
-                     "--batch", "1", "--heads", "8", "--pattern", "butterfly,random", "--density", "0.5,0.1",
-                     "--sparse-block", "128"},
-                    &err, &out),
-            0)
+  ASSERT_EQ(
+      run_cli({"run", "--dry-run", "--method", "blocksparse_flash", "--seqlen", "4096", "--head-dim", "64", "--batch",
+               "1", "--heads", "8", "--pattern", "butterfly,random", "--density", "0.5,0.1", "--sparse-block", "128"},
+              &err, &out),
+      0)
       << err;
   EXPECT_NE((err + out).find("3 points"), std::string::npos) << err << out;
-  EXPECT_NE(out.find("blocksparse_flash/fwd/b:1/h:8/n:4096/d:64/fp16/sparse:butterfly/bs:128"), std::string::npos) << out;
+  EXPECT_NE(out.find("blocksparse_flash/fwd/b:1/h:8/n:4096/d:64/fp16/sparse:butterfly/bs:128"), std::string::npos)
+      << out;
   EXPECT_NE(out.find("sparse:random/s:0.1/bs:128"), std::string::npos) << out;
 }
 

@@ -1,13 +1,12 @@
 // Kernels of the blocksparse_standard baseline: see blocksparse_standard_kernels.h and the
 // method's file comment (baselines/blocksparse_standard/blocksparse_standard_method.cpp).
-#include "baselines/blocksparse_standard/blocksparse_standard_kernels.h"
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <cmath>
 #include <type_traits>
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
+#include "baselines/blocksparse_standard/blocksparse_standard_kernels.h"
 #include "bench/cuda_check.h"
 #include "kernels/common/philox.h"
 
@@ -25,8 +24,8 @@ __global__ void pointers_kernel(const BlocksparseShape s, const int2* blocks, co
   if (t >= bh_count * s.nnz) return;
   const int group = s.heads / s.kv_heads;
   const int64_t eb = s.elem_bytes;
-  const int64_t blk = int64_t(s.block) * s.head_dim;         // elements of one (Bs, d) block
-  const int64_t sblk = int64_t(s.block) * s.block;           // elements of one (Bs, Bs) block
+  const int64_t blk = int64_t(s.block) * s.head_dim;        // elements of one (Bs, d) block
+  const int64_t sblk = int64_t(s.block) * s.block;          // elements of one (Bs, Bs) block
   auto q_rows = [&](const void* base, int64_t bh, int r) {  // (Bs, d) block r of query head bh
     return static_cast<const char*>(base) + (bh * s.rows_padded * s.head_dim + r * blk) * eb;
   };
@@ -260,16 +259,16 @@ void blocksparse_softmax_backward(const BlocksparseShape& s, const BlocksparseSo
   FLASHIO_CHECK_LAUNCH();
 }
 
-void blocksparse_store_rows(int64_t heads, int n, int n_pad, int d, float scale, const float* acc, void* out,
-                            bool bf16, cudaStream_t stream) {
+void blocksparse_store_rows(int64_t heads, int n, int n_pad, int d, float scale, const float* acc, void* out, bool bf16,
+                            cudaStream_t stream) {
   const int64_t total = heads * n * d;
   if (total == 0) return;
   if (bf16) {
     store_rows_kernel<__nv_bfloat16>
         <<<blocks_for(total), kThreads, 0, stream>>>(heads, n, n_pad, d, scale, acc, static_cast<__nv_bfloat16*>(out));
   } else {
-    store_rows_kernel<half><<<blocks_for(total), kThreads, 0, stream>>>(heads, n, n_pad, d, scale, acc,
-                                                                          static_cast<half*>(out));
+    store_rows_kernel<half>
+        <<<blocks_for(total), kThreads, 0, stream>>>(heads, n, n_pad, d, scale, acc, static_cast<half*>(out));
   }
   FLASHIO_CHECK_LAUNCH();
 }

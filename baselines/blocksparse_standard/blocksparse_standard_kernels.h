@@ -3,9 +3,9 @@
 // materialized non-zero blocks, and the fp32 → element-type copies of O, dQ, dK, dV. Plain C++
 // interface.
 #pragma once
-#include <cstdint>
-
 #include <vector_types.h>  // int2, int4
+
+#include <cstdint>
 
 typedef struct CUstream_st* cudaStream_t;
 
@@ -32,17 +32,17 @@ struct GemmPointers {
 
 // The operands the pointers point into (device; the *_pad ones padded to whole blocks).
 struct BlocksparseOperands {
-  const void* q;       // [B, H, Np, d]
-  const void* k;       // [B, Hkv, Nkp, d]
-  const void* v;       // [B, Hkv, Nkp, d]
-  const void* d_o;     // [B, H, Np, d] (backward)
-  void* p;             // [B·H, nnz, Bs, Bs]: S, then P (undropped when p_drop is separate)
-  void* p_drop;        // P∘Z for P·V and dV: = p without dropout
-  void* ds;            // [B·H, nnz, Bs, Bs]: dP∘Z, then dS (backward)
-  float* o_acc;        // [B, H, Np, d]
-  float* dq_acc;       // [B, H, Np, d]
-  float* dk_acc;       // [B, Hkv, Nkp, d]
-  float* dv_acc;       // [B, Hkv, Nkp, d]
+  const void* q;    // [B, H, Np, d]
+  const void* k;    // [B, Hkv, Nkp, d]
+  const void* v;    // [B, Hkv, Nkp, d]
+  const void* d_o;  // [B, H, Np, d] (backward)
+  void* p;          // [B·H, nnz, Bs, Bs]: S, then P (undropped when p_drop is separate)
+  void* p_drop;     // P∘Z for P·V and dV: = p without dropout
+  void* ds;         // [B·H, nnz, Bs, Bs]: dP∘Z, then dS (backward)
+  float* o_acc;     // [B, H, Np, d]
+  float* dq_acc;    // [B, H, Np, d]
+  float* dk_acc;    // [B, Hkv, Nkp, d]
+  float* dv_acc;    // [B, Hkv, Nkp, d]
 };
 
 // Block lists (device):
@@ -87,7 +87,7 @@ void blocksparse_softmax(const BlocksparseShape& s, const BlocksparseSoftmaxPara
 void blocksparse_softmax_backward(const BlocksparseShape& s, const BlocksparseSoftmaxParams& p, cudaStream_t stream);
 
 // out[h, i, :] = scale·acc[h, i, :] for i < n (acc: [heads, n_pad, d] fp32), in the element type.
-void blocksparse_store_rows(int64_t heads, int n, int n_pad, int d, float scale, const float* acc, void* out,
-                            bool bf16, cudaStream_t stream);
+void blocksparse_store_rows(int64_t heads, int n, int n_pad, int d, float scale, const float* acc, void* out, bool bf16,
+                            cudaStream_t stream);
 
 }  // namespace flashio::baselines

@@ -38,13 +38,13 @@
 // same size; fp32 O (dQ, dK, dV) accumulators; 6 (backward: 18) pointer arrays of B·H·nnz;
 // padded copies of Q, K, V (dO) when N is not a multiple of Bs; cuBLAS's 32 MiB.
 // Run: build/flashio run --method blocksparse_standard --pattern butterfly --seqlen 4096 --pass fwdbwd
-#include <algorithm>
-#include <stdexcept>
-#include <vector>
-
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
 
 #include "baselines/blocksparse_standard/blocksparse_standard_kernels.h"
 #include "bench/cuda_check.h"
@@ -193,8 +193,8 @@ class BlocksparseStandardPlan final : public Plan {
     baselines::blocksparse_softmax(s_, sp, stream);
     // O_rᵀ += V_cᵀ·P_drop,rcᵀ, step by step (rows with a k-th block), fp32 accumulation.
     for (size_t k = 0; k + 1 < row_off_.size(); ++k)
-      gemms(ptrs_.pv, row_off_[k] * bh_, row_off_[k + 1] * bh_, CUBLAS_OP_N, CUBLAS_OP_N, d, bs, bs, one, d, bs, one,
-            d, CUDA_R_32F);
+      gemms(ptrs_.pv, row_off_[k] * bh_, row_off_[k + 1] * bh_, CUBLAS_OP_N, CUBLAS_OP_N, d, bs, bs, one, d, bs, one, d,
+            CUDA_R_32F);
     baselines::blocksparse_store_rows(bh_, s_.seqlen_q, s_.rows_padded, d, 1.f, o_acc_.as<float>(), buf.o,
                                       p_.dtype == DType::BF16, stream);
     (void)ops;
@@ -213,13 +213,13 @@ class BlocksparseStandardPlan final : public Plan {
     // dQ_rᵀ += K_cᵀ·dS_rcᵀ per row step; dV_cᵀ += dO_rᵀ·P_drop,rc and dK_cᵀ += Q_rᵀ·dS_rc per
     // column step (each step writes every accumulator block at most once).
     for (size_t k = 0; k + 1 < row_off_.size(); ++k)
-      gemms(ptrs_.dq, row_off_[k] * bh_, row_off_[k + 1] * bh_, CUBLAS_OP_N, CUBLAS_OP_N, d, bs, bs, one, d, bs, one,
-            d, CUDA_R_32F);
+      gemms(ptrs_.dq, row_off_[k] * bh_, row_off_[k + 1] * bh_, CUBLAS_OP_N, CUBLAS_OP_N, d, bs, bs, one, d, bs, one, d,
+            CUDA_R_32F);
     for (size_t k = 0; k + 1 < col_off_.size(); ++k) {
-      gemms(ptrs_.dv, col_off_[k] * bkv_, col_off_[k + 1] * bkv_, CUBLAS_OP_N, CUBLAS_OP_T, d, bs, bs, one, d, bs,
-            one, d, CUDA_R_32F);
-      gemms(ptrs_.dk, col_off_[k] * bkv_, col_off_[k + 1] * bkv_, CUBLAS_OP_N, CUBLAS_OP_T, d, bs, bs, one, d, bs,
-            one, d, CUDA_R_32F);
+      gemms(ptrs_.dv, col_off_[k] * bkv_, col_off_[k + 1] * bkv_, CUBLAS_OP_N, CUBLAS_OP_T, d, bs, bs, one, d, bs, one,
+            d, CUDA_R_32F);
+      gemms(ptrs_.dk, col_off_[k] * bkv_, col_off_[k + 1] * bkv_, CUBLAS_OP_N, CUBLAS_OP_T, d, bs, bs, one, d, bs, one,
+            d, CUDA_R_32F);
     }
     const bool bf16 = p_.dtype == DType::BF16;
     const float scale = float(p_.scale());
@@ -309,7 +309,8 @@ class BlocksparseStandard final : public Method {
   MethodInfo info() const override {
     MethodInfo i;
     i.name = "blocksparse_standard";
-    i.summary = "materialized block-sparse attention (FlashAttention §3.3 baseline): S, P only on non-zero blocks, in HBM";
+    i.summary =
+        "materialized block-sparse attention (FlashAttention §3.3 baseline): S, P only on non-zero blocks, in HBM";
     i.where = "gpu";
     i.passes = {Pass::Fwd, Pass::Bwd, Pass::FwdBwd};
     i.dtypes = {DType::F16, DType::BF16};
@@ -321,7 +322,8 @@ class BlocksparseStandard final : public Method {
     return i;
   }
   Support supports(const Problem& p, Pass pass, const DeviceInfo& dev) const override {
-    if (!p.sparse()) return Support::no("blocksparse_standard needs a block-sparse pattern (--pattern); dense is standard");
+    if (!p.sparse())
+      return Support::no("blocksparse_standard needs a block-sparse pattern (--pattern); dense is standard");
     if (Support s = check_common(info(), p, pass, dev); !s) return s;
     if (auto why = pattern_invalid_reason(p)) return Support::no(*why);
     if (p.head_dim % 8 != 0) return Support::no(fmt::format("head dim must be a multiple of 8 (got {})", p.head_dim));

@@ -11,19 +11,22 @@ namespace flashio::kernels {
 
 #define BLOCKSPARSE_HEAD_DIMS(X) X(64) X(128)
 
-#define BLOCKSPARSE_DECLARE(D)                                                                                         \
-  extern template void run_flash2_fwd<half, D, true>(const Flash2FwdParams&, const Flash2Tile&, cudaStream_t);          \
-  extern template void run_flash2_fwd<__nv_bfloat16, D, true>(const Flash2FwdParams&, const Flash2Tile&, cudaStream_t); \
-  extern template void run_flash2_bwd<half, D, true>(const Flash2BwdParams&, cudaStream_t);                             \
+#define BLOCKSPARSE_DECLARE(D)                                                                                 \
+  extern template void run_flash2_fwd<half, D, true>(const Flash2FwdParams&, const Flash2Tile&, cudaStream_t); \
+  extern template void run_flash2_fwd<__nv_bfloat16, D, true>(const Flash2FwdParams&, const Flash2Tile&,       \
+                                                              cudaStream_t);                                   \
+  extern template void run_flash2_bwd<half, D, true>(const Flash2BwdParams&, cudaStream_t);                    \
   extern template void run_flash2_bwd<__nv_bfloat16, D, true>(const Flash2BwdParams&, cudaStream_t);
 BLOCKSPARSE_HEAD_DIMS(BLOCKSPARSE_DECLARE)
 
 bool blocksparse_head_dim_compiled(int head_dim) {
   switch (head_dim) {
 #define BLOCKSPARSE_COMPILED_CASE(D) \
-  case D: return true;
+  case D:                            \
+    return true;
     BLOCKSPARSE_HEAD_DIMS(BLOCKSPARSE_COMPILED_CASE)
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -37,17 +40,19 @@ static bool first_tile(Flash2Tile* out) {
 bool blocksparse_fwd_tile(int head_dim, Flash2Tile* out) {
   switch (head_dim) {
 #define BLOCKSPARSE_TILE_CASE(D) \
-  case D: return first_tile<D>(out);
+  case D:                        \
+    return first_tile<D>(out);
     BLOCKSPARSE_HEAD_DIMS(BLOCKSPARSE_TILE_CASE)
-    default: return false;
+    default:
+      return false;
   }
 }
 
 template <typename T>
 static void fwd_head_dim(const Flash2FwdParams& p, const Flash2Tile& tile, cudaStream_t stream) {
   switch (p.head_dim) {
-#define BLOCKSPARSE_FWD_CASE(D)                \
-  case D:                                      \
+#define BLOCKSPARSE_FWD_CASE(D)                  \
+  case D:                                        \
     run_flash2_fwd<T, D, true>(p, tile, stream); \
     return;
     BLOCKSPARSE_HEAD_DIMS(BLOCKSPARSE_FWD_CASE)
@@ -59,8 +64,8 @@ static void fwd_head_dim(const Flash2FwdParams& p, const Flash2Tile& tile, cudaS
 template <typename T>
 static void bwd_head_dim(const Flash2BwdParams& p, cudaStream_t stream) {
   switch (p.head_dim) {
-#define BLOCKSPARSE_BWD_CASE(D)          \
-  case D:                                \
+#define BLOCKSPARSE_BWD_CASE(D)            \
+  case D:                                  \
     run_flash2_bwd<T, D, true>(p, stream); \
     return;
     BLOCKSPARSE_HEAD_DIMS(BLOCKSPARSE_BWD_CASE)

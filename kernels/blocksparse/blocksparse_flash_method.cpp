@@ -20,11 +20,11 @@
 //   backward: K, V read and dK, dV written once; Q, dO, L, D read and dQ accumulated s·Tc·G
 //             times.
 // Run: build/flashio run --method blocksparse_flash,flash2 --pattern butterfly --seqlen 4096
-#include <algorithm>
-#include <vector>
-
 #include <cuda_runtime.h>
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
 
 #include "bench/cuda_check.h"
 #include "bench/device_memory.h"
