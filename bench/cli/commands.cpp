@@ -82,8 +82,8 @@ bool parse_bool(const std::string& opt, const std::string& s) {
 // Options of `flashio run` (and the shape options of `flashio list`) as strings.
 struct AxisOptions {
   std::vector<std::string> method, pass, batch, heads, kv_heads, seqlen, seqlen_k, head_dim, dtype, causal, padding,
-      dropout, block_r, block_c;
-  std::string tokens, model_dim, seed;
+      dropout, block_r, block_c, pattern, density, sparse_block;
+  std::string tokens, model_dim, seed, sparse_window, sparse_global;
 };
 
 void add_shape_options(CLI::App* app, AxisOptions& a) {
@@ -102,6 +102,13 @@ void add_shape_options(CLI::App* app, AxisOptions& a) {
   app->add_option("--tokens", a.tokens, "batch = tokens / N (FlashAttention-2's setting: 16384)");
   app->add_option("--model-dim", a.model_dim, "heads = model-dim / d (FlashAttention-2's setting: 2048)");
   app->add_option("--seed", a.seed, "input and dropout seed");
+  // Block sparsity (bench/sparsity.h).
+  app->add_option("--pattern", a.pattern, "block-sparse patterns: none, butterfly, local, random, causal_block, file:PATH")
+      ->delimiter(',');
+  app->add_option("--density", a.density, "random pattern: fractions of non-zero blocks, in (0, 1]")->delimiter(',');
+  app->add_option("--sparse-block", a.sparse_block, "pattern block sizes Bs (default 128)")->delimiter(',');
+  app->add_option("--sparse-window", a.sparse_window, "local pattern: blocks on each side of the diagonal (default 1)");
+  app->add_option("--sparse-global", a.sparse_global, "local pattern: leading all-ones block rows/columns (default 1)");
 }
 
 // Axes from options over `s` (the defaults); throws BadInput on the first bad value.
@@ -155,6 +162,16 @@ SweepSpec build_spec(const AxisOptions& a, SweepSpec s) {
   if (!a.block_r.empty()) s.block_r = ints("block-r", a.block_r);
   if (!a.block_c.empty()) s.block_c = ints("block-c", a.block_c);
   if (!a.seed.empty()) s.seed = uint64_t(parse_ints("seed", {a.seed}, 0)[0]);
+  if (!a.pattern.empty()) s.pattern = a.pattern;  // checked by expand() (Problem::invalid_reason)
+  if (!a.density.empty())
+    s.density = parse_list<double>("density", a.density, [](const std::string& v) {
+      const double x = parse_double("density", v);
+      if (!(x > 0.0 && x <= 1.0)) throw BadInput(fmt::format("--density: {} is not in (0, 1]", v));
+      return x;
+    });
+  if (!a.sparse_block.empty()) s.sparse_block = ints("sparse-block", a.sparse_block);
+  if (!a.sparse_window.empty()) s.sparse_window = int(parse_ints("sparse-window", {a.sparse_window}, 0)[0]);
+  if (!a.sparse_global.empty()) s.sparse_global = int(parse_ints("sparse-global", {a.sparse_global}, 0)[0]);
   for (const auto& m : s.methods)
     if (!builtin_registry().find(m))
       throw BadInput(fmt::format("--method: unknown method '{}' (known: {})", m, fmt::join(builtin_registry().names(), ", ")));
