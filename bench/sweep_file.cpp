@@ -52,9 +52,10 @@ class AxisReader {
   std::string where_;
 };
 
-const std::set<std::string> kAxisKeys = {"method",   "pass",     "batch",  "heads",     "kv_heads", "seqlen",
-                                         "seqlen_k", "head_dim", "dtype",  "causal",    "padding",  "dropout",
-                                         "block_r",  "block_c",  "tokens", "model_dim", "seed"};
+const std::set<std::string> kAxisKeys = {
+    "method",  "pass",    "batch",   "heads",   "kv_heads", "seqlen",       "seqlen_k",      "head_dim",
+    "dtype",   "causal",  "padding", "dropout", "block_r",  "block_c",      "pattern",       "density",
+    "sparse_block", "tokens", "model_dim", "seed", "sparse_window", "sparse_global"};
 
 SweepSpec parse_one_sweep(const json& obj, const std::string& where) {
   if (!obj.is_object()) throw std::invalid_argument(fmt::format("{}: a sweep must be a JSON object", where));
@@ -101,6 +102,15 @@ SweepSpec parse_one_sweep(const json& obj, const std::string& where) {
   });
   r.list("block_r", s.block_r, small_int_axis);
   r.list("block_c", s.block_c, small_int_axis);
+  // Block sparsity (bench/sparsity.h); a pattern name is checked by expand().
+  r.list("pattern", s.pattern, [&](const char* k, const json& e) { return r.text(k, e); });
+  r.list("density", s.density, [&](const char* k, const json& e) {
+    if (!e.is_number()) r.fail(k, fmt::format("value {} is not a number", e.dump()));
+    const double x = e.get<double>();
+    if (!(x > 0.0 && x <= 1.0)) r.fail(k, fmt::format("value {} is not in (0, 1]", e.dump()));
+    return x;
+  });
+  r.list("sparse_block", s.sparse_block, small_int_axis);
   auto scalar = [&](const char* key, int64_t min) -> std::optional<int64_t> {
     if (!obj.contains(key)) return std::nullopt;
     if (obj.at(key).is_array()) r.fail(key, "takes one value, not a list");
@@ -109,6 +119,8 @@ SweepSpec parse_one_sweep(const json& obj, const std::string& where) {
   if (auto t = scalar("tokens", 1)) s.tokens = t;
   if (auto m = scalar("model_dim", 1)) s.model_dim = m;
   if (auto seed = scalar("seed", 0)) s.seed = uint64_t(*seed);
+  if (auto w = scalar("sparse_window", 0)) s.sparse_window = int(*w);
+  if (auto g = scalar("sparse_global", 0)) s.sparse_global = int(*g);
   if (s.tokens && obj.contains("batch")) r.fail("tokens", "and \"batch\" both set the batch: give one");
   if (s.model_dim && obj.contains("heads")) r.fail("model_dim", "and \"heads\" both set the heads: give one");
   return s;

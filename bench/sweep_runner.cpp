@@ -37,6 +37,10 @@ SweepOutcome run_sweep(const SweepJob& job) {
       --healthy;
       return;
     }
+    if (job.on_worker_ready) {
+      std::lock_guard<std::mutex> lock(mu);
+      job.on_worker_ready(dev, runner->counters_description());
+    }
     for (;;) {
       std::pair<size_t, size_t> group;
       {

@@ -27,6 +27,7 @@ struct SweepJob {
   const std::atomic<int>* stop = nullptr;
   // Called from the workers, one at a time (under a lock), in completion order.
   std::function<void(size_t index)> on_start;
+  std::function<void(const DeviceInfo&, const std::string& counters)> on_worker_ready;  // its counter set
   std::function<void(const Record&)> on_record;
 };
 

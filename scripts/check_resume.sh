@@ -2,7 +2,7 @@
 # Checks "nothing lost" on the GPU machine: a preset run on every GPU (--devices all) that
 # is killed with SIGKILL in the middle, resumed, interrupted with SIGINT, and resumed again
 # gives the same records as one uninterrupted run — the same points, in the same order, with
-# the same status, reason, problem, tiles, memory and check verdict (times, TFLOP/s, which
+# the same status, reason, problem, tiles, memory and check verdict (times, TFLOP/s, counters, which
 # GPU ran a point and the checks' error magnitudes are measurements and may differ).
 #
 #   scripts/check_resume.sh [OUT_DIR]
@@ -58,7 +58,7 @@ echo "4. resumed from the result file written at SIGINT, to the end"
 echo "5. comparing $out/full.json with $out/resumed.json"
 python3 - "$out/full.json" "$out/resumed.json" <<'PY'
 import json, sys
-MEASURED = {"time", "tflops", "device_index"}  # measurements: may differ between runs
+MEASURED = {"time", "tflops", "device_index", "counters"}  # measurements: may differ between runs
 def comparable(r):
     c = {k: v for k, v in r.items() if k not in MEASURED}
     if "check" in c:  # the verdict and what was checked, not the error magnitudes

@@ -128,7 +128,7 @@ INSTANTIATE_TEST_SUITE_P(
                     std::vector<std::string>{"run", "--heads", "8", "--kv-heads", "3"},
                     std::vector<std::string>{"run", "--seqlen-k", "x"},
                     std::vector<std::string>{"run", "--preset", "table99"},
-                    std::vector<std::string>{"run", "--preset", "figure2-right"},  // needs blocksparse_flash
+                    std::vector<std::string>{"run", "--preset", "figure2-right", "--density", "2"},
                     std::vector<std::string>{"run", "--preset", "fa1-table14", "--head-dim", "0"},
                     std::vector<std::string>{"run", "--preset", "fa1-table14", "--sweep", "@unknown-key@"},
                     std::vector<std::string>{"run", "--sweep", "/nonexistent/sweep.json"},
@@ -176,7 +176,7 @@ TEST(Cli, PresetsListEveryPresetWithItsPointCount) {
                         "fa2-figure4", "fa2-figure7"})
     EXPECT_NE(out.find(p), std::string::npos) << p;
   EXPECT_NE(out.find("figure2-middle       4  FlashAttention Figure 2 middle"), std::string::npos) << out;
-  EXPECT_NE(out.find("needs method blocksparse_flash"), std::string::npos) << out;
+  EXPECT_NE(out.find("figure2-right       44  FlashAttention Figure 2 right"), std::string::npos) << out;
 }
 
 TEST(Cli, PresetShowPrintsASweepFileThatRunsTheSamePoints) {

@@ -95,10 +95,15 @@ TEST(Presets, Figure2) {
   std::vector<int> bc;
   for (const auto& pt : middle) bc.push_back(pt.problem.block_c);
   EXPECT_EQ(bc, (std::vector<int>{64, 128, 256, 512}));
-  const Preset* right = find_preset("figure2-right");
-  ASSERT_NE(right, nullptr);
-  EXPECT_NE(std::find(right->requires_methods.begin(), right->requires_methods.end(), "blocksparse_flash"),
-            right->requires_methods.end());
+  // Dense flash2 and standard once each pass; the block-sparse methods at ten densities.
+  const auto right = preset_points("figure2-right");
+  ASSERT_EQ(right.size(), 2u * 2u + 2u * 2u * 10u);
+  EXPECT_EQ(right[0].name(), "flash2/fwd/b:16/h:8/n:4096/d:64/fp16");
+  for (size_t i = 4; i < right.size(); ++i) {
+    EXPECT_EQ(right[i].method.rfind("blocksparse_", 0), 0u) << right[i].name();
+    EXPECT_EQ(right[i].problem.pattern, "random") << right[i].name();
+  }
+  EXPECT_EQ(right.back().problem.sparse_density, 0.05);
 }
 
 TEST(Presets, FlashAttention2Figures) {
@@ -181,6 +186,9 @@ INSTANTIATE_TEST_SUITE_P(
                     std::make_pair(R"({"tokens": 1000, "seqlen": 512})", "not a positive multiple"),
                     std::make_pair(R"({"sweeps": []})", "\"sweeps\" must be a non-empty list"),
                     std::make_pair(R"({"sweeps": [{"seqlen": 128}], "seqlen": 256})", "beside \"sweeps\""),
-                    std::make_pair(R"({"sweeps": [{"seqlen": 128}, {"batch": -1}]})", "sweeps[1]: \"batch\"")));
+                    std::make_pair(R"({"sweeps": [{"seqlen": 128}, {"batch": -1}]})", "sweeps[1]: \"batch\""),
+                    std::make_pair(R"({"density": [0]})", "\"density\" value 0 is not in (0, 1]"),
+                    std::make_pair(R"({"pattern": "zigzag"})", "zigzag"),
+                    std::make_pair(R"({"sparse_window": [1, 2]})", "\"sparse_window\" takes one value")));
 
 TEST(SweepFile, UnreadableFile) { EXPECT_THROW(read_sweep_file("/nonexistent/sweep.json"), std::invalid_argument); }

@@ -89,8 +89,8 @@ bool parse_bool(const std::string& opt, const std::string& s) {
 // Options of `flashio run` (and the shape options of `flashio list`) as strings.
 struct AxisOptions {
   std::vector<std::string> method, pass, batch, heads, kv_heads, seqlen, seqlen_k, head_dim, dtype, causal, padding,
-      dropout, block_r, block_c;
-  std::string tokens, model_dim, seed;
+      dropout, block_r, block_c, pattern, density, sparse_block;
+  std::string tokens, model_dim, seed, sparse_window, sparse_global;
 };
 
 void add_shape_options(CLI::App* app, AxisOptions& a) {
@@ -109,6 +109,13 @@ void add_shape_options(CLI::App* app, AxisOptions& a) {
   app->add_option("--tokens", a.tokens, "batch = tokens / N (FlashAttention-2's setting: 16384)");
   app->add_option("--model-dim", a.model_dim, "heads = model-dim / d (FlashAttention-2's setting: 2048)");
   app->add_option("--seed", a.seed, "input and dropout seed");
+  // Block sparsity (bench/sparsity.h).
+  app->add_option("--pattern", a.pattern, "block-sparse patterns: none, butterfly, local, random, causal_block, file:PATH")
+      ->delimiter(',');
+  app->add_option("--density", a.density, "random pattern: fractions of non-zero blocks, in (0, 1]")->delimiter(',');
+  app->add_option("--sparse-block", a.sparse_block, "pattern block sizes Bs (default 128)")->delimiter(',');
+  app->add_option("--sparse-window", a.sparse_window, "local pattern: blocks on each side of the diagonal (default 1)");
+  app->add_option("--sparse-global", a.sparse_global, "local pattern: leading all-ones block rows/columns (default 1)");
 }
 
 // Axes from options over `s` (the defaults); throws BadInput on the first bad value.
@@ -162,6 +169,16 @@ SweepSpec build_spec(const AxisOptions& a, SweepSpec s) {
   if (!a.block_r.empty()) s.block_r = ints("block-r", a.block_r);
   if (!a.block_c.empty()) s.block_c = ints("block-c", a.block_c);
   if (!a.seed.empty()) s.seed = uint64_t(parse_ints("seed", {a.seed}, 0)[0]);
+  if (!a.pattern.empty()) s.pattern = a.pattern;  // checked by expand() (Problem::invalid_reason)
+  if (!a.density.empty())
+    s.density = parse_list<double>("density", a.density, [](const std::string& v) {
+      const double x = parse_double("density", v);
+      if (!(x > 0.0 && x <= 1.0)) throw BadInput(fmt::format("--density: {} is not in (0, 1]", v));
+      return x;
+    });
+  if (!a.sparse_block.empty()) s.sparse_block = ints("sparse-block", a.sparse_block);
+  if (!a.sparse_window.empty()) s.sparse_window = int(parse_ints("sparse-window", {a.sparse_window}, 0)[0]);
+  if (!a.sparse_global.empty()) s.sparse_global = int(parse_ints("sparse-global", {a.sparse_global}, 0)[0]);
   for (const auto& m : s.methods)
     if (!builtin_registry().find(m))
       throw BadInput(fmt::format("--method: unknown method '{}' (known: {})", m, fmt::join(builtin_registry().names(), ", ")));
@@ -280,8 +297,9 @@ int cmd_list(const AxisOptions& axes, bool shape_given) {
 struct RunArgs {
   AxisOptions axes;
   int reps = 30, warmup = 5, device = 0;
-  bool no_flush = false, dry_run = false, quiet = false;
+  bool no_flush = false, dry_run = false, quiet = false, verbose = false;
   std::string out, preset, sweep, resume, devices, shard;
+  std::string counters = "full";
 };
 
 // The sweeps to run: a preset, a sweep file or the axes over the default sweep; axes given
@@ -387,6 +405,8 @@ extern "C" void on_stop_signal(int sig) {
 int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
   if (a.reps < 1) throw BadInput("--reps must be >= 1");
   if (a.warmup < 0) throw BadInput("--warmup must be >= 0");
+  const auto counter_set = parse_counter_set(a.counters);
+  if (!counter_set) throw BadInput(fmt::format("--counters: '{}' is not one of off, dram, full", a.counters));
   std::vector<Point> points;
   try {
     points = expand_all(run_sweeps(a));
@@ -514,6 +534,10 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
   job.options.reps = a.reps;
   job.options.warmup = a.warmup;
   job.options.flush_l2 = !a.no_flush;
+  job.options.counters = *counter_set;
+  if (a.verbose) job.on_worker_ready = [](const DeviceInfo& d, const std::string& counters) {
+    fmt::print(stderr, "GPU {}: {}\n", d.index, counters);
+  };
   job.stop = &g_stop_signal;
   job.on_start = [&](size_t i) { progress.started(position[i], points[i].name()); };
   job.on_record = [&](const Record& r) {
@@ -578,6 +602,9 @@ int flashio_main(const std::vector<std::string>& args) {
   run->add_option("--device", run_args.device, "GPU index");
   run->add_flag("--dry-run", run_args.dry_run, "list the points and exit (no GPU needed)");
   run->add_flag("--quiet,-q", run_args.quiet, "no progress on stderr");
+  run->add_flag("--verbose,-v", run_args.verbose, "also print the counter set, its metrics and replay passes");
+  run->add_option("--counters", run_args.counters,
+                  "hardware counters after timing: off, dram (DRAM bytes, duration), full (both traffic levels; default)");
   run->add_option("--preset", run_args.preset, "run a paper's experiment (flashio presets lists them)");
   run->add_option("--sweep", run_args.sweep, "run the sweep of a JSON sweep file (format: README, section Sweeps)");
   run->add_option("--resume", run_args.resume, "skip the points already in this result file or journal (.json/.jsonl)");
