@@ -102,11 +102,11 @@ TEST_P(BlocksparseStandard, ForwardAndGradientsMatchReference) {
   const Problem p = problem_of(GetParam());
   const Record r = expect_ok({"blocksparse_standard", Pass::Fwd, p});
   if (r.check) {
-    EXPECT_TRUE(r.check->lse_checked);
+    EXPECT_FALSE(r.check->lse_checked) << "like standard, it has no LSE output";
   }
   const Record g = expect_ok({"blocksparse_standard", Pass::FwdBwd, p});
   if (g.check) {
-    EXPECT_EQ(g.check->tensors.size(), 5u) << "o, lse, dq, dk, dv all checked";
+    EXPECT_EQ(g.check->tensors.size(), 4u) << "o, dq, dk, dv all checked";
   }
 }
 

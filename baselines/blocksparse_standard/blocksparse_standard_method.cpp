@@ -70,7 +70,8 @@ DeviceBuffer upload(DeviceAllocator& alloc, const std::vector<T>& v) {
 
 class BlocksparseStandardPlan final : public Plan {
  public:
-  BlocksparseStandardPlan(const Problem& p, Pass pass, DeviceAllocator& alloc) : p_(p), backward_(pass != Pass::Fwd) {
+  BlocksparseStandardPlan(const Problem& p, Pass pass, DeviceAllocator& alloc)
+      : p_(p), backward_(pass != Pass::Fwd), alloc_(alloc) {
     const BlockMask mask = make_block_mask(p);
     const BlockLists rows = by_rows(mask);
     const int bs = p.sparse_block;
@@ -173,14 +174,24 @@ class BlocksparseStandardPlan final : public Plan {
       v_pad_ = zeroed(k_pad_.bytes());
     }
     workspace_ = DeviceBuffer(alloc, kCublasWorkspaceBytes);
+    // cublasCreate's own device memory is part of the footprint, as in `standard`.
+    size_t free_before = 0, free_after = 0, total = 0;
+    FLASHIO_CUDA_CHECK(cudaDeviceSynchronize());
+    FLASHIO_CUDA_CHECK(cudaMemGetInfo(&free_before, &total));
     FLASHIO_CUBLAS_CHECK(cublasCreate(&handle_));
+    FLASHIO_CUDA_CHECK(cudaMemGetInfo(&free_after, &total));
+    handle_bytes_ = free_before > free_after ? int64_t(free_before - free_after) : 0;
+    alloc_.account_external(handle_bytes_);
     FLASHIO_CUBLAS_CHECK(cublasSetWorkspace(handle_, workspace_.get(), workspace_.bytes()));
   }
   ~BlocksparseStandardPlan() override {
     if (handle_) cublasDestroy(handle_);
+    alloc_.account_external(-handle_bytes_);
   }
   Tiles tiles() const override { return {s_.block, s_.block, 0, 0, 0}; }
-  bool writes_lse() const override { return true; }
+  // Like `standard`, its row statistics come from S rounded to the element type (bf16:
+  // 8 bits), too coarse for the LSE tolerance: the LSE is not part of its result.
+  bool writes_lse() const override { return false; }
 
   void forward(const AttentionBuffers& buf, cudaStream_t stream) override {
     const baselines::BlocksparseOperands ops = operands(buf, stream, false);
@@ -302,6 +313,8 @@ class BlocksparseStandardPlan final : public Plan {
   baselines::BlocksparsePointers ptrs_{};
   bool pad_q_ = false, pad_kv_ = false;
   cublasHandle_t handle_ = nullptr;
+  DeviceAllocator& alloc_;
+  int64_t handle_bytes_ = 0;  // device memory cublasCreate took
 };
 
 class BlocksparseStandard final : public Method {
