@@ -53,6 +53,23 @@ struct Axis {
 };
 constexpr Axis kAxes[] = {{"N", 2.0}, {"d", 2.0}, {"tile", -1.0}};
 
+// "flash2/fwd/b:1/h:16/n:*/d:64/fp16 (tile 128×64)": the point name with the swept axis as '*'.
+std::string sweep_label(std::string name, const std::string& axis, const ModelPoint& m) {
+  auto star = [&](const std::string& field) {
+    const size_t at = name.find("/" + field + ":");
+    if (at == std::string::npos) return;
+    const size_t from = at + field.size() + 2, to = name.find('/', from);
+    name.replace(from, to == std::string::npos ? std::string::npos : to - from, "*");
+  };
+  const size_t tile = name.find("/tile:");
+  if (tile != std::string::npos) name.erase(tile);
+  if (axis == "N") star("n"), star("nk");
+  if (axis == "d") star("d");
+  if (axis == "N" && m.fwd_tiles) name += fmt::format(" (tile {}×{})", m.fwd_tiles->block_r, m.fwd_tiles->block_c);
+  if (axis == "tile") name += m.method == "flash1" ? " (Bc = *)" : " (Br = *)";
+  return name;
+}
+
 }  // namespace
 
 std::string format_bytes(double b) {
@@ -224,9 +241,10 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
         const double form = asymptotic_form(m);
         json key_problem = rec["problem"];
         key_problem.erase("seed");
-        const std::string base = m.method + "/" + to_string(m.pass) + "@" + path;
         auto add = [&](const char* axis, double x, json kp, bool with_tiles) {
-          const std::string k = base + " " + kp.dump() + (with_tiles ? rec.value("tiles", json()).dump() : "");
+          // Grouped on everything but the axis; labelled by the point name with the axis as '*'.
+          const std::string k = sweep_label(rec.value("name", ""), axis, m) + " @" + path + "\t" + kp.dump() +
+                                (with_tiles ? rec.value("tiles", json()).dump() : "");
           sweeps[axis][k].push_back({x, *l2_meas, double(l2_model->total()), form});
           sweep_fused[k] = fused;
         };
@@ -269,9 +287,10 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
         ++rep.judged, rep.failed += *ok ? 0 : 1;
       }
       ++n_fits;
-      md += fmt::format("| {} | {} | {} | {:.3f} | {:.4f} | {:.3f} | {:.0f} | {} | {:.4g} |\n", axis.name, key, meas.points,
+      const std::string label = key.substr(0, key.find('\t'));
+      md += fmt::format("| {} | {} | {} | {:.3f} | {:.4f} | {:.3f} | {:.0f} | {} | {:.4g} |\n", axis.name, label, meas.points,
                         meas.exponent, meas.r2, mod.exponent, axis.asymptotic, verdict_word(ok), c);
-      fits.push_back({{"axis", axis.name}, {"sweep", key}, {"points", meas.points}, {"measured_exponent", meas.exponent},
+      fits.push_back({{"axis", axis.name}, {"sweep", label}, {"points", meas.points}, {"measured_exponent", meas.exponent},
                       {"r2", meas.r2}, {"model_exponent", mod.exponent}, {"asymptotic_exponent", axis.asymptotic},
                       {"verdict", ok ? json(*ok) : json()}, {"asymptotic_constant", c}});
     }

@@ -225,9 +225,11 @@ std::vector<Table> report_tables(const Documents& docs) {
 std::vector<Table> compare_tables(const Documents& docs) {
   // key → file index → record
   std::map<std::string, std::map<size_t, const json*>> points;
-  for (size_t i = 0; i < docs.size(); ++i)
-    for (const auto& rec : docs[i].second.value("records", json::array()))
+  for (size_t i = 0; i < docs.size(); ++i) {
+    if (!docs[i].second.contains("records")) continue;
+    for (const auto& rec : docs[i].second.at("records"))  // by reference: the map keeps pointers
       if (rec.value("status", "") == "ok" && median_s(rec) > 0) points[rec.value("name", "")].emplace(i, &rec);
+  }
   std::vector<std::map<std::string, double>> st;
   for (const auto& [p, d] : docs) st.push_back(standard_times(d));
 
@@ -353,7 +355,13 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
             m.bwd_tiles = bwd_tile;
             tile = fmt::format("{}×{}", ft->block_m, ft->block_n);
             const int64_t bs = method == "flash1" ? bwd_smem1 : bwd_smem2;
-            if (*pass != Pass::Fwd && (bs > g->smem_per_block_optin_bytes || d > 128)) {
+            const bool fwd_fits = blocks_per_sm(ft->warps * 32, fwd_smem, lim) > 0;
+            const bool bwd_fits = bs <= g->smem_per_block_optin_bytes && d <= 128 && blocks_per_sm(128, bs, lim) > 0;
+            if (!fwd_fits) {
+              t.rows.push_back({method, pass_name, std::to_string(n), tile, "forward kernel does not fit", "-", "-", "-", "-"});
+              continue;
+            }
+            if (*pass != Pass::Fwd && !bwd_fits) {
               t.rows.push_back({method, pass_name, std::to_string(n), tile, "backward kernel does not fit", "-", "-", "-", "-"});
               continue;
             }
