@@ -71,6 +71,7 @@ struct Record {
   std::string reason;  // why skipped / the error message; empty when ok
   int device_index = 0;
   std::optional<Tiles> tiles;
+  std::optional<Tiles> tiles_bwd;  // bwd, fwdbwd: the backward kernel's tiles where they differ
   std::optional<CheckResult> check;
   std::optional<TimeStats> time;
   std::optional<MemoryStats> memory;

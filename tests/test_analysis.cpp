@@ -19,6 +19,7 @@
 #include "analysis/schedule_sim.h"
 #include "analysis/tables.h"
 #include "bench/cli/commands.h"
+#include "bench/record.h"
 
 using namespace flashio;
 using namespace flashio::analysis;
@@ -338,4 +339,26 @@ TEST(PublishedFile, MarksEveryRecordAndCitesATable) {
   }
   // 12 runtime tables: FlashAttention 10 columns each; PyTorch 6 (7 in Tables 17 and 23, up to N = 8192).
   EXPECT_EQ(n, 12 * 10 + 10 * 6 + 2 * 7);
+}
+
+TEST(RecordTiles, BackwardTilesRoundTripAndFeedTheModel) {
+  Record r;
+  r.method = "flash2";
+  r.pass = Pass::FwdBwd;
+  r.problem = shape(1, 2, 2, 300, 300, 64, false, false);
+  r.tiles = Tiles{128, 64, 4, 2, 55296};
+  r.tiles_bwd = Tiles{64, 64, 4, 2, 74752};
+  const json j = to_json(r);
+  ASSERT_TRUE(j.contains("tiles_bwd"));
+  const Record back = record_from_json(j);
+  ASSERT_TRUE(back.tiles_bwd.has_value());
+  EXPECT_EQ(back.tiles_bwd->block_r, 64);
+  EXPECT_EQ(back.tiles_bwd->smem_bytes, 74752);
+  const RecordModel rm = model_point_of(j);
+  ASSERT_TRUE(rm.point.has_value()) << rm.why_not;
+  EXPECT_EQ(rm.bwd_smem, 74752);
+  expect_same(predict_sm_l2(*rm.point), simulate_sm_l2(*rm.point), "fwdbwd from a record");
+  json no_bwd = j;
+  no_bwd.erase("tiles_bwd");
+  EXPECT_NE(model_point_of(no_bwd).why_not.find("tiles_bwd"), std::string::npos);
 }
