@@ -15,6 +15,8 @@
 
 #include <fmt/format.h>
 
+#include "analysis/tables.h"
+
 namespace flashio::analysis {
 
 namespace {
@@ -309,17 +311,7 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
 }
 
 AnalyzeReport analyze_files(const std::vector<std::string>& paths, const AnalyzeOptions& opt) {
-  std::vector<std::pair<std::string, json>> docs;
-  for (const auto& p : paths) {
-    std::ifstream in(p);
-    if (!in) throw std::runtime_error(fmt::format("cannot read {}", p));
-    try {
-      docs.emplace_back(p, json::parse(in));
-    } catch (const json::exception& e) {
-      throw std::runtime_error(fmt::format("{}: not valid JSON ({})", p, e.what()));
-    }
-  }
-  return analyze_documents(docs, opt);
+  return analyze_documents(read_documents(paths), opt);
 }
 
 }  // namespace flashio::analysis

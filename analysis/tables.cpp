@@ -162,6 +162,11 @@ Documents read_documents(const std::vector<std::string>& paths) {
     } catch (const json::exception& e) {
       throw std::runtime_error(fmt::format("{}: not valid JSON ({})", p, e.what()));
     }
+    if (docs.back().second.contains("$schema")) {  // results/schema.json caught by a glob: not data
+      fmt::print(stderr, "flashio: skipping {}: a JSON schema, not a result file\n", p);
+      docs.pop_back();
+      continue;
+    }
     if (docs.back().second.value("schema", "") != "flashio/result")
       throw std::runtime_error(fmt::format("{}: not a flashio result file", p));
   }
