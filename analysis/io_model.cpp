@@ -153,23 +153,24 @@ Traffic flash2_bwd_traffic(const Problem& p, const KernelTiles& t, const BlockMa
       out.add("dK, dV", 0, 2 * nkmax * row_bytes);
       for (int64_t g = 0; g < group; ++g) {
         const int64_t head = (b * p.heads + hk * group + g) * nq;
+        std::vector<int64_t> rows_from(size_t(m_blocks + 1), 0), vec_from(size_t(m_blocks + 1), 0);
+        for (int64_t i = m_blocks - 1; i >= 0; --i) {
+          const int64_t r = std::min(br, nq - i * br);
+          rows_from[size_t(i)] = rows_from[size_t(i + 1)] + r;
+          vec_from[size_t(i)] = vec_from[size_t(i + 1)] + tile_vector_bytes(head, i * br, r, vec_group);
+        }
         int64_t q_rows = 0, vec_bytes = 0;
         for (int64_t j = 0; j < tc && j * bc < nk; ++j) {
           const int64_t m_first = p.causal ? std::min(j * bc / br, m_blocks) : 0;
-          if (mask.empty() && m_first == 0) {
-            q_rows += nq;  // every Q tile
-            vec_bytes += 2 * [&] {
-              int64_t s = 0;
-              for (int64_t i = 0; i < m_blocks; ++i) s += tile_vector_bytes(head, i * br, std::min(br, nq - i * br), vec_group);
-              return s;
-            }();
+          if (mask.empty()) {  // Q tiles m_first..m_blocks−1
+            q_rows += rows_from[size_t(m_first)];
+            vec_bytes += 2 * vec_from[size_t(m_first)];
             continue;
           }
           for (int64_t i = m_first; i < m_blocks; ++i) {
             if (!mask.at(i, j)) continue;
-            const int64_t rows = std::min(br, nq - i * br);
-            q_rows += rows;
-            vec_bytes += 2 * tile_vector_bytes(head, i * br, rows, vec_group);
+            q_rows += rows_from[size_t(i)] - rows_from[size_t(i + 1)];
+            vec_bytes += 2 * (vec_from[size_t(i)] - vec_from[size_t(i + 1)]);
           }
         }
         out.add("Q, dO tiles", 2 * q_rows * row_bytes, 0);
@@ -202,23 +203,27 @@ Traffic flash1_fwd_traffic(const Problem& p, const KernelTiles& t) {
         out.add("L (log-sum-exp)", 0, grouped_fp32_sectors(head, nq, 32) * kSector);
         continue;
       }
-      for (int64_t j = 0; j < n_blocks; ++j) {
-        out.add("K,V tiles", 2 * std::min(bc, nkmax - j * bc) * row_bytes, 0);
-        const int64_t i_first = p.causal ? std::min(j * bc / br, m_blocks) : 0;
-        for (int64_t i = i_first; i < m_blocks; ++i) {
-          const int64_t m0 = i * br, rows = std::min(br, nq - m0);
-          const int64_t last_j = p.causal ? std::min(n_blocks - 1, (m0 + br - 1) / bc) : n_blocks - 1;
-          const int64_t vec = tile_vector_bytes(head, m0, rows, 8);
-          const int64_t o_fp32 = rows * d * kF32;  // one sector per row per 8 columns (float2 × 4 lanes)
-          out.add("Q tiles", rows * row_bytes, 0);
-          if (j > 0) out.add("O, l, m re-read", o_fp32 + 2 * vec, 0);
-          if (j == last_j) {
-            out.add("O, L, l, m final write", 0, rows * (d / 8) * kSector + 3 * vec);
-          } else {
-            out.add("O, l, m write-back", 0, o_fp32 + 2 * vec);
-          }
-        }
+      int64_t kv_rows = 0;
+      for (int64_t j = 0; j < n_blocks; ++j) kv_rows += std::min(bc, nkmax - j * bc);
+      out.add("K,V tiles", 2 * kv_rows * row_bytes, 0);
+      // K/V tile j visits Q tile i iff j <= last_j(i) (i >= i_first(j) = ⌊j·Bc/Br⌋ ⇔ j·Bc <= i·Br + Br − 1):
+      // v_i visits; the first writes back without reading, the last writes O, L (and l, m).
+      int64_t q = 0, reread = 0, writeback = 0, final_write = 0;
+      for (int64_t i = 0; i < m_blocks; ++i) {
+        const int64_t m0 = i * br, rows = std::min(br, nq - m0);
+        const int64_t last_j = p.causal ? std::min(n_blocks - 1, (m0 + br - 1) / bc) : n_blocks - 1;
+        const int64_t visits = last_j + 1;
+        const int64_t vec = tile_vector_bytes(head, m0, rows, 8);
+        const int64_t o_fp32 = rows * d * kF32;  // one sector per row per 8 columns (float2 × 4 lanes)
+        q += visits * rows * row_bytes;
+        reread += (visits - 1) * (o_fp32 + 2 * vec);
+        writeback += (visits - 1) * (o_fp32 + 2 * vec);
+        final_write += rows * (d / 8) * kSector + 3 * vec;  // O in the element type: 16 of 32 bytes per sector
       }
+      out.add("Q tiles", q, 0);
+      out.add("O, l, m re-read", reread, 0);
+      out.add("O, L, l, m final write", 0, final_write);
+      out.add("O, l, m write-back", 0, writeback);
     }
   }
   return out;
@@ -243,19 +248,22 @@ Traffic flash1_bwd_traffic(const Problem& p, const KernelTiles& t) {
       const int64_t head = (b * p.heads + h) * nq;
       out.add("K,V tiles", 2 * nkmax * row_bytes, 0);
       out.add("dK, dV", 0, 2 * nkmax * row_bytes);
-      for (int64_t j = 0; j < n_blocks; ++j) {
-        const int64_t i_first = p.causal ? std::min(j * bc / br, m_blocks) : 0;
-        if (j * bc >= nk) continue;
-        int64_t rows = 0, vec = 0;
-        for (int64_t i = i_first; i < m_blocks; ++i) {
-          const int64_t r = std::min(br, nq - i * br);
-          rows += r;
-          vec += tile_vector_bytes(head, i * br, r, vec_group);
-        }
-        out.add("Q, dO, O tiles", 3 * rows * row_bytes, 0);
-        out.add("l, m", 2 * vec, 0);
-        out.add("dQ read-modify-write", rows * d * kF32, 2 * rows * d * kF32);
+      // Rows and L/D-vector bytes of Q tiles i..m_blocks−1, as suffix sums.
+      std::vector<int64_t> rows_from(size_t(m_blocks + 1), 0), vec_from(size_t(m_blocks + 1), 0);
+      for (int64_t i = m_blocks - 1; i >= 0; --i) {
+        const int64_t r = std::min(br, nq - i * br);
+        rows_from[size_t(i)] = rows_from[size_t(i + 1)] + r;
+        vec_from[size_t(i)] = vec_from[size_t(i + 1)] + tile_vector_bytes(head, i * br, r, vec_group);
       }
+      int64_t rows = 0, vec = 0;
+      for (int64_t j = 0; j < n_blocks && j * bc < nk; ++j) {
+        const int64_t i_first = p.causal ? std::min(j * bc / br, m_blocks) : 0;
+        rows += rows_from[size_t(i_first)];
+        vec += vec_from[size_t(i_first)];
+      }
+      out.add("Q, dO, O tiles", 3 * rows * row_bytes, 0);
+      out.add("l, m", 2 * vec, 0);
+      out.add("dQ read-modify-write", rows * d * kF32, 2 * rows * d * kF32);
     }
   }
   out.add("dQ convert", rows_total * d * kF32, rows_total * row_bytes);
