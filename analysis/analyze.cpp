@@ -169,6 +169,12 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
     md += "| point | SM↔L2 model | measured | ratio | verdict | DRAM model | measured | ratio | verdict | L2 hit | note |\n";
     md += "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
     int uncounted = 0;
+    struct DramPoint {
+      ModelPoint m;
+      int64_t fwd_smem, bwd_smem;
+      double measured;
+    };
+    std::vector<DramPoint> dram_points;  // fused, DRAM counted: for the usable-L2 fit below
     for (const auto& rec : doc.value("records", json::array())) {
       if (rec.value("status", "") != "ok") continue;
       json out = {{"name", rec.value("name", "")}};
@@ -213,6 +219,7 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
         l2_ratio = *l2_meas / double(l2_model->total());
         if (fused) l2_ok = std::abs(*l2_ratio - 1) <= opt.l2_tolerance;
       }
+      if (fused && dram_model && dram_meas) dram_points.push_back({*rm.point, rm.fwd_smem, rm.bwd_smem, *dram_meas});
       if (dram_model && dram_meas && dram_model->predicted > 0) {
         dram_ratio = *dram_meas / double(dram_model->predicted);
         if (fused) dram_ok = std::abs(*dram_ratio - 1) <= opt.dram_tolerance;
@@ -263,10 +270,31 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
         }
       }
     }
+    // How much of the L2 one stream can use is itself a measurement (DESIGN.md): the share that
+    // best explains this file's DRAM bytes (least squares of log ratios, 5 % steps). Informational.
+    json l2_fit;
+    if (dram_points.size() >= 2) {
+      double best = 0, best_err = 0;
+      for (int k = 4; k <= 20; ++k) {
+        const double f = k * 0.05;
+        double err = 0;
+        for (const auto& dp : dram_points) {
+          const double r = std::log(dp.measured / double(predict_dram(dp.m, dp.fwd_smem, dp.bwd_smem, gpu, f).predicted));
+          err += r * r;
+        }
+        err = std::sqrt(err / double(dram_points.size()));
+        if (best == 0 || err < best_err) best = f, best_err = err;
+      }
+      l2_fit = {{"usable_fraction", best}, {"rms_log_error", best_err}, {"points", dram_points.size()}};
+      md += fmt::format(
+          "\nUsable L2 share that best explains the measured DRAM bytes: {:.2f} of {} (rms log error {:.3f} over {} "
+          "points; verdicts use {:.2f}).\n",
+          best, format_bytes(double(gpu.l2_bytes)), best_err, dram_points.size(), opt.l2_usable_fraction);
+    }
     if (uncounted > 0)
       md += fmt::format("\n{} ok records carry no counters: predictions only, nothing to judge there.\n", uncounted);
     md += "\n";
-    files.push_back({{"path", path}, {"device", device}, {"records", recs}});
+    files.push_back({{"path", path}, {"device", device}, {"records", recs}, {"l2_usable_fit", l2_fit}});
   }
 
   json fits = json::array();
