@@ -8,12 +8,12 @@
 //          beside it: at small N the O(N·d) terms flatten the local exponent).
 #include "analysis/analyze.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <fstream>
 #include <map>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 #include "analysis/tables.h"
 
@@ -166,7 +166,9 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
     json recs = json::array();
     md += fmt::format("## {} — {} ({} records)\n\n", path, device.value("name", std::string("unknown device")),
                       doc.value("records", json::array()).size());
-    md += "| point | SM↔L2 model | measured | ratio | verdict | DRAM model | measured | ratio | verdict | L2 hit | note |\n";
+    md +=
+        "| point | SM↔L2 model | measured | ratio | verdict | DRAM model | measured | ratio | verdict | L2 hit | note "
+        "|\n";
     md += "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
     int uncounted = 0;
     struct DramPoint {
@@ -208,11 +210,13 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
         const auto dr = byte_counter(counters, "dram_read"), dw = byte_counter(counters, "dram_write");
         if (dr && dw) dram_meas = *dr + *dw;
         if (dr && r && *r > 0) hit = 1.0 - *dr / *r;
-        out["measured"] = {{"sm_l2", l2_meas ? json(*l2_meas) : json()}, {"dram", dram_meas ? json(*dram_meas) : json()},
+        out["measured"] = {{"sm_l2", l2_meas ? json(*l2_meas) : json()},
+                           {"dram", dram_meas ? json(*dram_meas) : json()},
                            {"l2_hit_rate", hit ? json(*hit) : json()}};
       } else {
         ++uncounted;
-        if (note.empty()) note = "counters " + counters.value("status", std::string("absent")) + ": " + counters.value("reason", "");
+        if (note.empty())
+          note = "counters " + counters.value("status", std::string("absent")) + ": " + counters.value("reason", "");
       }
       std::optional<double> l2_ratio, dram_ratio;
       if (l2_model && l2_meas && l2_model->total() > 0) {
@@ -279,7 +283,8 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
         const double f = k * 0.05;
         double err = 0;
         for (const auto& dp : dram_points) {
-          const double r = std::log(dp.measured / double(predict_dram(dp.m, dp.fwd_smem, dp.bwd_smem, gpu, f).predicted));
+          const double r =
+              std::log(dp.measured / double(predict_dram(dp.m, dp.fwd_smem, dp.bwd_smem, gpu, f).predicted));
           err += r * r;
         }
         err = std::sqrt(err / double(dram_points.size()));
@@ -299,7 +304,8 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
 
   json fits = json::array();
   md += "## Sweeps: fitted exponents of SM↔L2 bytes\n\n";
-  md += "| axis | sweep | points | measured exponent | R² | model exponent | asymptotic | verdict | fitted constant |\n";
+  md +=
+      "| axis | sweep | points | measured exponent | R² | model exponent | asymptotic | verdict | fitted constant |\n";
   md += "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
   int n_fits = 0;
   for (const auto& axis : kAxes) {
@@ -308,7 +314,8 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
       for (const auto& p : pts) by_x.emplace(p.x, p);
       if (by_x.size() < 3) continue;
       std::vector<double> x, y, model, form;
-      for (const auto& [xv, p] : by_x) x.push_back(xv), y.push_back(p.measured), model.push_back(p.model), form.push_back(p.form);
+      for (const auto& [xv, p] : by_x)
+        x.push_back(xv), y.push_back(p.measured), model.push_back(p.model), form.push_back(p.form);
       const PowerFit meas = fit_power(x, y), mod = fit_power(x, model);
       const double c = fit_constant(form, y);
       std::optional<bool> ok;
@@ -318,23 +325,29 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
       }
       ++n_fits;
       const std::string label = key.substr(0, key.find('\t'));
-      md += fmt::format("| {} | {} | {} | {:.3f} | {:.4f} | {:.3f} | {:.0f} | {} | {:.4g} |\n", axis.name, label, meas.points,
-                        meas.exponent, meas.r2, mod.exponent, axis.asymptotic, verdict_word(ok), c);
-      fits.push_back({{"axis", axis.name}, {"sweep", label}, {"points", meas.points}, {"measured_exponent", meas.exponent},
-                      {"r2", meas.r2}, {"model_exponent", mod.exponent}, {"asymptotic_exponent", axis.asymptotic},
-                      {"verdict", ok ? json(*ok) : json()}, {"asymptotic_constant", c}});
+      md += fmt::format("| {} | {} | {} | {:.3f} | {:.4f} | {:.3f} | {:.0f} | {} | {:.4g} |\n", axis.name, label,
+                        meas.points, meas.exponent, meas.r2, mod.exponent, axis.asymptotic, verdict_word(ok), c);
+      fits.push_back({{"axis", axis.name},
+                      {"sweep", label},
+                      {"points", meas.points},
+                      {"measured_exponent", meas.exponent},
+                      {"r2", meas.r2},
+                      {"model_exponent", mod.exponent},
+                      {"asymptotic_exponent", axis.asymptotic},
+                      {"verdict", ok ? json(*ok) : json()},
+                      {"asymptotic_constant", c}});
     }
   }
   if (n_fits == 0) md += "| — | no sweep with three or more counted points | | | | | | | |\n";
   md += fmt::format("\n{} verdicts, {} failed.\n", rep.judged, rep.failed);
   if (rep.judged == 0) md += "No record carries counters that the model can judge (run with counters on a GPU).\n";
-  rep.json = {{"tolerances",
-               {{"sm_l2", opt.l2_tolerance}, {"dram", opt.dram_tolerance}, {"exponent", opt.exponent_tolerance}}},
-              {"l2_usable_fraction", opt.l2_usable_fraction},
-              {"files", files},
-              {"fits", fits},
-              {"judged", rep.judged},
-              {"failed", rep.failed}};
+  rep.json = {
+      {"tolerances", {{"sm_l2", opt.l2_tolerance}, {"dram", opt.dram_tolerance}, {"exponent", opt.exponent_tolerance}}},
+      {"l2_usable_fraction", opt.l2_usable_fraction},
+      {"files", files},
+      {"fits", fits},
+      {"judged", rep.judged},
+      {"failed", rep.failed}};
   return rep;
 }
 

@@ -3,11 +3,10 @@
 // sweep, the fitted exponents of measured SM↔L2 traffic in N, d and tile size against the
 // model's, with R²; the L2 hit rate that explains the gap between the levels.
 #pragma once
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "analysis/dram_model.h"
 #include "analysis/io_model.h"
@@ -19,7 +18,7 @@ struct AnalyzeOptions {
   double dram_tolerance = 0.25;      // |measured / two-level model − 1| for fused kernels
   double exponent_tolerance = 0.10;  // |measured exponent − model exponent|
   double l2_usable_fraction = kDefaultL2UsableFraction;
-  bool require_counters = false;     // fail when no record could be judged
+  bool require_counters = false;  // fail when no record could be judged
 };
 
 // A record's model inputs, or why it has none (a sentence).

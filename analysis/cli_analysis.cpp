@@ -1,12 +1,12 @@
 // flashio analyze | report | compare | predict.
 #include "analysis/cli_analysis.h"
 
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
 
 #include "analysis/analyze.h"
 #include "analysis/gpus.h"
@@ -22,10 +22,12 @@ constexpr int kExitBadInput = 2;
 class Commands final : public AnalysisCommands {
  public:
   explicit Commands(CLI::App& app) {
-    analyze_ = app.add_subcommand("analyze", "IO model check: predicted vs measured bytes at SM↔L2 and DRAM, fitted exponents (no GPU)");
+    analyze_ = app.add_subcommand(
+        "analyze", "IO model check: predicted vs measured bytes at SM↔L2 and DRAM, fitted exponents (no GPU)");
     analyze_->add_option("files", files_, "result files")->required()->check(CLI::ExistingFile);
     analyze_->add_flag("--json", json_, "print JSON instead of Markdown");
-    analyze_->add_option("--l2-tolerance", opt_.l2_tolerance, "relative SM↔L2 tolerance for fused kernels (default 0.03)");
+    analyze_->add_option("--l2-tolerance", opt_.l2_tolerance,
+                         "relative SM↔L2 tolerance for fused kernels (default 0.03)");
     analyze_->add_option("--dram-tolerance", opt_.dram_tolerance, "relative DRAM tolerance (default 0.25)");
     analyze_->add_option("--exponent-tolerance", opt_.exponent_tolerance, "absolute exponent tolerance (default 0.1)");
     analyze_->add_option("--l2-usable", opt_.l2_usable_fraction, "share of L2 one stream can use (default 0.5)")
@@ -33,16 +35,24 @@ class Commands final : public AnalysisCommands {
     analyze_->add_flag("--require-counters", opt_.require_counters, "exit 1 when no record could be judged");
     analyze_->footer("Exit status: 0 when every verdict holds, 1 otherwise, 2 on bad input.");
 
-    report_ = app.add_subcommand("report", "the papers' tables (runtime, memory, speedup, TFLOP/s, Figure 2 left) from result files");
+    report_ = app.add_subcommand(
+        "report", "the papers' tables (runtime, memory, speedup, TFLOP/s, Figure 2 left) from result files");
     report_->add_option("files", files_, "result files")->required()->check(CLI::ExistingFile);
     add_format(report_);
 
-    compare_ = app.add_subcommand("compare", "the same points side by side across GPUs (result files of different machines)");
-    compare_->add_option("files", files_, "result files (two or more)")->required()->expected(2, -1)->check(CLI::ExistingFile);
+    compare_ =
+        app.add_subcommand("compare", "the same points side by side across GPUs (result files of different machines)");
+    compare_->add_option("files", files_, "result files (two or more)")
+        ->required()
+        ->expected(2, -1)
+        ->check(CLI::ExistingFile);
     add_format(compare_);
 
-    predict_ = app.add_subcommand("predict", "the IO model and a roofline time for a GPU you may not have (no GPU needed)");
-    predict_->add_option("--gpu", req_.gpus, "GPUs: t4, a100-40gb, a100-80gb, rtx3090, l4, a10, h100-sxm, h200")->delimiter(',')->required();
+    predict_ =
+        app.add_subcommand("predict", "the IO model and a roofline time for a GPU you may not have (no GPU needed)");
+    predict_->add_option("--gpu", req_.gpus, "GPUs: t4, a100-40gb, a100-80gb, rtx3090, l4, a10, h100-sxm, h200")
+        ->delimiter(',')
+        ->required();
     predict_->add_option("--method,-m", req_.methods, "flash1, flash2, standard (default flash2)")->delimiter(',');
     predict_->add_option("--pass", req_.passes, "fwd, bwd, fwdbwd (default fwd)")->delimiter(',');
     predict_->add_option("--seqlen,-n", req_.seqlens, "sequence lengths (default 1024..16384)")->delimiter(',');

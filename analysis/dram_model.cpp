@@ -1,12 +1,12 @@
 // The two-level (L2 ↔ DRAM) model; see dram_model.h.
 #include "analysis/dram_model.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 namespace flashio::analysis {
 
@@ -55,8 +55,13 @@ int64_t stream_fetches(int64_t blocks, int64_t wave, double usable, UnitOf unit_
 }  // namespace
 
 nlohmann::json DramPrediction::to_json() const {
-  return {{"compulsory", compulsory}, {"predicted", predicted},   {"blocks_per_sm", blocks_per_sm},
-          {"wave_blocks", wave_blocks}, {"waves_per_head", waves_per_head}, {"spills", spills}, {"note", note}};
+  return {{"compulsory", compulsory},
+          {"predicted", predicted},
+          {"blocks_per_sm", blocks_per_sm},
+          {"wave_blocks", wave_blocks},
+          {"waves_per_head", waves_per_head},
+          {"spills", spills},
+          {"note", note}};
 }
 
 int blocks_per_sm(int threads, int64_t smem_bytes, const GpuLimits& gpu) {
@@ -120,7 +125,8 @@ DramPrediction predict_dram(const ModelPoint& m, int64_t fwd_smem_bytes, int64_t
       if (!fwd) out.blocks_per_sm = b_out.blocks_per_sm, out.wave_blocks = b_out.wave_blocks;
       out.waves_per_head = std::max(out.waves_per_head, b_out.waves_per_head);
       out.spills = out.spills || b_out.spills;
-      if (b_out.spills) out.note += (out.note.empty() ? "" : "; ") + std::string("backward: Q, dO, L, D, dQ re-fetched per wave");
+      if (b_out.spills)
+        out.note += (out.note.empty() ? "" : "; ") + std::string("backward: Q, dO, L, D, dQ re-fetched per wave");
     }
   } else if (m.method == "flash1") {
     // One block per head: a block re-reads its head's Q and fp32 O, ℓ, m (forward) or Q, dO, O,
@@ -153,7 +159,8 @@ DramPrediction predict_dram(const ModelPoint& m, int64_t fwd_smem_bytes, int64_t
       if (spill) {
         extra += term_bytes(sm, "Q, dO, O tiles") - 3 * p.q_elements() * e + term_bytes(sm, "l, m") +
                  term_bytes(sm, "dQ read-modify-write");
-        out.note += (out.note.empty() ? "" : "; ") + std::string("backward: Q, dO, O, dQ re-read from DRAM per K/V tile");
+        out.note +=
+            (out.note.empty() ? "" : "; ") + std::string("backward: Q, dO, O, dQ re-read from DRAM per K/V tile");
       } else {
         extra += 2 * heads * nq * d * 4;  // dQ accumulator written back and read by the convert kernel
       }

@@ -12,9 +12,8 @@
 // two partitions, and data homed in the far one is cached again in the near one).
 #pragma once
 #include <cstdint>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "analysis/io_model.h"
 

@@ -8,8 +8,8 @@
 namespace flashio::analysis {
 
 struct GpuFigures {
-  std::string key;                 // what --gpu takes: t4, a100-40gb, ...
-  std::string name;                // marketing name, as cudaGetDeviceProperties spells it
+  std::string key;                   // what --gpu takes: t4, a100-40gb, ...
+  std::string name;                  // marketing name, as cudaGetDeviceProperties spells it
   std::vector<std::string> aliases;  // lower-case substrings of device names that mean this GPU
   int sm_count = 0;
   int64_t smem_per_sm_bytes = 0;

@@ -3,10 +3,10 @@
 // baselines/standard/standard_method.cpp). Cross-checked by analysis/schedule_sim.cpp.
 #include "analysis/io_model.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 namespace flashio::analysis {
 
@@ -63,7 +63,8 @@ Traffic& Traffic::operator+=(const Traffic& o) {
 
 nlohmann::json Traffic::to_json() const {
   nlohmann::json terms_json = nlohmann::json::array();
-  for (const auto& t : terms) terms_json.push_back({{"name", t.name}, {"read", t.read}, {"write", t.write}, {"red", t.red}});
+  for (const auto& t : terms)
+    terms_json.push_back({{"name", t.name}, {"read", t.read}, {"write", t.write}, {"red", t.red}});
   return {{"read", read}, {"write", write}, {"red", red}, {"total", total()}, {"terms", terms_json}};
 }
 
@@ -300,8 +301,7 @@ namespace {
 
 KernelTiles need_tiles(const std::optional<KernelTiles>& t, const ModelPoint& m, const char* which) {
   require(t.has_value(), fmt::format("{} {}: the record does not carry the {} kernel's tiles{}", m.method,
-                                     to_string(m.pass), which,
-                                     std::string(which) == "backward" ? " (tiles_bwd)" : ""));
+                                     to_string(m.pass), which, std::string(which) == "backward" ? " (tiles_bwd)" : ""));
   return *t;
 }
 
@@ -315,8 +315,9 @@ Traffic predict_sm_l2(const ModelPoint& m) {
     if (bwd) {
       // The mask is at the forward's tile size; the backward's tiles must match to reuse it.
       const KernelTiles bt = need_tiles(m.bwd_tiles, m, "backward");
-      require(m.mask.empty() || (m.fwd_tiles && bt.block_r == m.fwd_tiles->block_r && bt.block_c == m.fwd_tiles->block_c),
-              "flash2 backward: a block mask needs the backward's tiles equal to the forward's");
+      require(
+          m.mask.empty() || (m.fwd_tiles && bt.block_r == m.fwd_tiles->block_r && bt.block_c == m.fwd_tiles->block_c),
+          "flash2 backward: a block mask needs the backward's tiles equal to the forward's");
       out += flash2_bwd_traffic(m.problem, bt, m.mask);
     }
   } else if (m.method == "flash1") {
@@ -327,7 +328,8 @@ Traffic predict_sm_l2(const ModelPoint& m) {
     if (fwd) out += standard_fwd_traffic(m.problem);
     if (bwd) out += standard_bwd_traffic(m.problem);
   } else {
-    throw std::invalid_argument(fmt::format("{}: no IO model (peers and the CPU reference are not modelled)", m.method));
+    throw std::invalid_argument(
+        fmt::format("{}: no IO model (peers and the CPU reference are not modelled)", m.method));
   }
   return out;
 }

@@ -24,11 +24,10 @@
 // re-reads of operand tiles are not modelled, so its verdicts are informational.
 #pragma once
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "bench/method.h"
 #include "bench/problem.h"

@@ -339,7 +339,8 @@ Traffic simulate_flash1_bwd(const Problem& p, const KernelTiles& t) {
         tile_copy(c, Counter::Read, "Q, dO, O tiles", kDO, head, m0, br, nq, d, e, threads);
         tile_copy(c, Counter::Read, "Q, dO, O tiles", kO, head, m0, br, nq, d, e, threads);
         vector_rows(c, Counter::Read, "l, m", kRowSum, head + m0, br, nq - m0, threads);
-        vector_rows(c, Counter::Read, "l, m", kRowMax, head + m0, br, nq - m0, threads);  // read where ℓ > 0: every row once nk > 0
+        vector_rows(c, Counter::Read, "l, m", kRowMax, head + m0, br, nq - m0,
+                    threads);  // read where ℓ > 0: every row once nk > 0
       };
       for (int64_t j = 0; j < n_blocks; ++j) {
         const int64_t n0 = j * bc, i_first = p.causal ? std::min(n0 / br, m_blocks) : 0;

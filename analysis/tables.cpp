@@ -1,13 +1,13 @@
 // report, compare, predict; see tables.h.
 #include "analysis/tables.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 #include "analysis/analyze.h"
 #include "analysis/dram_model.h"
@@ -35,8 +35,8 @@ std::string fixed(double v, int digits) { return fmt::format("{:.{}f}", v, digit
 // (FlashAttention-2's setting varies the batch with N at a fixed token count).
 std::string setting_of(const json& rec) {
   const json& p = rec["problem"];
-  std::string s = fmt::format("{} · h {} · d {} · {}", rec.value("pass", ""), p.value("heads", 0), p.value("head_dim", 0),
-                              p.value("dtype", ""));
+  std::string s = fmt::format("{} · h {} · d {} · {}", rec.value("pass", ""), p.value("heads", 0),
+                              p.value("head_dim", 0), p.value("dtype", ""));
   if (p.value("kv_heads", 0) != p.value("heads", 0)) s += fmt::format(" · kv heads {}", p.value("kv_heads", 0));
   s += p.value("causal", false) ? " · causal" : "";
   s += p.value("padding", "none") != "none" ? " · masking (key padding)" : "";
@@ -304,12 +304,18 @@ std::optional<kernels::Flash2TileSpec> pick_tile(const std::string& method, int6
 
 std::optional<kernels::Flash2TileSpec> pick_tile(const std::string& method, int64_t d, int64_t optin, int64_t* smem) {
   switch (d) {
-    case 32: return pick_tile<32>(method, optin, smem);
-    case 64: return pick_tile<64>(method, optin, smem);
-    case 96: return pick_tile<96>(method, optin, smem);
-    case 128: return pick_tile<128>(method, optin, smem);
-    case 256: return pick_tile<256>(method, optin, smem);
-    default: return std::nullopt;
+    case 32:
+      return pick_tile<32>(method, optin, smem);
+    case 64:
+      return pick_tile<64>(method, optin, smem);
+    case 96:
+      return pick_tile<96>(method, optin, smem);
+    case 128:
+      return pick_tile<128>(method, optin, smem);
+    case 256:
+      return pick_tile<256>(method, optin, smem);
+    default:
+      return std::nullopt;
   }
 }
 
@@ -331,13 +337,14 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
       throw std::invalid_argument(fmt::format("unknown GPU '{}' (known: {})", key, fmt::join(keys, ", ")));
     }
     const GpuLimits lim{g->sm_count, g->smem_per_sm_bytes, g->l2_bytes, g->max_threads_per_sm};
-    Table t{fmt::format("{}: {} SMs, {} KiB shared memory/SM, L2 {} MiB, {:.0f} GB/s, {:.0f} TFLOP/s fp16 — b {} · h {} · "
-                        "d {}{}",
-                        g->name, g->sm_count, g->smem_per_sm_bytes / 1024, g->l2_bytes / (1024 * 1024),
-                        g->dram_bytes_per_s / 1e9, g->peak_fp16_tensor_flops / 1e12, r.batch, r.heads, d,
-                        r.causal ? " · causal" : ""),
-            {"method", "pass", "N", "fwd tile", "SM↔L2", "DRAM (two-level)", "DRAM compulsory", "roofline (ms)", "bound"},
-            {}};
+    Table t{
+        fmt::format("{}: {} SMs, {} KiB shared memory/SM, L2 {} MiB, {:.0f} GB/s, {:.0f} TFLOP/s fp16 — b {} · h {} · "
+                    "d {}{}",
+                    g->name, g->sm_count, g->smem_per_sm_bytes / 1024, g->l2_bytes / (1024 * 1024),
+                    g->dram_bytes_per_s / 1e9, g->peak_fp16_tensor_flops / 1e12, r.batch, r.heads, d,
+                    r.causal ? " · causal" : ""),
+        {"method", "pass", "N", "fwd tile", "SM↔L2", "DRAM (two-level)", "DRAM compulsory", "roofline (ms)", "bound"},
+        {}};
     for (const auto& method : r.methods)
       for (const auto& pass_name : r.passes)
         for (int64_t n : r.seqlens) {
@@ -363,11 +370,13 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
             const bool fwd_fits = blocks_per_sm(ft->warps * 32, fwd_smem, lim) > 0;
             const bool bwd_fits = bs <= g->smem_per_block_optin_bytes && d <= 128 && blocks_per_sm(128, bs, lim) > 0;
             if (!fwd_fits) {
-              t.rows.push_back({method, pass_name, std::to_string(n), tile, "forward kernel does not fit", "-", "-", "-", "-"});
+              t.rows.push_back(
+                  {method, pass_name, std::to_string(n), tile, "forward kernel does not fit", "-", "-", "-", "-"});
               continue;
             }
             if (*pass != Pass::Fwd && !bwd_fits) {
-              t.rows.push_back({method, pass_name, std::to_string(n), tile, "backward kernel does not fit", "-", "-", "-", "-"});
+              t.rows.push_back(
+                  {method, pass_name, std::to_string(n), tile, "backward kernel does not fit", "-", "-", "-", "-"});
               continue;
             }
           }
@@ -378,7 +387,8 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
           const double t_memory = double(dram.predicted) / g->dram_bytes_per_s;
           t.rows.push_back({method, pass_name, std::to_string(n), tile, format_bytes(double(sm.total())),
                             format_bytes(double(dram.predicted)), format_bytes(double(dram.compulsory)),
-                            fixed(std::max(t_compute, t_memory) * 1e3, 3), t_compute >= t_memory ? "compute" : "memory"});
+                            fixed(std::max(t_compute, t_memory) * 1e3, 3),
+                            t_compute >= t_memory ? "compute" : "memory"});
         }
     out.push_back(t);
   }

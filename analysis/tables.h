@@ -1,11 +1,10 @@
 // `flashio report` (the papers' tables from result files), `flashio compare` (the same points
 // side by side across GPUs) and `flashio predict` (the model for a GPU the user does not have).
 #pragma once
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace flashio::analysis {
 

@@ -1,16 +1,16 @@
 // The IO model against the schedule simulator (exactly, over many shapes), the two-level DRAM
 // model against the H200 measurements in DESIGN.md, the fits, and the analysis subcommands on
 // a synthetic result file with counters and on the committed result files.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <string>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "analysis/analyze.h"
 #include "analysis/dram_model.h"
@@ -71,16 +71,17 @@ std::vector<Problem> shapes() {
 }
 
 std::string describe(const Problem& p, const KernelTiles& t) {
-  return p.name() + " tile " + std::to_string(t.block_r) + "x" + std::to_string(t.block_c) + "x" + std::to_string(t.warps);
+  return p.name() + " tile " + std::to_string(t.block_r) + "x" + std::to_string(t.block_c) + "x" +
+         std::to_string(t.warps);
 }
 
 }  // namespace
 
 TEST(IoModel, GroupedSectorsCountPartialAndMisalignedGroups) {
-  EXPECT_EQ(grouped_fp32_sectors(0, 8, 8), 1);    // one aligned sector
-  EXPECT_EQ(grouped_fp32_sectors(4, 8, 8), 2);    // straddles two
-  EXPECT_EQ(grouped_fp32_sectors(0, 17, 8), 3);   // 8 + 8 + 1
-  EXPECT_EQ(grouped_fp32_sectors(3, 17, 8), 5);   // 2 + 2 + 1 (values 19 at offset 3: one sector)
+  EXPECT_EQ(grouped_fp32_sectors(0, 8, 8), 1);   // one aligned sector
+  EXPECT_EQ(grouped_fp32_sectors(4, 8, 8), 2);   // straddles two
+  EXPECT_EQ(grouped_fp32_sectors(0, 17, 8), 3);  // 8 + 8 + 1
+  EXPECT_EQ(grouped_fp32_sectors(3, 17, 8), 5);  // 2 + 2 + 1 (values 19 at offset 3: one sector)
   EXPECT_EQ(grouped_fp32_sectors(0, 64, 32), 8);
   EXPECT_EQ(grouped_fp32_sectors(5, 32, 32), 5);
   EXPECT_EQ(grouped_fp32_sectors(0, 0, 8), 0);
@@ -88,7 +89,8 @@ TEST(IoModel, GroupedSectorsCountPartialAndMisalignedGroups) {
 
 TEST(IoModel, Flash2ForwardEqualsSimulatorOverShapes) {
   for (const auto& p : shapes())
-    for (KernelTiles t : {KernelTiles{128, 64, 4}, KernelTiles{64, 64, 4}, KernelTiles{128, 32, 4}, KernelTiles{64, 32, 4}}) {
+    for (KernelTiles t :
+         {KernelTiles{128, 64, 4}, KernelTiles{64, 64, 4}, KernelTiles{128, 32, 4}, KernelTiles{64, 32, 4}}) {
       if (p.head_dim == 32 && t.block_r == 64 && t.block_c == 32) continue;  // chunks per round must divide
       expect_same(flash2_fwd_traffic(p, t, {}), simulate_flash2_fwd(p, t, {}), describe(p, t));
     }
@@ -102,8 +104,8 @@ TEST(IoModel, Flash2BackwardEqualsSimulatorOverShapes) {
 
 TEST(IoModel, Flash1ForwardEqualsSimulatorOverShapes) {
   for (const auto& p : shapes())
-    for (KernelTiles t : {KernelTiles{64, 128, 4}, KernelTiles{32, 64, 2}, KernelTiles{128, 128, 8}, KernelTiles{64, 32, 4},
-                          KernelTiles{64, 256, 4}})
+    for (KernelTiles t : {KernelTiles{64, 128, 4}, KernelTiles{32, 64, 2}, KernelTiles{128, 128, 8},
+                          KernelTiles{64, 32, 4}, KernelTiles{64, 256, 4}})
       expect_same(flash1_fwd_traffic(p, t), simulate_flash1_fwd(p, t), describe(p, t));
 }
 
