@@ -2,6 +2,7 @@
 // it, so the peak bytes a call needs beyond its inputs and outputs can be measured.
 #pragma once
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -15,6 +16,12 @@ class DeviceAllocator {
   int64_t current_bytes() const { return current_; }
   int64_t peak_bytes() const { return peak_; }
   void reset_peak() { peak_ = current_; }
+  // Device memory a library allocated on its own (cuBLAS's handle state), measured by the
+  // caller with cudaMemGetInfo: counted like our own buffers; negative when it is freed.
+  void account_external(int64_t bytes) {
+    current_ += bytes;
+    peak_ = std::max(peak_, current_);
+  }
 
  private:
   int64_t current_ = 0;

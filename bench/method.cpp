@@ -32,6 +32,9 @@ Support check_common(const MethodInfo& info, const Problem& p, Pass pass, const 
     return Support::no(fmt::format("{} has no causal mask yet", info.name));
   if (p.padding != Padding::None && !contains(info.masks, std::string("padding")))
     return Support::no(fmt::format("{} has no key-padding mask yet", info.name));
+  if (p.sparse() && !contains(info.masks, std::string("blocksparse")))
+    return Support::no(fmt::format("{} has no block-sparse mask (pattern {}); see blocksparse_flash, blocksparse_standard",
+                                   info.name, p.pattern));
   if (p.dropout > 0.0 && !info.dropout) return Support::no(fmt::format("{} has no dropout yet", info.name));
   if (p.kvh() != p.heads && !info.gqa) return Support::no(fmt::format("{} does not support GQA/MQA (kv-heads != heads)", info.name));
   if (info.where == "gpu") {

@@ -39,7 +39,7 @@ struct MethodInfo {
   std::vector<Pass> passes;
   std::vector<DType> dtypes;
   std::vector<int> head_dims;
-  std::vector<std::string> masks;  // "none", "causal", "padding"
+  std::vector<std::string> masks;  // "none", "causal", "padding", "blocksparse"
   bool dropout = false;
   bool gqa = false;
   std::string notes;       // limits not captured above

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "bench/rng.h"
+#include "bench/sparsity.h"
 
 namespace flashio {
 
@@ -47,6 +48,18 @@ std::string Problem::name() const {
   if (padding != Padding::None) s += "/pad";
   if (dropout > 0.0) s += fmt::format("/drop:{}", dropout);
   if (block_r > 0 || block_c > 0) s += fmt::format("/tile:{}x{}", block_r, block_c);
+  if (sparse()) {
+    const auto kind = parse_pattern(pattern);
+    if (kind == PatternKind::File) {  // the file's base name: a path's slashes would split the name
+      const auto slash = pattern.find_last_of('/');
+      s += "/sparse:file:" + (slash == std::string::npos ? pattern.substr(5) : pattern.substr(slash + 1));
+    } else {
+      s += "/sparse:" + pattern;
+    }
+    if (kind == PatternKind::Random) s += fmt::format("/s:{}", sparse_density);
+    if (kind == PatternKind::Local) s += fmt::format("/w:{}/g:{}", sparse_window, sparse_global);
+    s += fmt::format("/bs:{}", sparse_block);
+  }
   return s;
 }
 
@@ -61,6 +74,7 @@ std::optional<std::string> Problem::invalid_reason() const {
   if (!(dropout >= 0.0 && dropout < 1.0)) return fmt::format("dropout must be in [0, 1) (got {})", dropout);
   if (softmax_scale < 0.0) return fmt::format("softmax-scale must be > 0 (got {})", softmax_scale);
   if (block_r < 0 || block_c < 0) return "block sizes must be >= 0";
+  if (auto why = pattern_invalid_reason(*this)) return why;
   return std::nullopt;
 }
 
@@ -74,9 +88,20 @@ std::vector<int32_t> key_lengths(const Problem& p) {
   return lengths;
 }
 
+// The measured density s of the problem's block mask; 1 when the pattern cannot be made
+// (an invalid problem is rejected before it runs, but its record still needs a number).
+static double sparse_density_or_one(const Problem& p) {
+  try {
+    return make_block_mask(p).density();
+  } catch (const std::exception&) {
+    return 1.0;
+  }
+}
+
 double flops(const Problem& p, Pass pass) {
   double fwd = 4.0 * double(p.batch) * double(p.heads) * double(p.seqlen_q) * double(p.nk()) * double(p.head_dim);
   if (p.causal) fwd *= 0.5;
+  if (p.sparse()) fwd *= sparse_density_or_one(p);
   switch (pass) {
     case Pass::Fwd: return fwd;
     case Pass::Bwd: return 2.5 * fwd;
@@ -90,7 +115,7 @@ std::string point_name(const std::string& method, Pass pass, const Problem& p) {
 }
 
 nlohmann::json to_json(const Problem& p) {
-  return {{"batch", p.batch},
+  nlohmann::json j = {{"batch", p.batch},
           {"heads", p.heads},
           {"kv_heads", p.kvh()},
           {"seqlen_q", p.seqlen_q},
@@ -104,6 +129,24 @@ nlohmann::json to_json(const Problem& p) {
           {"softmax_scale", p.scale()},
           {"block_r", p.block_r},
           {"block_c", p.block_c}};
+  if (p.sparse()) {  // only with a pattern, so dense records are unchanged
+    j["pattern"] = p.pattern;
+    j["sparse_block"] = p.sparse_block;
+    try {
+      const BlockMask m = make_block_mask(p);
+      j["density"] = m.density();  // measured: the fraction s of non-zero blocks
+      j["sparse_blocks"] = {m.rows, m.cols};
+    } catch (const std::exception&) {
+      j["density"] = nullptr;
+    }
+    const auto kind = parse_pattern(p.pattern);
+    if (kind == PatternKind::Random) j["sparse_target_density"] = p.sparse_density;
+    if (kind == PatternKind::Local) {
+      j["sparse_window"] = p.sparse_window;
+      j["sparse_global"] = p.sparse_global;
+    }
+  }
+  return j;
 }
 
 Problem problem_from_json(const nlohmann::json& j) {
@@ -125,6 +168,11 @@ Problem problem_from_json(const nlohmann::json& j) {
     p.softmax_scale = j.value("softmax_scale", 0.0);
     p.block_r = j.value("block_r", 0);
     p.block_c = j.value("block_c", 0);
+    p.pattern = j.value("pattern", std::string());
+    p.sparse_block = j.value("sparse_block", p.sparse_block);
+    p.sparse_density = j.value("sparse_target_density", p.sparse_density);
+    p.sparse_window = j.value("sparse_window", p.sparse_window);
+    p.sparse_global = j.value("sparse_global", p.sparse_global);
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(std::string("bad problem in record: ") + e.what());
   }

@@ -35,7 +35,15 @@ struct Problem {
   double softmax_scale = 0.0;  // 0 = 1/sqrt(head_dim)
   int block_r = 0;             // forced tile rows (Br); 0 = the method's choice for the GPU
   int block_c = 0;             // forced tile columns (Bc); 0 = the method's choice
+  // Block sparsity (bench/sparsity.h): "" or "none" = dense; butterfly, local, random,
+  // causal_block, file:PATH. The mask is over sparse_block × sparse_block element blocks.
+  std::string pattern;
+  int sparse_block = 128;
+  double sparse_density = 0.5;  // random: target fraction of non-zero blocks, in (0, 1]
+  int sparse_window = 1;        // local: blocks on each side of the diagonal
+  int sparse_global = 1;        // local: leading rows and columns that are all ones
 
+  bool sparse() const { return !pattern.empty() && pattern != "none"; }
   int64_t kvh() const { return kv_heads > 0 ? kv_heads : heads; }
   int64_t nk() const { return seqlen_k > 0 ? seqlen_k : seqlen_q; }
   double scale() const;
@@ -52,7 +60,8 @@ struct Problem {
 std::vector<int32_t> key_lengths(const Problem& p);
 
 // Floating-point operations of one pass (FlashAttention-2 convention): forward
-// 4·B·H·Nq·Nk·d, halved when causal; backward 2.5× forward; fwd+bwd 3.5×.
+// 4·B·H·Nq·Nk·d, halved when causal; backward 2.5× forward; fwd+bwd 3.5×. With a block-sparse
+// pattern, scaled by its density s (the work of the non-zero blocks).
 double flops(const Problem& p, Pass pass);
 
 // The point name: method/pass/problem-name.

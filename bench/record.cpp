@@ -77,7 +77,8 @@ json to_json(const Record& r) {
   if (r.memory) {
     j["memory"] = {{"inputs_bytes", r.memory->inputs_bytes},
                    {"outputs_bytes", r.memory->outputs_bytes},
-                   {"workspace_bytes", r.memory->workspace_bytes}};
+                   {"workspace_bytes", r.memory->workspace_bytes},
+                   {"total_bytes", r.memory->total_bytes}};
   }
   j["counters"] = r.counters;
   return j;
@@ -148,8 +149,11 @@ Record record_from_json(const json& j) {
     }
     if (j.contains("memory")) {
       const auto& m = j["memory"];
-      r.memory = MemoryStats{m.value("inputs_bytes", int64_t(0)), m.value("outputs_bytes", int64_t(0)),
-                             m.value("workspace_bytes", int64_t(0))};
+      MemoryStats ms{m.value("inputs_bytes", int64_t(0)), m.value("outputs_bytes", int64_t(0)),
+                     m.value("workspace_bytes", int64_t(0)), 0};
+      // Files written before total_bytes existed: the same sum.
+      ms.total_bytes = m.value("total_bytes", ms.inputs_bytes + ms.outputs_bytes + ms.workspace_bytes);
+      r.memory = ms;
     }
     if (j.contains("counters")) r.counters = j["counters"];
   } catch (const json::exception& e) {

@@ -61,6 +61,9 @@ struct MemoryStats {
   int64_t inputs_bytes = 0;     // Q, K, V (and dO for backward)
   int64_t outputs_bytes = 0;    // O, LSE (and dQ, dK, dV)
   int64_t workspace_bytes = 0;  // peak bytes the method allocated beyond inputs and outputs
+  int64_t total_bytes = 0;      // inputs + outputs + workspace: the footprint as the
+                                // FlashAttention paper's Table 26 counts it (for fwdbwd:
+                                // Q, K, V, dO, O, L, dQ, dK, dV and the intermediates)
 };
 
 struct Record {

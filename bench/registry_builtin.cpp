@@ -8,6 +8,8 @@ std::unique_ptr<Method> make_reference();
 std::unique_ptr<Method> make_standard();
 std::unique_ptr<Method> make_flash1();
 std::unique_ptr<Method> make_flash2();
+std::unique_ptr<Method> make_blocksparse_flash();
+std::unique_ptr<Method> make_blocksparse_standard();
 
 const Registry& builtin_registry() {
   static const Registry registry = [] {
@@ -16,6 +18,8 @@ const Registry& builtin_registry() {
     r.add(make_standard());
     r.add(make_flash1());
     r.add(make_flash2());
+    r.add(make_blocksparse_flash());
+    r.add(make_blocksparse_standard());
     return r;
   }();
   return registry;

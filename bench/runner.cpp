@@ -9,6 +9,7 @@
 #include "baselines/reference/reference.h"
 #include "bench/check.h"
 #include "bench/cuda_check.h"
+#include "bench/cupti_profiler.h"
 #include "bench/device_memory.h"
 #include "bench/inputs.h"
 #include "bench/method.h"
@@ -65,6 +66,8 @@ struct Runner::State {
   DeviceAllocator alloc;
   cudaStream_t stream = nullptr;
   std::unique_ptr<L2Flusher> flusher;
+  std::unique_ptr<CounterSession> counters;  // null: no counters, for `counters_why`
+  std::string counters_why;
   std::unique_ptr<ProblemData> data;
   std::string poisoned;  // set after a sticky CUDA error: the context is unusable
 
@@ -165,7 +168,8 @@ struct Runner::State {
     plan->forward(buf, stream);
     if (backward) plan->backward(buf, stream);
     FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
-    rec.memory = MemoryStats{in_bytes, out_bytes, alloc.peak_bytes() - before};
+    const int64_t workspace = alloc.peak_bytes() - before;
+    rec.memory = MemoryStats{in_bytes, out_bytes, workspace, in_bytes + out_bytes + workspace};
     rec.check = check_outputs(p, d, *plan, o, lse, dq, dk, dv, backward);
     if (!rec.check->passed) {
       rec.status = Status::Error;
@@ -194,6 +198,15 @@ struct Runner::State {
       return;
     }
     rec.status = Status::Ok;
+    rec.counters = collect_counters(method, launch);
+  }
+
+  // The counter pass: its own run of the launch sequence after timing, L2 cleaned first.
+  nlohmann::json collect_counters(const Method& method, const std::function<void()>& launch) {
+    if (opt.counters == CounterSet::Off) return counters_not_collected(counters_why);
+    if (method.info().where == "cpu") return counters_not_collected("a CPU method has no GPU counters");
+    if (!counters) return counters_unavailable(counters_why);
+    return counters->profile([&] { flusher->flush(stream); }, launch, stream);
   }
 
   // O (and LSE), and for backward passes dQ on the checked rows and dK, dV on the checked heads.
@@ -241,6 +254,14 @@ Runner::Runner(const DeviceInfo& dev, RunOptions opt) : state_(std::make_unique<
   FLASHIO_CUDA_CHECK(cudaSetDevice(dev.index));
   FLASHIO_CUDA_CHECK(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking));
   state_->flusher = std::make_unique<L2Flusher>(state_->alloc, dev.l2_bytes);
+  state_->counters = CounterSession::open(
+      dev, opt.counters, state_->counters_why,
+      opt.cupti_library.empty() ? CounterSession::default_library() : opt.cupti_library);
+}
+
+std::string Runner::counters_description() const {
+  if (state_->counters) return state_->counters->describe();
+  return "counters: unavailable: " + state_->counters_why;
 }
 
 Runner::~Runner() {
@@ -270,6 +291,7 @@ Record Runner::run(const Point& pt) {
   if (!s) {
     rec.status = Status::Skipped;
     rec.reason = s.reason;
+    rec.counters = counters_not_collected("the point was skipped");
     return rec;
   }
   try {
@@ -286,6 +308,7 @@ Record Runner::run(const Point& pt) {
     rec.reason = e.what();
     rec.time.reset();
   }
+  if (rec.status != Status::Ok) rec.counters = counters_not_collected("the point did not run to completion");
   return rec;
 }
 

@@ -26,6 +26,13 @@ struct SweepSpec {
   std::vector<double> dropout = {0.0};
   std::vector<int> block_r = {0};
   std::vector<int> block_c = {0};
+  // Block sparsity (bench/sparsity.h): "" or "none" = dense. density applies to the random
+  // pattern only and sparse_block to patterns only, so they add no duplicate dense points.
+  std::vector<std::string> pattern = {""};
+  std::vector<double> density = {0.5};
+  std::vector<int> sparse_block = {128};
+  int sparse_window = 1;  // local pattern
+  int sparse_global = 1;
   // FlashAttention-2's benchmark ties batch to N and heads to d: when set, these
   // replace the batch and heads axes (batch = tokens / seqlen, heads = model_dim / head_dim).
   std::optional<int64_t> tokens;

@@ -10,8 +10,16 @@
 #   fa1  FlashAttention's benchmark setting (batch 16, 8 heads, d = 64, fp16,
 #        N = 128 … 16384) for standard and flash1 in the four configurations of its
 #        Tables 14-25 (plain, dropout 0.1, key padding, both), passes fwd, bwd, fwd+bwd.
+#   memory  FlashAttention's Table 26 setting (batch 16, 8 heads, d = 64, fp16,
+#        N = 128 … 65536, fwd+bwd) for standard, flash1 and flash2: memory footprint (and
+#        time, with few repetitions; standard runs out of memory at long N: `oom` records).
+#   io   The IO-model measurements: FlashAttention's Figure 2 left (standard vs flash1,
+#        batch 64, 16 heads, N = 1024, d = 64, fwd+bwd) and middle (flash1 forward with the
+#        key block Bc swept), and the DRAM-level sweep (flash2, batch 1, one head, d = 128,
+#        N = 1k … 256k, fwd and fwd+bwd) where one head's K+V outgrows the L2.
+# Every flashio run reads hardware counters after timing (--counters full, the default).
 set -euo pipefail
-out="${1:?usage: scripts/reproduce_results.sh OUT_DIR [fa2|fa1|all]}"
+out="${1:?usage: scripts/reproduce_results.sh OUT_DIR [fa2|fa1|memory|io|all]}"
 what="${2:-all}"
 cd "$(dirname "$0")/.."
 bin="${FLASHIO_BIN:-build/flashio}"
@@ -35,4 +43,20 @@ if [ "$what" = fa1 ] || [ "$what" = all ]; then
   "$bin" run --method standard,flash1 --batch 16 --heads 8 --head-dim 64 \
     --seqlen 128,256,512,1024,2048,4096,8192,16384 --dropout 0,0.1 --padding none,random \
     --pass fwd,bwd,fwdbwd --reps 10 --warmup 2 -q --out "$out/$gpu-fa1.json"
+fi
+
+if [ "$what" = memory ] || [ "$what" = all ]; then
+  "$bin" run --method standard,flash1,flash2 --batch 16 --heads 8 --head-dim 64 \
+    --seqlen 128,256,512,1024,2048,4096,8192,16384,32768,65536 --pass fwdbwd --reps 3 --warmup 1 -q \
+    --out "$out/$gpu-memory.json"
+fi
+
+if [ "$what" = io ] || [ "$what" = all ]; then
+  "$bin" run --method standard,flash1 --batch 64 --heads 16 --seqlen 1024 --head-dim 64 --pass fwd,fwdbwd \
+    --reps 20 --warmup 3 -q --out "$out/$gpu-figure2-left.json"
+  "$bin" run --method flash1 --batch 64 --heads 16 --seqlen 1024 --head-dim 64 --pass fwd \
+    --block-c 32,64,128,256 --reps 20 --warmup 3 -q --out "$out/$gpu-figure2-middle.json"
+  "$bin" run --method flash2 --batch 1 --heads 1 --head-dim 128 \
+    --seqlen 1024,2048,4096,8192,16384,32768,65536,131072,262144 --pass fwd,fwdbwd --reps 10 --warmup 2 -q \
+    --out "$out/$gpu-dram-level.json"
 fi

@@ -6,8 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tests="${FLASHIO_BUILD_DIR:-build}/tests/flashio_gpu_tests"
-memcheck_filter='*n1_*:*n17_*:GpuFeatures.*'
-racecheck_filter='*n17_d64_fp16_causal:*n17_d64_bf16_causal_dropout:*n17_d64_fp16_padding_dropout:Flash2BackwardFeatures.GqaPaddingUnequalLengthsDropout'
+memcheck_filter='*n1_*:*n17_*:GpuFeatures.*:BlocksparseFeatures.MasksDropoutGqaAndHeadDim128ComposeWithSparsity'
+racecheck_filter='*n17_d64_fp16_causal:*n17_d64_bf16_causal_dropout:*n17_d64_fp16_padding_dropout:Flash2BackwardFeatures.GqaPaddingUnequalLengthsDropout:*BlocksparseFlash.*/random_n1013_bf16_causal:*BlocksparseStandard.*/file_n1013_fp16'
 status=0
 for tool in memcheck racecheck; do
   echo "== compute-sanitizer --tool $tool"

@@ -20,6 +20,7 @@
 #include "analysis/tables.h"
 #include "bench/cli/commands.h"
 #include "bench/record.h"
+#include "bench/schema.h"
 
 using namespace flashio;
 using namespace flashio::analysis;
@@ -363,4 +364,10 @@ TEST(RecordTiles, BackwardTilesRoundTripAndFeedTheModel) {
   json no_bwd = j;
   no_bwd.erase("tiles_bwd");
   EXPECT_NE(model_point_of(no_bwd).why_not.find("tiles_bwd"), std::string::npos);
+}
+
+TEST(Fixture, SyntheticCountersFileConformsToTheResultSchema) {
+  std::ifstream s(kSource + "/results/schema.json"), f(kFixture);
+  const auto errors = validate_schema(json::parse(s), json::parse(f));
+  EXPECT_TRUE(errors.empty()) << errors.front();
 }

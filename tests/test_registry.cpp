@@ -8,7 +8,7 @@ using namespace flashio;
 
 TEST(Registry, HoldsEveryBuiltinMethod) {
   const auto names = builtin_registry().names();
-  for (const char* want : {"reference", "standard", "flash1", "flash2"})
+  for (const char* want : {"reference", "standard", "flash1", "flash2", "blocksparse_flash", "blocksparse_standard"})
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want << " is not registered";
 }
 

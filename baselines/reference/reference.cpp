@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <thread>
 
+#include "bench/sparsity.h"
 #include "kernels/common/philox.h"
 
 namespace flashio {
@@ -30,8 +32,23 @@ constexpr uint64_t kDropoutOffset = 0;
 
 // One query row: scores over visible keys, max-subtracted exp, normalised sum of V; with
 // dropout, each normalised weight is then kept (scaled by 1/(1-p)) or dropped.
+// The problem's block mask, or none when dense (Algorithm 5's M, expanded to elements on use).
+std::optional<BlockMask> mask_of(const Problem& p) {
+  if (!p.sparse()) return std::nullopt;
+  return make_block_mask(p);
+}
+
+// Keys j < visible of row r that the block mask allows (all of them when dense); false when
+// the row sees no key at all.
+bool any_allowed(const BlockMask* mask, const RowId& r, int64_t visible) {
+  if (!mask) return visible > 0;
+  for (int64_t j = 0; j < visible; ++j)
+    if (mask->allows(r.i, j)) return true;
+  return false;
+}
+
 void reference_row(const Problem& p, const HostTensors& t, const RowId& r, double* out, double* lse,
-                   std::vector<double>& scores, std::vector<double>& qrow) {
+                   std::vector<double>& scores, std::vector<double>& qrow, const BlockMask* mask) {
   const int64_t d = p.head_dim, nk = p.nk();
   const int64_t group = p.heads / p.kvh();
   const int64_t hk = r.h / group;
@@ -42,7 +59,7 @@ void reference_row(const Problem& p, const HostTensors& t, const RowId& r, doubl
   if (p.causal) visible = std::min<int64_t>(visible, r.i + 1);
 
   std::fill(out, out + d, 0.0);
-  if (visible <= 0) {
+  if (!any_allowed(mask, r, visible)) {  // no key at all (causal, padding, or all blocks zero)
     *lse = -std::numeric_limits<double>::infinity();
     return;
   }
@@ -50,6 +67,10 @@ void reference_row(const Problem& p, const HostTensors& t, const RowId& r, doubl
   const double scale = p.scale();
   double row_max = -std::numeric_limits<double>::infinity();
   for (int64_t j = 0; j < visible; ++j) {
+    if (mask && !mask->allows(r.i, j)) {  // a zero block: excluded from the softmax
+      scores[size_t(j)] = -std::numeric_limits<double>::infinity();
+      continue;
+    }
     const uint16_t* kj = k + j * d;
     double s = 0.0;
     for (int64_t c = 0; c < d; ++c) s += qrow[size_t(c)] * double(to_float(p.dtype, kj[c]));
@@ -87,7 +108,7 @@ struct RowGrad {
 };
 
 void backward_row(const Problem& p, const HostTensors& t, const uint16_t* d_o, const RowId& r, RowGrad& g,
-                  std::vector<double>& qrow) {
+                  std::vector<double>& qrow, const BlockMask* mask) {
   const int64_t d = p.head_dim, nk = p.nk();
   const int64_t hk = r.h / (p.heads / p.kvh());
   const uint16_t* q = t.q + ((r.b * p.heads + r.h) * p.seqlen_q + r.i) * d;
@@ -100,10 +121,14 @@ void backward_row(const Problem& p, const HostTensors& t, const uint16_t* d_o, c
   g.prob.assign(size_t(g.visible), 0.0);
   g.keep.assign(size_t(g.visible), 1.0);
   g.ds.assign(size_t(g.visible), 0.0);
-  if (g.visible == 0) return;
+  if (!any_allowed(mask, r, g.visible)) return;  // P = 0: zero gradients
   for (int64_t c = 0; c < d; ++c) qrow[size_t(c)] = to_float(p.dtype, q[c]);
   double row_max = -std::numeric_limits<double>::infinity();
   for (int64_t j = 0; j < g.visible; ++j) {
+    if (mask && !mask->allows(r.i, j)) {  // a zero block: P = 0 there
+      g.prob[size_t(j)] = -std::numeric_limits<double>::infinity();
+      continue;
+    }
     double s = 0.0;
     for (int64_t c = 0; c < d; ++c) s += qrow[size_t(c)] * double(to_float(p.dtype, k[j * d + c]));
     g.prob[size_t(j)] = s * p.scale();
@@ -147,11 +172,12 @@ void reference_dq_rows(const Problem& p, const HostTensors& t, const uint16_t* d
                        std::vector<double>& dq, int threads) {
   const int64_t d = p.head_dim, nk = p.nk();
   dq.assign(rows.size() * size_t(d), 0.0);
+  const auto mask = mask_of(p);
   parallel_for(rows.size(), threads, [&](int tid, int nthreads) {
     RowGrad g;
     std::vector<double> qrow(static_cast<size_t>(d));
     for (size_t r = size_t(tid); r < rows.size(); r += size_t(nthreads)) {
-      backward_row(p, t, d_o, rows[r], g, qrow);
+      backward_row(p, t, d_o, rows[r], g, qrow, mask ? &*mask : nullptr);
       const int64_t hk = rows[r].h / (p.heads / p.kvh());
       const uint16_t* k = t.k + (rows[r].b * p.kvh() + hk) * nk * d;
       double* out = dq.data() + r * size_t(d);
@@ -167,6 +193,7 @@ void reference_dkdv_head(const Problem& p, const HostTensors& t, const uint16_t*
   std::vector<RowId> rows;
   for (int64_t h = hk * group; h < (hk + 1) * group; ++h)
     for (int64_t i = 0; i < p.seqlen_q; ++i) rows.push_back({b, h, i});
+  const auto mask = mask_of(p);
   // Each thread accumulates its own dK, dV; summed at the end (deterministic order).
   if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
   threads = int(std::min<size_t>(size_t(threads), std::max<size_t>(1, rows.size())));
@@ -179,7 +206,7 @@ void reference_dkdv_head(const Problem& p, const HostTensors& t, const uint16_t*
     RowGrad g;
     std::vector<double> qrow(static_cast<size_t>(d));
     for (size_t r = size_t(tid); r < rows.size(); r += size_t(nthreads)) {
-      backward_row(p, t, d_o, rows[r], g, qrow);
+      backward_row(p, t, d_o, rows[r], g, qrow, mask ? &*mask : nullptr);
       const uint16_t* dorow = d_o + ((rows[r].b * p.heads + rows[r].h) * p.seqlen_q + rows[r].i) * d;
       for (int64_t j = 0; j < g.visible; ++j) {
         const double wv = g.prob[size_t(j)] * g.keep[size_t(j)];
@@ -213,10 +240,11 @@ void reference_rows(const Problem& p, const HostTensors& t, const std::vector<Ro
   lse.assign(rows.size(), 0.0);
   if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
   threads = int(std::min<size_t>(size_t(threads), std::max<size_t>(1, rows.size())));
+  const auto mask = mask_of(p);
   auto work = [&](int tid) {
     std::vector<double> scores(static_cast<size_t>(p.nk())), qrow(static_cast<size_t>(d));
     for (size_t r = size_t(tid); r < rows.size(); r += size_t(threads))
-      reference_row(p, t, rows[r], out.data() + r * size_t(d), &lse[r], scores, qrow);
+      reference_row(p, t, rows[r], out.data() + r * size_t(d), &lse[r], scores, qrow, mask ? &*mask : nullptr);
   };
   if (threads == 1) {
     work(0);

@@ -3,7 +3,10 @@
 // softmax(scale·QKᵀ + mask)·V is evaluated row by row in float64.
 // Conventions shared by every method: causal is top-left aligned (key j is visible to
 // query i iff j <= i); with key padding, sequence b sees keys j < key_lengths[b]; a row
-// that sees no key at all has O = 0 and LSE = -inf.
+// that sees no key at all has O = 0 and LSE = -inf. With a block-sparse pattern
+// (p.sparse(), bench/sparsity.h), key j is visible to query i only where the expanded block
+// mask allows it as well; a row whose blocks are all zero sees no key (O = 0, LSE = -inf, zero
+// gradients).
 // Dropout (p.dropout > 0) is applied to P after the softmax, as in FlashAttention
 // (Algorithm 2) and PyTorch: O_i = Σ_j P_ij · keep(b,h,i,j)/(1-p) · V_j, with the mask of
 // kernels/common/philox.h drawn from p.seed at offset 0; LSE is that of the scores, which

@@ -53,7 +53,7 @@ class Reference final : public Method {
     i.passes = {Pass::Fwd};
     i.dtypes = {DType::F16, DType::BF16};
     i.head_dims = {};
-    i.masks = {"none", "causal", "padding"};
+    i.masks = {"none", "causal", "padding", "blocksparse"};
     i.dropout = true;  // the shared Philox mask (kernels/common/philox.h)
     i.gqa = true;
     i.notes = fmt::format("at most {:.0e} multiply-adds per call; timed with the host clock", kMaxMacs);

@@ -83,8 +83,8 @@ bool parse_bool(const std::string& opt, const std::string& s) {
 // Options of `flashio run` (and the shape options of `flashio list`) as strings.
 struct AxisOptions {
   std::vector<std::string> method, pass, batch, heads, kv_heads, seqlen, seqlen_k, head_dim, dtype, causal, padding,
-      dropout, block_r, block_c;
-  std::string tokens, model_dim, seed;
+      dropout, block_r, block_c, pattern, density, sparse_block;
+  std::string tokens, model_dim, seed, sparse_window, sparse_global;
 };
 
 void add_shape_options(CLI::App* app, AxisOptions& a) {
@@ -103,6 +103,13 @@ void add_shape_options(CLI::App* app, AxisOptions& a) {
   app->add_option("--tokens", a.tokens, "batch = tokens / N (FlashAttention-2's setting: 16384)");
   app->add_option("--model-dim", a.model_dim, "heads = model-dim / d (FlashAttention-2's setting: 2048)");
   app->add_option("--seed", a.seed, "input and dropout seed");
+  // Block sparsity (bench/sparsity.h).
+  app->add_option("--pattern", a.pattern, "block-sparse patterns: none, butterfly, local, random, causal_block, file:PATH")
+      ->delimiter(',');
+  app->add_option("--density", a.density, "random pattern: fractions of non-zero blocks, in (0, 1]")->delimiter(',');
+  app->add_option("--sparse-block", a.sparse_block, "pattern block sizes Bs (default 128)")->delimiter(',');
+  app->add_option("--sparse-window", a.sparse_window, "local pattern: blocks on each side of the diagonal (default 1)");
+  app->add_option("--sparse-global", a.sparse_global, "local pattern: leading all-ones block rows/columns (default 1)");
 }
 
 // Axes from options over `s` (the defaults); throws BadInput on the first bad value.
@@ -156,6 +163,16 @@ SweepSpec build_spec(const AxisOptions& a, SweepSpec s) {
   if (!a.block_r.empty()) s.block_r = ints("block-r", a.block_r);
   if (!a.block_c.empty()) s.block_c = ints("block-c", a.block_c);
   if (!a.seed.empty()) s.seed = uint64_t(parse_ints("seed", {a.seed}, 0)[0]);
+  if (!a.pattern.empty()) s.pattern = a.pattern;  // checked by expand() (Problem::invalid_reason)
+  if (!a.density.empty())
+    s.density = parse_list<double>("density", a.density, [](const std::string& v) {
+      const double x = parse_double("density", v);
+      if (!(x > 0.0 && x <= 1.0)) throw BadInput(fmt::format("--density: {} is not in (0, 1]", v));
+      return x;
+    });
+  if (!a.sparse_block.empty()) s.sparse_block = ints("sparse-block", a.sparse_block);
+  if (!a.sparse_window.empty()) s.sparse_window = int(parse_ints("sparse-window", {a.sparse_window}, 0)[0]);
+  if (!a.sparse_global.empty()) s.sparse_global = int(parse_ints("sparse-global", {a.sparse_global}, 0)[0]);
   for (const auto& m : s.methods)
     if (!builtin_registry().find(m))
       throw BadInput(fmt::format("--method: unknown method '{}' (known: {})", m, fmt::join(builtin_registry().names(), ", ")));
@@ -288,13 +305,16 @@ int cmd_list(const AxisOptions& axes, bool shape_given) {
 struct RunArgs {
   AxisOptions axes;
   int reps = 30, warmup = 5, device = 0;
-  bool no_flush = false, dry_run = false, quiet = false;
+  bool no_flush = false, dry_run = false, quiet = false, verbose = false;
   std::string out;
+  std::string counters = "full";
 };
 
 int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
   if (a.reps < 1) throw BadInput("--reps must be >= 1");
   if (a.warmup < 0) throw BadInput("--warmup must be >= 0");
+  const auto counter_set = parse_counter_set(a.counters);
+  if (!counter_set) throw BadInput(fmt::format("--counters: '{}' is not one of off, dram, full", a.counters));
   const SweepSpec spec = build_spec(a.axes, default_sweep());
   const std::vector<Point> points = expand(spec);
   if (a.dry_run) {
@@ -322,6 +342,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
   opt.reps = a.reps;
   opt.warmup = a.warmup;
   opt.flush_l2 = !a.no_flush;
+  opt.counters = *counter_set;
   ResultFile file;
   file.run_id = new_run_id();
   file.created = utc_timestamp();
@@ -329,6 +350,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
   file.build = build_json();
   file.device = to_json(*dev);
   Runner runner(*dev, opt);
+  if (a.verbose) fmt::print(stderr, "{}\n", runner.counters_description());
   file.records = runner.run_all(points, [&](const Record& r, size_t i, size_t total) {
     if (a.quiet) return;
     std::string what = r.time ? format_time(r.time->median_s) : r.reason;
@@ -367,6 +389,9 @@ int flashio_main(const std::vector<std::string>& args) {
   run->add_option("--device", run_args.device, "GPU index");
   run->add_flag("--dry-run", run_args.dry_run, "list the points and exit (no GPU needed)");
   run->add_flag("--quiet,-q", run_args.quiet, "no per-point progress on stderr");
+  run->add_flag("--verbose,-v", run_args.verbose, "also print the counter set, its metrics and replay passes");
+  run->add_option("--counters", run_args.counters,
+                  "hardware counters after timing: off, dram (DRAM bytes, duration), full (both traffic levels; default)");
   run->footer(
       "Axes take comma-separated lists; the sweep is their cartesian product. With no axes,\n"
       "the default sweep is FlashAttention-2's setting: 16384 tokens (batch = 16384/N),\n"

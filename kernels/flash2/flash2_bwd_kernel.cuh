@@ -21,6 +21,13 @@
 // dK, dV written once; Q, dO read Tc·G times, L and D read Tc·G times; dQ accumulated
 // (read-modify-write in L2 via atomics) Tc·G times: ≈ 2·Nk·d·e·2 + Tc·G·(2·Nq·d·e + 8·Nq + 4·Nq·d).
 //
+// Block-sparse (kSparse, the blocksparse_flash method; the backward matching Algorithm 5): K/V
+// tile j visits only the non-zero Q tiles of its column of the tile mask, p.sparse_idx[
+// p.sparse_ptr[j] .. p.sparse_ptr[j+1]) (increasing, cut at the causal start), in the same
+// first-to-last order; zero tiles are neither loaded nor computed, so the Tc·G terms above scale
+// by the density s. A Q row whose blocks are all zero gets no dQ contribution (dQ = 0), and a
+// K/V tile whose column is all zero stores dK = dV = 0.
+//
 // Run: build/flashio run --method flash2 --pass bwd --seqlen 4096 --head-dim 128
 #pragma once
 #include <cmath>
@@ -276,7 +283,7 @@ __device__ __forceinline__ void store_dkdv(const Flash2BwdParams& p, typename Tr
   }
 }
 
-template <typename Tr, bool kCausal, bool kDropout>
+template <typename Tr, bool kCausal, bool kDropout, bool kSparse = false>
 __global__ void __launch_bounds__(Tr::kNThreads) flash2_bwd_kernel(const Flash2BwdParams p) {
   using T = typename Tr::Element;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -295,7 +302,25 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash2_bwd_kernel(const Flash2B
   const int m_blocks = (p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM;
   // Causal: Q tiles whose last row is before the first key see none of it.
   const int m_first = kCausal ? min(n0 / Tr::kBlockM, m_blocks) : 0;
-  const int per_head = n0 < nk ? m_blocks - m_first : 0;  // a block past the valid keys: dK = dV = 0
+  // The Q tiles this K/V tile visits per query head, k → tile index: dense, m_first … m_blocks−1;
+  // block-sparse, the non-zero tiles of its column from m_first on.
+  int tiles_per_head = m_blocks - m_first;
+  const int* sparse_tiles = nullptr;  // (tiles_per_head) increasing tile indices
+  if constexpr (kSparse) {
+    int begin = p.sparse_ptr[n_block];
+    const int end = p.sparse_ptr[n_block + 1];
+    while (begin < end && p.sparse_idx[begin] < m_first) ++begin;  // above the causal diagonal
+    sparse_tiles = p.sparse_idx + begin;
+    tiles_per_head = end - begin;
+  }
+  auto m_tile = [&](int k) -> int {
+    if constexpr (kSparse) {
+      return sparse_tiles[k];
+    } else {
+      return m_first + k;
+    }
+  };
+  const int per_head = n0 < nk ? tiles_per_head : 0;  // a block past the valid keys: dK = dV = 0
   const int iterations = group * per_head;
 
   const size_t kv_off = (size_t(b) * p.kv_heads + hk) * p.seqlen_k * Tr::kHeadDim;
@@ -308,7 +333,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash2_bwd_kernel(const Flash2B
   // Issues the loads of iteration `it` into `stage`: Q_i, dO_i (cp.async), L_i, D_i.
   auto load_iteration = [&](int it, int stage) {
     const int h = hk * group + it / per_head;
-    const int m0 = (m_first + it % per_head) * Tr::kBlockM;
+    const int m0 = m_tile(it % per_head) * Tr::kBlockM;
     const size_t q_off = ((size_t(b) * p.heads + h) * p.seqlen_q) * Tr::kHeadDim;
     load_tile<Tr, Tr::kBlockM>(sQ + stage * Tr::kSmemQ, static_cast<const T*>(p.q) + q_off, m0, p.seqlen_q);
     load_tile<Tr, Tr::kBlockM>(sdO + stage * Tr::kSmemQ, static_cast<const T*>(p.d_o) + q_off, m0, p.seqlen_q);
@@ -342,7 +367,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash2_bwd_kernel(const Flash2B
     }
     __syncthreads();
     const int h = hk * group + it / per_head;
-    const int m0 = (m_first + it % per_head) * Tr::kBlockM;
+    const int m0 = m_tile(it % per_head) * Tr::kBlockM;
     const T* sQs = sQ + stage * Tr::kSmemQ;
     const T* sdOs = sdO + stage * Tr::kSmemQ;
     const float* sLses = sLse + stage * Tr::kBlockM;

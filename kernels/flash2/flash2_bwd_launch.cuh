@@ -15,7 +15,8 @@ struct Flash2BwdConfig {
   static constexpr int kBlockN = 64, kBlockM = 64, kWarps = 4;
 };
 
-template <typename T, int kHeadDim>
+// kSparse: the block-sparse main kernel (blocksparse_flash), same tile and launches.
+template <typename T, int kHeadDim, bool kSparse = false>
 void run_flash2_bwd(const Flash2BwdParams& p, cudaStream_t stream) {
   if constexpr (!Flash2BwdConfig<kHeadDim>::kAvailable) {
     throw std::invalid_argument("flash2: no backward kernel for this head dim");
@@ -33,8 +34,8 @@ void run_flash2_bwd(const Flash2BwdParams& p, cudaStream_t stream) {
     FLASHIO_CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, size_t(rows) * kHeadDim * sizeof(float), stream));
 
     const dim3 grid((p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN, p.kv_heads, p.batch);
-    auto kernel = p.causal ? (p.dropout ? flash2_bwd_kernel<Tr, true, true> : flash2_bwd_kernel<Tr, true, false>)
-                           : (p.dropout ? flash2_bwd_kernel<Tr, false, true> : flash2_bwd_kernel<Tr, false, false>);
+    auto kernel = p.causal ? (p.dropout ? flash2_bwd_kernel<Tr, true, true, kSparse> : flash2_bwd_kernel<Tr, true, false, kSparse>)
+                           : (p.dropout ? flash2_bwd_kernel<Tr, false, true, kSparse> : flash2_bwd_kernel<Tr, false, false, kSparse>);
     FLASHIO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
     kernel<<<grid, Tr::kNThreads, Tr::kSmemBytes, stream>>>(p);
     FLASHIO_CHECK_LAUNCH();

@@ -19,6 +19,14 @@
 // IO per (batch, head), e = element bytes, Tr = ⌈Nq/Br⌉: Q read once, O written once,
 // L written once, K and V read Tr times (≈ half with causal): Nq·d·e·2 + 2·Tr·Nk·d·e + 4·Nq.
 //
+// Block-sparse (kSparse, the blocksparse_flash method; FlashAttention Algorithm 5): the K/V
+// tiles visited by Q tile i are the non-zero ones of the tile mask, p.sparse_idx[p.sparse_ptr[i]
+// .. p.sparse_ptr[i+1]) (increasing), cut at the causal / key-padding end and visited
+// last-to-first as above; zero tiles are neither loaded nor computed. Same loop order (Q tiles
+// across thread blocks, K/V streamed), so K and V are read s·Tr times: the N² term of the IO
+// scales by the density s (Proposition 4). With every tile non-zero the visiting order and the
+// arithmetic are those of the dense kernel, so the outputs are bitwise equal.
+//
 // Run: build/flashio run --method flash2 --seqlen 4096 --head-dim 128
 #pragma once
 #include <cmath>
@@ -82,7 +90,8 @@ __device__ __forceinline__ void load_tile(typename Tr::Element* s, const typenam
 
 // kDropout is a template parameter: the Philox code in the loop costs registers (measured:
 // 132 → 225 for d = 64, 128×64, and 14 % of the speed) even when a run-time flag skips it.
-template <typename Tr, bool kCausal, bool kDropout>
+// kSparse (block-sparse tile lists) likewise, so the dense kernels are unchanged.
+template <typename Tr, bool kCausal, bool kDropout, bool kSparse = false>
 __global__ void __launch_bounds__(Tr::kNThreads) flash2_fwd_kernel(const Flash2FwdParams p) {
   using T = typename Tr::Element;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -109,11 +118,29 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash2_fwd_kernel(const Flash2F
   // Keys this tile can see: all valid keys, or (causal) those up to its last row.
   const int n_end = kCausal ? min(nk, row0 + Tr::kBlockM) : nk;
   const int n_blocks = n_end > 0 ? (n_end + Tr::kBlockN - 1) / Tr::kBlockN : 0;
+  // The K/V tiles this Q tile visits, iteration `it` → tile index: dense, all n_blocks of them
+  // last-to-first; block-sparse, the non-zero tiles below n_blocks, last-to-first.
+  int n_iters = n_blocks;
+  const int* sparse_tiles = nullptr;  // (n_iters) increasing tile indices
+  if constexpr (kSparse) {
+    const int begin = p.sparse_ptr[m_block];
+    int end = p.sparse_ptr[m_block + 1];
+    while (end > begin && p.sparse_idx[end - 1] >= n_blocks) --end;  // past the causal / padding end
+    sparse_tiles = p.sparse_idx + begin;
+    n_iters = end - begin;
+  }
+  auto tile_at = [&](int it) -> int {
+    if constexpr (kSparse) {
+      return sparse_tiles[n_iters - 1 - it];
+    } else {
+      return n_blocks - 1 - it;
+    }
+  };
 
   load_tile<Tr, Tr::kBlockM>(sQ, q, 0, q_rows);
   cp_async_commit();
-  if (n_blocks > 0) {
-    const int n = n_blocks - 1;
+  if (n_iters > 0) {
+    const int n = tile_at(0);
     load_tile<Tr, Tr::kBlockN>(sK, k, n * Tr::kBlockN, nk);
     load_tile<Tr, Tr::kBlockN>(sV, v, n * Tr::kBlockN, nk);
   }
@@ -138,12 +165,13 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash2_fwd_kernel(const Flash2F
   const int b_row = (lane % 8) + (lane / 16) * 8, b_col = ((lane / 8) % 2) * 8;  // B: K
   const int v_row = (lane % 8) + ((lane / 8) % 2) * 8, v_col = (lane / 16) * 8;  // B: V (trans)
 
-  for (int it = 0; it < n_blocks; ++it) {
-    const int n = n_blocks - 1 - it;  // last-to-first: masked tiles come first
+  for (int it = 0; it < n_iters; ++it) {
+    const int n = tile_at(it);  // last-to-first: masked tiles come first
     const int stage = it % 2;
-    if (it + 1 < n_blocks) {  // prefetch the next tile into the other stage
-      load_tile<Tr, Tr::kBlockN>(sK + (stage ^ 1) * Tr::kSmemKV, k, (n - 1) * Tr::kBlockN, nk);
-      load_tile<Tr, Tr::kBlockN>(sV + (stage ^ 1) * Tr::kSmemKV, v, (n - 1) * Tr::kBlockN, nk);
+    if (it + 1 < n_iters) {  // prefetch the next tile into the other stage
+      const int next = tile_at(it + 1);
+      load_tile<Tr, Tr::kBlockN>(sK + (stage ^ 1) * Tr::kSmemKV, k, next * Tr::kBlockN, nk);
+      load_tile<Tr, Tr::kBlockN>(sV + (stage ^ 1) * Tr::kSmemKV, v, next * Tr::kBlockN, nk);
       cp_async_commit();
       cp_async_wait<1>();
     } else {

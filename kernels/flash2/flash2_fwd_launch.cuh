@@ -9,19 +9,19 @@
 
 namespace flashio::kernels {
 
-template <typename T, int kHeadDim, int kIndex>
+template <typename T, int kHeadDim, int kIndex, bool kSparse>
 void launch_flash2_fwd_config(const Flash2FwdParams& p, cudaStream_t stream) {
   constexpr Flash2TileSpec s = Flash2FwdConfigs<kHeadDim>::list[kIndex];
   using Tr = Flash2FwdTraits<T, kHeadDim, s.block_m, s.block_n, s.warps, s.stages>;
   const dim3 grid((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM, p.heads, p.batch);
-  auto kernel = p.causal ? (p.dropout ? flash2_fwd_kernel<Tr, true, true> : flash2_fwd_kernel<Tr, true, false>)
-                         : (p.dropout ? flash2_fwd_kernel<Tr, false, true> : flash2_fwd_kernel<Tr, false, false>);
+  auto kernel = p.causal ? (p.dropout ? flash2_fwd_kernel<Tr, true, true, kSparse> : flash2_fwd_kernel<Tr, true, false, kSparse>)
+                         : (p.dropout ? flash2_fwd_kernel<Tr, false, true, kSparse> : flash2_fwd_kernel<Tr, false, false, kSparse>);
   FLASHIO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
   kernel<<<grid, Tr::kNThreads, Tr::kSmemBytes, stream>>>(p);
   FLASHIO_CHECK_LAUNCH();
 }
 
-template <typename T, int kHeadDim, size_t... I>
+template <typename T, int kHeadDim, bool kSparse, size_t... I>
 void run_flash2_fwd_impl(const Flash2FwdParams& p, const Flash2Tile& tile, cudaStream_t stream,
                          std::index_sequence<I...>) {
   bool launched = false;
@@ -29,7 +29,7 @@ void run_flash2_fwd_impl(const Flash2FwdParams& p, const Flash2Tile& tile, cudaS
     constexpr Flash2TileSpec s = Flash2FwdConfigs<kHeadDim>::list[decltype(index)::value];
     if (!launched && s.block_m == tile.block_m && s.block_n == tile.block_n && s.warps == tile.warps &&
         s.stages == tile.stages) {
-      launch_flash2_fwd_config<T, kHeadDim, decltype(index)::value>(p, stream);
+      launch_flash2_fwd_config<T, kHeadDim, decltype(index)::value, kSparse>(p, stream);
       launched = true;
     }
   };
@@ -37,10 +37,12 @@ void run_flash2_fwd_impl(const Flash2FwdParams& p, const Flash2Tile& tile, cudaS
   if (!launched) throw std::invalid_argument("flash2: tile configuration not compiled");
 }
 
-template <typename T, int kHeadDim>
+// kSparse: the block-sparse kernels (blocksparse_flash) are compiled for the first (fastest)
+// tile of the list only, to bound compile time; run_flash2_fwd<.., true> throws for another.
+template <typename T, int kHeadDim, bool kSparse = false>
 void run_flash2_fwd(const Flash2FwdParams& p, const Flash2Tile& tile, cudaStream_t stream) {
-  constexpr size_t n = sizeof(Flash2FwdConfigs<kHeadDim>::list) / sizeof(Flash2TileSpec);
-  run_flash2_fwd_impl<T, kHeadDim>(p, tile, stream, std::make_index_sequence<n>{});
+  constexpr size_t n = kSparse ? 1 : sizeof(Flash2FwdConfigs<kHeadDim>::list) / sizeof(Flash2TileSpec);
+  run_flash2_fwd_impl<T, kHeadDim, kSparse>(p, tile, stream, std::make_index_sequence<n>{});
 }
 
 }  // namespace flashio::kernels

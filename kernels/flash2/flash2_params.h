@@ -21,6 +21,11 @@ struct Flash2FwdParams {
   uint32_t dropout_threshold;
   float dropout_scale;  // 1 / (1 - p)
   uint64_t seed;
+  // Block-sparse only (blocksparse_flash; ignored by the dense kernels): the non-zero K/V tiles
+  // of Q tile i are sparse_idx[sparse_ptr[i] .. sparse_ptr[i+1]), increasing (bench/sparsity.h
+  // by_rows of the mask at the forward's tile size).
+  const int* sparse_ptr;  // [⌈Nq/Br⌉ + 1]
+  const int* sparse_idx;  // [non-zero tiles]
 };
 
 struct Flash2BwdParams {
@@ -44,6 +49,10 @@ struct Flash2BwdParams {
   uint32_t dropout_threshold;
   float dropout_scale;
   uint64_t seed;
+  // Block-sparse only: the non-zero Q tiles of K/V tile j are sparse_idx[sparse_ptr[j] ..
+  // sparse_ptr[j+1]), increasing (by_cols of the mask at the backward's tile size).
+  const int* sparse_ptr;  // [⌈Nk/Bc⌉ + 1]
+  const int* sparse_idx;
 };
 
 // One compiled tile configuration of the forward kernel.

@@ -1,0 +1,51 @@
+// The in-process counter pass: CUPTI's range profiler (CUDA 12.6+, `cupti_range_profiler.h`
+// with `cupti_profiler_host.h`) in auto-range mode — one range per kernel launch — with
+// user replay: when the metric set needs several passes, the caller's whole launch
+// sequence runs once per pass, after `prepare` (the L2 flush) each time. Kernel names
+// come from CUPTI's launch callbacks. CUPTI is loaded with dlopen, so a machine without
+// it (or without permission to read counters) still times: open() says why not, and
+// every record then carries `counters: unavailable` with that reason.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/counters.h"
+#include "bench/device_info.h"
+
+typedef struct CUstream_st* cudaStream_t;
+
+namespace flashio {
+
+class CounterSession {
+ public:
+  // The library CUPTI is loaded from: $FLASHIO_CUPTI_LIBRARY, else libcupti.so.13 / libcupti.so.
+  static std::string default_library();
+
+  // Loads CUPTI, checks the device and the metric set, builds the configuration. Returns
+  // null with `why_not` set when counters cannot be read here (no library, no permission,
+  // unsupported GPU, another profiler attached); never throws for those.
+  static std::unique_ptr<CounterSession> open(const DeviceInfo& dev, CounterSet set, std::string& why_not,
+                                              const std::string& library = default_library());
+  ~CounterSession();
+
+  // Profiles `launch` (which only enqueues work on `stream`): per replay pass, `prepare`
+  // (the L2 flush) then `launch` inside the profiled span; prepare's kernels are left out. Returns the record's counters object; a failure
+  // during collection returns `unavailable` with the reason (the point is still timed).
+  nlohmann::json profile(const std::function<void()>& prepare, const std::function<void()>& launch,
+                         cudaStream_t stream);
+
+  int passes() const;                              // replay passes of the configured set
+  const std::vector<std::string>& metrics() const; // the metrics collected
+  const std::map<std::string, std::string>& absent() const;  // table metrics not collected, why
+  std::string describe() const;                    // one line for --verbose
+
+ private:
+  struct Impl;
+  explicit CounterSession(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace flashio
