@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "analysis/tables.h"
+#include "bench/sparsity.h"
 
 namespace flashio::analysis {
 
@@ -104,6 +105,24 @@ RecordModel model_point_of(const json& rec) {
   }
   m.fwd_tiles = tiles_of(rec, "tiles", &out.fwd_smem);
   m.bwd_tiles = tiles_of(rec, "tiles_bwd", &out.bwd_smem);
+  if (m.problem.sparse()) {
+    // The pattern regenerated from the problem (deterministic in its seed), at each kernel's tiles.
+    auto at_tiles = [&](const std::optional<KernelTiles>& t) {
+      BlockMask bm;
+      if (!t) return bm;
+      const ::flashio::BlockMask mask = make_block_mask(m.problem, t->block_r, t->block_c);
+      bm.rows = mask.rows, bm.cols = mask.cols;
+      for (uint8_t bit : mask.bits) bm.keep.push_back(bit != 0);
+      return bm;
+    };
+    try {
+      m.mask = at_tiles(m.fwd_tiles);
+      m.bwd_mask = at_tiles(m.bwd_tiles);
+    } catch (const std::exception& e) {
+      out.why_not = std::string("block mask: ") + e.what();
+      return out;
+    }
+  }
   if (has_exact_model(method)) {
     if (m.pass != Pass::Bwd && !m.fwd_tiles) out.why_not = "the record carries no forward tiles";
     if (m.pass != Pass::Fwd && !m.bwd_tiles)

@@ -86,7 +86,7 @@ DramPrediction predict_dram(const ModelPoint& m, int64_t fwd_smem_bytes, int64_t
   out.compulsory = compulsory_dram(m).total();
   int64_t extra = 0;
 
-  if (m.method == "flash2") {
+  if (m.method == "flash2" || m.method == "blocksparse_flash") {  // sparse: a wave's K/V need is an upper bound
     if (fwd) {
       const KernelTiles t = m.fwd_tiles.value();
       const int64_t tr = ceil_div(nq, t.block_r), group = p.heads / p.kvh();

@@ -73,7 +73,9 @@ double BlockMask::density() const {
   return double(std::count(keep.begin(), keep.end(), true)) / double(keep.size());
 }
 
-bool has_exact_model(const std::string& method) { return method == "flash1" || method == "flash2"; }
+bool has_exact_model(const std::string& method) {
+  return method == "flash1" || method == "flash2" || method == "blocksparse_flash";
+}
 
 int64_t grouped_fp32_sectors(int64_t first, int64_t n, int64_t group) {
   if (n <= 0) return 0;
@@ -310,18 +312,13 @@ KernelTiles need_tiles(const std::optional<KernelTiles>& t, const ModelPoint& m,
 Traffic predict_sm_l2(const ModelPoint& m) {
   const bool fwd = m.pass != Pass::Bwd, bwd = m.pass != Pass::Fwd;
   Traffic out;
-  if (m.method == "flash2") {
+  if (m.method == "flash2" || m.method == "blocksparse_flash") {
+    // blocksparse_flash is flash2's schedule visiting only the non-zero tiles of its masks.
+    require(m.method == "flash2" || m.problem.sparse(), "blocksparse_flash: the problem has no block-sparse pattern");
     if (fwd) out += flash2_fwd_traffic(m.problem, need_tiles(m.fwd_tiles, m, "forward"), m.mask);
-    if (bwd) {
-      // The mask is at the forward's tile size; the backward's tiles must match to reuse it.
-      const KernelTiles bt = need_tiles(m.bwd_tiles, m, "backward");
-      require(
-          m.mask.empty() || (m.fwd_tiles && bt.block_r == m.fwd_tiles->block_r && bt.block_c == m.fwd_tiles->block_c),
-          "flash2 backward: a block mask needs the backward's tiles equal to the forward's");
-      out += flash2_bwd_traffic(m.problem, bt, m.mask);
-    }
+    if (bwd) out += flash2_bwd_traffic(m.problem, need_tiles(m.bwd_tiles, m, "backward"), m.bwd_mask);
   } else if (m.method == "flash1") {
-    require(m.mask.empty(), "flash1: no block-sparse schedule");
+    require(m.mask.empty() && m.bwd_mask.empty(), "flash1: no block-sparse schedule");
     if (fwd) out += flash1_fwd_traffic(m.problem, need_tiles(m.fwd_tiles, m, "forward"));
     if (bwd) out += flash1_bwd_traffic(m.problem, need_tiles(m.bwd_tiles, m, "backward"));
   } else if (m.method == "standard") {
@@ -377,7 +374,8 @@ double asymptotic_form(const ModelPoint& m) {
     const double tile = m.method == "flash1" ? m.fwd_tiles->block_c : m.fwd_tiles->block_r;
     v += n * d + s * n * nk * d / tile;
   }
-  if (bwd && m.bwd_tiles) v += n * d + s * n * nk * d / double(m.bwd_tiles->block_c);
+  if (bwd && m.bwd_tiles)
+    v += n * d + m.bwd_mask.density() * (p.causal ? 0.5 : 1.0) * n * nk * d / double(m.bwd_tiles->block_c);
   return heads * v;
 }
 

@@ -69,10 +69,11 @@ struct ModelPoint {
   Pass pass = Pass::Fwd;
   Problem problem;
   std::optional<KernelTiles> fwd_tiles, bwd_tiles;
-  BlockMask mask;  // at the forward kernel's tile size (flash2 forward and backward)
+  BlockMask mask;      // at the forward kernel's tile size (flash2's schedule, blocksparse_flash)
+  BlockMask bwd_mask;  // at the backward kernel's tile size
 };
 
-bool has_exact_model(const std::string& method);  // the fused kernels: flash1, flash2
+bool has_exact_model(const std::string& method);  // the fused kernels: flash1, flash2, blocksparse_flash
 
 // SM↔L2 bytes of the whole pass (fwdbwd = fwd + bwd). Throws std::invalid_argument with a
 // sentence when the point lacks what the model needs (e.g. a backward pass without tiles).

@@ -382,9 +382,9 @@ Traffic simulate_flash1_bwd(const Problem& p, const KernelTiles& t) {
 Traffic simulate_sm_l2(const ModelPoint& m) {
   const bool fwd = m.pass != Pass::Bwd, bwd = m.pass != Pass::Fwd;
   Traffic out;
-  if (m.method == "flash2") {
+  if (m.method == "flash2" || m.method == "blocksparse_flash") {
     if (fwd) out += simulate_flash2_fwd(m.problem, m.fwd_tiles.value(), m.mask);
-    if (bwd) out += simulate_flash2_bwd(m.problem, m.bwd_tiles.value(), m.mask);
+    if (bwd) out += simulate_flash2_bwd(m.problem, m.bwd_tiles.value(), m.bwd_mask);
   } else if (m.method == "flash1") {
     if (fwd) out += simulate_flash1_fwd(m.problem, m.fwd_tiles.value());
     if (bwd) out += simulate_flash1_bwd(m.problem, m.bwd_tiles.value());

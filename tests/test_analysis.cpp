@@ -371,3 +371,29 @@ TEST(Fixture, SyntheticCountersFileConformsToTheResultSchema) {
   const auto errors = validate_schema(json::parse(s), json::parse(f));
   EXPECT_TRUE(errors.empty()) << errors.front();
 }
+
+TEST(IoModel, BlockSparseFlashRecordsGetTheirPatternsMaskAtEachKernelsTiles) {
+  for (const char* pattern : {"butterfly", "local", "random"})
+    for (bool causal : {false, true}) {
+      Record r;
+      r.method = "blocksparse_flash";
+      r.pass = Pass::FwdBwd;
+      r.problem = shape(1, 2, 2, 1000, 1000, 64, causal, true);
+      r.problem.pattern = pattern;
+      r.problem.sparse_block = 128;
+      r.tiles = Tiles{128, 64, 4, 2, 55296};
+      r.tiles_bwd = Tiles{64, 64, 4, 2, 74752};
+      const RecordModel rm = model_point_of(to_json(r));
+      ASSERT_TRUE(rm.point.has_value()) << rm.why_not;
+      EXPECT_EQ(rm.point->mask.rows, 8);   // ⌈1000/128⌉ Q tiles
+      EXPECT_EQ(rm.point->mask.cols, 16);  // ⌈1000/64⌉ K/V tiles
+      EXPECT_EQ(rm.point->bwd_mask.rows, 16);
+      EXPECT_LT(rm.point->mask.density(), 1.0) << pattern;
+      const Traffic model = predict_sm_l2(*rm.point);
+      expect_same(model, simulate_sm_l2(*rm.point), std::string("blocksparse ") + pattern);
+      ModelPoint dense = *rm.point;
+      dense.method = "flash2";
+      dense.mask = {}, dense.bwd_mask = {};
+      EXPECT_LT(model.total(), predict_sm_l2(dense).total()) << pattern;
+    }
+}
