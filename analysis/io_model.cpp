@@ -42,6 +42,23 @@ int64_t tile_vector_bytes(int64_t head, int64_t row0, int64_t rows, int64_t grou
   return grouped_fp32_sectors(head + row0, rows, group) * kSector;
 }
 
+// cp.async tile loads land in shared tiles with rows padded to (d + 8)·e bytes, so every odd
+// row starts 16 bytes into a 32-byte shared-memory sector, and each of its global sectors
+// crosses the SM's crossbar as two deliveries: l1tex__m_xbar2l1tex_read_bytes counts it twice
+// (H100: exactly 1.5× on full tiles; the bytes requested from L2 are 1×). Rows counted for v
+// valid rows of one tile:
+int64_t xbar_rows(int64_t v) { return v + v / 2; }
+
+// Σ over K/V tiles j < nb of xbar_rows(min(bc, nk − j·bc)): whole tiles, the last cut at nk.
+int64_t kv_xbar_rows(int64_t nb, int64_t nk, int64_t bc) {
+  if (nb <= 0) return 0;
+  if (nb * bc <= nk) return nb * xbar_rows(bc);
+  return (nb - 1) * xbar_rows(bc) + xbar_rows(nk - (nb - 1) * bc);
+}
+
+// Σ over Q tiles of xbar_rows(rows of the tile).
+int64_t q_xbar_rows(int64_t nq, int64_t br) { return kv_xbar_rows(ceil_div(nq, br), nq, br); }
+
 }  // namespace
 
 void Traffic::add(const std::string& name, int64_t r, int64_t w, int64_t red_bytes) {
@@ -105,24 +122,24 @@ Traffic flash2_fwd_traffic(const Problem& p, const KernelTiles& t, const BlockMa
   for (int64_t b = 0; b < p.batch; ++b) {
     const int64_t nk = std::min<int64_t>(lens[size_t(b)], p.nk());
     // K/V rows one Q tile loads: whole tiles below n_end, the last one cut at nk.
-    int64_t kv_rows = 0;
+    int64_t kv_rows = 0;  // as the crossbar counts them (xbar_rows)
     if (mask.empty() && !p.causal) {
-      kv_rows = tr * nk;
+      kv_rows = tr * kv_xbar_rows(ceil_div(nk, bc), nk, bc);
     } else {
       for (int64_t i = 0; i < tr; ++i) {
         const int64_t n_end = p.causal ? std::min(nk, i * br + br) : nk;
         const int64_t nb = ceil_div(n_end, bc);
         if (mask.empty()) {
-          kv_rows += std::min(nk, nb * bc);
+          kv_rows += kv_xbar_rows(nb, nk, bc);
         } else {
           for (int64_t j = 0; j < nb; ++j)
-            if (mask.at(i, j)) kv_rows += std::min(bc, nk - j * bc);
+            if (mask.at(i, j)) kv_rows += xbar_rows(std::min(bc, nk - j * bc));
         }
       }
     }
     for (int64_t h = 0; h < p.heads; ++h) {
       const int64_t head = (b * p.heads + h) * nq;
-      out.add("Q tiles", nq * row_bytes, 0);
+      out.add("Q tiles", q_xbar_rows(nq, br) * row_bytes, 0);
       out.add("K,V tiles", 2 * kv_rows * row_bytes, 0);
       out.add("O", 0, nq * row_bytes);
       out.add("L (log-sum-exp)", 0, grouped_fp32_sectors(head, nq, 8) * kSector);
@@ -152,31 +169,35 @@ Traffic flash2_bwd_traffic(const Problem& p, const KernelTiles& t, const BlockMa
   for (int64_t b = 0; b < p.batch; ++b) {
     const int64_t nk = std::min<int64_t>(lens[size_t(b)], nkmax);
     for (int64_t hk = 0; hk < p.kvh(); ++hk) {
-      out.add("K,V tiles", 2 * nkmax * row_bytes, 0);
+      out.add("K,V tiles", 2 * kv_xbar_rows(tc, nkmax, bc) * row_bytes, 0);
       out.add("dK, dV", 0, 2 * nkmax * row_bytes);
       for (int64_t g = 0; g < group; ++g) {
         const int64_t head = (b * p.heads + hk * group + g) * nq;
         std::vector<int64_t> rows_from(size_t(m_blocks + 1), 0), vec_from(size_t(m_blocks + 1), 0);
+        std::vector<int64_t> xrows_from(size_t(m_blocks + 1), 0);
         for (int64_t i = m_blocks - 1; i >= 0; --i) {
           const int64_t r = std::min(br, nq - i * br);
           rows_from[size_t(i)] = rows_from[size_t(i + 1)] + r;
+          xrows_from[size_t(i)] = xrows_from[size_t(i + 1)] + xbar_rows(r);
           vec_from[size_t(i)] = vec_from[size_t(i + 1)] + tile_vector_bytes(head, i * br, r, vec_group);
         }
-        int64_t q_rows = 0, vec_bytes = 0;
+        int64_t q_rows = 0, q_xrows = 0, vec_bytes = 0;
         for (int64_t j = 0; j < tc && j * bc < nk; ++j) {
           const int64_t m_first = p.causal ? std::min(j * bc / br, m_blocks) : 0;
           if (mask.empty()) {  // Q tiles m_first..m_blocks−1
             q_rows += rows_from[size_t(m_first)];
+            q_xrows += xrows_from[size_t(m_first)];
             vec_bytes += 2 * vec_from[size_t(m_first)];
             continue;
           }
           for (int64_t i = m_first; i < m_blocks; ++i) {
             if (!mask.at(i, j)) continue;
             q_rows += rows_from[size_t(i)] - rows_from[size_t(i + 1)];
+            q_xrows += xrows_from[size_t(i)] - xrows_from[size_t(i + 1)];
             vec_bytes += 2 * (vec_from[size_t(i)] - vec_from[size_t(i + 1)]);
           }
         }
-        out.add("Q, dO tiles", 2 * q_rows * row_bytes, 0);
+        out.add("Q, dO tiles", 2 * q_xrows * row_bytes, 0);
         out.add("L, D", vec_bytes, 0);
         out.add("dQ accumulate (atomic)", 0, 0, q_rows * (d / 8) * 2 * kSector);
       }
@@ -207,7 +228,7 @@ Traffic flash1_fwd_traffic(const Problem& p, const KernelTiles& t) {
         continue;
       }
       int64_t kv_rows = 0;
-      for (int64_t j = 0; j < n_blocks; ++j) kv_rows += std::min(bc, nkmax - j * bc);
+      for (int64_t j = 0; j < n_blocks; ++j) kv_rows += xbar_rows(std::min(bc, nkmax - j * bc));
       out.add("K,V tiles", 2 * kv_rows * row_bytes, 0);
       // K/V tile j visits Q tile i iff j <= last_j(i) (i >= i_first(j) = ⌊j·Bc/Br⌋ ⇔ j·Bc <= i·Br + Br − 1):
       // v_i visits; the first writes back without reading, the last writes O, L (and l, m).
@@ -218,7 +239,7 @@ Traffic flash1_fwd_traffic(const Problem& p, const KernelTiles& t) {
         const int64_t visits = last_j + 1;
         const int64_t vec = tile_vector_bytes(head, m0, rows, 8);
         const int64_t o_fp32 = rows * d * kF32;  // one sector per row per 8 columns (float2 × 4 lanes)
-        q += visits * rows * row_bytes;
+        q += visits * xbar_rows(rows) * row_bytes;
         reread += (visits - 1) * (o_fp32 + 2 * vec);
         writeback += (visits - 1) * (o_fp32 + 2 * vec);
         final_write += rows * (d / 8) * kSector + 3 * vec;  // O in the element type: 16 of 32 bytes per sector
@@ -249,22 +270,25 @@ Traffic flash1_bwd_traffic(const Problem& p, const KernelTiles& t) {
     const int64_t nk = std::min<int64_t>(lens[size_t(b)], nkmax);
     for (int64_t h = 0; h < p.heads; ++h) {
       const int64_t head = (b * p.heads + h) * nq;
-      out.add("K,V tiles", 2 * nkmax * row_bytes, 0);
+      out.add("K,V tiles", 2 * kv_xbar_rows(n_blocks, nkmax, bc) * row_bytes, 0);
       out.add("dK, dV", 0, 2 * nkmax * row_bytes);
       // Rows and L/D-vector bytes of Q tiles i..m_blocks−1, as suffix sums.
       std::vector<int64_t> rows_from(size_t(m_blocks + 1), 0), vec_from(size_t(m_blocks + 1), 0);
+      std::vector<int64_t> xrows_from(size_t(m_blocks + 1), 0);
       for (int64_t i = m_blocks - 1; i >= 0; --i) {
         const int64_t r = std::min(br, nq - i * br);
         rows_from[size_t(i)] = rows_from[size_t(i + 1)] + r;
+        xrows_from[size_t(i)] = xrows_from[size_t(i + 1)] + xbar_rows(r);
         vec_from[size_t(i)] = vec_from[size_t(i + 1)] + tile_vector_bytes(head, i * br, r, vec_group);
       }
-      int64_t rows = 0, vec = 0;
+      int64_t rows = 0, xrows = 0, vec = 0;
       for (int64_t j = 0; j < n_blocks && j * bc < nk; ++j) {
         const int64_t i_first = p.causal ? std::min(j * bc / br, m_blocks) : 0;
         rows += rows_from[size_t(i_first)];
+        xrows += xrows_from[size_t(i_first)];
         vec += vec_from[size_t(i_first)];
       }
-      out.add("Q, dO, O tiles", 3 * rows * row_bytes, 0);
+      out.add("Q, dO, O tiles", 3 * xrows * row_bytes, 0);
       out.add("l, m", 2 * vec, 0);
       out.add("dQ read-modify-write", rows * d * kF32, 2 * rows * d * kF32);
     }

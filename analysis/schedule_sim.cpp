@@ -20,6 +20,7 @@ enum Buf { kQ, kK, kV, kO, kLse, kDO, kD, kDqAcc, kDq, kDk, kDv, kOAcc, kRowMax,
 struct Access {
   int buf;
   int64_t byte;
+  int64_t smem = -1;  // cp.async: the shared-memory byte the chunk lands on (the crossbar delivers per smem sector)
 };
 
 // Counts one kernel's traffic. `instr` takes the lanes of one warp instruction (only the
@@ -31,8 +32,12 @@ class Counter {
   enum Op { Read, Write, Red };
 
   void instr(Op op, const std::string& term, const std::vector<Access>& lanes) {
+    // A global sector, or for cp.async a (global sector, shared-memory sector) delivery: a sector
+    // whose two 16-byte halves land in two shared-memory sectors crosses the crossbar twice.
     std::set<std::pair<int, int64_t>> sectors;
-    for (const auto& a : lanes) sectors.insert({a.buf, a.byte / kSector});
+    for (const auto& a : lanes)
+      sectors.insert(
+          {a.buf, a.smem < 0 ? a.byte / kSector : (a.byte / kSector) * (int64_t(1) << 24) + a.smem / kSector});
     int64_t n = 0;
     for (const auto& s : sectors) {
       if (op == Read && scoped_) {
@@ -65,7 +70,9 @@ void tile_copy(Counter& c, Counter::Op op, const std::string& term, int buf, int
         if (ch >= chunks) continue;
         const int64_t r = ch / per_row, col = (ch % per_row) * 8;
         if (row0 + r >= rows_valid) continue;
-        lanes.push_back({buf, ((matrix_row0 + row0 + r) * d + col) * e});
+        // Loads are cp.async into a (tile_rows, d + 8) shared tile whose base is 32-byte aligned.
+        const int64_t smem = op == Counter::Read ? (r * (d + 8) + col) * e : -1;
+        lanes.push_back({buf, ((matrix_row0 + row0 + r) * d + col) * e, smem});
       }
       if (!lanes.empty()) c.instr(op, term, lanes);
     }
