@@ -181,7 +181,8 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
 
   for (const auto& [path, doc] : docs) {
     const json device = doc.value("device", json::object());
-    const GpuLimits gpu = limits_of(device);
+    GpuLimits gpu = limits_of(device);
+    gpu.blocks_per_sm_override = opt.blocks_per_sm;
     json recs = json::array();
     md += fmt::format("## {} — {} ({} records)\n\n", path, device.value("name", std::string("unknown device")),
                       doc.value("records", json::array()).size());

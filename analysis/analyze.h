@@ -19,6 +19,7 @@ struct AnalyzeOptions {
   double exponent_tolerance = 0.10;  // |measured exponent − model exponent|
   double l2_usable_fraction = kDefaultL2UsableFraction;
   bool require_counters = false;  // fail when no record could be judged
+  int blocks_per_sm = 0;          // > 0: override the wave's resident blocks per SM (DRAM model)
 };
 
 // A record's model inputs, or why it has none (a sentence).

@@ -33,6 +33,10 @@ class Commands final : public AnalysisCommands {
     analyze_->add_option("--l2-usable", opt_.l2_usable_fraction, "share of L2 one stream can use (default 0.5)")
         ->check(CLI::Range(0.01, 1.0));
     analyze_->add_flag("--require-counters", opt_.require_counters, "exit 1 when no record could be judged");
+    analyze_
+        ->add_option("--blocks-per-sm", opt_.blocks_per_sm,
+                     "DRAM model: resident blocks per SM in a wave (default: from shared memory and threads)")
+        ->check(CLI::Range(1, 32));
     analyze_->footer("Exit status: 0 when every verdict holds, 1 otherwise, 2 on bad input.");
 
     report_ = app.add_subcommand(

@@ -65,6 +65,7 @@ nlohmann::json DramPrediction::to_json() const {
 }
 
 int blocks_per_sm(int threads, int64_t smem_bytes, const GpuLimits& gpu) {
+  if (gpu.blocks_per_sm_override > 0) return gpu.blocks_per_sm_override;
   constexpr int kMaxBlocksPerSm = 32;
   constexpr int64_t kReservedSmemPerBlock = 1024;
   int n = kMaxBlocksPerSm;

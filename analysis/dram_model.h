@@ -24,6 +24,7 @@ struct GpuLimits {
   int64_t smem_per_sm_bytes = 0;
   int64_t l2_bytes = 0;
   int max_threads_per_sm = 2048;
+  int blocks_per_sm_override = 0;  // > 0: the resident blocks per SM a wave assumes (a hypothesis to test)
 };
 
 struct DramPrediction {
