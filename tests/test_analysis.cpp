@@ -408,3 +408,22 @@ TEST(IoModel, BlockSparseFlashRecordsGetTheirPatternsMaskAtEachKernelsTiles) {
       EXPECT_LT(model.total(), predict_sm_l2(dense).total()) << pattern;
     }
 }
+
+TEST(AnalyzeCommand, CommittedCountersHoldTheSmL2VerdictForEveryFusedPoint) {
+  // The criterion at the SM↔L2 level, on every committed result file with counters.
+  std::vector<std::string> args{"analyze", "--json"};
+  for (const auto& e : std::filesystem::directory_iterator(kSource + "/results"))
+    if (e.path().extension() == ".json" && e.path().filename() != "schema.json") args.push_back(e.path().string());
+  const Captured c = run_cli(args);
+  const json j = json::parse(c.out);
+  int judged = 0;
+  for (const auto& f : j["files"])
+    for (const auto& r : f["records"])
+      if (r.contains("sm_l2_verdict") && r["sm_l2_verdict"].is_boolean()) {
+        ++judged;
+        EXPECT_TRUE(r["sm_l2_verdict"].get<bool>()) << r["name"] << " ratio " << r["sm_l2_ratio"];
+      }
+  for (const auto& fit : j["fits"])
+    if (fit["verdict"].is_boolean()) EXPECT_TRUE(fit["verdict"].get<bool>()) << fit["sweep"];
+  if (judged == 0) GTEST_SKIP() << "no committed result file carries counters";
+}
