@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,8 @@ class Plan {
  public:
   virtual ~Plan() = default;
   virtual Tiles tiles() const { return {}; }
+  // The backward kernel's tiles, where it has its own (the IO model of bwd/fwdbwd needs them).
+  virtual std::optional<Tiles> backward_tiles() const { return std::nullopt; }
   virtual bool writes_lse() const { return false; }
   virtual void forward(const AttentionBuffers& buf, cudaStream_t stream) = 0;
   virtual void backward(const AttentionBuffers& buf, cudaStream_t stream);  // throws if unsupported

@@ -57,6 +57,7 @@ json to_json(const Record& r) {
   if (!r.reason.empty()) j["reason"] = r.reason;
   if (r.point_index >= 0) j["point_index"] = r.point_index;
   if (r.tiles) j["tiles"] = r.tiles->to_json();
+  if (r.tiles_bwd) j["tiles_bwd"] = r.tiles_bwd->to_json();
   if (r.check) {
     const auto& c = *r.check;
     j["check"] = {{"passed", c.passed},         {"max_abs_err", c.max_abs_err}, {"max_rel_err", c.max_rel_err},
@@ -101,10 +102,12 @@ Record record_from_json(const json& j) {
     r.reason = j.value("reason", std::string());
     r.device_index = j.value("device_index", 0);
     r.point_index = j.value("point_index", int64_t(-1));
-    if (j.contains("tiles")) {
-      const auto& t = j["tiles"];
-      r.tiles = Tiles{t.value("block_r", 0), t.value("block_c", 0), t.value("warps", 0),
-                      t.value("stages", 0), t.value("smem_bytes", int64_t(0))};
+    for (const char* key : {"tiles", "tiles_bwd"}) {
+      if (!j.contains(key)) continue;
+      const auto& t = j[key];
+      (std::string(key) == "tiles" ? r.tiles : r.tiles_bwd) =
+          Tiles{t.value("block_r", 0), t.value("block_c", 0), t.value("warps", 0), t.value("stages", 0),
+                t.value("smem_bytes", int64_t(0))};
     }
     if (j.contains("check")) {
       const auto& c = j["check"];

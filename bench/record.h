@@ -75,6 +75,7 @@ struct Record {
   int device_index = 0;
   int64_t point_index = -1;  // position in the expanded sweep (before sharding); -1 = not known
   std::optional<Tiles> tiles;
+  std::optional<Tiles> tiles_bwd;  // bwd, fwdbwd: the backward kernel's tiles where they differ
   std::optional<CheckResult> check;
   std::optional<TimeStats> time;
   std::optional<MemoryStats> memory;

@@ -148,6 +148,7 @@ struct Runner::State {
     alloc.reset_peak();
     auto plan = method.plan(p, pt.pass, dev, alloc);
     rec.tiles = plan->tiles();
+    if (pt.pass != Pass::Fwd) rec.tiles_bwd = plan->backward_tiles();
     AttentionBuffers buf;
     buf.q = d.q.get();
     buf.k = d.k.get();

@@ -131,7 +131,7 @@ TEST(Record, CommittedResultFilesConformToSchemaAndRead) {
     const ResultFile f = read_result_file(entry.path().string());
     EXPECT_FALSE(f.records.empty()) << entry.path();
     for (const auto& r : f.records) {
-      if (r.status != Status::Ok) continue;
+      if (r.status != Status::Ok || f.producer == "published") continue;  // published: a paper's figure, no check
       // An ok record was checked and passed before it was timed, and its time is real.
       ASSERT_TRUE(r.check.has_value()) << r.name();
       EXPECT_TRUE(r.check->passed) << r.name();

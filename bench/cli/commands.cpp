@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "analysis/cli_analysis.h"
 #include "bench/build_info.h"
 #include "bench/cli/bad_input.h"
 #include "bench/cli/sweep_commands.h"
@@ -634,6 +635,8 @@ int flashio_main(const std::vector<std::string>& args) {
   device->add_option("--device", device_index, "GPU index");
   device->add_flag("--json", device_json, "print as JSON");
 
+  const auto analysis_commands = analysis::add_analysis_commands(app);  // analyze, report, compare, predict
+
   std::vector<const char*> cargs;
   for (const auto& s : args) cargs.push_back(s.c_str());
   try {
@@ -661,6 +664,7 @@ int flashio_main(const std::vector<std::string>& args) {
       return cmd_merge(merge_args);
     }
     if (device->parsed()) return cmd_device(device_index, device_json);
+    if (const auto rc = analysis_commands->run()) return *rc;
   } catch (const BadInput& e) {
     fmt::print(stderr, "flashio: error: {}\n", e.what());
     return kExitBadInput;

@@ -58,6 +58,11 @@ class Flash2Plan final : public Plan {
     }
   }
   Tiles tiles() const override { return {tile_.block_m, tile_.block_n, tile_.warps, tile_.stages, tile_.smem_bytes}; }
+  std::optional<Tiles> backward_tiles() const override {
+    kernels::Flash2Tile t{};
+    if (!kernels::flash2_bwd_tile(int(p_.head_dim), &t)) return std::nullopt;
+    return Tiles{t.block_m, t.block_n, t.warps, t.stages, t.smem_bytes};
+  }
   bool writes_lse() const override { return true; }
 
   void backward(const AttentionBuffers& buf, cudaStream_t stream) override {

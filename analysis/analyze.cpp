@@ -1,0 +1,378 @@
+// `flashio analyze`; see analyze.h. Verdicts:
+//   SM↔L2  fused kernels (flash1, flash2): |measured / exact − 1| <= l2_tolerance (3 %);
+//          standard: reported, not judged (cuBLAS's re-reads are not modelled);
+//   DRAM   fused kernels: |measured / two-level − 1| <= dram_tolerance (25 %);
+//   sweep  fused kernels, >= 3 points with counters along N, d or the tile size:
+//          |k_measured − k_model| <= exponent_tolerance (0.1), k_model fitted the same way
+//          to the exact model's bytes at the same points (the asymptotic 2, 2, −1 is printed
+//          beside it: at small N the O(N·d) terms flatten the local exponent).
+#include "analysis/analyze.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include "analysis/tables.h"
+#include "bench/sparsity.h"
+
+namespace flashio::analysis {
+
+namespace {
+
+using json = nlohmann::json;
+
+std::optional<KernelTiles> tiles_of(const json& rec, const char* key, int64_t* smem) {
+  if (!rec.contains(key) || !rec[key].is_object()) return std::nullopt;
+  const auto& t = rec[key];
+  KernelTiles k{t.value("block_r", 0), t.value("block_c", 0), t.value("warps", 0)};
+  if (k.block_r <= 0 || k.block_c <= 0) return std::nullopt;
+  if (smem) *smem = t.value("smem_bytes", int64_t(0));
+  return k;
+}
+
+std::optional<double> byte_counter(const json& counters, const char* key) {
+  if (!counters.contains("bytes") || !counters["bytes"].contains(key)) return std::nullopt;
+  return counters["bytes"][key].get<double>();
+}
+
+GpuLimits limits_of(const json& device) {
+  GpuLimits g;
+  g.sm_count = device.value("sm_count", 0);
+  g.smem_per_sm_bytes = device.value("smem_per_sm_bytes", int64_t(0));
+  g.l2_bytes = device.value("l2_bytes", int64_t(0));
+  g.max_threads_per_sm = device.value("max_threads_per_sm", 2048);
+  return g;
+}
+
+std::string verdict_word(std::optional<bool> v) { return !v ? "—" : *v ? "holds" : "FAILS"; }
+
+// The sweep axis a record varies along, and the key of everything else.
+struct Axis {
+  const char* name;
+  double asymptotic;
+};
+constexpr Axis kAxes[] = {{"N", 2.0}, {"d", 2.0}, {"tile", -1.0}};
+
+// "flash2/fwd/b:1/h:16/n:*/d:64/fp16 (tile 128×64)": the point name with the swept axis as '*'.
+std::string sweep_label(std::string name, const std::string& axis, const ModelPoint& m) {
+  auto star = [&](const std::string& field) {
+    const size_t at = name.find("/" + field + ":");
+    if (at == std::string::npos) return;
+    const size_t from = at + field.size() + 2, to = name.find('/', from);
+    name.replace(from, to == std::string::npos ? std::string::npos : to - from, "*");
+  };
+  const size_t tile = name.find("/tile:");
+  if (tile != std::string::npos) name.erase(tile);
+  if (axis == "N") star("n"), star("nk");
+  if (axis == "d") star("d");
+  if (axis == "N" && m.fwd_tiles) name += fmt::format(" (tile {}×{})", m.fwd_tiles->block_r, m.fwd_tiles->block_c);
+  if (axis == "tile") name += m.method == "flash1" ? " (Bc = *)" : " (Br = *)";
+  return name;
+}
+
+}  // namespace
+
+std::string format_bytes(double b) {
+  if (b >= 1e9) return fmt::format("{:.3f} GB", b / 1e9);
+  if (b >= 1e6) return fmt::format("{:.2f} MB", b / 1e6);
+  if (b >= 1e3) return fmt::format("{:.1f} kB", b / 1e3);
+  return fmt::format("{:.0f} B", b);
+}
+
+RecordModel model_point_of(const json& rec) {
+  RecordModel out;
+  const std::string method = rec.value("method", "");
+  if (!has_exact_model(method) && method != "standard") {
+    out.why_not = method + ": no IO model (peers and the CPU reference are not modelled)";
+    return out;
+  }
+  ModelPoint m;
+  m.method = method;
+  const auto pass = parse_pass(rec.value("pass", ""));
+  if (!pass) {
+    out.why_not = "unknown pass";
+    return out;
+  }
+  m.pass = *pass;
+  try {
+    m.problem = problem_from_json(rec.at("problem"));
+  } catch (const std::exception& e) {
+    out.why_not = std::string("bad problem: ") + e.what();
+    return out;
+  }
+  m.fwd_tiles = tiles_of(rec, "tiles", &out.fwd_smem);
+  m.bwd_tiles = tiles_of(rec, "tiles_bwd", &out.bwd_smem);
+  if (m.problem.sparse()) {
+    // The pattern regenerated from the problem (deterministic in its seed), at each kernel's tiles.
+    auto at_tiles = [&](const std::optional<KernelTiles>& t) {
+      BlockMask bm;
+      if (!t) return bm;
+      const ::flashio::BlockMask mask = make_block_mask(m.problem, t->block_r, t->block_c);
+      bm.rows = mask.rows, bm.cols = mask.cols;
+      for (uint8_t bit : mask.bits) bm.keep.push_back(bit != 0);
+      return bm;
+    };
+    try {
+      m.mask = at_tiles(m.fwd_tiles);
+      m.bwd_mask = at_tiles(m.bwd_tiles);
+    } catch (const std::exception& e) {
+      out.why_not = std::string("block mask: ") + e.what();
+      return out;
+    }
+  }
+  if (has_exact_model(method)) {
+    if (m.pass != Pass::Bwd && !m.fwd_tiles) out.why_not = "the record carries no forward tiles";
+    if (m.pass != Pass::Fwd && !m.bwd_tiles)
+      out.why_not = "the record carries no backward tiles (tiles_bwd): the backward kernel's Br, Bc are unknown";
+    if (!out.why_not.empty()) return out;
+  }
+  out.point = m;
+  return out;
+}
+
+PowerFit fit_power(const std::vector<double>& x, const std::vector<double>& y) {
+  PowerFit f;
+  std::vector<double> lx, ly;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (x[i] > 0 && y[i] > 0) lx.push_back(std::log(x[i])), ly.push_back(std::log(y[i]));
+  f.points = int(lx.size());
+  if (f.points < 2) return f;
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < lx.size(); ++i) mx += lx[i], my += ly[i];
+  mx /= double(lx.size()), my /= double(ly.size());
+  double sxx = 0, sxy = 0, syy = 0;
+  for (size_t i = 0; i < lx.size(); ++i) {
+    sxx += (lx[i] - mx) * (lx[i] - mx);
+    sxy += (lx[i] - mx) * (ly[i] - my);
+    syy += (ly[i] - my) * (ly[i] - my);
+  }
+  if (sxx == 0) return f;
+  f.exponent = sxy / sxx;
+  f.constant = std::exp(my - f.exponent * mx);
+  f.r2 = syy == 0 ? 1.0 : (sxy * sxy) / (sxx * syy);
+  return f;
+}
+
+double fit_constant(const std::vector<double>& f, const std::vector<double>& y) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < f.size(); ++i) num += f[i] * y[i], den += f[i] * f[i];
+  return den > 0 ? num / den : 0;
+}
+
+AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>& docs, const AnalyzeOptions& opt) {
+  AnalyzeReport rep;
+  std::string& md = rep.markdown;
+  json files = json::array();
+  md += fmt::format(
+      "Verdicts: SM↔L2 against the exact schedule model within ±{:.0f} % (fused kernels), DRAM against the "
+      "two-level model within ±{:.0f} % (usable L2 = {:.0f} % of L2), sweep exponents within ±{:.2f} of the "
+      "model's.\n\n",
+      opt.l2_tolerance * 100, opt.dram_tolerance * 100, opt.l2_usable_fraction * 100, opt.exponent_tolerance);
+
+  // Sweep points: axis → key → (x, measured, model, asymptotic form, fused)
+  struct SweepPoint {
+    double x, measured, model, form;
+  };
+  std::map<std::string, std::map<std::string, std::vector<SweepPoint>>> sweeps;
+  std::map<std::string, bool> sweep_fused;
+
+  for (const auto& [path, doc] : docs) {
+    const json device = doc.value("device", json::object());
+    GpuLimits gpu = limits_of(device);
+    gpu.blocks_per_sm_override = opt.blocks_per_sm;
+    json recs = json::array();
+    md += fmt::format("## {} — {} ({} records)\n\n", path, device.value("name", std::string("unknown device")),
+                      doc.value("records", json::array()).size());
+    md +=
+        "| point | SM↔L2 model | measured | ratio | verdict | DRAM model | measured | ratio | verdict | L2 hit | note "
+        "|\n";
+    md += "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+    int uncounted = 0;
+    struct DramPoint {
+      ModelPoint m;
+      int64_t fwd_smem, bwd_smem;
+      double measured;
+    };
+    std::vector<DramPoint> dram_points;  // fused, DRAM counted: for the usable-L2 fit below
+    for (const auto& rec : doc.value("records", json::array())) {
+      if (rec.value("status", "") != "ok") continue;
+      json out = {{"name", rec.value("name", "")}};
+      const RecordModel rm = model_point_of(rec);
+      const json counters = rec.value("counters", json::object());
+      const bool counted = counters.value("status", "") == "ok";
+      std::optional<Traffic> l2_model;
+      std::optional<DramPrediction> dram_model;
+      std::string note;
+      if (rm.point) {
+        try {
+          l2_model = predict_sm_l2(*rm.point);
+          out["sm_l2_model"] = l2_model->to_json();
+          if (gpu.sm_count > 0 && gpu.l2_bytes > 0) {
+            dram_model = predict_dram(*rm.point, rm.fwd_smem, rm.bwd_smem, gpu, opt.l2_usable_fraction);
+            out["dram_model"] = dram_model->to_json();
+          }
+        } catch (const std::exception& e) {
+          note = e.what();
+        }
+      } else {
+        note = rm.why_not;
+      }
+      const bool fused = rm.point && has_exact_model(rm.point->method);
+      std::optional<double> l2_meas, dram_meas, hit;
+      std::optional<bool> l2_ok, dram_ok;
+      if (counted) {
+        const auto r = byte_counter(counters, "l2_read"), w = byte_counter(counters, "l2_write");
+        const auto red = byte_counter(counters, "l2_red"), atom = byte_counter(counters, "l2_atom");
+        if (r && w) l2_meas = *r + *w + red.value_or(0) + atom.value_or(0);
+        const auto dr = byte_counter(counters, "dram_read"), dw = byte_counter(counters, "dram_write");
+        if (dr && dw) dram_meas = *dr + *dw;
+        if (dr && r && *r > 0) hit = 1.0 - *dr / *r;
+        out["measured"] = {{"sm_l2", l2_meas ? json(*l2_meas) : json()},
+                           {"dram", dram_meas ? json(*dram_meas) : json()},
+                           {"l2_hit_rate", hit ? json(*hit) : json()}};
+      } else {
+        ++uncounted;
+        if (note.empty())
+          note = "counters " + counters.value("status", std::string("absent")) + ": " + counters.value("reason", "");
+      }
+      std::optional<double> l2_ratio, dram_ratio;
+      if (l2_model && l2_meas && l2_model->total() > 0) {
+        l2_ratio = *l2_meas / double(l2_model->total());
+        if (fused) l2_ok = std::abs(*l2_ratio - 1) <= opt.l2_tolerance;
+      }
+      if (fused && dram_model && dram_meas) dram_points.push_back({*rm.point, rm.fwd_smem, rm.bwd_smem, *dram_meas});
+      if (dram_model && dram_meas && dram_model->predicted > 0) {
+        dram_ratio = *dram_meas / double(dram_model->predicted);
+        if (fused) dram_ok = std::abs(*dram_ratio - 1) <= opt.dram_tolerance;
+        out["dram_over_compulsory"] = *dram_meas / double(dram_model->compulsory);
+      }
+      if (!fused && rm.point && counted) note = "standard: compulsory matrices only, not judged";
+      if (dram_model && !dram_model->note.empty() && note.empty()) note = dram_model->note;
+      for (auto v : {l2_ok, dram_ok})
+        if (v) ++rep.judged, rep.failed += *v ? 0 : 1;
+      out["sm_l2_ratio"] = l2_ratio ? json(*l2_ratio) : json();
+      out["sm_l2_verdict"] = l2_ok ? json(*l2_ok) : json();
+      out["dram_ratio"] = dram_ratio ? json(*dram_ratio) : json();
+      out["dram_verdict"] = dram_ok ? json(*dram_ok) : json();
+      out["note"] = note;
+      recs.push_back(out);
+      if (counted || l2_model) {
+        auto cell = [](std::optional<double> v) { return v ? format_bytes(*v) : std::string("—"); };
+        auto ratio = [](std::optional<double> v) { return v ? fmt::format("{:.3f}", *v) : std::string("—"); };
+        md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", rec.value("name", ""),
+                          l2_model ? format_bytes(double(l2_model->total())) : "—", cell(l2_meas), ratio(l2_ratio),
+                          verdict_word(l2_ok), dram_model ? format_bytes(double(dram_model->predicted)) : "—",
+                          cell(dram_meas), ratio(dram_ratio), verdict_word(dram_ok),
+                          hit ? fmt::format("{:.1f} %", *hit * 100) : "—", note);
+      }
+      // Sweep membership (measured SM↔L2 and an exact prediction needed).
+      if (l2_meas && l2_model && rm.point) {
+        const ModelPoint& m = *rm.point;
+        const double form = asymptotic_form(m);
+        json key_problem = rec["problem"];
+        key_problem.erase("seed");
+        auto add = [&](const char* axis, double x, json kp, bool with_tiles) {
+          // Grouped on everything but the axis; labelled by the point name with the axis as '*'.
+          const std::string k = sweep_label(rec.value("name", ""), axis, m) + " @" + path + "\t" + kp.dump() +
+                                (with_tiles ? rec.value("tiles", json()).dump() : "");
+          sweeps[axis][k].push_back({x, *l2_meas, double(l2_model->total()), form});
+          sweep_fused[k] = fused;
+        };
+        json kn = key_problem;
+        kn.erase("seqlen_q"), kn.erase("seqlen_k");
+        add("N", double(m.problem.seqlen_q), kn, true);
+        json kd = key_problem;
+        kd.erase("head_dim"), kd.erase("softmax_scale"), kd.erase("block_r"), kd.erase("block_c");
+        add("d", double(m.problem.head_dim), kd, false);
+        if (m.fwd_tiles && m.pass == Pass::Fwd) {
+          json kt = key_problem;
+          kt.erase("block_r"), kt.erase("block_c");
+          add("tile", double(m.method == "flash1" ? m.fwd_tiles->block_c : m.fwd_tiles->block_r), kt, false);
+        }
+      }
+    }
+    // How much of the L2 one stream can use is itself a measurement (DESIGN.md): the share that
+    // best explains this file's DRAM bytes (least squares of log ratios, 5 % steps). Informational.
+    json l2_fit;
+    if (dram_points.size() >= 2) {
+      double best = 0, best_err = 0;
+      for (int k = 4; k <= 20; ++k) {
+        const double f = k * 0.05;
+        double err = 0;
+        for (const auto& dp : dram_points) {
+          const double r =
+              std::log(dp.measured / double(predict_dram(dp.m, dp.fwd_smem, dp.bwd_smem, gpu, f).predicted));
+          err += r * r;
+        }
+        err = std::sqrt(err / double(dram_points.size()));
+        if (best == 0 || err < best_err) best = f, best_err = err;
+      }
+      l2_fit = {{"usable_fraction", best}, {"rms_log_error", best_err}, {"points", dram_points.size()}};
+      md += fmt::format(
+          "\nUsable L2 share that best explains the measured DRAM bytes: {:.2f} of {} (rms log error {:.3f} over {} "
+          "points; verdicts use {:.2f}).\n",
+          best, format_bytes(double(gpu.l2_bytes)), best_err, dram_points.size(), opt.l2_usable_fraction);
+    }
+    if (uncounted > 0)
+      md += fmt::format("\n{} ok records carry no counters: predictions only, nothing to judge there.\n", uncounted);
+    md += "\n";
+    files.push_back({{"path", path}, {"device", device}, {"records", recs}, {"l2_usable_fit", l2_fit}});
+  }
+
+  json fits = json::array();
+  md += "## Sweeps: fitted exponents of SM↔L2 bytes\n\n";
+  md +=
+      "| axis | sweep | points | measured exponent | R² | model exponent | asymptotic | verdict | fitted constant |\n";
+  md += "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  int n_fits = 0;
+  for (const auto& axis : kAxes) {
+    for (const auto& [key, pts] : sweeps[axis.name]) {
+      std::map<double, SweepPoint> by_x;  // one point per x (the first)
+      for (const auto& p : pts) by_x.emplace(p.x, p);
+      if (by_x.size() < 3) continue;
+      std::vector<double> x, y, model, form;
+      for (const auto& [xv, p] : by_x)
+        x.push_back(xv), y.push_back(p.measured), model.push_back(p.model), form.push_back(p.form);
+      const PowerFit meas = fit_power(x, y), mod = fit_power(x, model);
+      const double c = fit_constant(form, y);
+      std::optional<bool> ok;
+      if (sweep_fused[key]) {
+        ok = std::abs(meas.exponent - mod.exponent) <= opt.exponent_tolerance;
+        ++rep.judged, rep.failed += *ok ? 0 : 1;
+      }
+      ++n_fits;
+      const std::string label = key.substr(0, key.find('\t'));
+      md += fmt::format("| {} | {} | {} | {:.3f} | {:.4f} | {:.3f} | {:.0f} | {} | {:.4g} |\n", axis.name, label,
+                        meas.points, meas.exponent, meas.r2, mod.exponent, axis.asymptotic, verdict_word(ok), c);
+      fits.push_back({{"axis", axis.name},
+                      {"sweep", label},
+                      {"points", meas.points},
+                      {"measured_exponent", meas.exponent},
+                      {"r2", meas.r2},
+                      {"model_exponent", mod.exponent},
+                      {"asymptotic_exponent", axis.asymptotic},
+                      {"verdict", ok ? json(*ok) : json()},
+                      {"asymptotic_constant", c}});
+    }
+  }
+  if (n_fits == 0) md += "| — | no sweep with three or more counted points | | | | | | | |\n";
+  md += fmt::format("\n{} verdicts, {} failed.\n", rep.judged, rep.failed);
+  if (rep.judged == 0) md += "No record carries counters that the model can judge (run with counters on a GPU).\n";
+  rep.json = {
+      {"tolerances", {{"sm_l2", opt.l2_tolerance}, {"dram", opt.dram_tolerance}, {"exponent", opt.exponent_tolerance}}},
+      {"l2_usable_fraction", opt.l2_usable_fraction},
+      {"files", files},
+      {"fits", fits},
+      {"judged", rep.judged},
+      {"failed", rep.failed}};
+  return rep;
+}
+
+AnalyzeReport analyze_files(const std::vector<std::string>& paths, const AnalyzeOptions& opt) {
+  return analyze_documents(read_documents(paths), opt);
+}
+
+}  // namespace flashio::analysis

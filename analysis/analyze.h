@@ -1,0 +1,57 @@
+// `flashio analyze`: per record, predicted and measured bytes at both levels (SM↔L2 against
+// the exact model, L2↔DRAM against the two-level model) with their ratio and a verdict; per
+// sweep, the fitted exponents of measured SM↔L2 traffic in N, d and tile size against the
+// model's, with R²; the L2 hit rate that explains the gap between the levels.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/dram_model.h"
+#include "analysis/io_model.h"
+
+namespace flashio::analysis {
+
+struct AnalyzeOptions {
+  double l2_tolerance = 0.03;        // |measured / exact model − 1| for fused kernels
+  double dram_tolerance = 0.25;      // |measured / two-level model − 1| for fused kernels
+  double exponent_tolerance = 0.10;  // |measured exponent − model exponent|
+  double l2_usable_fraction = kDefaultL2UsableFraction;
+  bool require_counters = false;  // fail when no record could be judged
+  int blocks_per_sm = 0;          // > 0: override the wave's resident blocks per SM (DRAM model)
+};
+
+// A record's model inputs, or why it has none (a sentence).
+struct RecordModel {
+  std::optional<ModelPoint> point;
+  std::string why_not;
+  int64_t fwd_smem = 0, bwd_smem = 0;
+};
+RecordModel model_point_of(const nlohmann::json& record);
+
+// Least squares of log y = log c + k·log x.
+struct PowerFit {
+  double exponent = 0, constant = 0, r2 = 0;
+  int points = 0;
+};
+PowerFit fit_power(const std::vector<double>& x, const std::vector<double>& y);
+// Least squares through the origin of y = c·f: the asymptotic form's constant.
+double fit_constant(const std::vector<double>& f, const std::vector<double>& y);
+
+struct AnalyzeReport {
+  nlohmann::json json;   // everything, for --json
+  std::string markdown;  // for the terminal
+  int judged = 0;        // verdicts given
+  int failed = 0;        // verdicts that do not hold
+  bool ok(const AnalyzeOptions& o) const { return failed == 0 && (!o.require_counters || judged > 0); }
+};
+
+// Reads every file (throws std::runtime_error on an unreadable one).
+AnalyzeReport analyze_files(const std::vector<std::string>& paths, const AnalyzeOptions& opt);
+AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, nlohmann::json>>& docs,
+                                const AnalyzeOptions& opt);
+
+std::string format_bytes(double bytes);  // 1.23 GB, 45.6 MB (SI)
+
+}  // namespace flashio::analysis

@@ -1,0 +1,23 @@
+// The analysis subcommands of `flashio` (analyze, report, compare, predict): registered on the
+// CLI app by one call, run by one call after parsing. None of them needs a GPU.
+#pragma once
+#include <memory>
+#include <optional>
+
+namespace CLI {
+class App;
+}
+
+namespace flashio::analysis {
+
+class AnalysisCommands {
+ public:
+  virtual ~AnalysisCommands() = default;
+  // The exit code of the analysis subcommand that was parsed, or nullopt if none was.
+  // analyze: 0 every verdict holds, 1 one does not; all: 2 bad input; throws on unreadable files.
+  virtual std::optional<int> run() const = 0;
+};
+
+std::unique_ptr<AnalysisCommands> add_analysis_commands(CLI::App& app);
+
+}  // namespace flashio::analysis

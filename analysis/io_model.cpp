@@ -1,0 +1,415 @@
+// The exact SM↔L2 predictor: closed forms per (batch, head) of what each kernel's schedule
+// touches (kernels/flash2/flash2_{fwd,bwd}_kernel.cuh, kernels/flash1/flash1_kernels.cuh,
+// baselines/standard/standard_method.cpp). Cross-checked by analysis/schedule_sim.cpp.
+#include "analysis/io_model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace flashio::analysis {
+
+namespace {
+
+constexpr int64_t kSector = 32;
+constexpr int64_t kF32 = 4;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Sectors touched by one instruction over values [a, a + n) of 4 bytes (n >= 1).
+int64_t run_sectors(int64_t a, int64_t n) { return (a + n - 1) * kF32 / kSector - a * kF32 / kSector + 1; }
+
+// The dQ convert / preprocess kernels' lanes per row (flash2_bwd_launch.cuh): a power of two ≥ d/8.
+int64_t preprocess_lanes(int64_t d) {
+  const int64_t chunks = d / 8;
+  return chunks <= 4 ? 4 : chunks <= 8 ? 8 : chunks <= 16 ? 16 : 32;
+}
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::invalid_argument(what);
+}
+
+void check_tiles(const KernelTiles& t, const char* kernel) {
+  require(t.block_r > 0 && t.block_c > 0 && t.warps > 0,
+          fmt::format("{}: the record's tiles are incomplete (block_r {}, block_c {}, warps {})", kernel, t.block_r,
+                      t.block_c, t.warps));
+}
+
+// The fp32 vector a tile's epilogue or prologue touches for rows [row0, row0 + rows) of a head
+// starting at element `head`: instructions cover `group` rows, group-aligned from the tile start.
+int64_t tile_vector_bytes(int64_t head, int64_t row0, int64_t rows, int64_t group) {
+  return grouped_fp32_sectors(head + row0, rows, group) * kSector;
+}
+
+// cp.async tile loads land in shared tiles with rows padded to (d + 8)·e bytes, so every odd
+// row starts 16 bytes into a 32-byte shared-memory sector, and each of its global sectors
+// crosses the SM's crossbar as two deliveries: l1tex__m_xbar2l1tex_read_bytes counts it twice
+// (H100: exactly 1.5× on full tiles; the bytes requested from L2 are 1×). Rows counted for v
+// valid rows of one tile:
+int64_t xbar_rows(int64_t v) { return v + v / 2; }
+
+// Σ over K/V tiles j < nb of xbar_rows(min(bc, nk − j·bc)): whole tiles, the last cut at nk.
+int64_t kv_xbar_rows(int64_t nb, int64_t nk, int64_t bc) {
+  if (nb <= 0) return 0;
+  if (nb * bc <= nk) return nb * xbar_rows(bc);
+  return (nb - 1) * xbar_rows(bc) + xbar_rows(nk - (nb - 1) * bc);
+}
+
+// Σ over Q tiles of xbar_rows(rows of the tile).
+int64_t q_xbar_rows(int64_t nq, int64_t br) { return kv_xbar_rows(ceil_div(nq, br), nq, br); }
+
+}  // namespace
+
+void Traffic::add(const std::string& name, int64_t r, int64_t w, int64_t red_bytes) {
+  read += r;
+  write += w;
+  red += red_bytes;
+  for (auto& t : terms)
+    if (t.name == name) {
+      t.read += r, t.write += w, t.red += red_bytes;
+      return;
+    }
+  terms.push_back({name, r, w, red_bytes});
+}
+
+Traffic& Traffic::operator+=(const Traffic& o) {
+  for (const auto& t : o.terms) add(t.name, t.read, t.write, t.red);
+  return *this;
+}
+
+nlohmann::json Traffic::to_json() const {
+  nlohmann::json terms_json = nlohmann::json::array();
+  for (const auto& t : terms)
+    terms_json.push_back({{"name", t.name}, {"read", t.read}, {"write", t.write}, {"red", t.red}});
+  return {{"read", read}, {"write", write}, {"red", red}, {"total", total()}, {"terms", terms_json}};
+}
+
+double BlockMask::density() const {
+  if (keep.empty()) return 1.0;
+  return double(std::count(keep.begin(), keep.end(), true)) / double(keep.size());
+}
+
+bool has_exact_model(const std::string& method) {
+  return method == "flash1" || method == "flash2" || method == "blocksparse_flash";
+}
+
+int64_t grouped_fp32_sectors(int64_t first, int64_t n, int64_t group) {
+  if (n <= 0) return 0;
+  const int64_t full = n / group, rest = n % group;
+  int64_t s = 0;
+  if (full > 0) {
+    // Every full group starts at the same offset within its sector iff group is a multiple of 8.
+    if (group % 8 == 0) {
+      s += full * run_sectors(first, group);
+    } else {
+      for (int64_t k = 0; k < full; ++k) s += run_sectors(first + k * group, group);
+    }
+  }
+  if (rest > 0) s += run_sectors(first + full * group, rest);
+  return s;
+}
+
+// flash2 forward (one block per Q tile i, head, batch): Q_i once, K_j/V_j for every visible
+// key tile (rows < the sequence's key length; causal: tiles up to the Q tile's last row),
+// O_i once, L_i once (t == 0 lanes: 8 rows per instruction).
+Traffic flash2_fwd_traffic(const Problem& p, const KernelTiles& t, const BlockMask& mask) {
+  check_tiles(t, "flash2 forward");
+  const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, row_bytes = d * e;
+  const int64_t br = t.block_r, bc = t.block_c, tr = ceil_div(nq, br);
+  const auto lens = key_lengths(p);
+  Traffic out;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t nk = std::min<int64_t>(lens[size_t(b)], p.nk());
+    // K/V rows one Q tile loads: whole tiles below n_end, the last one cut at nk.
+    int64_t kv_rows = 0;  // as the crossbar counts them (xbar_rows)
+    if (mask.empty() && !p.causal) {
+      kv_rows = tr * kv_xbar_rows(ceil_div(nk, bc), nk, bc);
+    } else {
+      for (int64_t i = 0; i < tr; ++i) {
+        const int64_t n_end = p.causal ? std::min(nk, i * br + br) : nk;
+        const int64_t nb = ceil_div(n_end, bc);
+        if (mask.empty()) {
+          kv_rows += kv_xbar_rows(nb, nk, bc);
+        } else {
+          for (int64_t j = 0; j < nb; ++j)
+            if (mask.at(i, j)) kv_rows += xbar_rows(std::min(bc, nk - j * bc));
+        }
+      }
+    }
+    for (int64_t h = 0; h < p.heads; ++h) {
+      const int64_t head = (b * p.heads + h) * nq;
+      out.add("Q tiles", q_xbar_rows(nq, br) * row_bytes, 0);
+      out.add("K,V tiles", 2 * kv_rows * row_bytes, 0);
+      out.add("O", 0, nq * row_bytes);
+      out.add("L (log-sum-exp)", 0, grouped_fp32_sectors(head, nq, 8) * kSector);
+    }
+  }
+  return out;
+}
+
+// flash2 backward: preprocess D = rowsum(dO∘O); dQ accumulator zeroed; main kernel (one block
+// per K/V tile j, K/V head, batch) loads K_j, V_j once and, for every query head of the group
+// and every Q tile i it sees, Q_i, dO_i, L_i, D_i, and adds dS·K_j to dQ_i with atomics (two
+// instructions per sector: 2× the fp32 bytes); dK_j, dV_j written; convert dQ.
+Traffic flash2_bwd_traffic(const Problem& p, const KernelTiles& t, const BlockMask& mask) {
+  check_tiles(t, "flash2 backward");
+  const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, nkmax = p.nk(), row_bytes = d * e;
+  const int64_t br = t.block_r, bc = t.block_c, m_blocks = ceil_div(nq, br), tc = ceil_div(nkmax, bc);
+  const int64_t group = p.heads / p.kvh(), vec_group = std::min<int64_t>(32, br);
+  const int64_t rows_total = p.batch * p.heads * nq;
+  const auto lens = key_lengths(p);
+  Traffic out;
+
+  const int64_t rows_per_warp = 32 / preprocess_lanes(d);
+  out.add("preprocess: O, dO", 2 * rows_total * row_bytes, 0);
+  out.add("preprocess: D", 0, ceil_div(rows_total, rows_per_warp) * kSector);
+  out.add("dQ accumulator zero (memset)", 0, rows_total * d * kF32);
+
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t nk = std::min<int64_t>(lens[size_t(b)], nkmax);
+    for (int64_t hk = 0; hk < p.kvh(); ++hk) {
+      out.add("K,V tiles", 2 * kv_xbar_rows(tc, nkmax, bc) * row_bytes, 0);
+      out.add("dK, dV", 0, 2 * nkmax * row_bytes);
+      for (int64_t g = 0; g < group; ++g) {
+        const int64_t head = (b * p.heads + hk * group + g) * nq;
+        std::vector<int64_t> rows_from(size_t(m_blocks + 1), 0), vec_from(size_t(m_blocks + 1), 0);
+        std::vector<int64_t> xrows_from(size_t(m_blocks + 1), 0);
+        for (int64_t i = m_blocks - 1; i >= 0; --i) {
+          const int64_t r = std::min(br, nq - i * br);
+          rows_from[size_t(i)] = rows_from[size_t(i + 1)] + r;
+          xrows_from[size_t(i)] = xrows_from[size_t(i + 1)] + xbar_rows(r);
+          vec_from[size_t(i)] = vec_from[size_t(i + 1)] + tile_vector_bytes(head, i * br, r, vec_group);
+        }
+        int64_t q_rows = 0, q_xrows = 0, vec_bytes = 0;
+        for (int64_t j = 0; j < tc && j * bc < nk; ++j) {
+          const int64_t m_first = p.causal ? std::min(j * bc / br, m_blocks) : 0;
+          if (mask.empty()) {  // Q tiles m_first..m_blocks−1
+            q_rows += rows_from[size_t(m_first)];
+            q_xrows += xrows_from[size_t(m_first)];
+            vec_bytes += 2 * vec_from[size_t(m_first)];
+            continue;
+          }
+          for (int64_t i = m_first; i < m_blocks; ++i) {
+            if (!mask.at(i, j)) continue;
+            q_rows += rows_from[size_t(i)] - rows_from[size_t(i + 1)];
+            q_xrows += xrows_from[size_t(i)] - xrows_from[size_t(i + 1)];
+            vec_bytes += 2 * (vec_from[size_t(i)] - vec_from[size_t(i + 1)]);
+          }
+        }
+        out.add("Q, dO tiles", 2 * q_xrows * row_bytes, 0);
+        out.add("L, D", vec_bytes, 0);
+        out.add("dQ accumulate (atomic)", 0, 0, q_rows * (d / 8) * 2 * kSector);
+      }
+    }
+  }
+  out.add("dQ convert", rows_total * d * kF32, rows_total * row_bytes);
+  return out;
+}
+
+// flash1 forward (one block per head, batch; outer loop over K/V tiles j, inner over Q tiles
+// i): K_j, V_j once (rows < seqlen_k), Q_i once per visit, and per visited (i, j): m_i, ℓ_i,
+// O_i (fp32) read when j > 0; written back, or on the last visit O (element type, 16 of 32
+// bytes per sector) and L instead of the fp32 O.
+Traffic flash1_fwd_traffic(const Problem& p, const KernelTiles& t) {
+  check_tiles(t, "flash1 forward");
+  const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, nkmax = p.nk(), row_bytes = d * e;
+  const int64_t br = t.block_r, bc = t.block_c, m_blocks = ceil_div(nq, br);
+  const auto lens = key_lengths(p);
+  Traffic out;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t nk = std::min<int64_t>(lens[size_t(b)], nkmax);
+    const int64_t n_blocks = ceil_div(nk, bc);
+    for (int64_t h = 0; h < p.heads; ++h) {
+      const int64_t head = (b * p.heads + h) * nq;
+      if (n_blocks == 0) {
+        out.add("O", 0, nq * row_bytes);
+        out.add("L (log-sum-exp)", 0, grouped_fp32_sectors(head, nq, 32) * kSector);
+        continue;
+      }
+      int64_t kv_rows = 0;
+      for (int64_t j = 0; j < n_blocks; ++j) kv_rows += xbar_rows(std::min(bc, nkmax - j * bc));
+      out.add("K,V tiles", 2 * kv_rows * row_bytes, 0);
+      // K/V tile j visits Q tile i iff j <= last_j(i) (i >= i_first(j) = ⌊j·Bc/Br⌋ ⇔ j·Bc <= i·Br + Br − 1):
+      // v_i visits; the first writes back without reading, the last writes O, L (and l, m).
+      int64_t q = 0, reread = 0, writeback = 0, final_write = 0;
+      for (int64_t i = 0; i < m_blocks; ++i) {
+        const int64_t m0 = i * br, rows = std::min(br, nq - m0);
+        const int64_t last_j = p.causal ? std::min(n_blocks - 1, (m0 + br - 1) / bc) : n_blocks - 1;
+        const int64_t visits = last_j + 1;
+        const int64_t vec = tile_vector_bytes(head, m0, rows, 8);
+        const int64_t o_fp32 = rows * d * kF32;  // one sector per row per 8 columns (float2 × 4 lanes)
+        q += visits * xbar_rows(rows) * row_bytes;
+        reread += (visits - 1) * (o_fp32 + 2 * vec);
+        writeback += (visits - 1) * (o_fp32 + 2 * vec);
+        final_write += rows * (d / 8) * kSector + 3 * vec;  // O in the element type: 16 of 32 bytes per sector
+      }
+      out.add("Q tiles", q, 0);
+      out.add("O, l, m re-read", reread, 0);
+      out.add("O, L, l, m final write", 0, final_write);
+      out.add("O, l, m write-back", 0, writeback);
+    }
+  }
+  return out;
+}
+
+// flash1 backward (one block per head, batch; outer loop over every K/V tile, inner over the
+// Q tiles it sees): Q_i, dO_i, O_i tiles, ℓ_i and m_i, dQ_i (fp32) read-modify-written with
+// plain loads and stores (the second load of a sector hits L1, both stores reach L2), dK_j,
+// dV_j written; dQ accumulator zeroed before, converted after.
+Traffic flash1_bwd_traffic(const Problem& p, const KernelTiles& t) {
+  check_tiles(t, "flash1 backward");
+  const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, nkmax = p.nk(), row_bytes = d * e;
+  const int64_t br = t.block_r, bc = t.block_c, m_blocks = ceil_div(nq, br), n_blocks = ceil_div(nkmax, bc);
+  const int64_t vec_group = std::min<int64_t>(32, br);
+  const int64_t rows_total = p.batch * p.heads * nq;
+  const auto lens = key_lengths(p);
+  Traffic out;
+  out.add("dQ accumulator zero (memset)", 0, rows_total * d * kF32);
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t nk = std::min<int64_t>(lens[size_t(b)], nkmax);
+    for (int64_t h = 0; h < p.heads; ++h) {
+      const int64_t head = (b * p.heads + h) * nq;
+      out.add("K,V tiles", 2 * kv_xbar_rows(n_blocks, nkmax, bc) * row_bytes, 0);
+      out.add("dK, dV", 0, 2 * nkmax * row_bytes);
+      // Rows and L/D-vector bytes of Q tiles i..m_blocks−1, as suffix sums.
+      std::vector<int64_t> rows_from(size_t(m_blocks + 1), 0), vec_from(size_t(m_blocks + 1), 0);
+      std::vector<int64_t> xrows_from(size_t(m_blocks + 1), 0);
+      for (int64_t i = m_blocks - 1; i >= 0; --i) {
+        const int64_t r = std::min(br, nq - i * br);
+        rows_from[size_t(i)] = rows_from[size_t(i + 1)] + r;
+        xrows_from[size_t(i)] = xrows_from[size_t(i + 1)] + xbar_rows(r);
+        vec_from[size_t(i)] = vec_from[size_t(i + 1)] + tile_vector_bytes(head, i * br, r, vec_group);
+      }
+      int64_t rows = 0, xrows = 0, vec = 0;
+      for (int64_t j = 0; j < n_blocks && j * bc < nk; ++j) {
+        const int64_t i_first = p.causal ? std::min(j * bc / br, m_blocks) : 0;
+        rows += rows_from[size_t(i_first)];
+        xrows += xrows_from[size_t(i_first)];
+        vec += vec_from[size_t(i_first)];
+      }
+      out.add("Q, dO, O tiles", 3 * xrows * row_bytes, 0);
+      out.add("l, m", 2 * vec, 0);
+      out.add("dQ read-modify-write", rows * d * kF32, 2 * rows * d * kF32);
+    }
+  }
+  out.add("dQ convert", rows_total * d * kF32, rows_total * row_bytes);
+  return out;
+}
+
+// Standard attention: compulsory operand reads and result writes of each kernel.
+Traffic standard_fwd_traffic(const Problem& p) {
+  const int64_t e = bytes_of(p.dtype);
+  const int64_t q = p.q_elements() * e, kv = p.kv_elements() * e;
+  const int64_t s = p.batch * p.heads * p.seqlen_q * p.nk() * e;
+  const bool dropout = p.dropout > 0;
+  Traffic out;
+  out.add("S = Q·Kᵀ (GEMM)", q + kv, s);
+  out.add(dropout ? "P, P_drop = softmax(S) (+dropout)" : "P = softmax(S)", s, dropout ? 2 * s : s);
+  out.add("O = P·V (GEMM)", s + kv, q);
+  return out;
+}
+
+Traffic standard_bwd_traffic(const Problem& p) {
+  const int64_t e = bytes_of(p.dtype);
+  const int64_t q = p.q_elements() * e, kv = p.kv_elements() * e;
+  const int64_t s = p.batch * p.heads * p.seqlen_q * p.nk() * e;
+  Traffic out;
+  out.add("dV = P_dropᵀ·dO (GEMM)", s + q, kv);
+  out.add("dP = dO·Vᵀ (GEMM)", q + kv, s);
+  out.add("dS = softmax backward", 2 * s, s);
+  out.add("dQ = dS·K (GEMM)", s + kv, q);
+  out.add("dK = dSᵀ·Q (GEMM)", s + q, kv);
+  return out;
+}
+
+namespace {
+
+KernelTiles need_tiles(const std::optional<KernelTiles>& t, const ModelPoint& m, const char* which) {
+  require(t.has_value(), fmt::format("{} {}: the record does not carry the {} kernel's tiles{}", m.method,
+                                     to_string(m.pass), which, std::string(which) == "backward" ? " (tiles_bwd)" : ""));
+  return *t;
+}
+
+}  // namespace
+
+Traffic predict_sm_l2(const ModelPoint& m) {
+  const bool fwd = m.pass != Pass::Bwd, bwd = m.pass != Pass::Fwd;
+  Traffic out;
+  if (m.method == "flash2" || m.method == "blocksparse_flash") {
+    // blocksparse_flash is flash2's schedule visiting only the non-zero tiles of its masks.
+    require(m.method == "flash2" || m.problem.sparse(), "blocksparse_flash: the problem has no block-sparse pattern");
+    if (fwd) out += flash2_fwd_traffic(m.problem, need_tiles(m.fwd_tiles, m, "forward"), m.mask);
+    if (bwd) out += flash2_bwd_traffic(m.problem, need_tiles(m.bwd_tiles, m, "backward"), m.bwd_mask);
+  } else if (m.method == "flash1") {
+    require(m.mask.empty() && m.bwd_mask.empty(), "flash1: no block-sparse schedule");
+    if (fwd) out += flash1_fwd_traffic(m.problem, need_tiles(m.fwd_tiles, m, "forward"));
+    if (bwd) out += flash1_bwd_traffic(m.problem, need_tiles(m.bwd_tiles, m, "backward"));
+  } else if (m.method == "standard") {
+    if (fwd) out += standard_fwd_traffic(m.problem);
+    if (bwd) out += standard_bwd_traffic(m.problem);
+  } else {
+    throw std::invalid_argument(
+        fmt::format("{}: no IO model (peers and the CPU reference are not modelled)", m.method));
+  }
+  return out;
+}
+
+Traffic compulsory_dram(const ModelPoint& m) {
+  const Problem& p = m.problem;
+  const int64_t e = bytes_of(p.dtype);
+  const int64_t q = p.q_elements() * e, kv = p.kv_elements() * e;
+  const int64_t rows = p.batch * p.heads * p.seqlen_q;
+  const bool bwd = m.pass != Pass::Fwd;
+  Traffic out;
+  if (m.pass != Pass::Bwd) {
+    out.add("Q, K, V", q + 2 * kv, 0);
+    out.add("O, L", 0, q + rows * kF32);
+    if (m.method == "flash1") out.add("l, m (kept for the backward)", 0, 2 * rows * kF32);
+    if (m.method == "standard") {
+      // S and P are N² matrices that no L2 holds beyond small N: written and read back.
+      const int64_t s = p.batch * p.heads * p.seqlen_q * p.nk() * e;
+      out.add("S, P", 2 * s, (p.dropout > 0 ? 3 : 2) * s);
+    }
+  }
+  if (bwd) {
+    const bool fused_fwd_done = m.pass == Pass::FwdBwd;
+    if (!fused_fwd_done) out.add("Q, K, V", q + 2 * kv, 0);
+    out.add("O, dO, L", 2 * q + rows * kF32, 0);
+    out.add("dQ, dK, dV", 0, q + 2 * kv);
+    if (m.method == "standard") {
+      const int64_t s = p.batch * p.heads * p.seqlen_q * p.nk() * e;
+      out.add("P, dP, dS", 4 * s, 2 * s);
+    }
+  }
+  return out;
+}
+
+double asymptotic_form(const ModelPoint& m) {
+  const Problem& p = m.problem;
+  const double n = double(p.seqlen_q), nk = double(p.nk()), d = double(p.head_dim);
+  const double heads = double(p.batch * p.heads);
+  const double s = m.mask.density() * (p.causal ? 0.5 : 1.0);
+  double v = 0;
+  const bool fwd = m.pass != Pass::Bwd, bwd = m.pass != Pass::Fwd;
+  if (m.method == "standard") return heads * (n * d + n * nk) * (bwd && fwd ? 2 : 1);
+  // Fused: N·d + s·N·Nk·d / B, B the tile dimension that re-reading divides by.
+  if (fwd && m.fwd_tiles) {
+    const double tile = m.method == "flash1" ? m.fwd_tiles->block_c : m.fwd_tiles->block_r;
+    v += n * d + s * n * nk * d / tile;
+  }
+  if (bwd && m.bwd_tiles)
+    v += n * d + m.bwd_mask.density() * (p.causal ? 0.5 : 1.0) * n * nk * d / double(m.bwd_tiles->block_c);
+  return heads * v;
+}
+
+std::string asymptotic_formula(const ModelPoint& m) {
+  const std::string s = m.mask.empty() ? "" : "s·";
+  if (m.method == "standard") return "N·d + N²  (Θ(Nd + N²))";
+  if (m.method == "flash1" && m.pass == Pass::Fwd) return "N·d + " + s + "N²·d/Bc  (Theorem 2: Θ(N²d²/M), Bc = Θ(M/d))";
+  if (m.method == "flash2" && m.pass == Pass::Fwd) return "N·d + " + s + "N²·d/Br  (FA-2: K,V read Tr times)";
+  if (m.pass == Pass::Bwd) return "N·d + " + s + "N²·d/Bc  (Theorem 5: Θ(N²d²/M))";
+  return "forward + backward forms  (Theorems 2 and 5)";
+}
+
+}  // namespace flashio::analysis

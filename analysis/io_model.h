@@ -1,0 +1,104 @@
+// The IO model: bytes each method's schedule moves between the SMs and L2 (the level the
+// tile argument of FlashAttention's Theorem 2 / Theorem 5 / Proposition 4 speaks of), the
+// compulsory DRAM bytes, and the asymptotic forms with a fitted constant.
+//
+// Unit: bytes of the 32-byte sectors the kernel's warp instructions touch, as the counters
+// count them (l1tex__m_xbar2l1tex_read_bytes, lts__t_sectors_srcunit_tex_op_write × 32,
+// lts__t_sectors_op_red × 32). Tile rows are whole sectors (d·e is a multiple of 32 for every
+// compiled head dim); the fp32 row vectors (L, D, ℓ, m) and the fp32 accumulators are counted
+// at the sector granularity of the instructions that touch them (e.g. the flash2 backward's
+// dQ atomics touch one sector per row per instruction with 16 of its 32 bytes: 2× the data).
+//
+// Exactness: `predict_sm_l2` is a closed form per (batch, head) — sums over tiles only where a
+// causal mask or a block mask makes tiles differ — and tests/test_analysis.cpp checks it
+// equals analysis/schedule_sim.h, which walks each kernel's own loops instruction by
+// instruction. Tile sizes come from the record (`tiles`, `tiles_bwd`), never from the
+// kernels' constants. Assumptions the GPU measurement checks (DESIGN.md "What the counters
+// see"): a zero-filling cp.async (row past the end) requests no bytes; a load that re-reads
+// the sector the same thread block's previous instruction just read hits L1 (flash1's dQ
+// read-modify-write, the dQ convert kernel's two float4 loads); cudaMemsetAsync of the dQ
+// accumulator writes through the SMs.
+//
+// Standard attention (cuBLAS GEMMs + softmax kernels) is modelled by its compulsory matrix
+// traffic only: every kernel reads its operands and writes its result once. cuBLAS's own
+// re-reads of operand tiles are not modelled, so its verdicts are informational.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/method.h"
+#include "bench/problem.h"
+
+namespace flashio::analysis {
+
+// Bytes at one level, split by operation; `terms` name where they come from.
+struct Term {
+  std::string name;  // "K,V tiles", "dQ accumulate (atomic)", ...
+  int64_t read = 0, write = 0, red = 0;
+};
+struct Traffic {
+  int64_t read = 0, write = 0, red = 0;
+  std::vector<Term> terms;
+  int64_t total() const { return read + write + red; }
+  void add(const std::string& name, int64_t r, int64_t w, int64_t red_bytes = 0);
+  Traffic& operator+=(const Traffic& o);
+  nlohmann::json to_json() const;
+};
+
+// A block mask over (Q tile i, K tile j), row-major, Tr × Tc at the kernel's own tile size:
+// false = the tile pair is skipped (block-sparse FlashAttention, Proposition 4). Empty = dense.
+struct BlockMask {
+  int64_t rows = 0, cols = 0;
+  std::vector<bool> keep;
+  bool empty() const { return keep.empty(); }
+  bool at(int64_t i, int64_t j) const { return keep.empty() || keep[size_t(i * cols + j)]; }
+  double density() const;
+};
+
+// One kernel's tile configuration, as recorded.
+struct KernelTiles {
+  int block_r = 0, block_c = 0, warps = 0;
+};
+
+// Everything the exact model needs about one point.
+struct ModelPoint {
+  std::string method;  // flash1, flash2, standard (others: no model)
+  Pass pass = Pass::Fwd;
+  Problem problem;
+  std::optional<KernelTiles> fwd_tiles, bwd_tiles;
+  BlockMask mask;      // at the forward kernel's tile size (flash2's schedule, blocksparse_flash)
+  BlockMask bwd_mask;  // at the backward kernel's tile size
+};
+
+bool has_exact_model(const std::string& method);  // the fused kernels: flash1, flash2, blocksparse_flash
+
+// SM↔L2 bytes of the whole pass (fwdbwd = fwd + bwd). Throws std::invalid_argument with a
+// sentence when the point lacks what the model needs (e.g. a backward pass without tiles).
+Traffic predict_sm_l2(const ModelPoint& m);
+
+// The kernels of one pass, each with its own traffic (the closed forms, per kernel).
+Traffic flash2_fwd_traffic(const Problem& p, const KernelTiles& t, const BlockMask& mask);
+Traffic flash2_bwd_traffic(const Problem& p, const KernelTiles& t, const BlockMask& mask);
+Traffic flash1_fwd_traffic(const Problem& p, const KernelTiles& t);
+Traffic flash1_bwd_traffic(const Problem& p, const KernelTiles& t);
+Traffic standard_fwd_traffic(const Problem& p);
+Traffic standard_bwd_traffic(const Problem& p);
+
+// Compulsory DRAM bytes: every input read once, every output (and every workspace buffer
+// that must be written back) written once.
+Traffic compulsory_dram(const ModelPoint& m);
+
+// Sectors (32 bytes) of `n` consecutive fp32 values starting at element `first`, touched by
+// instructions that each cover `group` consecutive values (group-aligned from `first`).
+int64_t grouped_fp32_sectors(int64_t first, int64_t n, int64_t group);
+
+// --- asymptotic forms: Theorem 2 (flash1 fwd Θ(N²d²/M)), FA-2 (Θ(N²d/Br)), Theorem 5
+// (backward), Proposition 4 (× block density s), standard Θ(Nd + N²) -----------------------
+// The form's value without its constant, in elements per (batch, head), summed over heads.
+double asymptotic_form(const ModelPoint& m);
+std::string asymptotic_formula(const ModelPoint& m);  // the form in words, e.g. "N²·d/Br"
+
+}  // namespace flashio::analysis

@@ -1,0 +1,404 @@
+// The schedule simulator: each function mirrors one kernel's loops (grid, tile loops, the
+// copy loops' chunk-per-thread rounds, the epilogues' per-lane stores) and asks `Warp` for the
+// sectors each warp instruction touches. Term names match analysis/io_model.cpp so tests can
+// compare term by term.
+#include "analysis/schedule_sim.h"
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+namespace flashio::analysis {
+
+namespace {
+
+constexpr int64_t kSector = 32;
+
+// Buffers live in separate allocations (256-byte aligned by cudaMalloc): a sector is (buffer, offset / 32).
+enum Buf { kQ, kK, kV, kO, kLse, kDO, kD, kDqAcc, kDq, kDk, kDv, kOAcc, kRowMax, kRowSum };
+
+struct Access {
+  int buf;
+  int64_t byte;
+  int64_t smem = -1;  // cp.async: the shared-memory byte the chunk lands on (the crossbar delivers per smem sector)
+};
+
+// Counts one kernel's traffic. `instr` takes the lanes of one warp instruction (only the
+// active ones) and adds its distinct sectors; loads inside an L1 scope skip sectors the
+// scope already read (a re-read served by L1).
+class Counter {
+ public:
+  Traffic traffic;
+  enum Op { Read, Write, Red };
+
+  void instr(Op op, const std::string& term, const std::vector<Access>& lanes) {
+    // A global sector, or for cp.async a (global sector, shared-memory sector) delivery: a sector
+    // whose two 16-byte halves land in two shared-memory sectors crosses the crossbar twice.
+    std::set<std::pair<int, int64_t>> sectors;
+    for (const auto& a : lanes)
+      sectors.insert(
+          {a.buf, a.smem < 0 ? a.byte / kSector : (a.byte / kSector) * (int64_t(1) << 24) + a.smem / kSector});
+    int64_t n = 0;
+    for (const auto& s : sectors) {
+      if (op == Read && scoped_) {
+        if (!l1_.insert(s).second) continue;
+      }
+      ++n;
+    }
+    const int64_t bytes = n * kSector;
+    traffic.add(term, op == Read ? bytes : 0, op == Write ? bytes : 0, op == Red ? bytes : 0);
+  }
+  void begin_l1_scope() { scoped_ = true, l1_.clear(); }
+  void end_l1_scope() { scoped_ = false, l1_.clear(); }
+
+ private:
+  bool scoped_ = false;
+  std::set<std::pair<int, int64_t>> l1_;
+};
+
+// load_tile / 16-byte stores of a (rows, d) tile: chunk c of the tile goes to thread c % threads
+// in round c / threads; a warp instruction is 32 consecutive threads of one round. Rows at or
+// past `rows_valid` (counted from the matrix start) are not touched.
+void tile_copy(Counter& c, Counter::Op op, const std::string& term, int buf, int64_t matrix_row0, int64_t row0,
+               int64_t tile_rows, int64_t rows_valid, int64_t d, int64_t e, int64_t threads) {
+  const int64_t per_row = d / 8, chunks = tile_rows * per_row;
+  for (int64_t round = 0; round * threads < chunks; ++round)
+    for (int64_t w = 0; w < threads / 32; ++w) {
+      std::vector<Access> lanes;
+      for (int64_t lane = 0; lane < 32; ++lane) {
+        const int64_t ch = round * threads + w * 32 + lane;
+        if (ch >= chunks) continue;
+        const int64_t r = ch / per_row, col = (ch % per_row) * 8;
+        if (row0 + r >= rows_valid) continue;
+        // Loads are cp.async into a (tile_rows, d + 8) shared tile whose base is 32-byte aligned.
+        const int64_t smem = op == Counter::Read ? (r * (d + 8) + col) * e : -1;
+        lanes.push_back({buf, ((matrix_row0 + row0 + r) * d + col) * e, smem});
+      }
+      if (!lanes.empty()) c.instr(op, term, lanes);
+    }
+}
+
+// Row-vector accesses by threads r = 0.. (one value per thread, r < count): warp instructions of 32.
+void vector_rows(Counter& c, Counter::Op op, const std::string& term, int buf, int64_t first, int64_t tile_rows,
+                 int64_t rows_valid_from_first, int64_t threads) {
+  for (int64_t base = 0; base < tile_rows; base += threads)
+    for (int64_t w = 0; w < threads / 32; ++w) {
+      std::vector<Access> lanes;
+      for (int64_t lane = 0; lane < 32; ++lane) {
+        const int64_t r = base + w * 32 + lane;
+        if (r < tile_rows && r < rows_valid_from_first) lanes.push_back({buf, (first + r) * 4});
+      }
+      if (!lanes.empty()) c.instr(op, term, lanes);
+    }
+}
+
+void dq_memset(Counter& c, const Problem& p) {
+  c.traffic.add("dQ accumulator zero (memset)", 0, p.batch * p.heads * p.seqlen_q * p.head_dim * 4);
+}
+
+// flash2_bwd_convert_dq_kernel: thread k converts elements [8k, 8k + 8): two float4 loads
+// (the second re-reads the first's sector: L1) and one 16-byte store.
+void dq_convert(Counter& c, const Problem& p) {
+  const int64_t elements = p.batch * p.heads * p.seqlen_q * p.head_dim, e = bytes_of(p.dtype);
+  const int64_t threads = (elements / 8 + 255) / 256 * 256;
+  for (int64_t w = 0; w < threads / 32; ++w) {
+    std::vector<Access> a, b, s;
+    for (int64_t lane = 0; lane < 32; ++lane) {
+      const int64_t e0 = (w * 32 + lane) * 8;
+      if (e0 >= elements) continue;
+      a.push_back({kDqAcc, e0 * 4});
+      b.push_back({kDqAcc, (e0 + 4) * 4});
+      s.push_back({kDq, e0 * e});
+    }
+    if (a.empty()) continue;
+    c.begin_l1_scope();
+    c.instr(Counter::Read, "dQ convert", a);
+    c.instr(Counter::Read, "dQ convert", b);
+    c.end_l1_scope();
+    c.instr(Counter::Write, "dQ convert", s);
+  }
+}
+
+void check(const KernelTiles& t, const char* what) {
+  if (t.block_r <= 0 || t.block_c <= 0 || t.warps <= 0) throw std::invalid_argument(std::string(what) + ": no tiles");
+}
+
+}  // namespace
+
+Traffic simulate_flash2_fwd(const Problem& p, const KernelTiles& t, const BlockMask& mask) {
+  check(t, "flash2 forward");
+  Counter c;
+  const int64_t d = p.head_dim, e = bytes_of(p.dtype), nq = p.seqlen_q, br = t.block_r, bc = t.block_c;
+  const int64_t threads = t.warps * 32, rows_per_warp = br / t.warps, m_tiles = rows_per_warp / 16;
+  const auto lens = key_lengths(p);
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t h = 0; h < p.heads; ++h)
+      for (int64_t mb = 0; mb < (nq + br - 1) / br; ++mb) {  // grid.x: one Q tile per block
+        const int64_t head = (b * p.heads + h) * nq, hk = h / (p.heads / p.kvh());
+        const int64_t kv_row0 = (b * p.kvh() + hk) * p.nk();
+        const int64_t row0 = mb * br, q_rows = nq - row0;
+        const int64_t nk = std::min<int64_t>(lens[size_t(b)], p.nk());
+        const int64_t n_end = p.causal ? std::min(nk, row0 + br) : nk;
+        const int64_t n_blocks = n_end > 0 ? (n_end + bc - 1) / bc : 0;
+        tile_copy(c, Counter::Read, "Q tiles", kQ, head + row0, 0, br, q_rows, d, e, threads);
+        for (int64_t it = 0; it < n_blocks; ++it) {  // last-to-first over the visible K/V tiles
+          const int64_t n = n_blocks - 1 - it;
+          if (!mask.at(mb, n)) continue;
+          tile_copy(c, Counter::Read, "K,V tiles", kK, kv_row0, n * bc, bc, nk, d, e, threads);
+          tile_copy(c, Counter::Read, "K,V tiles", kV, kv_row0, n * bc, bc, nk, d, e, threads);
+        }
+        // Epilogue: L by the t == 0 lane of each row group (8 rows per instruction), O by 16-byte chunks.
+        for (int64_t w = 0; w < t.warps; ++w)
+          for (int64_t mt = 0; mt < m_tiles; ++mt)
+            for (int64_t hr = 0; hr < 2; ++hr) {
+              std::vector<Access> lanes;
+              for (int64_t g = 0; g < 8; ++g) {
+                const int64_t r = w * rows_per_warp + mt * 16 + g + hr * 8;
+                if (r < q_rows) lanes.push_back({kLse, (head + row0 + r) * 4});
+              }
+              if (!lanes.empty()) c.instr(Counter::Write, "L (log-sum-exp)", lanes);
+            }
+        tile_copy(c, Counter::Write, "O", kO, head + row0, 0, br, q_rows, d, e, threads);
+      }
+  return c.traffic;
+}
+
+Traffic simulate_flash2_bwd(const Problem& p, const KernelTiles& t, const BlockMask& mask) {
+  check(t, "flash2 backward");
+  Counter c;
+  const int64_t d = p.head_dim, e = bytes_of(p.dtype), nq = p.seqlen_q, nkmax = p.nk();
+  const int64_t br = t.block_r, bc = t.block_c, threads = t.warps * 32, group = p.heads / p.kvh();
+  const int64_t rows = p.batch * p.heads * nq;
+  const auto lens = key_lengths(p);
+
+  // 1. preprocess: kLanes lanes per row, 256 threads per block.
+  const int64_t chunks = d / 8, lanes_per_row = chunks <= 4 ? 4 : chunks <= 8 ? 8 : chunks <= 16 ? 16 : 32;
+  const int64_t pre_threads = (rows * lanes_per_row + 255) / 256 * 256;
+  for (int64_t w = 0; w < pre_threads / 32; ++w) {
+    std::vector<Access> o, dout, dsum;
+    for (int64_t lane = 0; lane < 32; ++lane) {
+      const int64_t tid = w * 32 + lane, row = tid / lanes_per_row, l = tid % lanes_per_row;
+      if (row < rows && l < chunks) {
+        o.push_back({kO, (row * d + l * 8) * e});
+        dout.push_back({kDO, (row * d + l * 8) * e});
+      }
+      if (row < rows && l == 0) dsum.push_back({kD, row * 4});
+    }
+    if (!o.empty()) {
+      c.instr(Counter::Read, "preprocess: O, dO", o);
+      c.instr(Counter::Read, "preprocess: O, dO", dout);
+    }
+    if (!dsum.empty()) c.instr(Counter::Write, "preprocess: D", dsum);
+  }
+  dq_memset(c, p);
+
+  // 2. main: one block per (K/V tile, K/V head, batch).
+  const int64_t m_blocks = (nq + br - 1) / br;
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t hk = 0; hk < p.kvh(); ++hk)
+      for (int64_t nb = 0; nb < (nkmax + bc - 1) / bc; ++nb) {
+        const int64_t nk = std::min<int64_t>(lens[size_t(b)], nkmax), n0 = nb * bc;
+        const int64_t kv_row0 = (b * p.kvh() + hk) * nkmax;
+        const int64_t m_first = p.causal ? std::min(n0 / br, m_blocks) : 0;
+        const int64_t per_head = n0 < nk ? m_blocks - m_first : 0;
+        tile_copy(c, Counter::Read, "K,V tiles", kK, kv_row0, n0, bc, nkmax, d, e, threads);
+        tile_copy(c, Counter::Read, "K,V tiles", kV, kv_row0, n0, bc, nkmax, d, e, threads);
+        for (int64_t it = 0; it < group * per_head; ++it) {
+          const int64_t h = hk * group + it / per_head, i = m_first + it % per_head, m0 = i * br;
+          if (!mask.at(i, nb)) continue;
+          const int64_t head = (b * p.heads + h) * nq;
+          tile_copy(c, Counter::Read, "Q, dO tiles", kQ, head, m0, br, nq, d, e, threads);
+          tile_copy(c, Counter::Read, "Q, dO tiles", kDO, head, m0, br, nq, d, e, threads);
+          vector_rows(c, Counter::Read, "L, D", kLse, head + m0, br, nq - m0, threads);
+          vector_rows(c, Counter::Read, "L, D", kD, head + m0, br, nq - m0, threads);
+          // dQ_i += dS·K_j: warps split the query rows (16 each), 32 columns per chunk,
+          // two atomic instructions (x, x+1) per n8 tile and row half.
+          for (int64_t w = 0; w < t.warps; ++w)
+            for (int64_t ch = 0; ch < d / 32; ++ch)
+              for (int64_t nt = 0; nt < 4; ++nt)
+                for (int64_t hr = 0; hr < 2; ++hr)
+                  for (int64_t x = 0; x < 2; ++x) {
+                    std::vector<Access> lanes;
+                    for (int64_t g = 0; g < 8; ++g)
+                      for (int64_t tq = 0; tq < 4; ++tq) {
+                        const int64_t row = m0 + w * 16 + g + hr * 8;
+                        if (row < nq) lanes.push_back({kDqAcc, ((head + row) * d + ch * 32 + nt * 8 + 2 * tq + x) * 4});
+                      }
+                    if (!lanes.empty()) c.instr(Counter::Red, "dQ accumulate (atomic)", lanes);
+                  }
+        }
+        // store_dkdv: 16-byte stores of dK and dV rows below seqlen_k, one instruction each.
+        const int64_t per_row = d / 8, n_chunks = bc * per_row;
+        for (int64_t round = 0; round * threads < n_chunks; ++round)
+          for (int64_t w = 0; w < threads / 32; ++w) {
+            std::vector<Access> dk, dv;
+            for (int64_t lane = 0; lane < 32; ++lane) {
+              const int64_t ch = round * threads + w * 32 + lane, r = ch / per_row, col = (ch % per_row) * 8;
+              if (ch < n_chunks && n0 + r < nkmax) {
+                dk.push_back({kDk, ((kv_row0 + n0 + r) * d + col) * e});
+                dv.push_back({kDv, ((kv_row0 + n0 + r) * d + col) * e});
+              }
+            }
+            if (!dk.empty()) {
+              c.instr(Counter::Write, "dK, dV", dk);
+              c.instr(Counter::Write, "dK, dV", dv);
+            }
+          }
+      }
+  dq_convert(c, p);
+  return c.traffic;
+}
+
+Traffic simulate_flash1_fwd(const Problem& p, const KernelTiles& t) {
+  check(t, "flash1 forward");
+  Counter c;
+  const int64_t d = p.head_dim, e = bytes_of(p.dtype), nq = p.seqlen_q, nkmax = p.nk();
+  const int64_t br = t.block_r, bc = t.block_c, threads = t.warps * 32, rows_per_warp = br / t.warps;
+  const int64_t m_blocks = (nq + br - 1) / br;
+  const auto lens = key_lengths(p);
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t h = 0; h < p.heads; ++h) {  // grid: one block per (head, batch)
+      const int64_t head = (b * p.heads + h) * nq, hk = h / (p.heads / p.kvh());
+      const int64_t kv_row0 = (b * p.kvh() + hk) * nkmax;
+      const int64_t nk = std::min<int64_t>(lens[size_t(b)], nkmax), n_blocks = (nk + bc - 1) / bc;
+      if (n_blocks == 0) {  // O = 0 element by element, L = −∞
+        for (int64_t base = 0; base < nq * d; base += threads)
+          for (int64_t w = 0; w < threads / 32; ++w) {
+            std::vector<Access> lanes;
+            for (int64_t lane = 0; lane < 32; ++lane)
+              if (base + w * 32 + lane < nq * d) lanes.push_back({kO, (head * d + base + w * 32 + lane) * e});
+            if (!lanes.empty()) c.instr(Counter::Write, "O", lanes);
+          }
+        vector_rows(c, Counter::Write, "L (log-sum-exp)", kLse, head, nq, nq, threads);
+        continue;
+      }
+      for (int64_t j = 0; j < n_blocks; ++j) {
+        const int64_t n0 = j * bc, i_first = p.causal ? std::min(n0 / br, m_blocks) : 0;
+        tile_copy(c, Counter::Read, "K,V tiles", kK, kv_row0, n0, bc, nkmax, d, e, threads);
+        tile_copy(c, Counter::Read, "K,V tiles", kV, kv_row0, n0, bc, nkmax, d, e, threads);
+        if (i_first < m_blocks) tile_copy(c, Counter::Read, "Q tiles", kQ, head, i_first * br, br, nq, d, e, threads);
+        for (int64_t i = i_first; i < m_blocks; ++i) {
+          if (i + 1 < m_blocks) tile_copy(c, Counter::Read, "Q tiles", kQ, head, (i + 1) * br, br, nq, d, e, threads);
+          const int64_t m0 = i * br;
+          const int64_t last_j = p.causal ? std::min(n_blocks - 1, (m0 + br - 1) / bc) : n_blocks - 1;
+          const bool last = j == last_j;
+          for (int64_t w = 0; w < t.warps; ++w)
+            for (int64_t hr = 0; hr < 2; ++hr) {
+              // Lanes (g, t): row m0 + warp_row + g + 8·hr, columns nt·8 + 2t of every n8 tile.
+              auto rows_of = [&](auto&& lane_access) {
+                std::vector<Access> lanes;
+                for (int64_t g = 0; g < 8; ++g)
+                  for (int64_t tq = 0; tq < 4; ++tq) {
+                    const int64_t r = m0 + w * rows_per_warp + g + hr * 8;
+                    if (r < nq) lane_access(lanes, r, tq);
+                  }
+                return lanes;
+              };
+              auto vec = [&](int buf) {
+                return rows_of([&](std::vector<Access>& l, int64_t r, int64_t) { l.push_back({buf, (head + r) * 4}); });
+              };
+              const auto m_lanes = vec(kRowMax), l_lanes = vec(kRowSum), lse_lanes = vec(kLse);
+              if (m_lanes.empty()) continue;
+              if (j > 0) {
+                c.instr(Counter::Read, "O, l, m re-read", m_lanes);
+                c.instr(Counter::Read, "O, l, m re-read", l_lanes);
+              }
+              for (int64_t nt = 0; nt < d / 8; ++nt) {
+                auto at = [&](int buf, int64_t elem) {
+                  return rows_of([&](std::vector<Access>& l, int64_t r, int64_t tq) {
+                    l.push_back({buf, ((head + r) * d + nt * 8 + 2 * tq) * elem});
+                  });
+                };
+                if (j > 0) c.instr(Counter::Read, "O, l, m re-read", at(kOAcc, 4));
+                if (last) {
+                  c.instr(Counter::Write, "O, L, l, m final write", at(kO, e));
+                } else {
+                  c.instr(Counter::Write, "O, l, m write-back", at(kOAcc, 4));
+                }
+              }
+              const std::string term = last ? "O, L, l, m final write" : "O, l, m write-back";
+              if (last) c.instr(Counter::Write, term, lse_lanes);
+              c.instr(Counter::Write, term, m_lanes);
+              c.instr(Counter::Write, term, l_lanes);
+            }
+        }
+      }
+    }
+  return c.traffic;
+}
+
+Traffic simulate_flash1_bwd(const Problem& p, const KernelTiles& t) {
+  check(t, "flash1 backward");
+  Counter c;
+  const int64_t d = p.head_dim, e = bytes_of(p.dtype), nq = p.seqlen_q, nkmax = p.nk();
+  const int64_t br = t.block_r, bc = t.block_c, threads = t.warps * 32;
+  const int64_t m_blocks = (nq + br - 1) / br, n_blocks = (nkmax + bc - 1) / bc;
+  const auto lens = key_lengths(p);
+  dq_memset(c, p);
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t h = 0; h < p.heads; ++h) {
+      const int64_t head = (b * p.heads + h) * nq, hk = h / (p.heads / p.kvh());
+      const int64_t kv_row0 = (b * p.kvh() + hk) * nkmax;
+      const int64_t nk = std::min<int64_t>(lens[size_t(b)], nkmax);
+      auto load_q_tile = [&](int64_t i) {
+        const int64_t m0 = i * br;
+        tile_copy(c, Counter::Read, "Q, dO, O tiles", kQ, head, m0, br, nq, d, e, threads);
+        tile_copy(c, Counter::Read, "Q, dO, O tiles", kDO, head, m0, br, nq, d, e, threads);
+        tile_copy(c, Counter::Read, "Q, dO, O tiles", kO, head, m0, br, nq, d, e, threads);
+        vector_rows(c, Counter::Read, "l, m", kRowSum, head + m0, br, nq - m0, threads);
+        vector_rows(c, Counter::Read, "l, m", kRowMax, head + m0, br, nq - m0,
+                    threads);  // read where ℓ > 0: every row once nk > 0
+      };
+      for (int64_t j = 0; j < n_blocks; ++j) {
+        const int64_t n0 = j * bc, i_first = p.causal ? std::min(n0 / br, m_blocks) : 0;
+        tile_copy(c, Counter::Read, "K,V tiles", kK, kv_row0, n0, bc, nkmax, d, e, threads);
+        tile_copy(c, Counter::Read, "K,V tiles", kV, kv_row0, n0, bc, nkmax, d, e, threads);
+        const bool any = n0 < nk && i_first < m_blocks;
+        if (any) load_q_tile(i_first);
+        for (int64_t i = any ? i_first : m_blocks; i < m_blocks; ++i) {
+          if (i + 1 < m_blocks) load_q_tile(i + 1);
+          const int64_t m0 = i * br;
+          // dQ_i += dS·K_j as *dst += x: load and store per value, x and x+1 in turn.
+          for (int64_t w = 0; w < t.warps; ++w)
+            for (int64_t ch = 0; ch < d / 32; ++ch)
+              for (int64_t nt = 0; nt < 4; ++nt)
+                for (int64_t hr = 0; hr < 2; ++hr) {
+                  c.begin_l1_scope();
+                  for (int64_t x = 0; x < 2; ++x) {
+                    std::vector<Access> lanes;
+                    for (int64_t g = 0; g < 8; ++g)
+                      for (int64_t tq = 0; tq < 4; ++tq) {
+                        const int64_t row = m0 + w * 16 + g + hr * 8;
+                        if (row < nq) lanes.push_back({kDqAcc, ((head + row) * d + ch * 32 + nt * 8 + 2 * tq + x) * 4});
+                      }
+                    if (lanes.empty()) continue;
+                    c.instr(Counter::Read, "dQ read-modify-write", lanes);
+                    c.instr(Counter::Write, "dQ read-modify-write", lanes);
+                  }
+                  c.end_l1_scope();
+                }
+        }
+        tile_copy(c, Counter::Write, "dK, dV", kDk, kv_row0, n0, bc, nkmax, d, e, threads);
+        tile_copy(c, Counter::Write, "dK, dV", kDv, kv_row0, n0, bc, nkmax, d, e, threads);
+      }
+    }
+  dq_convert(c, p);
+  return c.traffic;
+}
+
+Traffic simulate_sm_l2(const ModelPoint& m) {
+  const bool fwd = m.pass != Pass::Bwd, bwd = m.pass != Pass::Fwd;
+  Traffic out;
+  if (m.method == "flash2" || m.method == "blocksparse_flash") {
+    if (fwd) out += simulate_flash2_fwd(m.problem, m.fwd_tiles.value(), m.mask);
+    if (bwd) out += simulate_flash2_bwd(m.problem, m.bwd_tiles.value(), m.bwd_mask);
+  } else if (m.method == "flash1") {
+    if (fwd) out += simulate_flash1_fwd(m.problem, m.fwd_tiles.value());
+    if (bwd) out += simulate_flash1_bwd(m.problem, m.bwd_tiles.value());
+  } else {
+    throw std::invalid_argument(m.method + ": no schedule simulator");
+  }
+  return out;
+}
+
+}  // namespace flashio::analysis

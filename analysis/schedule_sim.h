@@ -1,0 +1,19 @@
+// A brute-force CPU walk of each fused kernel's tile loops — the same blocks, loops, warps and
+// lanes as kernels/flash2/*.cuh and kernels/flash1/flash1_kernels.cuh, not the formula — that
+// counts the 32-byte sectors every warp instruction touches at the SM↔L2 level. Its only use
+// is to check analysis/io_model.h's closed forms (tests/test_analysis.cpp); it is slow
+// (one step per 16-byte chunk) and meant for small shapes.
+#pragma once
+#include "analysis/io_model.h"
+
+namespace flashio::analysis {
+
+Traffic simulate_flash2_fwd(const Problem& p, const KernelTiles& t, const BlockMask& mask);
+Traffic simulate_flash2_bwd(const Problem& p, const KernelTiles& t, const BlockMask& mask);
+Traffic simulate_flash1_fwd(const Problem& p, const KernelTiles& t);
+Traffic simulate_flash1_bwd(const Problem& p, const KernelTiles& t);
+
+// The whole pass, dispatched like predict_sm_l2 (fused methods only).
+Traffic simulate_sm_l2(const ModelPoint& m);
+
+}  // namespace flashio::analysis
