@@ -17,15 +17,21 @@ class DeviceAllocator {
   int64_t peak_bytes() const { return peak_; }
   void reset_peak() { peak_ = current_; }
   // Device memory a library allocated on its own (cuBLAS's handle state), measured by the
-  // caller with cudaMemGetInfo: counted like our own buffers; negative when it is freed.
+  // caller with cudaMemGetInfo; negative when it is freed. Kept apart from our buffers:
+  // the driver's 2 MiB pages make it vary by a page from one process to the next.
   void account_external(int64_t bytes) {
-    current_ += bytes;
-    peak_ = std::max(peak_, current_);
+    external_current_ += bytes;
+    external_peak_ = std::max(external_peak_, external_current_);
   }
+  int64_t external_bytes() const { return external_current_; }
+  int64_t external_peak_bytes() const { return external_peak_; }
+  void reset_external_peak() { external_peak_ = external_current_; }
 
  private:
   int64_t current_ = 0;
   int64_t peak_ = 0;
+  int64_t external_current_ = 0;
+  int64_t external_peak_ = 0;
 };
 
 // An owned device buffer (RAII) from a DeviceAllocator.

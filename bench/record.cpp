@@ -82,7 +82,8 @@ json to_json(const Record& r) {
     j["memory"] = {{"inputs_bytes", r.memory->inputs_bytes},
                    {"outputs_bytes", r.memory->outputs_bytes},
                    {"workspace_bytes", r.memory->workspace_bytes},
-                   {"total_bytes", r.memory->total_bytes}};
+                   {"total_bytes", r.memory->total_bytes},
+                   {"library_bytes", r.memory->library_bytes}};
   }
   j["counters"] = r.counters;
   return j;
@@ -158,6 +159,7 @@ Record record_from_json(const json& j) {
                      m.value("workspace_bytes", int64_t(0)), 0};
       // Files written before total_bytes existed: the same sum.
       ms.total_bytes = m.value("total_bytes", ms.inputs_bytes + ms.outputs_bytes + ms.workspace_bytes);
+      ms.library_bytes = m.value("library_bytes", int64_t(0));
       r.memory = ms;
     }
     if (j.contains("counters")) r.counters = j["counters"];

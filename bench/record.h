@@ -64,6 +64,8 @@ struct MemoryStats {
   int64_t total_bytes = 0;      // inputs + outputs + workspace: the footprint as the
                                 // FlashAttention paper's Table 26 counts it (for fwdbwd:
                                 // Q, K, V, dO, O, L, dQ, dK, dV and the intermediates)
+  int64_t library_bytes = 0;    // device memory libraries took on their own beyond that
+                                // (cuBLAS's handle), via cudaMemGetInfo: ±one 2 MiB page
 };
 
 struct Record {

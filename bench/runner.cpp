@@ -145,7 +145,9 @@ struct Runner::State {
     const int64_t out_bytes = int64_t(o.bytes() + lse.bytes() + dq.bytes() + dk.bytes() + dv.bytes());
 
     const int64_t before = alloc.current_bytes();
+    const int64_t external_before = alloc.external_bytes();
     alloc.reset_peak();
+    alloc.reset_external_peak();
     auto plan = method.plan(p, pt.pass, dev, alloc);
     rec.tiles = plan->tiles();
     if (pt.pass != Pass::Fwd) rec.tiles_bwd = plan->backward_tiles();
@@ -169,7 +171,8 @@ struct Runner::State {
     if (backward) plan->backward(buf, stream);
     FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
     const int64_t workspace = alloc.peak_bytes() - before;
-    rec.memory = MemoryStats{in_bytes, out_bytes, workspace, in_bytes + out_bytes + workspace};
+    rec.memory = MemoryStats{in_bytes, out_bytes, workspace, in_bytes + out_bytes + workspace,
+                             alloc.external_peak_bytes() - external_before};
     rec.check = check_outputs(p, d, *plan, o, lse, dq, dk, dv, backward);
     if (!rec.check->passed) {
       rec.status = Status::Error;

@@ -174,7 +174,7 @@ class BlocksparseStandardPlan final : public Plan {
       v_pad_ = zeroed(k_pad_.bytes());
     }
     workspace_ = DeviceBuffer(alloc, kCublasWorkspaceBytes);
-    // cublasCreate's own device memory is part of the footprint, as in `standard`.
+    // cublasCreate's own device memory: memory.library_bytes, as in `standard`.
     size_t free_before = 0, free_after = 0, total = 0;
     FLASHIO_CUDA_CHECK(cudaDeviceSynchronize());
     FLASHIO_CUDA_CHECK(cudaMemGetInfo(&free_before, &total));

@@ -70,7 +70,7 @@ class StandardPlan final : public Plan {
     if (score_buffers(p, pass) == 3) dp_ = DeviceBuffer(alloc, scores);
     workspace_ = DeviceBuffer(alloc, kCublasWorkspaceBytes);
     // cublasCreate allocates device memory of its own (64 MiB on an H100, measured):
-    // part of this method's footprint, so it is counted.
+    // recorded as the record's memory.library_bytes.
     size_t free_before = 0, free_after = 0, total = 0;
     FLASHIO_CUDA_CHECK(cudaDeviceSynchronize());
     FLASHIO_CUDA_CHECK(cudaMemGetInfo(&free_before, &total));
