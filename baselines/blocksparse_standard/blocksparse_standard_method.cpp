@@ -43,10 +43,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
 #include "baselines/blocksparse_standard/blocksparse_standard_kernels.h"
+#include "baselines/common/cublas_handle.h"
 #include "bench/cuda_check.h"
 #include "bench/device_memory.h"
 #include "bench/method.h"
@@ -56,7 +58,6 @@
 namespace flashio {
 namespace {
 
-constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;
 constexpr int64_t kMaxBatch = 65535;  // GEMMs per cublasGemmBatchedEx call (a conservative grid.z bound)
 
 cudaDataType_t cuda_type(DType t) { return t == DType::BF16 ? CUDA_R_16BF : CUDA_R_16F; }
@@ -71,7 +72,7 @@ DeviceBuffer upload(DeviceAllocator& alloc, const std::vector<T>& v) {
 class BlocksparseStandardPlan final : public Plan {
  public:
   BlocksparseStandardPlan(const Problem& p, Pass pass, DeviceAllocator& alloc)
-      : p_(p), backward_(pass != Pass::Fwd), alloc_(alloc) {
+      : p_(p), backward_(pass != Pass::Fwd) {
     const BlockMask mask = make_block_mask(p);
     const BlockLists rows = by_rows(mask);
     const int bs = p.sparse_block;
@@ -173,20 +174,7 @@ class BlocksparseStandardPlan final : public Plan {
       k_pad_ = zeroed(size_t(bkv_) * size_t(s_.keys_padded) * d * e);
       v_pad_ = zeroed(k_pad_.bytes());
     }
-    workspace_ = DeviceBuffer(alloc, kCublasWorkspaceBytes);
-    // cublasCreate's own device memory: memory.library_bytes, as in `standard`.
-    size_t free_before = 0, free_after = 0, total = 0;
-    FLASHIO_CUDA_CHECK(cudaDeviceSynchronize());
-    FLASHIO_CUDA_CHECK(cudaMemGetInfo(&free_before, &total));
-    FLASHIO_CUBLAS_CHECK(cublasCreate(&handle_));
-    FLASHIO_CUDA_CHECK(cudaMemGetInfo(&free_after, &total));
-    handle_bytes_ = free_before > free_after ? int64_t(free_before - free_after) : 0;
-    alloc_.account_external(handle_bytes_);
-    FLASHIO_CUBLAS_CHECK(cublasSetWorkspace(handle_, workspace_.get(), workspace_.bytes()));
-  }
-  ~BlocksparseStandardPlan() override {
-    if (handle_) cublasDestroy(handle_);
-    alloc_.account_external(-handle_bytes_);
+    cublas_ = std::make_unique<CublasHandle>(alloc);
   }
   Tiles tiles() const override { return {s_.block, s_.block, 0, 0, 0}; }
   // Like `standard`, its row statistics come from S rounded to the element type (bf16:
@@ -266,7 +254,7 @@ class BlocksparseStandardPlan final : public Plan {
     ops.dq_acc = dq_acc_.as<float>();
     ops.dk_acc = dk_acc_.as<float>();
     ops.dv_acc = dv_acc_.as<float>();
-    FLASHIO_CUBLAS_CHECK(cublasSetStream(handle_, stream));
+    FLASHIO_CUBLAS_CHECK(cublasSetStream(cublas_->get(), stream));
     baselines::build_blocksparse_pointers(s_, blocks_.as<int2>(), row_steps_.as<int2>(), col_steps_.as<int4>(), ops,
                                           backward, ptrs_, stream);
     return ops;
@@ -296,7 +284,7 @@ class BlocksparseStandardPlan final : public Plan {
     const cudaDataType_t t = type();
     for (int64_t off = first; off < end; off += kMaxBatch) {
       const int count = int(std::min(kMaxBatch, end - off));
-      FLASHIO_CUBLAS_CHECK(cublasGemmBatchedEx(handle_, ta, tb, m, n, k, &alpha, f.a + off, t, lda, f.b + off, t, ldb,
+      FLASHIO_CUBLAS_CHECK(cublasGemmBatchedEx(cublas_->get(), ta, tb, m, n, k, &alpha, f.a + off, t, lda, f.b + off, t, ldb,
                                                &beta, f.c + off, c_type, ldc, count, CUBLAS_COMPUTE_32F,
                                                CUBLAS_GEMM_DEFAULT));
     }
@@ -309,12 +297,10 @@ class BlocksparseStandardPlan final : public Plan {
   std::vector<int64_t> row_off_;  // row step k covers row_steps [row_off[k], row_off[k+1])
   std::vector<int64_t> col_off_;  // column step (k, g) covers col_steps [col_off[i], col_off[i+1])
   DeviceBuffer blocks_, row_steps_, col_steps_, row_ptr_, col_idx_, scores_, p_drop_, ds_, o_acc_, dq_acc_, dk_acc_,
-      dv_acc_, pointers_, q_pad_, do_pad_, k_pad_, v_pad_, workspace_;
+      dv_acc_, pointers_, q_pad_, do_pad_, k_pad_, v_pad_;
   baselines::BlocksparsePointers ptrs_{};
   bool pad_q_ = false, pad_kv_ = false;
-  cublasHandle_t handle_ = nullptr;
-  DeviceAllocator& alloc_;
-  int64_t handle_bytes_ = 0;  // device memory cublasCreate took
+  std::unique_ptr<CublasHandle> cublas_;
 };
 
 class BlocksparseStandard final : public Method {

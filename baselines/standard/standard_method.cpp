@@ -39,11 +39,13 @@
 // V read; O written: Θ(Nd + N²). Backward: P_drop, dO read, dV written; dO, V read, dP_drop
 // written; P, dP_drop read, dS written; dS, K read, dQ written; dS, Q read, dK written:
 // Θ(Nd + N²). Run: build/flashio run --method standard --pass fwdbwd --seqlen 4096
+#include <memory>
 #include <stdexcept>
 
 #include <cublas_v2.h>
 #include <fmt/format.h>
 
+#include "baselines/common/cublas_handle.h"
 #include "baselines/standard/standard_softmax.h"
 #include "baselines/standard/standard_softmax_backward.h"
 #include "bench/cuda_check.h"
@@ -54,8 +56,6 @@
 namespace flashio {
 namespace {
 
-constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;  // cuBLAS's recommendation for Hopper
-
 bool has_dropout(const Problem& p) { return p.dropout > 0.0; }
 
 // Score-shaped (B·H·Nq × Nk) buffers the plan allocates for a pass (see the file comment).
@@ -63,22 +63,12 @@ int score_buffers(const Problem& p, Pass pass) { return pass != Pass::Fwd && has
 
 class StandardPlan final : public Plan {
  public:
-  StandardPlan(const Problem& p, Pass pass, DeviceAllocator& alloc) : p_(p), pass_(pass), alloc_(alloc) {
+  StandardPlan(const Problem& p, Pass pass, DeviceAllocator& alloc) : p_(p), pass_(pass) {
     const size_t scores = size_t(p.batch * p.heads * p.seqlen_q * p.nk()) * size_t(bytes_of(p.dtype));
     s_ = DeviceBuffer(alloc, scores);
     p_buf_ = DeviceBuffer(alloc, scores);
     if (score_buffers(p, pass) == 3) dp_ = DeviceBuffer(alloc, scores);
-    workspace_ = DeviceBuffer(alloc, kCublasWorkspaceBytes);
-    // cublasCreate allocates device memory of its own (64 MiB on an H100, measured):
-    // recorded as the record's memory.library_bytes.
-    size_t free_before = 0, free_after = 0, total = 0;
-    FLASHIO_CUDA_CHECK(cudaDeviceSynchronize());
-    FLASHIO_CUDA_CHECK(cudaMemGetInfo(&free_before, &total));
-    FLASHIO_CUBLAS_CHECK(cublasCreate(&handle_));
-    FLASHIO_CUDA_CHECK(cudaMemGetInfo(&free_after, &total));
-    handle_bytes_ = free_before > free_after ? int64_t(free_before - free_after) : 0;
-    alloc_.account_external(handle_bytes_);
-    FLASHIO_CUBLAS_CHECK(cublasSetWorkspace(handle_, workspace_.get(), workspace_.bytes()));
+    cublas_ = std::make_unique<CublasHandle>(alloc);
 
     shape_.rows = p.batch * p.heads * p.seqlen_q;
     shape_.seqlen_q = int(p.seqlen_q);
@@ -90,19 +80,15 @@ class StandardPlan final : public Plan {
     dropout_.threshold = dropout_threshold(p.dropout);
     dropout_.scale = float(dropout_scale(p.dropout));
   }
-  ~StandardPlan() override {
-    cublasDestroy(handle_);
-    alloc_.account_external(-handle_bytes_);
-  }
 
   void forward(const AttentionBuffers& buf, cudaStream_t stream) override {
-    FLASHIO_CUBLAS_CHECK(cublasSetStream(handle_, stream));
+    FLASHIO_CUBLAS_CHECK(cublasSetStream(cublas_->get(), stream));
     const Dims g = dims();
     const float alpha = float(p_.scale()), one = 1.f, zero = 0.f;
     // S (m × nk) = scale·Q (m × d)·Kᵀ (d × nk), row-major. Column-major: Sᵀ (nk × m) = K (nk × d)·Qᵀ (d × m).
     // K is stored as col-major Kᵀ (d × nk, ld d): op T gives K.  Q is stored as col-major Qᵀ (d × m, ld d): op N.
     // C = Sᵀ col-major (nk × m, ld nk) = row-major S. (M, N, K) = (nk, m, d).
-    FLASHIO_CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, g.nk, g.m, g.d, &alpha,
+    FLASHIO_CUBLAS_CHECK(cublasGemmStridedBatchedEx(cublas_->get(), CUBLAS_OP_T, CUBLAS_OP_N, g.nk, g.m, g.d, &alpha,
                                                     buf.k, g.t, g.d, g.kv_stride,
                                                     buf.q, g.t, g.d, g.q_stride, &zero,
                                                     s_.get(), g.t, g.nk, g.score_stride, g.batches,
@@ -119,7 +105,7 @@ class StandardPlan final : public Plan {
     // O (m × d) = P_drop (m × nk)·V (nk × d), row-major. Column-major: Oᵀ (d × m) = Vᵀ (d × nk)·P_dropᵀ (nk × m).
     // V is stored as col-major Vᵀ (d × nk, ld d): op N.  P_drop is stored as col-major P_dropᵀ (nk × m, ld nk): op N.
     // C = Oᵀ col-major (d × m, ld d) = row-major O. (M, N, K) = (d, m, nk).
-    FLASHIO_CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle_, CUBLAS_OP_N, CUBLAS_OP_N, g.d, g.m, g.nk, &one,
+    FLASHIO_CUBLAS_CHECK(cublasGemmStridedBatchedEx(cublas_->get(), CUBLAS_OP_N, CUBLAS_OP_N, g.d, g.m, g.nk, &one,
                                                     buf.v, g.t, g.d, g.kv_stride,
                                                     p_drop(), g.t, g.nk, g.score_stride, &zero,
                                                     buf.o, g.t, g.d, g.q_stride, g.batches,
@@ -129,7 +115,7 @@ class StandardPlan final : public Plan {
   void backward(const AttentionBuffers& buf, cudaStream_t stream) override {
     if (pass_ == Pass::Fwd)
       throw std::logic_error("standard: a plan made for the forward pass has no backward workspace");
-    FLASHIO_CUBLAS_CHECK(cublasSetStream(handle_, stream));
+    FLASHIO_CUBLAS_CHECK(cublasSetStream(cublas_->get(), stream));
     const Dims g = dims();
     const float alpha = float(p_.scale()), one = 1.f, zero = 0.f;
     // dP_drop, then dS in place: S's buffer when P_drop is P (S is dead after the forward),
@@ -141,7 +127,7 @@ class StandardPlan final : public Plan {
     // dO is stored as col-major dOᵀ (d × m, ld d): op N.  P_drop is stored as col-major
     // P_dropᵀ (nk × m, ld nk): op T gives P_drop (m × nk).  C = dVᵀ col-major (d × nk, ld d)
     // = row-major dV. (M, N, K) = (d, nk, m).
-    FLASHIO_CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle_, CUBLAS_OP_N, CUBLAS_OP_T, g.d, g.nk, g.m, &one,
+    FLASHIO_CUBLAS_CHECK(cublasGemmStridedBatchedEx(cublas_->get(), CUBLAS_OP_N, CUBLAS_OP_T, g.d, g.nk, g.m, &one,
                                                     buf.d_o, g.t, g.d, g.q_stride,
                                                     p_drop(), g.t, g.nk, g.score_stride, &zero,
                                                     buf.dv, g.t, g.d, g.kv_stride, g.batches,
@@ -150,7 +136,7 @@ class StandardPlan final : public Plan {
     // dP_dropᵀ (nk × m) = V (nk × d)·dOᵀ (d × m). V is stored as col-major Vᵀ (d × nk, ld d):
     // op T gives V.  dO is stored as col-major dOᵀ (d × m, ld d): op N.  C = dP_dropᵀ
     // col-major (nk × m, ld nk) = row-major dP_drop. (M, N, K) = (nk, m, d): the S GEMM's shape.
-    FLASHIO_CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, g.nk, g.m, g.d, &one,
+    FLASHIO_CUBLAS_CHECK(cublasGemmStridedBatchedEx(cublas_->get(), CUBLAS_OP_T, CUBLAS_OP_N, g.nk, g.m, g.d, &one,
                                                     buf.v, g.t, g.d, g.kv_stride,
                                                     buf.d_o, g.t, g.d, g.q_stride, &zero,
                                                     dscores, g.t, g.nk, g.score_stride, g.batches,
@@ -169,7 +155,7 @@ class StandardPlan final : public Plan {
     // dQᵀ (d × m) = Kᵀ (d × nk)·dSᵀ (nk × m). K is stored as col-major Kᵀ (d × nk, ld d): op N.
     // dS is stored as col-major dSᵀ (nk × m, ld nk): op N.  C = dQᵀ col-major (d × m, ld d)
     // = row-major dQ. (M, N, K) = (d, m, nk): the O GEMM's shape.
-    FLASHIO_CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle_, CUBLAS_OP_N, CUBLAS_OP_N, g.d, g.m, g.nk, &alpha,
+    FLASHIO_CUBLAS_CHECK(cublasGemmStridedBatchedEx(cublas_->get(), CUBLAS_OP_N, CUBLAS_OP_N, g.d, g.m, g.nk, &alpha,
                                                     buf.k, g.t, g.d, g.kv_stride,
                                                     dscores, g.t, g.nk, g.score_stride, &zero,
                                                     buf.dq, g.t, g.d, g.q_stride, g.batches,
@@ -179,7 +165,7 @@ class StandardPlan final : public Plan {
     // Q is stored as col-major Qᵀ (d × m, ld d): op N.  dS is stored as col-major dSᵀ (nk × m,
     // ld nk): op T gives dS (m × nk).  C = dKᵀ col-major (d × nk, ld d) = row-major dK.
     // (M, N, K) = (d, nk, m): the dV GEMM's shape.
-    FLASHIO_CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle_, CUBLAS_OP_N, CUBLAS_OP_T, g.d, g.nk, g.m, &alpha,
+    FLASHIO_CUBLAS_CHECK(cublasGemmStridedBatchedEx(cublas_->get(), CUBLAS_OP_N, CUBLAS_OP_T, g.d, g.nk, g.m, &alpha,
                                                     buf.q, g.t, g.d, g.q_stride,
                                                     dscores, g.t, g.nk, g.score_stride, &zero,
                                                     buf.dk, g.t, g.d, g.kv_stride, g.batches,
@@ -214,10 +200,8 @@ class StandardPlan final : public Plan {
   Pass pass_;
   baselines::RowShape shape_;
   baselines::DropoutParams dropout_;
-  DeviceBuffer s_, p_buf_, dp_, workspace_;
-  cublasHandle_t handle_ = nullptr;
-  DeviceAllocator& alloc_;
-  int64_t handle_bytes_ = 0;  // device memory cublasCreate took
+  DeviceBuffer s_, p_buf_, dp_;
+  std::unique_ptr<CublasHandle> cublas_;
 };
 
 class Standard final : public Method {
@@ -245,7 +229,7 @@ class Standard final : public Method {
     if (p.head_dim % 8 != 0) return Support::no("standard needs head_dim % 8 == 0 (16-byte aligned GEMM rows)");
     const int buffers = score_buffers(p, pass);
     const double need = double(buffers) * double(p.batch * p.heads * p.seqlen_q) * double(p.nk()) * bytes_of(p.dtype) +
-                        double(kCublasWorkspaceBytes);
+                        double(CublasHandle::kWorkspaceBytes);
     if (need > double(dev.global_memory_bytes))
       return Support::no(fmt::format("{} workspace ({} score-sized buffers) needs {:.1f} GiB; the GPU has {:.1f} GiB",
                                      to_string(pass), buffers, need / (1 << 30),
