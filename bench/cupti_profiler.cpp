@@ -3,7 +3,9 @@
 #include <cxxabi.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <mutex>
 #include <set>
 
@@ -106,12 +108,6 @@ struct LaunchNames {
 };
 thread_local LaunchNames* t_capture = nullptr;
 
-bool is_driver_launch(CUpti_CallbackId id) {
-  return id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
-         id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
-         id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel ||
-         id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
-}
 constexpr CUpti_CallbackId kRuntimeLaunches[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
@@ -122,6 +118,10 @@ constexpr CUpti_CallbackId kDriverLaunches[] = {
     CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
     CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
     CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz};
+
+bool is_driver_launch(CUpti_CallbackId id) {
+  return std::find(std::begin(kDriverLaunches), std::end(kDriverLaunches), id) != std::end(kDriverLaunches);
+}
 
 void CUPTIAPI on_launch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
   LaunchNames* capture = t_capture;
@@ -485,7 +485,6 @@ std::unique_ptr<CounterSession> CounterSession::open(const DeviceInfo& dev, Coun
     impl->setup();
   } catch (const std::exception& e) {
     why_not = e.what();
-    if (!impl->api) impl.reset();  // nothing to release
     return nullptr;
   }
   return std::unique_ptr<CounterSession>(new CounterSession(std::move(impl)));

@@ -31,7 +31,7 @@
 #include "bench/method.h"
 #include "bench/sparsity.h"
 #include "kernels/blocksparse/blocksparse_params.h"
-#include "kernels/common/problem_params.h"
+#include "kernels/flash2/flash2_call_params.h"
 
 namespace flashio {
 namespace {
@@ -81,34 +81,13 @@ class BlocksparseFlashPlan final : public Plan {
   bool writes_lse() const override { return true; }
 
   void forward(const AttentionBuffers& buf, cudaStream_t stream) override {
-    kernels::Flash2FwdParams k{};
-    k.q = buf.q;
-    k.k = buf.k;
-    k.v = buf.v;
-    k.o = buf.o;
-    k.lse = buf.lse;
-    k.key_lengths = buf.key_lengths;
-    fill_problem_params(p_, k);
+    kernels::Flash2FwdParams k = flash2_fwd_params(p_, buf);
     k.sparse_ptr = fwd_lists_.ptr;
     k.sparse_idx = fwd_lists_.idx;
     kernels::blocksparse_flash_fwd(k, tile_, p_.dtype == DType::BF16, stream);
   }
   void backward(const AttentionBuffers& buf, cudaStream_t stream) override {
-    kernels::Flash2BwdParams k{};
-    k.q = buf.q;
-    k.k = buf.k;
-    k.v = buf.v;
-    k.o = buf.o;
-    k.d_o = buf.d_o;
-    k.lse = buf.lse;
-    k.d_sum = d_sum_.as<float>();
-    k.dq_accum = dq_accum_.as<float>();
-    k.dq = buf.dq;
-    k.dk = buf.dk;
-    k.dv = buf.dv;
-    k.key_lengths = buf.key_lengths;
-    fill_problem_params(p_, k);
-    k.scale = float(p_.scale());
+    kernels::Flash2BwdParams k = flash2_bwd_params(p_, buf, d_sum_.as<float>(), dq_accum_.as<float>());
     k.sparse_ptr = bwd_lists_.ptr;
     k.sparse_idx = bwd_lists_.idx;
     kernels::blocksparse_flash_bwd(k, p_.dtype == DType::BF16, stream);

@@ -1,0 +1,45 @@
+// The argument blocks of flash2's kernels for one call: the call's buffers plus the
+// problem's shape, masks, scale and dropout. Host-only; shared by flash2 and
+// blocksparse_flash (which adds its block lists), so both fill them the same way.
+#pragma once
+#include "bench/method.h"
+#include "bench/problem.h"
+#include "kernels/common/problem_params.h"
+#include "kernels/flash2/flash2_params.h"
+
+namespace flashio {
+
+inline kernels::Flash2FwdParams flash2_fwd_params(const Problem& p, const AttentionBuffers& buf) {
+  kernels::Flash2FwdParams k{};
+  k.q = buf.q;
+  k.k = buf.k;
+  k.v = buf.v;
+  k.o = buf.o;
+  k.lse = buf.lse;
+  k.key_lengths = buf.key_lengths;
+  fill_problem_params(p, k);
+  return k;
+}
+
+// `d_sum` (rowsum(dO∘O)) and `dq_accum` (fp32 dQ) are the plan's workspace.
+inline kernels::Flash2BwdParams flash2_bwd_params(const Problem& p, const AttentionBuffers& buf, float* d_sum,
+                                                  float* dq_accum) {
+  kernels::Flash2BwdParams k{};
+  k.q = buf.q;
+  k.k = buf.k;
+  k.v = buf.v;
+  k.o = buf.o;
+  k.d_o = buf.d_o;
+  k.lse = buf.lse;
+  k.d_sum = d_sum;
+  k.dq_accum = dq_accum;
+  k.dq = buf.dq;
+  k.dk = buf.dk;
+  k.dv = buf.dv;
+  k.key_lengths = buf.key_lengths;
+  fill_problem_params(p, k);
+  k.scale = float(p.scale());
+  return k;
+}
+
+}  // namespace flashio
