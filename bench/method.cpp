@@ -8,8 +8,10 @@
 namespace flashio {
 
 nlohmann::json Tiles::to_json() const {
-  return {{"block_r", block_r}, {"block_c", block_c}, {"warps", warps}, {"stages", stages},
-          {"smem_bytes", smem_bytes}};
+  nlohmann::json j = {{"block_r", block_r}, {"block_c", block_c}, {"warps", warps}, {"stages", stages},
+                      {"smem_bytes", smem_bytes}};
+  if (splits > 0) j["splits"] = splits;
+  return j;
 }
 
 void Plan::backward(const AttentionBuffers&, cudaStream_t) {

@@ -67,6 +67,7 @@ struct Tiles {
   int warps = 0;
   int stages = 0;   // shared-memory pipeline depth of K/V
   int64_t smem_bytes = 0;
+  int splits = 0;   // thread blocks sharing one (batch, head) along the kernel's outer tile loop (flash1); 0: not split by design
   nlohmann::json to_json() const;
 };
 

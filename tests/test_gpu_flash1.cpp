@@ -79,3 +79,30 @@ TEST_F(Flash1Features, EveryCompiledTileForwardAndBackward) {
     }
   }
 }
+
+// The grid split: a few heads spread over many thread blocks (forward over Q tiles,
+// backward over K/V tiles with dQ atomics), many heads one block each (dQ read-modify-write,
+// Algorithm 4 as published). Both against the reference, causal and padded included.
+TEST_F(Flash1Features, SplitsFillTheGpuAndMatchTheReference) {
+  for (const bool many_heads : {false, true})
+    for (const bool causal : {false, true}) {
+      Problem p;
+      p.batch = many_heads ? 64 : 1;
+      p.heads = many_heads ? 8 : 3;
+      p.seqlen_q = many_heads ? 200 : 1500;
+      p.seqlen_k = many_heads ? 260 : 1300;
+      p.head_dim = 64;
+      p.causal = causal;
+      p.padding = causal ? Padding::None : Padding::Random;
+      p.dropout = 0.1;
+      const Record r = expect_ok({"flash1", Pass::FwdBwd, p});
+      ASSERT_TRUE(r.tiles.has_value() && r.tiles_bwd.has_value());
+      if (many_heads) {
+        EXPECT_EQ(r.tiles->splits, 1) << "512 heads fill an H100 wave without splitting";
+        EXPECT_EQ(r.tiles_bwd->splits, 1);
+      } else {
+        EXPECT_GT(r.tiles->splits, 1);
+        EXPECT_GT(r.tiles_bwd->splits, 1);
+      }
+    }
+}

@@ -1,8 +1,13 @@
 // flash1: FlashAttention as published (Dao et al., 2022), Algorithm 2 (forward with masking
 // and dropout; Algorithm 1 without) and Algorithm 4 (backward).
 //
-// Loop order, as the paper's kernel: one thread block per (head, batch); the OUTER loop runs
-// over K/V tiles j (K_j, V_j resident in shared memory), the INNER loop over Q tiles i. The
+// Loop order, as the paper's kernel: the OUTER loop runs over K/V tiles j (K_j, V_j resident
+// in shared memory), the INNER loop over Q tiles i. Parallel over (head, batch) and, as the
+// paper's released kernel does (its `num_splits`), over `splits` thread blocks per head when
+// batch × heads alone cannot fill the GPU: forward block z takes the Q tiles i ≡ z (mod splits)
+// and streams every K/V tile past them (K, V read once per block); backward block z takes the
+// K/V tiles j ≡ z (mod splits) and adds into dQ with fp32 atomics (read-modify-write when the
+// head has one block). The loop order inside a block, and so Theorem 2's IO, is unchanged. The
 // running O_i, ℓ_i, m_i live in HBM and are re-read and re-written on every inner iteration
 // (O in fp32, as FlashAttention's own kernel accumulates it; the last visit writes O in the
 // element type and L = m + log ℓ instead). The initial O = 0, ℓ = 0, m = −∞ (Algorithm 1
@@ -13,8 +18,8 @@
 // D_i = rowsum(dO_i ∘ O_i) is computed inside the loop (line 19). The per-tile arithmetic is
 // flash2's (bwd_tile_step); only the schedule differs.
 //
-// IO per (batch, head), e = element bytes, Tc = ⌈Nk/Bc⌉ (no mask): K, V read once; Q read Tc
-// times; O read Tc−1 and written Tc times (4 bytes, the last write e bytes); ℓ, m read Tc−1
+// IO per (batch, head), e = element bytes, Tc = ⌈Nk/Bc⌉ (no mask): K, V read once per block
+// (splits times); Q read Tc times; O read Tc−1 and written Tc times (4 bytes, the last write e bytes); ℓ, m read Tc−1
 // and written Tc times → Θ(N·d·Tc) = Θ(N²d²/M) with Bc = Θ(M/d) (Theorem 2).
 //
 // Run: build/flashio run --method flash1 --seqlen 4096 --head-dim 64 [--block-c 128]
@@ -39,7 +44,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_fwd_kernel(const Flash1F
   T* sV = sK + Tr::kSmemKV;                 // (kBlockN, kStride)
   T* sQ = sV + Tr::kSmemKV;                 // (2, kBlockM, kStride)
 
-  const int h = blockIdx.x, b = blockIdx.y;
+  const int h = blockIdx.x, b = blockIdx.y, z = blockIdx.z, splits = fp.splits;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
   const int nk = p.key_lengths ? min(p.key_lengths[b], p.seqlen_k) : p.seqlen_k;
@@ -60,25 +65,30 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_fwd_kernel(const Flash1F
   const int b_row = (lane % 8) + (lane / 16) * 8, b_col = ((lane / 8) % 2) * 8;
   const int v_row = (lane % 8) + ((lane / 8) % 2) * 8, v_col = (lane / 16) * 8;
 
-  if (n_blocks == 0) {  // no key visible to any row: O = 0, L = −∞
-    for (int e = threadIdx.x; e < p.seqlen_q * Tr::kHeadDim; e += Tr::kNThreads) o[e] = T(0.f);
-    for (int r = threadIdx.x; r < p.seqlen_q; r += Tr::kNThreads) lse[r] = -INFINITY;
+  if (n_blocks == 0) {  // no key visible to any row: O = 0, L = −∞ for this block's Q tiles
+    for (int i = z; i < m_blocks; i += splits) {
+      const int m0 = i * Tr::kBlockM, rows = min(Tr::kBlockM, p.seqlen_q - m0);
+      for (int e = threadIdx.x; e < rows * Tr::kHeadDim; e += Tr::kNThreads) o[size_t(m0) * Tr::kHeadDim + e] = T(0.f);
+      for (int r = threadIdx.x; r < rows; r += Tr::kNThreads) lse[m0 + r] = -INFINITY;
+    }
     return;
   }
 
   for (int j = 0; j < n_blocks; ++j) {  // Algorithm 1, line 5: outer loop over K/V tiles
     const int n0 = j * Tr::kBlockN;
     const int i_first = kCausal ? min(n0 / Tr::kBlockM, m_blocks) : 0;
+    const int i_mine = i_first + ((z - i_first) % splits + splits) % splits;  // this block's first Q tile ≥ i_first
+    if (i_mine >= m_blocks) continue;  // no Q tile of this block sees K_j: K_j, V_j not loaded
     __syncthreads();  // the previous K/V tile and Q stages are no longer read
     load_tile<Tr, Tr::kBlockN>(sK, k, n0, p.seqlen_k);  // line 6
     load_tile<Tr, Tr::kBlockN>(sV, v, n0, p.seqlen_k);
-    if (i_first < m_blocks) load_tile<Tr, Tr::kBlockM>(sQ, q, i_first * Tr::kBlockM, p.seqlen_q);
+    load_tile<Tr, Tr::kBlockM>(sQ, q, i_mine * Tr::kBlockM, p.seqlen_q);
     cp_async_commit();
 
-    for (int i = i_first; i < m_blocks; ++i) {  // line 7: inner loop over Q tiles
-      const int stage = (i - i_first) % 2;
-      if (i + 1 < m_blocks) {
-        load_tile<Tr, Tr::kBlockM>(sQ + (stage ^ 1) * Tr::kSmemQ, q, (i + 1) * Tr::kBlockM, p.seqlen_q);
+    for (int i = i_mine; i < m_blocks; i += splits) {  // line 7: inner loop over (this block's) Q tiles
+      const int stage = ((i - i_mine) / splits) % 2;
+      if (i + splits < m_blocks) {
+        load_tile<Tr, Tr::kBlockM>(sQ + (stage ^ 1) * Tr::kSmemQ, q, (i + splits) * Tr::kBlockM, p.seqlen_q);
         cp_async_commit();
         cp_async_wait<1>();
       } else {
@@ -249,7 +259,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_bwd_kernel(const Flash1B
   float* sLse = reinterpret_cast<float*>(sdS + Tr::kSmemDs);  // (2, kBlockM)
   float* sD = sLse + 2 * Tr::kBlockM;                          // (2, kBlockM)
 
-  const int h = blockIdx.x, b = blockIdx.y;
+  const int h = blockIdx.x, b = blockIdx.y, z = blockIdx.z, splits = fp.splits;
   const int nk = p.key_lengths ? min(p.key_lengths[b], p.seqlen_k) : p.seqlen_k;
   const int n_blocks = (p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN;  // every tile: dK, dV of padded keys are 0
   const int m_blocks = (p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM;
@@ -275,7 +285,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_bwd_kernel(const Flash1B
     }
   };
 
-  for (int j = 0; j < n_blocks; ++j) {  // line 6: outer loop over K/V tiles
+  const bool atomic_dq = splits > 1;  // other blocks of this head add into the same dQ rows
+  for (int j = z; j < n_blocks; j += splits) {  // line 6: outer loop over (this block's) K/V tiles
     const int n0 = j * Tr::kBlockN;
     const int i_first = kCausal ? min(n0 / Tr::kBlockM, m_blocks) : 0;
     __syncthreads();  // the previous tile's dK/dV staging in sK/sV is written out
@@ -305,7 +316,13 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_bwd_kernel(const Flash1B
       __syncthreads();
       bwd_tile_step<Tr, kCausal, kDropout>(p, sK, sV, sQ + stage * Tr::kSmemQ, sdO + stage * Tr::kSmemQ, sdS,
                                             sLse + stage * Tr::kBlockM, sD + stage * Tr::kBlockM, b, h, n0, m0, nk,
-                                            acc_dk, acc_dv, [](float* dst, float x) { *dst += x; });  // line 21
+                                            acc_dk, acc_dv, [atomic_dq](float* dst, float x) {  // line 21
+                                              if (atomic_dq) {
+                                                atomicAdd(dst, x);
+                                              } else {
+                                                *dst += x;
+                                              }
+                                            });
       __syncthreads();
     }
 

@@ -10,8 +10,18 @@
 
 namespace flashio::kernels {
 
+// Resident blocks per SM of `kernel` with `smem` bytes of dynamic shared memory.
+template <typename Kernel>
+int flash1_blocks_per_sm(Kernel kernel, int threads, int smem) {
+  FLASHIO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  int blocks = 0;
+  FLASHIO_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem));
+  return blocks;
+}
+
+// occupancy_only: return the kernel's resident blocks per SM instead of launching it.
 template <typename T, int kHeadDim, int kIndex>
-void launch_flash1_fwd_config(const Flash1FwdParams& p, cudaStream_t stream) {
+int launch_flash1_fwd_config(const Flash1FwdParams& p, cudaStream_t stream, bool occupancy_only) {
   constexpr Flash2TileSpec s = Flash1FwdConfigs<kHeadDim>::list[kIndex];
   using Tr = Flash2FwdTraits<T, kHeadDim, s.block_m, s.block_n, s.warps, s.stages>;
   constexpr int kSmem = flash1_fwd_smem_bytes(kHeadDim, s);
@@ -19,30 +29,35 @@ void launch_flash1_fwd_config(const Flash1FwdParams& p, cudaStream_t stream) {
   const bool causal = p.base.causal, dropout = p.base.dropout;
   auto kernel = causal ? (dropout ? flash1_fwd_kernel<Tr, true, true> : flash1_fwd_kernel<Tr, true, false>)
                        : (dropout ? flash1_fwd_kernel<Tr, false, true> : flash1_fwd_kernel<Tr, false, false>);
+  if (occupancy_only) return flash1_blocks_per_sm(kernel, Tr::kNThreads, kSmem);
+  if (p.splits < 1) throw std::invalid_argument("flash1: splits must be at least 1");
   FLASHIO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-  kernel<<<dim3(p.base.heads, p.base.batch), Tr::kNThreads, kSmem, stream>>>(p);  // one block per (head, batch)
+  kernel<<<dim3(p.base.heads, p.base.batch, p.splits), Tr::kNThreads, kSmem, stream>>>(p);
   FLASHIO_CHECK_LAUNCH();
+  return 0;
 }
 
 template <typename T, int kHeadDim, size_t... I>
-void run_flash1_fwd_impl(const Flash1FwdParams& p, const Flash2Tile& tile, cudaStream_t stream,
-                         std::index_sequence<I...>) {
-  bool launched = false;
+int run_flash1_fwd_impl(const Flash1FwdParams& p, const Flash2Tile& tile, cudaStream_t stream, bool occupancy_only,
+                        std::index_sequence<I...>) {
+  bool found = false;
+  int result = 0;
   auto try_one = [&](auto index) {
     constexpr Flash2TileSpec s = Flash1FwdConfigs<kHeadDim>::list[decltype(index)::value];
-    if (!launched && s.block_m == tile.block_m && s.block_n == tile.block_n && s.warps == tile.warps) {
-      launch_flash1_fwd_config<T, kHeadDim, decltype(index)::value>(p, stream);
-      launched = true;
+    if (!found && s.block_m == tile.block_m && s.block_n == tile.block_n && s.warps == tile.warps) {
+      result = launch_flash1_fwd_config<T, kHeadDim, decltype(index)::value>(p, stream, occupancy_only);
+      found = true;
     }
   };
   (try_one(std::integral_constant<size_t, I>{}), ...);
-  if (!launched) throw std::invalid_argument("flash1: tile configuration not compiled");
+  if (!found) throw std::invalid_argument("flash1: tile configuration not compiled");
+  return result;
 }
 
 template <typename T, int kHeadDim>
-void run_flash1_fwd(const Flash1FwdParams& p, const Flash2Tile& tile, cudaStream_t stream) {
+int run_flash1_fwd(const Flash1FwdParams& p, const Flash2Tile& tile, cudaStream_t stream, bool occupancy_only) {
   constexpr size_t n = sizeof(Flash1FwdConfigs<kHeadDim>::list) / sizeof(Flash2TileSpec);
-  run_flash1_fwd_impl<T, kHeadDim>(p, tile, stream, std::make_index_sequence<n>{});
+  return run_flash1_fwd_impl<T, kHeadDim>(p, tile, stream, occupancy_only, std::make_index_sequence<n>{});
 }
 
 // The backward's shared memory: flash2's plus the O tile stages (D is computed in the loop).
@@ -55,22 +70,25 @@ constexpr int flash1_bwd_smem_bytes(int head_dim, int block_n, int block_m) {
 }
 
 template <typename T, int kHeadDim>
-void run_flash1_bwd(const Flash1BwdParams& p, cudaStream_t stream) {
+int run_flash1_bwd(const Flash1BwdParams& p, cudaStream_t stream, bool occupancy_only) {
   using C = Flash2BwdConfig<kHeadDim>;
   using Tr = Flash2BwdTraits<T, kHeadDim, C::kBlockN, C::kBlockM, C::kWarps>;
   constexpr int kSmem = flash1_bwd_smem<Tr>();
   const Flash2BwdParams& b = p.base;
-  const int64_t rows = int64_t(b.batch) * b.heads * b.seqlen_q;
-  FLASHIO_CUDA_CHECK(cudaMemsetAsync(b.dq_accum, 0, size_t(rows) * kHeadDim * sizeof(float), stream));  // line 4
   auto kernel = b.causal ? (b.dropout ? flash1_bwd_kernel<Tr, true, true> : flash1_bwd_kernel<Tr, true, false>)
                          : (b.dropout ? flash1_bwd_kernel<Tr, false, true> : flash1_bwd_kernel<Tr, false, false>);
+  if (occupancy_only) return flash1_blocks_per_sm(kernel, Tr::kNThreads, kSmem);
+  if (p.splits < 1) throw std::invalid_argument("flash1: splits must be at least 1");
+  const int64_t rows = int64_t(b.batch) * b.heads * b.seqlen_q;
+  FLASHIO_CUDA_CHECK(cudaMemsetAsync(b.dq_accum, 0, size_t(rows) * kHeadDim * sizeof(float), stream));  // line 4
   FLASHIO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-  kernel<<<dim3(b.heads, b.batch), Tr::kNThreads, kSmem, stream>>>(p);
+  kernel<<<dim3(b.heads, b.batch, p.splits), Tr::kNThreads, kSmem, stream>>>(p);
   FLASHIO_CHECK_LAUNCH();
   constexpr int kThreads = 256;
   const int64_t elements = rows * kHeadDim;
   flash2_bwd_convert_dq_kernel<T><<<unsigned((elements / 8 + kThreads - 1) / kThreads), kThreads, 0, stream>>>(b, elements);
   FLASHIO_CHECK_LAUNCH();
+  return 0;
 }
 
 }  // namespace flashio::kernels

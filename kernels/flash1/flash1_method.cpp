@@ -1,11 +1,18 @@
 // The `flash1` method: FlashAttention as published (Dao et al., 2022): Algorithm 2 forward
 // (Algorithm 1 with masking and dropout) and Algorithm 4 backward, with the paper's loop order
 // (outer loop over K/V tiles, O/ℓ/m re-read and re-written in HBM) and its parallelisation
-// over (batch, head) only. Kernels: kernels/flash1/flash1_kernels.cuh.
+// over (batch, head), split further over `splits` thread blocks per head when batch × heads
+// cannot fill the GPU (as the paper's released kernel does). Kernels:
+// kernels/flash1/flash1_kernels.cuh.
+//
+// Splits: the largest count that keeps one wave, ⌊SMs × resident blocks per SM / (B·H)⌋,
+// between 1 and the number of tiles the split loop deals out (Q tiles forward, K/V tiles
+// backward); recorded as tiles.splits and tiles_bwd.splits.
 //
 // Tile sizes: Algorithm 1's rule Bc = ⌈M/4d⌉, Br = min(⌈M/4d⌉, d), M = the GPU's shared
 // memory per block in elements, rounded down to a compiled tile that fits (Br first, then Bc);
 // --block-r/--block-c force one of the compiled tiles (FlashAttention Figure 2, middle).
+#include <algorithm>
 #include <vector>
 
 #include <fmt/format.h>
@@ -58,20 +65,43 @@ Support choose_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile* out) {
   return Support::yes();
 }
 
+// Thread blocks per head so that B·H·splits fill one wave of the GPU (at most `tiles`).
+int one_wave_splits(const Problem& p, const DeviceInfo& dev, int blocks_per_sm, int64_t tiles) {
+  const int64_t heads = p.batch * p.heads;
+  const int64_t wave = int64_t(dev.sm_count) * std::max(blocks_per_sm, 1);
+  return int(std::clamp<int64_t>(wave / heads, 1, std::max<int64_t>(tiles, 1)));
+}
+
 class Flash1Plan final : public Plan {
  public:
-  Flash1Plan(const Problem& p, Pass pass, Flash2Tile tile, DeviceAllocator& alloc) : p_(p), tile_(tile) {
+  Flash1Plan(const Problem& p, Pass pass, Flash2Tile tile, const DeviceInfo& dev, DeviceAllocator& alloc)
+      : p_(p), tile_(tile) {
+    kernels::Flash1FwdParams f{};
+    fill_problem_params(p_, f.base);
+    const bool bf16 = p.dtype == DType::BF16;
+    fwd_splits_ = one_wave_splits(p, dev, kernels::flash1_fwd_blocks_per_sm(f, tile_, bf16),
+                                  (p.seqlen_q + tile_.block_m - 1) / tile_.block_m);
+    if (pass != Pass::Fwd) {
+      kernels::Flash1BwdParams b{};
+      fill_problem_params(p_, b.base);
+      kernels::Flash2Tile bt{};
+      kernels::flash1_bwd_tile(int(p.head_dim), &bt);
+      bwd_splits_ = one_wave_splits(p, dev, kernels::flash1_bwd_blocks_per_sm(b, bf16),
+                                    (p.nk() + bt.block_n - 1) / bt.block_n);
+    }
     const size_t rows = size_t(p.batch * p.heads * p.seqlen_q);
     o_accum_ = DeviceBuffer(alloc, size_t(p.q_elements()) * sizeof(float));  // O, ℓ, m in HBM (Algorithm 1)
     row_max_ = DeviceBuffer(alloc, rows * sizeof(float));
     row_sum_ = DeviceBuffer(alloc, rows * sizeof(float));
     if (pass != Pass::Fwd) dq_accum_ = DeviceBuffer(alloc, size_t(p.q_elements()) * sizeof(float));
   }
-  Tiles tiles() const override { return {tile_.block_m, tile_.block_n, tile_.warps, tile_.stages, tile_.smem_bytes}; }
+  Tiles tiles() const override {
+    return {tile_.block_m, tile_.block_n, tile_.warps, tile_.stages, tile_.smem_bytes, fwd_splits_};
+  }
   std::optional<Tiles> backward_tiles() const override {
     kernels::Flash2Tile t{};
     if (!kernels::flash1_bwd_tile(int(p_.head_dim), &t)) return std::nullopt;
-    return Tiles{t.block_m, t.block_n, t.warps, t.stages, t.smem_bytes};
+    return Tiles{t.block_m, t.block_n, t.warps, t.stages, t.smem_bytes, bwd_splits_};
   }
   bool writes_lse() const override { return true; }
 
@@ -87,6 +117,7 @@ class Flash1Plan final : public Plan {
     k.o_accum = o_accum_.as<float>();
     k.row_max = row_max_.as<float>();
     k.row_sum = row_sum_.as<float>();
+    k.splits = fwd_splits_;
     kernels::flash1_fwd(k, tile_, p_.dtype == DType::BF16, stream);
   }
 
@@ -107,12 +138,14 @@ class Flash1Plan final : public Plan {
     k.base.scale = float(p_.scale());
     k.row_max = row_max_.as<float>();
     k.row_sum = row_sum_.as<float>();
+    k.splits = bwd_splits_;
     kernels::flash1_bwd(k, p_.dtype == DType::BF16, stream);
   }
 
  private:
   Problem p_;
   Flash2Tile tile_;
+  int fwd_splits_ = 1, bwd_splits_ = 1;
   DeviceBuffer o_accum_, row_max_, row_sum_, dq_accum_;
 };
 
@@ -129,7 +162,8 @@ class Flash1 final : public Method {
     i.masks = {"none", "causal", "padding"};
     i.dropout = true;
     i.gqa = false;
-    i.notes = "one thread block per (batch, head), as the paper; tiles from Algorithm 1's rule unless forced";
+    i.notes = "thread blocks per (batch, head) as the paper's kernel, split to fill one wave (tiles.splits); "
+              "tiles from Algorithm 1's rule unless forced";
     return i;
   }
   Support supports(const Problem& p, Pass pass, const DeviceInfo& dev) const override {
@@ -148,7 +182,7 @@ class Flash1 final : public Method {
   std::unique_ptr<Plan> plan(const Problem& p, Pass pass, const DeviceInfo& dev, DeviceAllocator& alloc) const override {
     Flash2Tile t{};
     choose_tile(p, dev, &t);
-    return std::make_unique<Flash1Plan>(p, pass, t, alloc);
+    return std::make_unique<Flash1Plan>(p, pass, t, dev, alloc);
   }
 };
 

@@ -11,6 +11,7 @@ struct Flash1FwdParams {
   float* o_accum;  // [B, H, Nq, d]
   float* row_max;  // [B, H, Nq] m, in raw (unscaled) score units
   float* row_sum;  // [B, H, Nq] ℓ
+  int splits;      // thread blocks per (batch, head): block z takes the Q tiles i ≡ z (mod splits)
 };
 
 // Backward: the flash2 argument block (dq_accum is read-modify-written, d_sum unused: D is
@@ -19,6 +20,8 @@ struct Flash1BwdParams {
   Flash2BwdParams base;
   const float* row_max;
   const float* row_sum;
+  int splits;  // thread blocks per (batch, head): block z takes the K/V tiles j ≡ z (mod splits);
+               // dQ by fp32 atomics when > 1, read-modify-write (Algorithm 4, line 21) when 1
 };
 
 // Compiled forward tiles for `head_dim` (block_m = Br, block_n = Bc). Returns the count.
@@ -28,5 +31,10 @@ bool flash1_bwd_tile(int head_dim, Flash2Tile* out);
 
 void flash1_fwd(const Flash1FwdParams& params, const Flash2Tile& tile, bool bf16, cudaStream_t stream);
 void flash1_bwd(const Flash1BwdParams& params, bool bf16, cudaStream_t stream);
+
+// Resident thread blocks per SM of the kernel these arguments would launch (the CUDA occupancy
+// calculator: registers, shared memory, threads); chooses `splits`.
+int flash1_fwd_blocks_per_sm(const Flash1FwdParams& params, const Flash2Tile& tile, bool bf16);
+int flash1_bwd_blocks_per_sm(const Flash1BwdParams& params, bool bf16);
 
 }  // namespace flashio::kernels
