@@ -73,7 +73,13 @@ std::vector<Problem> shapes() {
 
 std::string describe(const Problem& p, const KernelTiles& t) {
   return p.name() + " tile " + std::to_string(t.block_r) + "x" + std::to_string(t.block_c) + "x" +
-         std::to_string(t.warps);
+         std::to_string(t.warps) + " splits " + std::to_string(t.splits);
+}
+
+int64_t term_of(const Traffic& t, const std::string& name) {
+  for (const auto& x : t.terms)
+    if (x.name == name) return x.read + x.write + x.red;
+  return 0;
 }
 
 }  // namespace
@@ -114,6 +120,51 @@ TEST(IoModel, Flash1BackwardEqualsSimulatorOverShapes) {
   for (const auto& p : shapes())
     for (KernelTiles t : {KernelTiles{64, 64, 4}, KernelTiles{64, 32, 4}})
       expect_same(flash1_bwd_traffic(p, t), simulate_flash1_bwd(p, t), describe(p, t));
+}
+
+// flash1 with its grid split S ways per (batch, head) (records' tiles.splits): S = 1, 2, 3, 5 over
+// the odd shapes, plus causal with N_k > N_q (K/V tiles no Q tile sees: skipped by S > 1) and
+// S larger than the number of tiles.
+TEST(IoModel, Flash1WithSplitsEqualsSimulatorOverShapes) {
+  auto v = shapes();
+  v.push_back(shape(1, 2, 2, 65, 200, 64, true, false));   // causal, N_k > N_q
+  v.push_back(shape(2, 4, 2, 300, 300, 64, true, true));   // GQA, causal, padding, 5 Q tiles of 64
+  for (const auto& p : v)
+    for (int splits : {1, 2, 3, 5}) {
+      for (KernelTiles t : {KernelTiles{64, 128, 4}, KernelTiles{32, 64, 2}}) {
+        t.splits = splits;
+        expect_same(flash1_fwd_traffic(p, t), simulate_flash1_fwd(p, t), "fwd " + describe(p, t));
+      }
+      for (KernelTiles t : {KernelTiles{64, 64, 4}, KernelTiles{64, 32, 4}}) {
+        t.splits = splits;
+        expect_same(flash1_bwd_traffic(p, t), simulate_flash1_bwd(p, t), "bwd " + describe(p, t));
+      }
+    }
+}
+
+TEST(IoModel, Flash1SplitsMultiplyOnlyTheKvLoadsForwardAndTurnDqIntoAtomicsBackward) {
+  const Problem p = shape(1, 1, 1, 1024, 1024, 64, false, false);  // 16 Q tiles of 64, 8 K/V tiles of 128
+  const KernelTiles one{64, 128, 4};
+  KernelTiles three = one;
+  three.splits = 3;
+  const Traffic a = flash1_fwd_traffic(p, one), b = flash1_fwd_traffic(p, three);
+  EXPECT_EQ(term_of(b, "K,V tiles"), 3 * term_of(a, "K,V tiles"));
+  EXPECT_EQ(b.total() - term_of(b, "K,V tiles"), a.total() - term_of(a, "K,V tiles"));
+  const KernelTiles bwd1{64, 64, 4};
+  KernelTiles bwd2 = bwd1;
+  bwd2.splits = 2;
+  const Traffic c = flash1_bwd_traffic(p, bwd1), d = flash1_bwd_traffic(p, bwd2);
+  // Visits: 16 K/V tiles × 16 Q tiles × 64 rows; the same sectors as flash2's atomics.
+  EXPECT_EQ(term_of(d, "dQ accumulate (atomic)"), 16 * 16 * 64 * dq_atomic_sectors_per_row(64) * 32);
+  EXPECT_EQ(term_of(d, "dQ read-modify-write"), 0);
+  EXPECT_EQ(term_of(c, "dQ accumulate (atomic)"), 0);
+  EXPECT_EQ(d.read + d.write, c.read + c.write - term_of(c, "dQ read-modify-write"));
+}
+
+TEST(IoModel, DqAtomicsAreTwoSectorsPerRowPerEightColumnsOrOneVectorised) {
+  EXPECT_EQ(dq_atomic_sectors_per_row(128), 32);     // 16 n8 tiles × (x, x + 1)
+  EXPECT_EQ(dq_atomic_sectors_per_row(128, 2), 16);  // red.global.add.v2.f32: one per n8 tile
+  EXPECT_EQ(dq_atomic_sectors_per_row(64), 2 * 64 / 8);
 }
 
 TEST(IoModel, BlockSparsePatternsEqualSimulator) {
