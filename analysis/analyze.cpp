@@ -182,9 +182,10 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
   json files = json::array();
   md += fmt::format(
       "Verdicts: SM↔L2 against the exact schedule model within ±{:.0f} % (fused kernels), DRAM against the "
-      "two-level model within ±{:.0f} % (usable L2 = {:.0f} % of L2), sweep exponents within ±{:.2f} of the "
-      "model's.\n\n",
-      opt.l2_tolerance * 100, opt.dram_tolerance * 100, opt.l2_usable_fraction * 100, opt.exponent_tolerance);
+      "two-level model within ±{:.0f} % (usable L2 = {:.0f} % of L2, co-resident drift {:.2f}), sweep exponents "
+      "within ±{:.2f} of the model's.\n\n",
+      opt.l2_tolerance * 100, opt.dram_tolerance * 100, opt.l2_usable_fraction * 100, opt.drift,
+      opt.exponent_tolerance);
 
   // Sweep points: axis → key → (x, measured, model, asymptotic form, fused)
   struct SweepPoint {
@@ -197,6 +198,7 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
     const json device = doc.value("device", json::object());
     GpuLimits gpu = limits_of(device);
     gpu.blocks_per_sm_override = opt.blocks_per_sm;
+    gpu.drift = opt.drift;
     json recs = json::array();
     md += fmt::format("## {} — {} ({} records)\n\n", path, device.value("name", std::string("unknown device")),
                       doc.value("records", json::array()).size());
@@ -386,6 +388,7 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
   rep.json = {
       {"tolerances", {{"sm_l2", opt.l2_tolerance}, {"dram", opt.dram_tolerance}, {"exponent", opt.exponent_tolerance}}},
       {"l2_usable_fraction", opt.l2_usable_fraction},
+      {"drift", opt.drift},
       {"files", files},
       {"fits", fits},
       {"judged", rep.judged},

@@ -20,6 +20,7 @@ struct AnalyzeOptions {
   double l2_usable_fraction = kDefaultL2UsableFraction;
   bool require_counters = false;  // fail when no record could be judged
   int blocks_per_sm = 0;          // > 0: override the wave's resident blocks per SM (DRAM model)
+  double drift = kDefaultCoResidentDrift;  // DRAM model: co-resident drift (dram_model.h)
 };
 
 // A record's model inputs, or why it has none (a sentence).

@@ -401,15 +401,27 @@ Traffic compulsory_dram(const ModelPoint& m) {
       out.add("S, P", 2 * s, (p.dropout > 0 ? 3 : 2) * s);
     }
   }
-  if (bwd) {
-    const bool fused_fwd_done = m.pass == Pass::FwdBwd;
-    if (!fused_fwd_done) out.add("Q, K, V", q + 2 * kv, 0);
+  if (bwd && m.method == "standard") {
+    if (m.pass == Pass::Bwd) out.add("Q, K, V", q + 2 * kv, 0);
     out.add("O, dO, L", 2 * q + rows * kF32, 0);
     out.add("dQ, dK, dV", 0, q + 2 * kv);
-    if (m.method == "standard") {
-      const int64_t s = p.batch * p.heads * p.seqlen_q * p.nk() * e;
-      out.add("P, dP, dS", 4 * s, 2 * s);
+    const int64_t s = p.batch * p.heads * p.seqlen_q * p.nk() * e;
+    out.add("P, dP, dS", 4 * s, 2 * s);
+  } else if (bwd) {
+    // Per kernel, each reading its inputs and writing its outputs once (beyond the L2, nothing
+    // survives from one kernel to the next: H100, flash2 fwd+bwd, b 16, h 8, N 4096, d 64 reads
+    // within 0.2 % of this, the main kernel re-reading Q, K, V and dO). The fp32 dQ accumulator
+    // (2× Q's bytes at fp16): zeroed, written back by the main kernel, read by the convert.
+    const int64_t acc = rows * p.head_dim * kF32, lvec = rows * kF32;
+    if (m.method == "flash1") {  // D computed inside the main kernel; ℓ, m instead of L
+      out.add("main: Q, K, V, O, dO, l, m", 2 * q + 2 * kv + q + 2 * lvec, 0);
+    } else {
+      out.add("preprocess: O, dO -> D", 2 * q, lvec);
+      out.add("main: Q, K, V, dO, L, D", 2 * q + 2 * kv + 2 * lvec, 0);
     }
+    out.add("main: dK, dV", 0, 2 * kv);
+    out.add("dQ accumulator (fp32)", 2 * acc, acc);  // read by main (zeroed lines evicted) and convert
+    out.add("convert: dQ", 0, q);
   }
   return out;
 }
