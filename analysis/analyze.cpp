@@ -141,8 +141,9 @@ RedCounterScope red_counter_scope(const json& counters) {
   const std::string chip = counters.value("chip", std::string());
   if (chip == "GH100" || chip == "GA100") {
     out.factor = kL2FabricRedFactor;
-    out.why = "l2_red (lts__t_sectors_op_red, all source units) counts a far-partition reduction at both L2 "
-              "partitions: 1.5 × the sectors sent";
+    out.why =
+        "l2_red (lts__t_sectors_op_red, all source units) counts a far-partition reduction at both L2 "
+        "partitions: 1.5 × the sectors sent";
   }
   return out;
 }

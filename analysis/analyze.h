@@ -18,8 +18,8 @@ struct AnalyzeOptions {
   double dram_tolerance = 0.25;      // |measured / two-level model − 1| for fused kernels
   double exponent_tolerance = 0.10;  // |measured exponent − model exponent|
   double l2_usable_fraction = kDefaultL2UsableFraction;
-  bool require_counters = false;  // fail when no record could be judged
-  int blocks_per_sm = 0;          // > 0: override the wave's resident blocks per SM (DRAM model)
+  bool require_counters = false;           // fail when no record could be judged
+  int blocks_per_sm = 0;                   // > 0: override the wave's resident blocks per SM (DRAM model)
   double drift = kDefaultCoResidentDrift;  // DRAM model: co-resident drift (dram_model.h)
 };
 

@@ -34,8 +34,8 @@ int64_t stream_fetches(int64_t blocks, int64_t wave, int64_t sms, double usable,
   const double drift_point = drift > 0 ? usable / (2 * drift) : -1;  // bytes a block streams before layers part
   int64_t fetched = 0;
   for (int64_t w0 = 0; w0 < blocks; w0 += wave) {
-    std::map<int64_t, int64_t> need;                  // unit → bytes this wave needs of it
-    std::map<int64_t, std::set<int64_t>> layers;      // unit → layers of co-resident blocks holding it
+    std::map<int64_t, int64_t> need;              // unit → bytes this wave needs of it
+    std::map<int64_t, std::set<int64_t>> layers;  // unit → layers of co-resident blocks holding it
     for (int64_t blk = w0; blk < std::min(blocks, w0 + wave); ++blk) {
       const int64_t u = unit_of(blk);
       int64_t& n = need[u];
@@ -70,7 +70,7 @@ int64_t pass_footprint(const ModelPoint& m) {
   const int64_t e = bytes_of(p.dtype), q = p.q_elements() * e, kv = p.kv_elements() * e;
   const int64_t rows = p.batch * p.heads * p.seqlen_q, f32 = 4;
   const bool fwd = m.pass != Pass::Bwd, bwd = m.pass != Pass::Fwd;
-  int64_t bytes = q + 2 * kv + q + rows * f32;  // Q, K, V, O, L
+  int64_t bytes = q + 2 * kv + q + rows * f32;                                         // Q, K, V, O, L
   if (fwd && m.method == "flash1") bytes += rows * p.head_dim * f32 + 2 * rows * f32;  // fp32 O, l, m
   if (bwd) bytes += q + rows * f32 + rows * p.head_dim * f32 + q + 2 * kv;  // dO, D, dQ accumulator, dQ, dK, dV
   return bytes;
@@ -83,21 +83,15 @@ int64_t pass_inputs(const ModelPoint& m) {
   const int64_t rows = p.batch * p.heads * p.seqlen_q;
   if (m.pass == Pass::Fwd) return q + 2 * kv;
   if (m.pass == Pass::FwdBwd) return q + 2 * kv + q;  // + dO
-  return q + 2 * kv + 2 * q + rows * 4;                // Q, K, V, O, dO, L
+  return q + 2 * kv + 2 * q + rows * 4;               // Q, K, V, O, dO, L
 }
 
 }  // namespace
 
 nlohmann::json DramPrediction::to_json() const {
-  return {{"compulsory", compulsory},
-          {"predicted", predicted},
-          {"blocks_per_sm", blocks_per_sm},
-          {"wave_blocks", wave_blocks},
-          {"waves_per_head", waves_per_head},
-          {"spills", spills},
-          {"resident", resident},
-          {"drift_bytes", drift_bytes},
-          {"note", note}};
+  return {{"compulsory", compulsory},   {"predicted", predicted},           {"blocks_per_sm", blocks_per_sm},
+          {"wave_blocks", wave_blocks}, {"waves_per_head", waves_per_head}, {"spills", spills},
+          {"resident", resident},       {"drift_bytes", drift_bytes},       {"note", note}};
 }
 
 int blocks_per_sm(int threads, int64_t smem_bytes, const GpuLimits& gpu) {

@@ -41,7 +41,7 @@ struct GpuLimits {
   int64_t smem_per_sm_bytes = 0;
   int64_t l2_bytes = 0;
   int max_threads_per_sm = 2048;
-  int blocks_per_sm_override = 0;  // > 0: the resident blocks per SM a wave assumes (a hypothesis to test)
+  int blocks_per_sm_override = 0;          // > 0: the resident blocks per SM a wave assumes (a hypothesis to test)
   double drift = kDefaultCoResidentDrift;  // co-resident drift (see above); 0 = layers in lock-step
 };
 

@@ -97,7 +97,7 @@ bool has_exact_model(const std::string& method) {
 int64_t dq_atomic_sectors_per_row(int64_t head_dim, int floats_per_lane) {
   require(floats_per_lane == 1 || floats_per_lane == 2, "dQ atomics: 1 or 2 floats per lane");
   const int64_t instructions_per_n8_tile = 2 / floats_per_lane;  // (x, x + 1), or one v2
-  return (head_dim / 8) * instructions_per_n8_tile;               // one sector per row each
+  return (head_dim / 8) * instructions_per_n8_tile;              // one sector per row each
 }
 
 int64_t grouped_fp32_sectors(int64_t first, int64_t n, int64_t group) {
@@ -239,7 +239,8 @@ Traffic flash1_fwd_traffic(const Problem& p, const KernelTiles& t) {
         if (splits == 1) {
           l_sectors = grouped_fp32_sectors(head, nq, 32);
         } else {
-          for (int64_t i = 0; i < m_blocks; ++i) l_sectors += grouped_fp32_sectors(head + i * br, std::min(br, nq - i * br), 32);
+          for (int64_t i = 0; i < m_blocks; ++i)
+            l_sectors += grouped_fp32_sectors(head + i * br, std::min(br, nq - i * br), 32);
         }
         out.add("L (log-sum-exp)", 0, l_sectors * kSector);
         continue;

@@ -315,7 +315,9 @@ Traffic simulate_flash1_fwd(const Problem& p, const KernelTiles& t) {
                   return lanes;
                 };
                 auto vec = [&](int buf) {
-                  return rows_of([&](std::vector<Access>& l, int64_t r, int64_t) { l.push_back({buf, (head + r) * 4}); });
+                  return rows_of([&](std::vector<Access>& l, int64_t r, int64_t) {
+                    l.push_back({buf, (head + r) * 4});
+                  });
                 };
                 const auto m_lanes = vec(kRowMax), l_lanes = vec(kRowSum), lse_lanes = vec(kLse);
                 if (m_lanes.empty()) continue;
@@ -357,55 +359,56 @@ Traffic simulate_flash1_bwd(const Problem& p, const KernelTiles& t) {
   for (int64_t b = 0; b < p.batch; ++b)
     for (int64_t h = 0; h < p.heads; ++h)
       for (int64_t z = 0; z < t.splits; ++z) {  // grid: (head, batch, split)
-      const int64_t head = (b * p.heads + h) * nq, hk = h / (p.heads / p.kvh());
-      const int64_t kv_row0 = (b * p.kvh() + hk) * nkmax;
-      const int64_t nk = std::min<int64_t>(lens[size_t(b)], nkmax);
-      auto load_q_tile = [&](int64_t i) {
-        const int64_t m0 = i * br;
-        tile_copy(c, Counter::Read, "Q, dO, O tiles", kQ, head, m0, br, nq, d, e, threads);
-        tile_copy(c, Counter::Read, "Q, dO, O tiles", kDO, head, m0, br, nq, d, e, threads);
-        tile_copy(c, Counter::Read, "Q, dO, O tiles", kO, head, m0, br, nq, d, e, threads);
-        vector_rows(c, Counter::Read, "l, m", kRowSum, head + m0, br, nq - m0, threads);
-        vector_rows(c, Counter::Read, "l, m", kRowMax, head + m0, br, nq - m0,
-                    threads);  // read where ℓ > 0: every row once nk > 0
-      };
-      for (int64_t j = z; j < n_blocks; j += t.splits) {  // this block's K/V tiles
-        const int64_t n0 = j * bc, i_first = p.causal ? std::min(n0 / br, m_blocks) : 0;
-        tile_copy(c, Counter::Read, "K,V tiles", kK, kv_row0, n0, bc, nkmax, d, e, threads);
-        tile_copy(c, Counter::Read, "K,V tiles", kV, kv_row0, n0, bc, nkmax, d, e, threads);
-        const bool any = n0 < nk && i_first < m_blocks;
-        if (any) load_q_tile(i_first);
-        for (int64_t i = any ? i_first : m_blocks; i < m_blocks; ++i) {
-          if (i + 1 < m_blocks) load_q_tile(i + 1);
+        const int64_t head = (b * p.heads + h) * nq, hk = h / (p.heads / p.kvh());
+        const int64_t kv_row0 = (b * p.kvh() + hk) * nkmax;
+        const int64_t nk = std::min<int64_t>(lens[size_t(b)], nkmax);
+        auto load_q_tile = [&](int64_t i) {
           const int64_t m0 = i * br;
-          if (t.splits > 1) {  // blocks of one head share dQ_i: flash2's atomics
-            dq_atomics(c, head, m0, nq, d, t.warps);
-            continue;
-          }
-          // dQ_i += dS·K_j as *dst += x: load and store per value, x and x+1 in turn.
-          for (int64_t w = 0; w < t.warps; ++w)
-            for (int64_t ch = 0; ch < d / 32; ++ch)
-              for (int64_t nt = 0; nt < 4; ++nt)
-                for (int64_t hr = 0; hr < 2; ++hr) {
-                  c.begin_l1_scope();
-                  for (int64_t x = 0; x < 2; ++x) {
-                    std::vector<Access> lanes;
-                    for (int64_t g = 0; g < 8; ++g)
-                      for (int64_t tq = 0; tq < 4; ++tq) {
-                        const int64_t row = m0 + w * 16 + g + hr * 8;
-                        if (row < nq) lanes.push_back({kDqAcc, ((head + row) * d + ch * 32 + nt * 8 + 2 * tq + x) * 4});
-                      }
-                    if (lanes.empty()) continue;
-                    c.instr(Counter::Read, "dQ read-modify-write", lanes);
-                    c.instr(Counter::Write, "dQ read-modify-write", lanes);
+          tile_copy(c, Counter::Read, "Q, dO, O tiles", kQ, head, m0, br, nq, d, e, threads);
+          tile_copy(c, Counter::Read, "Q, dO, O tiles", kDO, head, m0, br, nq, d, e, threads);
+          tile_copy(c, Counter::Read, "Q, dO, O tiles", kO, head, m0, br, nq, d, e, threads);
+          vector_rows(c, Counter::Read, "l, m", kRowSum, head + m0, br, nq - m0, threads);
+          vector_rows(c, Counter::Read, "l, m", kRowMax, head + m0, br, nq - m0,
+                      threads);  // read where ℓ > 0: every row once nk > 0
+        };
+        for (int64_t j = z; j < n_blocks; j += t.splits) {  // this block's K/V tiles
+          const int64_t n0 = j * bc, i_first = p.causal ? std::min(n0 / br, m_blocks) : 0;
+          tile_copy(c, Counter::Read, "K,V tiles", kK, kv_row0, n0, bc, nkmax, d, e, threads);
+          tile_copy(c, Counter::Read, "K,V tiles", kV, kv_row0, n0, bc, nkmax, d, e, threads);
+          const bool any = n0 < nk && i_first < m_blocks;
+          if (any) load_q_tile(i_first);
+          for (int64_t i = any ? i_first : m_blocks; i < m_blocks; ++i) {
+            if (i + 1 < m_blocks) load_q_tile(i + 1);
+            const int64_t m0 = i * br;
+            if (t.splits > 1) {  // blocks of one head share dQ_i: flash2's atomics
+              dq_atomics(c, head, m0, nq, d, t.warps);
+              continue;
+            }
+            // dQ_i += dS·K_j as *dst += x: load and store per value, x and x+1 in turn.
+            for (int64_t w = 0; w < t.warps; ++w)
+              for (int64_t ch = 0; ch < d / 32; ++ch)
+                for (int64_t nt = 0; nt < 4; ++nt)
+                  for (int64_t hr = 0; hr < 2; ++hr) {
+                    c.begin_l1_scope();
+                    for (int64_t x = 0; x < 2; ++x) {
+                      std::vector<Access> lanes;
+                      for (int64_t g = 0; g < 8; ++g)
+                        for (int64_t tq = 0; tq < 4; ++tq) {
+                          const int64_t row = m0 + w * 16 + g + hr * 8;
+                          if (row < nq)
+                            lanes.push_back({kDqAcc, ((head + row) * d + ch * 32 + nt * 8 + 2 * tq + x) * 4});
+                        }
+                      if (lanes.empty()) continue;
+                      c.instr(Counter::Read, "dQ read-modify-write", lanes);
+                      c.instr(Counter::Write, "dQ read-modify-write", lanes);
+                    }
+                    c.end_l1_scope();
                   }
-                  c.end_l1_scope();
-                }
+          }
+          tile_copy(c, Counter::Write, "dK, dV", kDk, kv_row0, n0, bc, nkmax, d, e, threads);
+          tile_copy(c, Counter::Write, "dK, dV", kDv, kv_row0, n0, bc, nkmax, d, e, threads);
         }
-        tile_copy(c, Counter::Write, "dK, dV", kDk, kv_row0, n0, bc, nkmax, d, e, threads);
-        tile_copy(c, Counter::Write, "dK, dV", kDv, kv_row0, n0, bc, nkmax, d, e, threads);
       }
-    }
   dq_convert(c, p);
   return c.traffic;
 }

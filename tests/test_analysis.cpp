@@ -127,8 +127,8 @@ TEST(IoModel, Flash1BackwardEqualsSimulatorOverShapes) {
 // S larger than the number of tiles.
 TEST(IoModel, Flash1WithSplitsEqualsSimulatorOverShapes) {
   auto v = shapes();
-  v.push_back(shape(1, 2, 2, 65, 200, 64, true, false));   // causal, N_k > N_q
-  v.push_back(shape(2, 4, 2, 300, 300, 64, true, true));   // GQA, causal, padding, 5 Q tiles of 64
+  v.push_back(shape(1, 2, 2, 65, 200, 64, true, false));  // causal, N_k > N_q
+  v.push_back(shape(2, 4, 2, 300, 300, 64, true, true));  // GQA, causal, padding, 5 Q tiles of 64
   for (const auto& p : v)
     for (int splits : {1, 2, 3, 5}) {
       for (KernelTiles t : {KernelTiles{64, 128, 4}, KernelTiles{32, 64, 2}}) {
