@@ -18,8 +18,9 @@ struct AnalyzeOptions {
   double dram_tolerance = 0.25;      // |measured / two-level model − 1| for fused kernels
   double exponent_tolerance = 0.10;  // |measured exponent − model exponent|
   double l2_usable_fraction = kDefaultL2UsableFraction;
-  bool require_counters = false;  // fail when no record could be judged
-  int blocks_per_sm = 0;          // > 0: override the wave's resident blocks per SM (DRAM model)
+  bool require_counters = false;           // fail when no record could be judged
+  int blocks_per_sm = 0;                   // > 0: override the wave's resident blocks per SM (DRAM model)
+  double drift = kDefaultCoResidentDrift;  // DRAM model: co-resident drift (dram_model.h)
 };
 
 // A record's model inputs, or why it has none (a sentence).
@@ -29,6 +30,22 @@ struct RecordModel {
   int64_t fwd_smem = 0, bwd_smem = 0;
 };
 RecordModel model_point_of(const nlohmann::json& record);
+
+// How a record's `l2_red` counter reads the reduction sectors the SMs send (the model's `red`).
+// `lts__t_sectors_op_red.sum` counts every L2 slice's lookups from every source unit. On the
+// chips whose L2 is two partitions joined by a fabric (GA100, GH100), a reduction is performed
+// where its address is homed; one homed in the far partition is looked up at the near slice
+// (source TEX) and again at the home slice (source LTC fabric): counted twice. With addresses
+// hashed evenly over the two partitions that is 1 + 1/2 = 1.5× the sectors sent. The H100 files
+// measure exactly 1.5 × the model at every N (the SASS sends what the model counts:
+// io_model.h, dq_atomic_sectors_per_row). `lts__t_sectors_srcunit_tex_op_red.sum` (TEX only,
+// as `l2_write` is read) would count each sector once: factor 1.
+inline constexpr double kL2FabricRedFactor = 1.5;
+struct RedCounterScope {
+  double factor = 1.0;
+  std::string why;  // empty when 1
+};
+RedCounterScope red_counter_scope(const nlohmann::json& counters);
 
 // Least squares of log y = log c + k·log x.
 struct PowerFit {

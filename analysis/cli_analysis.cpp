@@ -37,6 +37,11 @@ class Commands final : public AnalysisCommands {
         ->add_option("--blocks-per-sm", opt_.blocks_per_sm,
                      "DRAM model: resident blocks per SM in a wave (default: from shared memory and threads)")
         ->check(CLI::Range(1, 32));
+    analyze_
+        ->add_option("--drift", opt_.drift,
+                     "DRAM model: co-resident blocks' drift as a share of the K/V they stream (default 0.21, "
+                     "fitted; 0 = lock-step waves)")
+        ->check(CLI::Range(0.0, 1.0));
     analyze_->footer("Exit status: 0 when every verdict holds, 1 otherwise, 2 on bad input.");
 
     report_ = app.add_subcommand(

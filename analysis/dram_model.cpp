@@ -23,18 +23,24 @@ int64_t term_bytes(const Traffic& t, const std::string& name) {
 // Walks the grid in launch order (x fastest) wave by wave. `unit_of(block)` names the operand
 // a block streams (a head, or a K/V head) and `bytes_of(block)` how much of it the block needs;
 // a unit is fetched from DRAM in a wave when the wave is its first or the wave's working set
-// spills out of the usable L2. Returns the bytes fetched and fills the prediction's wave data.
+// spills out of the usable L2, and again by each further layer of co-resident blocks holding
+// it once the layers drift apart (dram_model.h). Returns the bytes fetched and fills the
+// prediction's wave data.
 template <typename UnitOf, typename BytesOf>
-int64_t stream_fetches(int64_t blocks, int64_t wave, double usable, UnitOf unit_of, BytesOf bytes_of,
-                       DramPrediction& out) {
+int64_t stream_fetches(int64_t blocks, int64_t wave, int64_t sms, double usable, double drift, UnitOf unit_of,
+                       BytesOf bytes_of, DramPrediction& out) {
   std::set<int64_t> seen;
   std::map<int64_t, int64_t> waves_touching;
+  const double drift_point = drift > 0 ? usable / (2 * drift) : -1;  // bytes a block streams before layers part
   int64_t fetched = 0;
   for (int64_t w0 = 0; w0 < blocks; w0 += wave) {
-    std::map<int64_t, int64_t> need;  // unit → bytes this wave needs of it
+    std::map<int64_t, int64_t> need;              // unit → bytes this wave needs of it
+    std::map<int64_t, std::set<int64_t>> layers;  // unit → layers of co-resident blocks holding it
     for (int64_t blk = w0; blk < std::min(blocks, w0 + wave); ++blk) {
-      int64_t& n = need[unit_of(blk)];
+      const int64_t u = unit_of(blk);
+      int64_t& n = need[u];
       n = std::max(n, bytes_of(blk));
+      layers[u].insert((blk - w0) / sms);
     }
     int64_t working = 0;
     for (const auto& [u, n] : need) working += n;
@@ -44,6 +50,12 @@ int64_t stream_fetches(int64_t blocks, int64_t wave, double usable, UnitOf unit_
       ++waves_touching[u];
       if (spill || seen.insert(u).second) fetched += n;
       seen.insert(u);
+      if (spill && drift_point >= 0 && double(n) > drift_point && layers[u].size() > 1) {
+        const double per_layer = w0 == 0 ? double(n) - drift_point : double(n);
+        const int64_t again = int64_t(double(layers[u].size() - 1) * per_layer);
+        fetched += again;
+        out.drift_bytes += again;
+      }
     }
   }
   double sum = 0;
@@ -52,16 +64,34 @@ int64_t stream_fetches(int64_t blocks, int64_t wave, double usable, UnitOf unit_
   return fetched;
 }
 
+// Every buffer the pass touches, once (inputs, outputs, workspace).
+int64_t pass_footprint(const ModelPoint& m) {
+  const Problem& p = m.problem;
+  const int64_t e = bytes_of(p.dtype), q = p.q_elements() * e, kv = p.kv_elements() * e;
+  const int64_t rows = p.batch * p.heads * p.seqlen_q, f32 = 4;
+  const bool fwd = m.pass != Pass::Bwd, bwd = m.pass != Pass::Fwd;
+  int64_t bytes = q + 2 * kv + q + rows * f32;                                         // Q, K, V, O, L
+  if (fwd && m.method == "flash1") bytes += rows * p.head_dim * f32 + 2 * rows * f32;  // fp32 O, l, m
+  if (bwd) bytes += q + rows * f32 + rows * p.head_dim * f32 + q + 2 * kv;  // dO, D, dQ accumulator, dQ, dK, dV
+  return bytes;
+}
+
+// Inputs the pass reads that none of its kernels wrote.
+int64_t pass_inputs(const ModelPoint& m) {
+  const Problem& p = m.problem;
+  const int64_t e = bytes_of(p.dtype), q = p.q_elements() * e, kv = p.kv_elements() * e;
+  const int64_t rows = p.batch * p.heads * p.seqlen_q;
+  if (m.pass == Pass::Fwd) return q + 2 * kv;
+  if (m.pass == Pass::FwdBwd) return q + 2 * kv + q;  // + dO
+  return q + 2 * kv + 2 * q + rows * 4;               // Q, K, V, O, dO, L
+}
+
 }  // namespace
 
 nlohmann::json DramPrediction::to_json() const {
-  return {{"compulsory", compulsory},
-          {"predicted", predicted},
-          {"blocks_per_sm", blocks_per_sm},
-          {"wave_blocks", wave_blocks},
-          {"waves_per_head", waves_per_head},
-          {"spills", spills},
-          {"note", note}};
+  return {{"compulsory", compulsory},   {"predicted", predicted},           {"blocks_per_sm", blocks_per_sm},
+          {"wave_blocks", wave_blocks}, {"waves_per_head", waves_per_head}, {"spills", spills},
+          {"resident", resident},       {"drift_bytes", drift_bytes},       {"note", note}};
 }
 
 int blocks_per_sm(int threads, int64_t smem_bytes, const GpuLimits& gpu) {
@@ -106,9 +136,11 @@ DramPrediction predict_dram(const ModelPoint& m, int64_t fwd_smem_bytes, int64_t
         const int64_t rows = p.causal ? std::min(nk, (i + 1) * t.block_r) : nk;
         return 2 * rows * d * e;
       };
-      const int64_t fetched = stream_fetches(p.batch * p.heads * tr, out.wave_blocks, usable, unit, need, out);
+      const int64_t fetched =
+          stream_fetches(p.batch * p.heads * tr, out.wave_blocks, gpu.sm_count, usable, gpu.drift, unit, need, out);
       extra += fetched - 2 * p.kv_elements() * e;  // K, V once are in the compulsory bytes
       if (out.spills) out.note = "K+V of the heads a wave streams exceed the usable L2: re-fetched per wave";
+      if (out.drift_bytes > 0) out.note += ", and per drifted layer of co-resident blocks";
     }
     if (bwd) {
       const KernelTiles t = m.bwd_tiles.value();
@@ -121,7 +153,8 @@ DramPrediction predict_dram(const ModelPoint& m, int64_t fwd_smem_bytes, int64_t
       const int64_t per_unit = group * nq * (2 * d * e + 8 + 2 * 4 * d);
       auto unit = [&](int64_t blk) { return blk / tc; };
       auto need = [&](int64_t) { return per_unit; };
-      const int64_t fetched = stream_fetches(p.batch * p.kvh() * tc, b_out.wave_blocks, usable, unit, need, b_out);
+      const int64_t fetched = stream_fetches(p.batch * p.kvh() * tc, b_out.wave_blocks, gpu.sm_count, usable,
+                                             /*drift: not measured for the backward*/ 0, unit, need, b_out);
       extra += fetched - p.batch * p.kvh() * per_unit;
       if (!fwd) out.blocks_per_sm = b_out.blocks_per_sm, out.wave_blocks = b_out.wave_blocks;
       out.waves_per_head = std::max(out.waves_per_head, b_out.waves_per_head);
@@ -130,40 +163,47 @@ DramPrediction predict_dram(const ModelPoint& m, int64_t fwd_smem_bytes, int64_t
         out.note += (out.note.empty() ? "" : "; ") + std::string("backward: Q, dO, L, D, dQ re-fetched per wave");
     }
   } else if (m.method == "flash1") {
-    // One block per head: a block re-reads its head's Q and fp32 O, ℓ, m (forward) or Q, dO, O,
-    // ℓ, m and fp32 dQ (backward) once per K/V tile. They stay in L2 while the resident heads'
-    // sets fit; then every re-read is a DRAM read.
+    // S blocks per head (tiles.splits): forward block z holds its own Q tiles' Q and fp32 O, ℓ, m
+    // (1/S of the head's) and re-reads them once per K/V tile; backward blocks each stream the
+    // head's Q, dO, O, ℓ, m and fp32 dQ once per K/V tile they hold, the S blocks of a head
+    // sharing them through L2 (same order, near lock-step). They stay in L2 while the resident
+    // blocks' sets fit; then every re-read is a DRAM read. K/V: the S blocks of a head read the
+    // same tiles close together, so L2 serves all but the first.
     const Traffic sm = predict_sm_l2(m);
     const int64_t heads = p.batch * p.heads;
     if (fwd) {
       const KernelTiles t = m.fwd_tiles.value();
+      const int64_t splits = t.splits;
       out.blocks_per_sm = blocks_per_sm(t.warps * 32, fwd_smem_bytes, gpu);
       out.wave_blocks = int64_t(out.blocks_per_sm) * gpu.sm_count;
       const int64_t per_head = nq * (d * e + 4 * d + 8);
-      out.spills = double(std::min(heads, out.wave_blocks) * per_head) > usable;
+      out.spills = double(std::min(heads * splits, out.wave_blocks)) * double(per_head) / double(splits) > usable;
       out.waves_per_head = 1;
       if (out.spills) {
         extra += term_bytes(sm, "Q tiles") - p.q_elements() * e + term_bytes(sm, "O, l, m re-read") +
                  term_bytes(sm, "O, l, m write-back");
-        out.note = "resident heads' Q, O, l, m exceed the usable L2: every K/V tile re-reads them from DRAM";
+        out.note = "resident blocks' Q, O, l, m exceed the usable L2: every K/V tile re-reads them from DRAM";
       } else {
         extra += heads * nq * d * 4;  // the fp32 O accumulator, written back once
       }
     }
     if (bwd) {
       const KernelTiles t = m.bwd_tiles.value();
+      const int64_t splits = t.splits;
       const int bps = blocks_per_sm(t.warps * 32, bwd_smem_bytes, gpu);
       const int64_t per_head = nq * (3 * d * e + 8 + 4 * d);
-      const bool spill = double(std::min(heads, int64_t(bps) * gpu.sm_count) * per_head) > usable;
+      const int64_t resident_heads = ceil_div(std::min(heads * splits, int64_t(bps) * gpu.sm_count), splits);
+      const bool spill = double(resident_heads * per_head) > usable;
       if (!fwd) out.blocks_per_sm = bps, out.wave_blocks = int64_t(bps) * gpu.sm_count;
       out.spills = out.spills || spill;
       if (spill) {
+        // dQ: read-modify-written (S = 1), or atomics (S > 1: the red term is 2× the fp32 bytes,
+        // a DRAM read and a write-back of them per visit).
         extra += term_bytes(sm, "Q, dO, O tiles") - 3 * p.q_elements() * e + term_bytes(sm, "l, m") +
-                 term_bytes(sm, "dQ read-modify-write");
+                 term_bytes(sm, "dQ read-modify-write") + term_bytes(sm, "dQ accumulate (atomic)") -
+                 2 * heads * nq * d * 4;  // the accumulator's one write-back and read: compulsory
         out.note +=
             (out.note.empty() ? "" : "; ") + std::string("backward: Q, dO, O, dQ re-read from DRAM per K/V tile");
-      } else {
-        extra += 2 * heads * nq * d * 4;  // dQ accumulator written back and read by the convert kernel
       }
     }
   } else if (m.method == "standard") {
@@ -172,6 +212,13 @@ DramPrediction predict_dram(const ModelPoint& m, int64_t fwd_smem_bytes, int64_t
     throw std::invalid_argument(fmt::format("{}: no DRAM model", m.method));
   }
   out.predicted = out.compulsory + extra;
+  if (m.method != "standard" && pass_footprint(m) <= gpu.l2_bytes) {
+    out.resident = true;
+    out.spills = false;
+    out.drift_bytes = 0;
+    out.predicted = pass_inputs(m);
+    out.note = "the pass's buffers fit in L2: inputs read once, outputs stay dirty in L2 past its kernels";
+  }
   return out;
 }
 

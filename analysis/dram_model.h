@@ -10,6 +10,21 @@
 // SM's limits; registers are not recorded, so a register-bound kernel is over-estimated)
 // × the GPU's SM count. The usable share of L2 is a parameter (default one half: the L2 is
 // two partitions, and data homed in the far one is cached again in the near one).
+//
+// Two refinements:
+// * Residency: a pass whose buffers (inputs, outputs, workspace, each once) fit in the L2
+//   reads its inputs once and writes nothing back within its kernels (outputs stay dirty in
+//   L2). The H100 sweep: forward N ≤ 32k measure 1.00 of the inputs' bytes.
+// * Co-resident drift (flash2 forward, fitted): the b blocks an SM holds are b layers of a wave
+//   (blocks k·SMs … (k+1)·SMs − 1 of it) that drift apart by `drift` × the K/V bytes a block
+//   streams. A layer behind the one that fetched a line misses it once its lag exceeds half
+//   the usable L2 (LRU: both layers touch new lines meanwhile), i.e. once a block streams
+//   more than usable / (2·drift): then every further layer of a spilling wave fetches the
+//   unit again (in the kernel's first wave, only the part of the pass beyond that point, as
+//   the lag grows from 0). drift = 0.21 is fitted, not derived, from three points that
+//   bracket it — H100 (ours, 2 blocks/SM): 64k holds as one window (K+V = 1.28 ×
+//   usable), 128k needs the layers (2.56 ×); H200 (PyTorch's FA-2, DESIGN.md): 128k stays
+//   one window (2.13 ×): drift ∈ (0.196, 0.235).
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -19,12 +34,15 @@
 
 namespace flashio::analysis {
 
+inline constexpr double kDefaultCoResidentDrift = 0.21;
+
 struct GpuLimits {
   int sm_count = 0;
   int64_t smem_per_sm_bytes = 0;
   int64_t l2_bytes = 0;
   int max_threads_per_sm = 2048;
-  int blocks_per_sm_override = 0;  // > 0: the resident blocks per SM a wave assumes (a hypothesis to test)
+  int blocks_per_sm_override = 0;          // > 0: the resident blocks per SM a wave assumes (a hypothesis to test)
+  double drift = kDefaultCoResidentDrift;  // co-resident drift (see above); 0 = layers in lock-step
 };
 
 struct DramPrediction {
@@ -34,6 +52,8 @@ struct DramPrediction {
   int64_t wave_blocks = 0;    // resident thread blocks of the streaming kernel
   double waves_per_head = 0;  // mean over heads of the waves that touch a head
   bool spills = false;        // the streamed working set exceeds the usable L2
+  bool resident = false;      // the pass's buffers fit in L2 (inputs read once, nothing written back)
+  int64_t drift_bytes = 0;    // of `predicted`: fetched again by co-resident layers that drifted apart
   std::string note;
   nlohmann::json to_json() const;
 };

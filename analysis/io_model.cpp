@@ -94,6 +94,12 @@ bool has_exact_model(const std::string& method) {
   return method == "flash1" || method == "flash2" || method == "blocksparse_flash";
 }
 
+int64_t dq_atomic_sectors_per_row(int64_t head_dim, int floats_per_lane) {
+  require(floats_per_lane == 1 || floats_per_lane == 2, "dQ atomics: 1 or 2 floats per lane");
+  const int64_t instructions_per_n8_tile = 2 / floats_per_lane;  // (x, x + 1), or one v2
+  return (head_dim / 8) * instructions_per_n8_tile;              // one sector per row each
+}
+
 int64_t grouped_fp32_sectors(int64_t first, int64_t n, int64_t group) {
   if (n <= 0) return 0;
   const int64_t full = n / group, rest = n % group;
@@ -150,8 +156,9 @@ Traffic flash2_fwd_traffic(const Problem& p, const KernelTiles& t, const BlockMa
 
 // flash2 backward: preprocess D = rowsum(dO∘O); dQ accumulator zeroed; main kernel (one block
 // per K/V tile j, K/V head, batch) loads K_j, V_j once and, for every query head of the group
-// and every Q tile i it sees, Q_i, dO_i, L_i, D_i, and adds dS·K_j to dQ_i with atomics (two
-// instructions per sector: 2× the fp32 bytes); dK_j, dV_j written; convert dQ.
+// and every Q tile i it sees, Q_i, dO_i, L_i, D_i, and adds dS·K_j to dQ_i with atomics
+// (dq_atomic_sectors_per_row: two instructions per sector, 2× the fp32 bytes); dK_j, dV_j
+// written; convert dQ.
 Traffic flash2_bwd_traffic(const Problem& p, const KernelTiles& t, const BlockMask& mask) {
   check_tiles(t, "flash2 backward");
   const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, nkmax = p.nk(), row_bytes = d * e;
@@ -164,7 +171,8 @@ Traffic flash2_bwd_traffic(const Problem& p, const KernelTiles& t, const BlockMa
   const int64_t rows_per_warp = 32 / preprocess_lanes(d);
   out.add("preprocess: O, dO", 2 * rows_total * row_bytes, 0);
   out.add("preprocess: D", 0, ceil_div(rows_total, rows_per_warp) * kSector);
-  out.add("dQ accumulator zero (memset)", 0, rows_total * d * kF32);
+  // The dQ accumulator's cudaMemsetAsync is no kernel of the pass: the counters' per-kernel
+  // ranges do not see it (H100: l2_write = the kernels' stores exactly, without it).
 
   for (int64_t b = 0; b < p.batch; ++b) {
     const int64_t nk = std::min<int64_t>(lens[size_t(b)], nkmax);
@@ -199,7 +207,7 @@ Traffic flash2_bwd_traffic(const Problem& p, const KernelTiles& t, const BlockMa
         }
         out.add("Q, dO tiles", 2 * q_xrows * row_bytes, 0);
         out.add("L, D", vec_bytes, 0);
-        out.add("dQ accumulate (atomic)", 0, 0, q_rows * (d / 8) * 2 * kSector);
+        out.add("dQ accumulate (atomic)", 0, 0, q_rows * dq_atomic_sectors_per_row(d) * kSector);
       }
     }
   }
@@ -207,14 +215,17 @@ Traffic flash2_bwd_traffic(const Problem& p, const KernelTiles& t, const BlockMa
   return out;
 }
 
-// flash1 forward (one block per head, batch; outer loop over K/V tiles j, inner over Q tiles
-// i): K_j, V_j once (rows < seqlen_k), Q_i once per visit, and per visited (i, j): m_i, ℓ_i,
-// O_i (fp32) read when j > 0; written back, or on the last visit O (element type, 16 of 32
-// bytes per sector) and L instead of the fp32 O.
+// flash1 forward (grid (heads, batch, S): block z of a head takes the Q tiles i ≡ z (mod S);
+// outer loop over K/V tiles j, inner over its Q tiles i ≥ i_first(j)): K_j, V_j once per block
+// that has a Q tile for j (rows < seqlen_k; S = 1 loads them even when it has none, as the
+// kernel without splits does), Q_i once per visit, and per visited (i, j): m_i, ℓ_i, O_i (fp32)
+// read when j > 0; written back, or on the last visit O (element type, 16 of 32 bytes per
+// sector) and L instead of the fp32 O. Everything per (i, j) is independent of S.
 Traffic flash1_fwd_traffic(const Problem& p, const KernelTiles& t) {
   check_tiles(t, "flash1 forward");
+  require(t.splits >= 1, "flash1 forward: splits must be >= 1");
   const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, nkmax = p.nk(), row_bytes = d * e;
-  const int64_t br = t.block_r, bc = t.block_c, m_blocks = ceil_div(nq, br);
+  const int64_t br = t.block_r, bc = t.block_c, m_blocks = ceil_div(nq, br), splits = t.splits;
   const auto lens = key_lengths(p);
   Traffic out;
   for (int64_t b = 0; b < p.batch; ++b) {
@@ -222,13 +233,24 @@ Traffic flash1_fwd_traffic(const Problem& p, const KernelTiles& t) {
     const int64_t n_blocks = ceil_div(nk, bc);
     for (int64_t h = 0; h < p.heads; ++h) {
       const int64_t head = (b * p.heads + h) * nq;
-      if (n_blocks == 0) {
+      if (n_blocks == 0) {  // O = 0, L = −∞: S = 1 over the head, S > 1 per own Q tile
         out.add("O", 0, nq * row_bytes);
-        out.add("L (log-sum-exp)", 0, grouped_fp32_sectors(head, nq, 32) * kSector);
+        int64_t l_sectors = 0;
+        if (splits == 1) {
+          l_sectors = grouped_fp32_sectors(head, nq, 32);
+        } else {
+          for (int64_t i = 0; i < m_blocks; ++i)
+            l_sectors += grouped_fp32_sectors(head + i * br, std::min(br, nq - i * br), 32);
+        }
+        out.add("L (log-sum-exp)", 0, l_sectors * kSector);
         continue;
       }
       int64_t kv_rows = 0;
-      for (int64_t j = 0; j < n_blocks; ++j) kv_rows += xbar_rows(std::min(bc, nkmax - j * bc));
+      for (int64_t j = 0; j < n_blocks; ++j) {
+        const int64_t i_first = p.causal ? std::min(j * bc / br, m_blocks) : 0;
+        const int64_t loaders = splits == 1 ? 1 : std::min(splits, m_blocks - i_first);  // blocks with a Q tile
+        kv_rows += loaders * xbar_rows(std::min(bc, nkmax - j * bc));
+      }
       out.add("K,V tiles", 2 * kv_rows * row_bytes, 0);
       // K/V tile j visits Q tile i iff j <= last_j(i) (i >= i_first(j) = ⌊j·Bc/Br⌋ ⇔ j·Bc <= i·Br + Br − 1):
       // v_i visits; the first writes back without reading, the last writes O, L (and l, m).
@@ -253,19 +275,23 @@ Traffic flash1_fwd_traffic(const Problem& p, const KernelTiles& t) {
   return out;
 }
 
-// flash1 backward (one block per head, batch; outer loop over every K/V tile, inner over the
-// Q tiles it sees): Q_i, dO_i, O_i tiles, ℓ_i and m_i, dQ_i (fp32) read-modify-written with
-// plain loads and stores (the second load of a sector hits L1, both stores reach L2), dK_j,
-// dV_j written; dQ accumulator zeroed before, converted after.
+// flash1 backward (grid (heads, batch, S): block z of a head takes the K/V tiles j ≡ z (mod S),
+// inner loop over the Q tiles each sees): K_j, V_j once in all; Q_i, dO_i, O_i tiles, ℓ_i and
+// m_i per visit; dQ_i (fp32) per visit read-modify-written with plain loads and stores when
+// S = 1 (the second load of a sector hits L1, both stores reach L2), added with flash2's fp32
+// atomics when S > 1 (dq_atomic_sectors_per_row); dK_j, dV_j written; dQ accumulator zeroed
+// before, converted after.
 Traffic flash1_bwd_traffic(const Problem& p, const KernelTiles& t) {
   check_tiles(t, "flash1 backward");
+  require(t.splits >= 1, "flash1 backward: splits must be >= 1");
   const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, nkmax = p.nk(), row_bytes = d * e;
   const int64_t br = t.block_r, bc = t.block_c, m_blocks = ceil_div(nq, br), n_blocks = ceil_div(nkmax, bc);
   const int64_t vec_group = std::min<int64_t>(32, br);
   const int64_t rows_total = p.batch * p.heads * nq;
   const auto lens = key_lengths(p);
   Traffic out;
-  out.add("dQ accumulator zero (memset)", 0, rows_total * d * kF32);
+  // The dQ accumulator's cudaMemsetAsync is no kernel of the pass: the counters' per-kernel
+  // ranges do not see it (H100: l2_write = the kernels' stores exactly, without it).
   for (int64_t b = 0; b < p.batch; ++b) {
     const int64_t nk = std::min<int64_t>(lens[size_t(b)], nkmax);
     for (int64_t h = 0; h < p.heads; ++h) {
@@ -290,7 +316,11 @@ Traffic flash1_bwd_traffic(const Problem& p, const KernelTiles& t) {
       }
       out.add("Q, dO, O tiles", 3 * xrows * row_bytes, 0);
       out.add("l, m", 2 * vec, 0);
-      out.add("dQ read-modify-write", rows * d * kF32, 2 * rows * d * kF32);
+      if (t.splits == 1) {
+        out.add("dQ read-modify-write", rows * d * kF32, 2 * rows * d * kF32);
+      } else {
+        out.add("dQ accumulate (atomic)", 0, 0, rows * dq_atomic_sectors_per_row(d) * kSector);
+      }
     }
   }
   out.add("dQ convert", rows_total * d * kF32, rows_total * row_bytes);
@@ -372,15 +402,27 @@ Traffic compulsory_dram(const ModelPoint& m) {
       out.add("S, P", 2 * s, (p.dropout > 0 ? 3 : 2) * s);
     }
   }
-  if (bwd) {
-    const bool fused_fwd_done = m.pass == Pass::FwdBwd;
-    if (!fused_fwd_done) out.add("Q, K, V", q + 2 * kv, 0);
+  if (bwd && m.method == "standard") {
+    if (m.pass == Pass::Bwd) out.add("Q, K, V", q + 2 * kv, 0);
     out.add("O, dO, L", 2 * q + rows * kF32, 0);
     out.add("dQ, dK, dV", 0, q + 2 * kv);
-    if (m.method == "standard") {
-      const int64_t s = p.batch * p.heads * p.seqlen_q * p.nk() * e;
-      out.add("P, dP, dS", 4 * s, 2 * s);
+    const int64_t s = p.batch * p.heads * p.seqlen_q * p.nk() * e;
+    out.add("P, dP, dS", 4 * s, 2 * s);
+  } else if (bwd) {
+    // Per kernel, each reading its inputs and writing its outputs once (beyond the L2, nothing
+    // survives from one kernel to the next: H100, flash2 fwd+bwd, b 16, h 8, N 4096, d 64 reads
+    // within 0.2 % of this, the main kernel re-reading Q, K, V and dO). The fp32 dQ accumulator
+    // (2× Q's bytes at fp16): zeroed, written back by the main kernel, read by the convert.
+    const int64_t acc = rows * p.head_dim * kF32, lvec = rows * kF32;
+    if (m.method == "flash1") {  // D computed inside the main kernel; ℓ, m instead of L
+      out.add("main: Q, K, V, O, dO, l, m", 2 * q + 2 * kv + q + 2 * lvec, 0);
+    } else {
+      out.add("preprocess: O, dO -> D", 2 * q, lvec);
+      out.add("main: Q, K, V, dO, L, D", 2 * q + 2 * kv + 2 * lvec, 0);
     }
+    out.add("main: dK, dV", 0, 2 * kv);
+    out.add("dQ accumulator (fp32)", 2 * acc, acc);  // read by main (zeroed lines evicted) and convert
+    out.add("convert: dQ", 0, q);
   }
   return out;
 }

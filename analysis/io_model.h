@@ -16,8 +16,8 @@
 // kernels' constants. Assumptions the GPU measurement checks (DESIGN.md "What the counters
 // see"): a zero-filling cp.async (row past the end) requests no bytes; a load that re-reads
 // the sector the same thread block's previous instruction just read hits L1 (flash1's dQ
-// read-modify-write, the dQ convert kernel's two float4 loads); cudaMemsetAsync of the dQ
-// accumulator writes through the SMs.
+// read-modify-write, the dQ convert kernel's two float4 loads). The dQ accumulator's
+// cudaMemsetAsync is not counted: it is no kernel of the counters' per-kernel ranges (measured).
 //
 // Standard attention (cuBLAS GEMMs + softmax kernels) is modelled by its compulsory matrix
 // traffic only: every kernel reads its operands and writes its result once. cuBLAS's own
@@ -58,9 +58,12 @@ struct BlockMask {
   double density() const;
 };
 
-// One kernel's tile configuration, as recorded.
+// One kernel's tile configuration, as recorded. `splits` (records' `tiles.splits`, absent = 1):
+// flash1's thread blocks per (batch, head) — grid (heads, batch, S); forward block z takes the Q
+// tiles i ≡ z (mod S), backward block z the K/V tiles j ≡ z (mod S).
 struct KernelTiles {
   int block_r = 0, block_c = 0, warps = 0;
+  int splits = 1;
 };
 
 // Everything the exact model needs about one point.
@@ -90,6 +93,18 @@ Traffic standard_bwd_traffic(const Problem& p);
 // Compulsory DRAM bytes: every input read once, every output (and every workspace buffer
 // that must be written back) written once.
 Traffic compulsory_dram(const ModelPoint& m);
+
+// The fp32 dQ atomics (flash2's backward; flash1's backward with splits > 1), in one place.
+// bwd_tile_step hands dQ_i += dS·K_j to its lambda per (query row, n8 column tile): lane (g, t)
+// adds columns 2t and 2t + 1. sm_90 SASS of flash2_bwd_kernel (CUDA 13.0, every instantiation
+// of d = 128, read from the cubin): 64 = (d/32)·4·2·2 scalar `REDG.E.ADD.F32.FTZ.RN.STRONG.GPU`
+// per thread and iteration at byte offsets +0 / +4 (x, x + 1) and +0x1000 (the row half 8 rows
+// down); none split, none merged. One instruction covers 8 rows × 4 lanes × 4 bytes at an 8-byte
+// stride: one sector per row, 16 of its 32 bytes. `kDqAtomicFloatsPerLane` = 2 is the vectorised
+// `red.global.add.v2.f32` (one instruction per row and n8 tile, the whole sector).
+inline constexpr int kDqAtomicFloatsPerLane = 1;
+// 32-byte sectors the SMs send to L2 per query row of one (i, j) visit.
+int64_t dq_atomic_sectors_per_row(int64_t head_dim, int floats_per_lane = kDqAtomicFloatsPerLane);
 
 // Sectors (32 bytes) of `n` consecutive fp32 values starting at element `first`, touched by
 // instructions that each cover `group` consecutive values (group-aligned from `first`).

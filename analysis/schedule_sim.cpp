@@ -92,10 +92,6 @@ void vector_rows(Counter& c, Counter::Op op, const std::string& term, int buf, i
     }
 }
 
-void dq_memset(Counter& c, const Problem& p) {
-  c.traffic.add("dQ accumulator zero (memset)", 0, p.batch * p.heads * p.seqlen_q * p.head_dim * 4);
-}
-
 // flash2_bwd_convert_dq_kernel: thread k converts elements [8k, 8k + 8): two float4 loads
 // (the second re-reads the first's sector: L1) and one 16-byte store.
 void dq_convert(Counter& c, const Problem& p) {
@@ -117,6 +113,28 @@ void dq_convert(Counter& c, const Problem& p) {
     c.end_l1_scope();
     c.instr(Counter::Write, "dQ convert", s);
   }
+}
+
+// dQ_i += dS·K_j with fp32 atomics (bwd_tile_step's lambda = atomicAdd): warps split the query
+// rows (16 each), 32 columns per chunk; per n8 tile and row half, lane (g, t) adds columns 2t,
+// 2t + 1: two scalar instructions (x, x + 1), or one of two floats per lane (red.v2).
+void dq_atomics(Counter& c, int64_t head, int64_t m0, int64_t nq, int64_t d, int64_t warps) {
+  const int64_t per_lane = kDqAtomicFloatsPerLane;
+  for (int64_t w = 0; w < warps; ++w)
+    for (int64_t ch = 0; ch < d / 32; ++ch)
+      for (int64_t nt = 0; nt < 4; ++nt)
+        for (int64_t hr = 0; hr < 2; ++hr)
+          for (int64_t x = 0; x < 2; x += per_lane) {
+            std::vector<Access> lanes;
+            for (int64_t g = 0; g < 8; ++g)
+              for (int64_t tq = 0; tq < 4; ++tq) {
+                const int64_t row = m0 + w * 16 + g + hr * 8;
+                const int64_t col = ch * 32 + nt * 8 + 2 * tq + x;
+                if (row < nq)  // per_lane consecutive floats from here: within one sector
+                  lanes.push_back({kDqAcc, ((head + row) * d + col) * 4});
+              }
+            if (!lanes.empty()) c.instr(Counter::Red, "dQ accumulate (atomic)", lanes);
+          }
 }
 
 void check(const KernelTiles& t, const char* what) {
@@ -190,7 +208,6 @@ Traffic simulate_flash2_bwd(const Problem& p, const KernelTiles& t, const BlockM
     }
     if (!dsum.empty()) c.instr(Counter::Write, "preprocess: D", dsum);
   }
-  dq_memset(c, p);
 
   // 2. main: one block per (K/V tile, K/V head, batch).
   const int64_t m_blocks = (nq + br - 1) / br;
@@ -211,21 +228,7 @@ Traffic simulate_flash2_bwd(const Problem& p, const KernelTiles& t, const BlockM
           tile_copy(c, Counter::Read, "Q, dO tiles", kDO, head, m0, br, nq, d, e, threads);
           vector_rows(c, Counter::Read, "L, D", kLse, head + m0, br, nq - m0, threads);
           vector_rows(c, Counter::Read, "L, D", kD, head + m0, br, nq - m0, threads);
-          // dQ_i += dS·K_j: warps split the query rows (16 each), 32 columns per chunk,
-          // two atomic instructions (x, x+1) per n8 tile and row half.
-          for (int64_t w = 0; w < t.warps; ++w)
-            for (int64_t ch = 0; ch < d / 32; ++ch)
-              for (int64_t nt = 0; nt < 4; ++nt)
-                for (int64_t hr = 0; hr < 2; ++hr)
-                  for (int64_t x = 0; x < 2; ++x) {
-                    std::vector<Access> lanes;
-                    for (int64_t g = 0; g < 8; ++g)
-                      for (int64_t tq = 0; tq < 4; ++tq) {
-                        const int64_t row = m0 + w * 16 + g + hr * 8;
-                        if (row < nq) lanes.push_back({kDqAcc, ((head + row) * d + ch * 32 + nt * 8 + 2 * tq + x) * 4});
-                      }
-                    if (!lanes.empty()) c.instr(Counter::Red, "dQ accumulate (atomic)", lanes);
-                  }
+          dq_atomics(c, head, m0, nq, d, t.warps);
         }
         // store_dkdv: 16-byte stores of dK and dV rows below seqlen_k, one instruction each.
         const int64_t per_row = d / 8, n_chunks = bc * per_row;
@@ -254,76 +257,95 @@ Traffic simulate_flash1_fwd(const Problem& p, const KernelTiles& t) {
   Counter c;
   const int64_t d = p.head_dim, e = bytes_of(p.dtype), nq = p.seqlen_q, nkmax = p.nk();
   const int64_t br = t.block_r, bc = t.block_c, threads = t.warps * 32, rows_per_warp = br / t.warps;
-  const int64_t m_blocks = (nq + br - 1) / br;
+  const int64_t m_blocks = (nq + br - 1) / br, splits = t.splits;
   const auto lens = key_lengths(p);
   for (int64_t b = 0; b < p.batch; ++b)
-    for (int64_t h = 0; h < p.heads; ++h) {  // grid: one block per (head, batch)
-      const int64_t head = (b * p.heads + h) * nq, hk = h / (p.heads / p.kvh());
-      const int64_t kv_row0 = (b * p.kvh() + hk) * nkmax;
-      const int64_t nk = std::min<int64_t>(lens[size_t(b)], nkmax), n_blocks = (nk + bc - 1) / bc;
-      if (n_blocks == 0) {  // O = 0 element by element, L = −∞
-        for (int64_t base = 0; base < nq * d; base += threads)
-          for (int64_t w = 0; w < threads / 32; ++w) {
-            std::vector<Access> lanes;
-            for (int64_t lane = 0; lane < 32; ++lane)
-              if (base + w * 32 + lane < nq * d) lanes.push_back({kO, (head * d + base + w * 32 + lane) * e});
-            if (!lanes.empty()) c.instr(Counter::Write, "O", lanes);
-          }
-        vector_rows(c, Counter::Write, "L (log-sum-exp)", kLse, head, nq, nq, threads);
-        continue;
-      }
-      for (int64_t j = 0; j < n_blocks; ++j) {
-        const int64_t n0 = j * bc, i_first = p.causal ? std::min(n0 / br, m_blocks) : 0;
-        tile_copy(c, Counter::Read, "K,V tiles", kK, kv_row0, n0, bc, nkmax, d, e, threads);
-        tile_copy(c, Counter::Read, "K,V tiles", kV, kv_row0, n0, bc, nkmax, d, e, threads);
-        if (i_first < m_blocks) tile_copy(c, Counter::Read, "Q tiles", kQ, head, i_first * br, br, nq, d, e, threads);
-        for (int64_t i = i_first; i < m_blocks; ++i) {
-          if (i + 1 < m_blocks) tile_copy(c, Counter::Read, "Q tiles", kQ, head, (i + 1) * br, br, nq, d, e, threads);
-          const int64_t m0 = i * br;
-          const int64_t last_j = p.causal ? std::min(n_blocks - 1, (m0 + br - 1) / bc) : n_blocks - 1;
-          const bool last = j == last_j;
-          for (int64_t w = 0; w < t.warps; ++w)
-            for (int64_t hr = 0; hr < 2; ++hr) {
-              // Lanes (g, t): row m0 + warp_row + g + 8·hr, columns nt·8 + 2t of every n8 tile.
-              auto rows_of = [&](auto&& lane_access) {
+    for (int64_t h = 0; h < p.heads; ++h)
+      for (int64_t z = 0; z < splits; ++z) {  // grid: (head, batch, split)
+        const int64_t head = (b * p.heads + h) * nq, hk = h / (p.heads / p.kvh());
+        const int64_t kv_row0 = (b * p.kvh() + hk) * nkmax;
+        const int64_t nk = std::min<int64_t>(lens[size_t(b)], nkmax), n_blocks = (nk + bc - 1) / bc;
+        // This block's first Q tile at or after `from`, or m_blocks.
+        auto own_from = [&](int64_t from) {
+          const int64_t i = from + ((z - from % splits) % splits + splits) % splits;
+          return std::min(i, m_blocks);
+        };
+        if (n_blocks == 0) {  // O = 0 element by element, L = −∞ (S > 1: rows of its own Q tiles only)
+          auto zero = [&](int64_t row0, int64_t rows) {
+            for (int64_t base = 0; base < rows * d; base += threads)
+              for (int64_t w = 0; w < threads / 32; ++w) {
                 std::vector<Access> lanes;
-                for (int64_t g = 0; g < 8; ++g)
-                  for (int64_t tq = 0; tq < 4; ++tq) {
-                    const int64_t r = m0 + w * rows_per_warp + g + hr * 8;
-                    if (r < nq) lane_access(lanes, r, tq);
-                  }
-                return lanes;
-              };
-              auto vec = [&](int buf) {
-                return rows_of([&](std::vector<Access>& l, int64_t r, int64_t) { l.push_back({buf, (head + r) * 4}); });
-              };
-              const auto m_lanes = vec(kRowMax), l_lanes = vec(kRowSum), lse_lanes = vec(kLse);
-              if (m_lanes.empty()) continue;
-              if (j > 0) {
-                c.instr(Counter::Read, "O, l, m re-read", m_lanes);
-                c.instr(Counter::Read, "O, l, m re-read", l_lanes);
+                for (int64_t lane = 0; lane < 32; ++lane)
+                  if (base + w * 32 + lane < rows * d)
+                    lanes.push_back({kO, ((head + row0) * d + base + w * 32 + lane) * e});
+                if (!lanes.empty()) c.instr(Counter::Write, "O", lanes);
               }
-              for (int64_t nt = 0; nt < d / 8; ++nt) {
-                auto at = [&](int buf, int64_t elem) {
-                  return rows_of([&](std::vector<Access>& l, int64_t r, int64_t tq) {
-                    l.push_back({buf, ((head + r) * d + nt * 8 + 2 * tq) * elem});
+            vector_rows(c, Counter::Write, "L (log-sum-exp)", kLse, head + row0, rows, rows, threads);
+          };
+          if (splits == 1) {
+            zero(0, nq);
+          } else {
+            for (int64_t i = own_from(0); i < m_blocks; i += splits) zero(i * br, std::min(br, nq - i * br));
+          }
+          continue;
+        }
+        for (int64_t j = 0; j < n_blocks; ++j) {
+          const int64_t n0 = j * bc, i_first = p.causal ? std::min(n0 / br, m_blocks) : 0;
+          const int64_t first = own_from(i_first);
+          if (splits > 1 && first >= m_blocks) continue;  // no Q tile of this block sees K/V tile j
+          tile_copy(c, Counter::Read, "K,V tiles", kK, kv_row0, n0, bc, nkmax, d, e, threads);
+          tile_copy(c, Counter::Read, "K,V tiles", kV, kv_row0, n0, bc, nkmax, d, e, threads);
+          if (first < m_blocks) tile_copy(c, Counter::Read, "Q tiles", kQ, head, first * br, br, nq, d, e, threads);
+          for (int64_t i = first; i < m_blocks; i += splits) {
+            if (i + splits < m_blocks)  // prefetch this block's next Q tile
+              tile_copy(c, Counter::Read, "Q tiles", kQ, head, (i + splits) * br, br, nq, d, e, threads);
+            const int64_t m0 = i * br;
+            const int64_t last_j = p.causal ? std::min(n_blocks - 1, (m0 + br - 1) / bc) : n_blocks - 1;
+            const bool last = j == last_j;
+            for (int64_t w = 0; w < t.warps; ++w)
+              for (int64_t hr = 0; hr < 2; ++hr) {
+                // Lanes (g, t): row m0 + warp_row + g + 8·hr, columns nt·8 + 2t of every n8 tile.
+                auto rows_of = [&](auto&& lane_access) {
+                  std::vector<Access> lanes;
+                  for (int64_t g = 0; g < 8; ++g)
+                    for (int64_t tq = 0; tq < 4; ++tq) {
+                      const int64_t r = m0 + w * rows_per_warp + g + hr * 8;
+                      if (r < nq) lane_access(lanes, r, tq);
+                    }
+                  return lanes;
+                };
+                auto vec = [&](int buf) {
+                  return rows_of([&](std::vector<Access>& l, int64_t r, int64_t) {
+                    l.push_back({buf, (head + r) * 4});
                   });
                 };
-                if (j > 0) c.instr(Counter::Read, "O, l, m re-read", at(kOAcc, 4));
-                if (last) {
-                  c.instr(Counter::Write, "O, L, l, m final write", at(kO, e));
-                } else {
-                  c.instr(Counter::Write, "O, l, m write-back", at(kOAcc, 4));
+                const auto m_lanes = vec(kRowMax), l_lanes = vec(kRowSum), lse_lanes = vec(kLse);
+                if (m_lanes.empty()) continue;
+                if (j > 0) {
+                  c.instr(Counter::Read, "O, l, m re-read", m_lanes);
+                  c.instr(Counter::Read, "O, l, m re-read", l_lanes);
                 }
+                for (int64_t nt = 0; nt < d / 8; ++nt) {
+                  auto at = [&](int buf, int64_t elem) {
+                    return rows_of([&](std::vector<Access>& l, int64_t r, int64_t tq) {
+                      l.push_back({buf, ((head + r) * d + nt * 8 + 2 * tq) * elem});
+                    });
+                  };
+                  if (j > 0) c.instr(Counter::Read, "O, l, m re-read", at(kOAcc, 4));
+                  if (last) {
+                    c.instr(Counter::Write, "O, L, l, m final write", at(kO, e));
+                  } else {
+                    c.instr(Counter::Write, "O, l, m write-back", at(kOAcc, 4));
+                  }
+                }
+                const std::string term = last ? "O, L, l, m final write" : "O, l, m write-back";
+                if (last) c.instr(Counter::Write, term, lse_lanes);
+                c.instr(Counter::Write, term, m_lanes);
+                c.instr(Counter::Write, term, l_lanes);
               }
-              const std::string term = last ? "O, L, l, m final write" : "O, l, m write-back";
-              if (last) c.instr(Counter::Write, term, lse_lanes);
-              c.instr(Counter::Write, term, m_lanes);
-              c.instr(Counter::Write, term, l_lanes);
-            }
+          }
         }
       }
-    }
   return c.traffic;
 }
 
@@ -334,54 +356,59 @@ Traffic simulate_flash1_bwd(const Problem& p, const KernelTiles& t) {
   const int64_t br = t.block_r, bc = t.block_c, threads = t.warps * 32;
   const int64_t m_blocks = (nq + br - 1) / br, n_blocks = (nkmax + bc - 1) / bc;
   const auto lens = key_lengths(p);
-  dq_memset(c, p);
   for (int64_t b = 0; b < p.batch; ++b)
-    for (int64_t h = 0; h < p.heads; ++h) {
-      const int64_t head = (b * p.heads + h) * nq, hk = h / (p.heads / p.kvh());
-      const int64_t kv_row0 = (b * p.kvh() + hk) * nkmax;
-      const int64_t nk = std::min<int64_t>(lens[size_t(b)], nkmax);
-      auto load_q_tile = [&](int64_t i) {
-        const int64_t m0 = i * br;
-        tile_copy(c, Counter::Read, "Q, dO, O tiles", kQ, head, m0, br, nq, d, e, threads);
-        tile_copy(c, Counter::Read, "Q, dO, O tiles", kDO, head, m0, br, nq, d, e, threads);
-        tile_copy(c, Counter::Read, "Q, dO, O tiles", kO, head, m0, br, nq, d, e, threads);
-        vector_rows(c, Counter::Read, "l, m", kRowSum, head + m0, br, nq - m0, threads);
-        vector_rows(c, Counter::Read, "l, m", kRowMax, head + m0, br, nq - m0,
-                    threads);  // read where ℓ > 0: every row once nk > 0
-      };
-      for (int64_t j = 0; j < n_blocks; ++j) {
-        const int64_t n0 = j * bc, i_first = p.causal ? std::min(n0 / br, m_blocks) : 0;
-        tile_copy(c, Counter::Read, "K,V tiles", kK, kv_row0, n0, bc, nkmax, d, e, threads);
-        tile_copy(c, Counter::Read, "K,V tiles", kV, kv_row0, n0, bc, nkmax, d, e, threads);
-        const bool any = n0 < nk && i_first < m_blocks;
-        if (any) load_q_tile(i_first);
-        for (int64_t i = any ? i_first : m_blocks; i < m_blocks; ++i) {
-          if (i + 1 < m_blocks) load_q_tile(i + 1);
+    for (int64_t h = 0; h < p.heads; ++h)
+      for (int64_t z = 0; z < t.splits; ++z) {  // grid: (head, batch, split)
+        const int64_t head = (b * p.heads + h) * nq, hk = h / (p.heads / p.kvh());
+        const int64_t kv_row0 = (b * p.kvh() + hk) * nkmax;
+        const int64_t nk = std::min<int64_t>(lens[size_t(b)], nkmax);
+        auto load_q_tile = [&](int64_t i) {
           const int64_t m0 = i * br;
-          // dQ_i += dS·K_j as *dst += x: load and store per value, x and x+1 in turn.
-          for (int64_t w = 0; w < t.warps; ++w)
-            for (int64_t ch = 0; ch < d / 32; ++ch)
-              for (int64_t nt = 0; nt < 4; ++nt)
-                for (int64_t hr = 0; hr < 2; ++hr) {
-                  c.begin_l1_scope();
-                  for (int64_t x = 0; x < 2; ++x) {
-                    std::vector<Access> lanes;
-                    for (int64_t g = 0; g < 8; ++g)
-                      for (int64_t tq = 0; tq < 4; ++tq) {
-                        const int64_t row = m0 + w * 16 + g + hr * 8;
-                        if (row < nq) lanes.push_back({kDqAcc, ((head + row) * d + ch * 32 + nt * 8 + 2 * tq + x) * 4});
-                      }
-                    if (lanes.empty()) continue;
-                    c.instr(Counter::Read, "dQ read-modify-write", lanes);
-                    c.instr(Counter::Write, "dQ read-modify-write", lanes);
+          tile_copy(c, Counter::Read, "Q, dO, O tiles", kQ, head, m0, br, nq, d, e, threads);
+          tile_copy(c, Counter::Read, "Q, dO, O tiles", kDO, head, m0, br, nq, d, e, threads);
+          tile_copy(c, Counter::Read, "Q, dO, O tiles", kO, head, m0, br, nq, d, e, threads);
+          vector_rows(c, Counter::Read, "l, m", kRowSum, head + m0, br, nq - m0, threads);
+          vector_rows(c, Counter::Read, "l, m", kRowMax, head + m0, br, nq - m0,
+                      threads);  // read where ℓ > 0: every row once nk > 0
+        };
+        for (int64_t j = z; j < n_blocks; j += t.splits) {  // this block's K/V tiles
+          const int64_t n0 = j * bc, i_first = p.causal ? std::min(n0 / br, m_blocks) : 0;
+          tile_copy(c, Counter::Read, "K,V tiles", kK, kv_row0, n0, bc, nkmax, d, e, threads);
+          tile_copy(c, Counter::Read, "K,V tiles", kV, kv_row0, n0, bc, nkmax, d, e, threads);
+          const bool any = n0 < nk && i_first < m_blocks;
+          if (any) load_q_tile(i_first);
+          for (int64_t i = any ? i_first : m_blocks; i < m_blocks; ++i) {
+            if (i + 1 < m_blocks) load_q_tile(i + 1);
+            const int64_t m0 = i * br;
+            if (t.splits > 1) {  // blocks of one head share dQ_i: flash2's atomics
+              dq_atomics(c, head, m0, nq, d, t.warps);
+              continue;
+            }
+            // dQ_i += dS·K_j as *dst += x: load and store per value, x and x+1 in turn.
+            for (int64_t w = 0; w < t.warps; ++w)
+              for (int64_t ch = 0; ch < d / 32; ++ch)
+                for (int64_t nt = 0; nt < 4; ++nt)
+                  for (int64_t hr = 0; hr < 2; ++hr) {
+                    c.begin_l1_scope();
+                    for (int64_t x = 0; x < 2; ++x) {
+                      std::vector<Access> lanes;
+                      for (int64_t g = 0; g < 8; ++g)
+                        for (int64_t tq = 0; tq < 4; ++tq) {
+                          const int64_t row = m0 + w * 16 + g + hr * 8;
+                          if (row < nq)
+                            lanes.push_back({kDqAcc, ((head + row) * d + ch * 32 + nt * 8 + 2 * tq + x) * 4});
+                        }
+                      if (lanes.empty()) continue;
+                      c.instr(Counter::Read, "dQ read-modify-write", lanes);
+                      c.instr(Counter::Write, "dQ read-modify-write", lanes);
+                    }
+                    c.end_l1_scope();
                   }
-                  c.end_l1_scope();
-                }
+          }
+          tile_copy(c, Counter::Write, "dK, dV", kDk, kv_row0, n0, bc, nkmax, d, e, threads);
+          tile_copy(c, Counter::Write, "dK, dV", kDv, kv_row0, n0, bc, nkmax, d, e, threads);
         }
-        tile_copy(c, Counter::Write, "dK, dV", kDk, kv_row0, n0, bc, nkmax, d, e, threads);
-        tile_copy(c, Counter::Write, "dK, dV", kDv, kv_row0, n0, bc, nkmax, d, e, threads);
       }
-    }
   dq_convert(c, p);
   return c.traffic;
 }
