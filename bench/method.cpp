@@ -36,6 +36,8 @@ Support check_common(const MethodInfo& info, const Problem& p, Pass pass, const 
     return Support::no(fmt::format("{} has no block-sparse mask (pattern {}); see blocksparse_flash, blocksparse_standard",
                                    info.name, p.pattern));
   if (p.dropout > 0.0 && !info.dropout) return Support::no(fmt::format("{} has no dropout yet", info.name));
+  if (p.deterministic && pass != Pass::Fwd && !info.deterministic)
+    return Support::no(fmt::format("{} has no deterministic backward (its dQ is accumulated with atomics)", info.name));
   if (p.kvh() != p.heads && !info.gqa) return Support::no(fmt::format("{} does not support GQA/MQA (kv-heads != heads)", info.name));
   if (info.where == "gpu") {
     if (dev.compute_capability() < 75)

@@ -42,6 +42,9 @@ struct MethodInfo {
   std::vector<std::string> masks;  // "none", "causal", "padding", "blocksparse"
   bool dropout = false;
   bool gqa = false;
+  // Honours Problem::deterministic: its backward is bitwise reproducible (always, or in the
+  // deterministic mode). False: a deterministic bwd/fwdbwd point is skipped.
+  bool deterministic = false;
   std::string notes;       // limits not captured above
 };
 

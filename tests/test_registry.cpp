@@ -60,6 +60,24 @@ TEST(Registry, SupportsSaysNoInWords) {
   EXPECT_NE(s.reason.find("bf16"), std::string::npos) << s.reason;
 }
 
+TEST(Registry, DeterministicBackwardIsHonouredOrRefusedInWords) {
+  Problem p;
+  p.seqlen_q = 256;
+  p.deterministic = true;
+  for (const char* m : {"standard", "flash1", "flash2"}) {
+    const Method* method = builtin_registry().find(m);
+    EXPECT_TRUE(method->info().deterministic) << m;
+    EXPECT_TRUE(method->supports(p, Pass::FwdBwd, h100()).ok) << m << ": " << method->supports(p, Pass::FwdBwd, h100()).reason;
+  }
+  p.pattern = "butterfly";
+  const Method* sparse = builtin_registry().find("blocksparse_flash");
+  const Support s = sparse->supports(p, Pass::Bwd, h100());
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.reason.find("no deterministic backward"), std::string::npos) << s.reason;
+  EXPECT_TRUE(sparse->supports(p, Pass::Fwd, h100()).ok) << "the forward is deterministic already";
+  EXPECT_TRUE(builtin_registry().find("blocksparse_standard")->supports(p, Pass::Bwd, h100()).ok);
+}
+
 TEST(Registry, Flash2PicksATileThatFitsSharedMemory) {
   const Method* flash2 = builtin_registry().find("flash2");
   Problem p;

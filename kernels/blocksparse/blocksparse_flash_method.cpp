@@ -115,7 +115,8 @@ class BlocksparseFlash final : public Method {
     i.gqa = true;
     i.notes =
         "needs --pattern; pattern block a multiple of the forward tile (128x64) and the backward tile (64x64); "
-        "loop order of flash2 (Q tiles outer in fwd, K/V tiles outer in bwd)";
+        "loop order of flash2 (Q tiles outer in fwd, K/V tiles outer in bwd); no deterministic backward (the K/V "
+        "tiles adding to a Q tile's dQ are not a prefix of the tile index, so flash2's in-turn dQ does not apply)";
     return i;
   }
   Support supports(const Problem& p, Pass pass, const DeviceInfo& dev) const override {

@@ -129,6 +129,7 @@ class Flash1 final : public Method {
     i.masks = {"none", "causal", "padding"};
     i.dropout = true;
     i.gqa = false;
+    i.deterministic = true;  // one block per (batch, head) adds dQ in K/V-tile order, no atomics
     i.notes = "one thread block per (batch, head), as the paper; tiles from Algorithm 1's rule unless forced";
     return i;
   }

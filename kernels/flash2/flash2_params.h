@@ -36,7 +36,10 @@ struct Flash2BwdParams {
   const void* d_o;    // [B, H, Nq, d]
   const float* lse;   // [B, H, Nq] from the forward, natural log
   float* d_sum;       // [B, H, Nq] workspace: D = rowsum(dO ∘ O)
-  float* dq_accum;    // [B, H, Nq, d] workspace: fp32 dQ, accumulated with atomics
+  float* dq_accum;    // [B, H, Nq, d] workspace: fp32 dQ, accumulated with atomics (or in turn)
+  // Deterministic mode only: per (batch, query head, Q tile of the backward's Br) the count of
+  // K/V tiles that have added their dQ contribution; zeroed by the launch. Null otherwise.
+  int* dq_semaphore;  // [B, H, ⌈Nq/Br⌉]
   void* dq;           // [B, H, Nq, d]
   void* dk;           // [B, Hkv, Nk, d]
   void* dv;           // [B, Hkv, Nk, d]
@@ -49,6 +52,7 @@ struct Flash2BwdParams {
   uint32_t dropout_threshold;
   float dropout_scale;
   uint64_t seed;
+  bool deterministic;  // dQ added by K/V tiles in order n = 0, 1, … (dq_semaphore), no atomics
   // Block-sparse only: the non-zero Q tiles of K/V tile j are sparse_idx[sparse_ptr[j] ..
   // sparse_ptr[j+1]), increasing (by_cols of the mask at the backward's tile size).
   const int* sparse_ptr;  // [⌈Nk/Bc⌉ + 1]
@@ -77,5 +81,6 @@ bool flash2_bwd_tile(int head_dim, Flash2Tile* out);
 
 // Backward: preprocess (D, zero dQ accumulator), main kernel, dQ conversion.
 void flash2_bwd(const Flash2BwdParams& params, bool bf16, cudaStream_t stream);
+
 
 }  // namespace flashio::kernels
