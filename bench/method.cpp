@@ -48,6 +48,15 @@ Support check_common(const MethodInfo& info, const Problem& p, Pass pass, const 
   return Support::yes();
 }
 
+Support check_fused_kernels(const Problem& p, const DeviceInfo& dev) {
+  if (p.dtype == DType::BF16 && dev.kernel_ptx_arch > 0 && dev.kernel_ptx_arch < 80)
+    return Support::no(fmt::format(
+        "bf16 needs kernels generated for compute_80 or newer; this binary's are compute_{} code (JIT-compiled "
+        "to sm_{}), where bf16 mma traps (rebuild with CMAKE_CUDA_ARCHITECTURES >= 80)",
+        dev.kernel_ptx_arch, dev.kernel_binary_arch));
+  return Support::yes();
+}
+
 void Registry::add(std::unique_ptr<Method> m) {
   if (find(m->name())) throw std::logic_error("method registered twice: " + m->name());
   methods_.push_back(std::move(m));

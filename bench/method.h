@@ -98,6 +98,10 @@ class Method {
 
 // Support checks shared by the methods (dtype on this GPU, head dim in a list, ...).
 Support check_common(const MethodInfo& info, const Problem& p, Pass pass, const DeviceInfo& dev);
+// The fused kernels (flash1, flash2, blocksparse_flash) as this binary loads them: bf16 needs
+// code generated for compute_80 or newer (a compute_75 PTX build traps on bf16 mma even on an
+// H100, dev.kernel_ptx_arch).
+Support check_fused_kernels(const Problem& p, const DeviceInfo& dev);
 
 class Registry {
  public:

@@ -48,6 +48,7 @@ class Flash2Backward : public GpuParamTest<Case> {};
 
 TEST_P(Flash2Backward, GradientsMatchReference) {
   const Case& c = GetParam();
+  FLASHIO_SKIP_BF16_WITHOUT_FUSED_KERNELS(c.dtype);
   Problem p;
   p.batch = 2;
   p.heads = 2;
@@ -183,6 +184,7 @@ class Flash2Deterministic : public GpuParamTest<DetCase> {};
 
 TEST_P(Flash2Deterministic, GradientsMatchReference) {
   const DetCase& c = GetParam();
+  FLASHIO_SKIP_BF16_WITHOUT_FUSED_KERNELS(c.dtype);
   Problem p;
   p.batch = 2;
   p.heads = 2;
@@ -233,6 +235,10 @@ TEST_F(Flash2DeterministicFeatures, TwoRunsAreBitwiseIdentical) {
   for (DType t : {DType::F16, DType::BF16})
     for (int64_t d : {64, 128})
       for (bool causal : {false, true}) {
+        if (t == DType::BF16 && !fused_bf16_available()) {
+          std::printf("[ SKIPPED  ] bf16: %s\n", no_bf16_message().c_str());
+          continue;
+        }
         Problem p;
         p.batch = 2;
         p.heads = 4;

@@ -248,6 +248,9 @@ int cmd_device(int index, bool as_json) {
   fmt::print("  memory bus width        {} bits\n", d.bus_width_bits);
   fmt::print("  peak DRAM bandwidth     {:.0f} GB/s (2 x clock x bus width)\n", d.peak_bandwidth_bytes_per_s() / 1e9);
   fmt::print("  ECC                     {}\n", d.ecc ? "on" : "off");
+  if (d.kernel_ptx_arch > 0)
+    fmt::print("  fused kernels           compute_{} code, running as sm_{}{}\n", d.kernel_ptx_arch, d.kernel_binary_arch,
+               d.kernel_ptx_arch < d.kernel_binary_arch ? " (PTX JIT-compiled by the driver)" : "");
   fmt::print("  driver / runtime        {}.{} / {}.{}\n", d.driver_version / 1000, (d.driver_version % 1000) / 10,
              d.runtime_version / 1000, (d.runtime_version % 1000) / 10);
   return 0;

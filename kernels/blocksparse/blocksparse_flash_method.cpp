@@ -122,6 +122,7 @@ class BlocksparseFlash final : public Method {
   Support supports(const Problem& p, Pass pass, const DeviceInfo& dev) const override {
     if (!p.sparse()) return Support::no("blocksparse_flash needs a block-sparse pattern (--pattern); dense is flash2");
     if (Support s = check_common(info(), p, pass, dev); !s) return s;
+    if (Support s = check_fused_kernels(p, dev); !s) return s;
     if (p.seqlen_q > (int64_t(1) << 30) || p.nk() > (int64_t(1) << 30))
       return Support::no("sequence lengths above 2^30 are not supported (32-bit row indices)");
     if (auto why = pattern_invalid_reason(p)) return Support::no(*why);

@@ -135,6 +135,7 @@ class Flash1 final : public Method {
   }
   Support supports(const Problem& p, Pass pass, const DeviceInfo& dev) const override {
     if (Support s = check_common(info(), p, pass, dev); !s) return s;
+    if (Support s = check_fused_kernels(p, dev); !s) return s;
     if (p.seqlen_q > (int64_t(1) << 30) || p.nk() > (int64_t(1) << 30))
       return Support::no("sequence lengths above 2^30 are not supported (32-bit row indices)");
     if (pass != Pass::Fwd) {

@@ -82,5 +82,15 @@ bool flash2_bwd_tile(int head_dim, Flash2Tile* out);
 // Backward: preprocess (D, zero dQ accumulator), main kernel, dQ conversion.
 void flash2_bwd(const Flash2BwdParams& params, bool bf16, cudaStream_t stream);
 
+// The fused kernels' code as loaded on the current GPU, as cudaFuncGetAttributes reports it for
+// a kernel compiled with the same flags: `ptx` = the virtual architecture it was generated for
+// (__CUDA_ARCH__ / 10: 75 selects mma.m16n8k8, plain copies and bf16 traps in
+// kernels/common/mma.cuh), `binary` = the architecture of the machine code that runs (equal to
+// the GPU's when the driver JIT-compiled PTX). {0, 0} when it cannot be read.
+struct FusedKernelArch {
+  int ptx = 0;
+  int binary = 0;
+};
+FusedKernelArch fused_kernel_arch();
 
 }  // namespace flashio::kernels
