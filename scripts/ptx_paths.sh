@@ -12,8 +12,10 @@
 #                                        and ptx80/... into OUT (build-dist-ptx/ptx-bins.tar.xz)
 #   scripts/ptx_paths.sh test DIR [LOG]  run the flash1, flash2 and blocksparse_flash GPU tests
 #                                        with DIR/ptx75/flashio_gpu_tests and DIR/ptx80/...
-#                                        (a few minutes on an H100, the first JIT included);
-#                                        output also to LOG/ptx75.log, LOG/ptx80.log if given
+#                                        (a few minutes each on an H100, the first JIT
+#                                        included); output also to LOG/ptx75.log, LOG/ptx80.log
+#                                        if given. FLASHIO_PTX_ARCHS="75" (or "80") runs one;
+#                                        FLASHIO_PTX_TIMEOUT (s, default 540) bounds each run
 #
 # No SASS is used: (1) the builds ask for code=[compute_XX] only (cmake's "-virtual"), which
 # `cuobjdump --list-elf` confirms where cuobjdump exists (no ELF in the binary; --list-ptx shows
@@ -68,7 +70,7 @@ case "$cmd" in
     export CUDA_FORCE_PTX_JIT=1                      # never the embedded SASS (there is none)
     export CUDA_CACHE_MAXSIZE="${CUDA_CACHE_MAXSIZE:-4294967296}"  # keep every JIT-compiled kernel
     status=0
-    for a in 75 80; do
+    for a in ${FLASHIO_PTX_ARCHS:-75 80}; do
       bin="$dir/ptx$a/flashio_gpu_tests"
       [ -x "$bin" ] || { echo "ptx_paths.sh: $bin missing" >&2; exit 1; }
       echo "=== compute_$a PTX: $bin"
@@ -84,7 +86,7 @@ case "$cmd" in
       fi
       out="$(mktemp)"
       set +e
-      "$bin" --gtest_filter="$FILTER" 2>&1 | tee "$out"
+      timeout "${FLASHIO_PTX_TIMEOUT:-540}" "$bin" --gtest_filter="$FILTER" 2>&1 | tee "$out"
       rc=${PIPESTATUS[0]}
       set -e
       [ -n "$log" ] && cp "$out" "$log/ptx$a.log"
@@ -99,7 +101,7 @@ case "$cmd" in
     exit $status
     ;;
   *)
-    sed -n '2,25p' "$0"
+    awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
     exit 2
     ;;
 esac
