@@ -154,6 +154,19 @@ Traffic flash2_fwd_traffic(const Problem& p, const KernelTiles& t, const BlockMa
   return out;
 }
 
+// flash2 backward, deterministic mode (Problem::deterministic; kernels/flash2/flash2_bwd_kernel.cuh):
+// the dQ_i add of each visited (Q tile i, K/V tile j) is a plain fp32 read and write instead of
+// atomics — ld.global.cg / st.global.cg, two 4-byte instructions per row and 8 columns, each
+// touching one sector (16 of its 32 bytes), the same sectors as the atomics — plus the tile's
+// turn: one acquire load of its semaphore and one release store, a sector each (the extra loads
+// of a block that spins while an earlier K/V tile adds are timing-dependent: not modelled); the
+// semaphores ([B, H, ⌈Nq/Br⌉] ints) are zeroed before the kernel.
+void add_deterministic_dq(Traffic& out, int64_t q_rows, int64_t visits, int64_t d) {
+  const int64_t bytes = q_rows * (d / 8) * 2 * kSector;
+  out.add("dQ read + write (deterministic)", bytes, bytes);
+  out.add("dQ semaphores (deterministic)", visits * kSector, visits * kSector);
+}
+
 // flash2 backward: preprocess D = rowsum(dO∘O); dQ accumulator zeroed; main kernel (one block
 // per K/V tile j, K/V head, batch) loads K_j, V_j once and, for every query head of the group
 // and every Q tile i it sees, Q_i, dO_i, L_i, D_i, and adds dS·K_j to dQ_i with atomics
@@ -171,8 +184,9 @@ Traffic flash2_bwd_traffic(const Problem& p, const KernelTiles& t, const BlockMa
   const int64_t rows_per_warp = 32 / preprocess_lanes(d);
   out.add("preprocess: O, dO", 2 * rows_total * row_bytes, 0);
   out.add("preprocess: D", 0, ceil_div(rows_total, rows_per_warp) * kSector);
-  // The dQ accumulator's cudaMemsetAsync is no kernel of the pass: the counters' per-kernel
-  // ranges do not see it (H100: l2_write = the kernels' stores exactly, without it).
+  // The dQ accumulator's (and the deterministic mode's semaphores') cudaMemsetAsync is no
+  // kernel of the pass: the counters' per-kernel ranges do not see it (H100: l2_write = the
+  // kernels' stores exactly, without it).
 
   for (int64_t b = 0; b < p.batch; ++b) {
     const int64_t nk = std::min<int64_t>(lens[size_t(b)], nkmax);
@@ -189,10 +203,11 @@ Traffic flash2_bwd_traffic(const Problem& p, const KernelTiles& t, const BlockMa
           xrows_from[size_t(i)] = xrows_from[size_t(i + 1)] + xbar_rows(r);
           vec_from[size_t(i)] = vec_from[size_t(i + 1)] + tile_vector_bytes(head, i * br, r, vec_group);
         }
-        int64_t q_rows = 0, q_xrows = 0, vec_bytes = 0;
+        int64_t q_rows = 0, q_xrows = 0, vec_bytes = 0, visits = 0;
         for (int64_t j = 0; j < tc && j * bc < nk; ++j) {
           const int64_t m_first = p.causal ? std::min(j * bc / br, m_blocks) : 0;
           if (mask.empty()) {  // Q tiles m_first..m_blocks−1
+            visits += m_blocks - m_first;
             q_rows += rows_from[size_t(m_first)];
             q_xrows += xrows_from[size_t(m_first)];
             vec_bytes += 2 * vec_from[size_t(m_first)];
@@ -200,6 +215,7 @@ Traffic flash2_bwd_traffic(const Problem& p, const KernelTiles& t, const BlockMa
           }
           for (int64_t i = m_first; i < m_blocks; ++i) {
             if (!mask.at(i, j)) continue;
+            ++visits;
             q_rows += rows_from[size_t(i)] - rows_from[size_t(i + 1)];
             q_xrows += xrows_from[size_t(i)] - xrows_from[size_t(i + 1)];
             vec_bytes += 2 * (vec_from[size_t(i)] - vec_from[size_t(i + 1)]);
@@ -207,7 +223,11 @@ Traffic flash2_bwd_traffic(const Problem& p, const KernelTiles& t, const BlockMa
         }
         out.add("Q, dO tiles", 2 * q_xrows * row_bytes, 0);
         out.add("L, D", vec_bytes, 0);
-        out.add("dQ accumulate (atomic)", 0, 0, q_rows * dq_atomic_sectors_per_row(d) * kSector);
+        if (p.deterministic) {
+          add_deterministic_dq(out, q_rows, visits, d);
+        } else {
+          out.add("dQ accumulate (atomic)", 0, 0, q_rows * dq_atomic_sectors_per_row(d) * kSector);
+        }
       }
     }
   }

@@ -5,6 +5,8 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include "kernels/flash2/flash2_params.h"
+
 namespace flashio {
 
 std::string DeviceInfo::slug() const {
@@ -60,6 +62,13 @@ std::optional<DeviceInfo> query_device(int index, std::string* why) {
   if (cudaDeviceGetAttribute(&v, cudaDevAttrClockRate, index) == cudaSuccess) d.sm_clock_khz = v;
   cudaDriverGetVersion(&d.driver_version);
   cudaRuntimeGetVersion(&d.runtime_version);
+  int current = 0;
+  if (cudaGetDevice(&current) == cudaSuccess && cudaSetDevice(index) == cudaSuccess) {
+    const kernels::FusedKernelArch arch = kernels::fused_kernel_arch();
+    d.kernel_ptx_arch = arch.ptx;
+    d.kernel_binary_arch = arch.binary;
+    cudaSetDevice(current);
+  }
   return d;
 }
 

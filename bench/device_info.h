@@ -24,6 +24,12 @@ struct DeviceInfo {
   int driver_version = 0;             // e.g. 13000
   int runtime_version = 0;
   bool ecc = false;
+  // The fused kernels (flash1, flash2, blocksparse_flash) as this binary loads them on this GPU
+  // (cudaFuncGetAttributes): the virtual architecture their code was generated for (75 =
+  // compute_75 PTX, whose bf16 mma traps) and that of the machine code running (its SASS, or
+  // the driver's JIT of the PTX). 0 = unknown (not queried): no restriction. Not in to_json.
+  int kernel_ptx_arch = 0;
+  int kernel_binary_arch = 0;
 
   int compute_capability() const { return cc_major * 10 + cc_minor; }
   // DDR: two transfers per clock over the bus.

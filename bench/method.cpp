@@ -38,6 +38,8 @@ Support check_common(const MethodInfo& info, const Problem& p, Pass pass, const 
     return Support::no(fmt::format("{} has no block-sparse mask (pattern {}); see blocksparse_flash, blocksparse_standard",
                                    info.name, p.pattern));
   if (p.dropout > 0.0 && !info.dropout) return Support::no(fmt::format("{} has no dropout yet", info.name));
+  if (p.deterministic && pass != Pass::Fwd && !info.deterministic)
+    return Support::no(fmt::format("{} has no deterministic backward (its dQ is accumulated with atomics)", info.name));
   if (p.kvh() != p.heads && !info.gqa) return Support::no(fmt::format("{} does not support GQA/MQA (kv-heads != heads)", info.name));
   if (info.where == "gpu") {
     if (dev.compute_capability() < 75)
@@ -45,6 +47,15 @@ Support check_common(const MethodInfo& info, const Problem& p, Pass pass, const 
     if (p.dtype == DType::BF16 && dev.compute_capability() < 80)
       return Support::no(fmt::format("bf16 needs bf16 tensor cores (sm_80+); this GPU is sm_{}", dev.compute_capability()));
   }
+  return Support::yes();
+}
+
+Support check_fused_kernels(const Problem& p, const DeviceInfo& dev) {
+  if (p.dtype == DType::BF16 && dev.kernel_ptx_arch > 0 && dev.kernel_ptx_arch < 80)
+    return Support::no(fmt::format(
+        "bf16 needs kernels generated for compute_80 or newer; this binary's are compute_{} code (JIT-compiled "
+        "to sm_{}), where bf16 mma traps (rebuild with CMAKE_CUDA_ARCHITECTURES >= 80)",
+        dev.kernel_ptx_arch, dev.kernel_binary_arch));
   return Support::yes();
 }
 

@@ -42,6 +42,9 @@ struct MethodInfo {
   std::vector<std::string> masks;  // "none", "causal", "padding", "blocksparse"
   bool dropout = false;
   bool gqa = false;
+  // Honours Problem::deterministic: its backward is bitwise reproducible (always, or in the
+  // deterministic mode). False: a deterministic bwd/fwdbwd point is skipped.
+  bool deterministic = false;
   std::string notes;       // limits not captured above
 };
 
@@ -96,6 +99,10 @@ class Method {
 
 // Support checks shared by the methods (dtype on this GPU, head dim in a list, ...).
 Support check_common(const MethodInfo& info, const Problem& p, Pass pass, const DeviceInfo& dev);
+// The fused kernels (flash1, flash2, blocksparse_flash) as this binary loads them: bf16 needs
+// code generated for compute_80 or newer (a compute_75 PTX build traps on bf16 mma even on an
+// H100, dev.kernel_ptx_arch).
+Support check_fused_kernels(const Problem& p, const DeviceInfo& dev);
 
 class Registry {
  public:

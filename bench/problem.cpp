@@ -47,6 +47,7 @@ std::string Problem::name() const {
   if (causal) s += "/causal";
   if (padding != Padding::None) s += "/pad";
   if (dropout > 0.0) s += fmt::format("/drop:{}", dropout);
+  if (deterministic) s += "/det";
   if (block_r > 0 || block_c > 0) s += fmt::format("/tile:{}x{}", block_r, block_c);
   if (sparse()) {
     const auto kind = parse_pattern(pattern);
@@ -129,6 +130,7 @@ nlohmann::json to_json(const Problem& p) {
           {"softmax_scale", p.scale()},
           {"block_r", p.block_r},
           {"block_c", p.block_c}};
+  if (p.deterministic) j["deterministic"] = true;  // only when set, so other records are unchanged
   if (p.sparse()) {  // only with a pattern, so dense records are unchanged
     j["pattern"] = p.pattern;
     j["sparse_block"] = p.sparse_block;
@@ -164,6 +166,7 @@ Problem problem_from_json(const nlohmann::json& j) {
     p.causal = j.value("causal", false);
     p.padding = j.value("padding", std::string("none")) == "random" ? Padding::Random : Padding::None;
     p.dropout = j.value("dropout", 0.0);
+    p.deterministic = j.value("deterministic", false);
     p.seed = j.value("seed", p.seed);
     p.softmax_scale = j.value("softmax_scale", 0.0);
     p.block_r = j.value("block_r", 0);

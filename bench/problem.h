@@ -32,6 +32,10 @@ struct Problem {
   Padding padding = Padding::None;
   double dropout = 0.0;
   uint64_t seed = 0x5eed;
+  // Bitwise-reproducible backward: dQ accumulated in a fixed order instead of with atomics
+  // (flash2: K/V tiles add in turn, FlashAttention-2's deterministic mode). Methods that cannot
+  // honour it give a `skipped` record; the forward passes of every method are deterministic.
+  bool deterministic = false;
   double softmax_scale = 0.0;  // 0 = 1/sqrt(head_dim)
   int block_r = 0;             // forced tile rows (Br); 0 = the method's choice for the GPU
   int block_c = 0;             // forced tile columns (Bc); 0 = the method's choice
@@ -50,7 +54,7 @@ struct Problem {
   int64_t q_elements() const { return batch * heads * seqlen_q * head_dim; }
   int64_t kv_elements() const { return batch * kvh() * nk() * head_dim; }
 
-  // The point's name, Google Benchmark style: b:4/h:16/n:4096/d:64/fp16[/causal]...
+  // The point's name, Google Benchmark style: b:4/h:16/n:4096/d:64/fp16[/causal]...[/det]
   std::string name() const;
   // Why the problem is impossible (d <= 0, heads not divisible by kv_heads, ...), or nullopt.
   std::optional<std::string> invalid_reason() const;

@@ -33,6 +33,7 @@ std::vector<Point> expand(const SweepSpec& s) {
   require_nonempty(s.causal, "causal");
   require_nonempty(s.padding, "padding");
   require_nonempty(s.dropout, "dropout");
+  require_nonempty(s.deterministic, "deterministic");
   require_nonempty(s.block_r, "block-r");
   require_nonempty(s.block_c, "block-c");
   require_nonempty(s.pattern, "pattern");
@@ -105,8 +106,11 @@ std::vector<Point> expand(const SweepSpec& s) {
                               p.heads = *s.model_dim / d;
                             }
                             if (auto why = p.invalid_reason()) throw std::invalid_argument(*why);
-                            for (const auto& m : s.methods)
-                              for (Pass pass : s.passes) points.push_back({m, pass, p});
+                            for (bool det : s.deterministic) {  // innermost: one problem's inputs shared
+                              p.deterministic = det;
+                              for (const auto& m : s.methods)
+                                for (Pass pass : s.passes) points.push_back({m, pass, p});
+                            }
                           }
   return points;
 }

@@ -24,6 +24,7 @@ struct SweepSpec {
   std::vector<bool> causal = {false};
   std::vector<Padding> padding = {Padding::None};
   std::vector<double> dropout = {0.0};
+  std::vector<bool> deterministic = {false};
   std::vector<int> block_r = {0};
   std::vector<int> block_c = {0};
   // Block sparsity (bench/sparsity.h): "" or "none" = dense. density applies to the random

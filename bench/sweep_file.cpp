@@ -54,7 +54,7 @@ class AxisReader {
 
 const std::set<std::string> kAxisKeys = {
     "method",  "pass",    "batch",   "heads",   "kv_heads", "seqlen",       "seqlen_k",      "head_dim",
-    "dtype",   "causal",  "padding", "dropout", "block_r",  "block_c",      "pattern",       "density",
+    "dtype",   "causal",  "padding", "dropout", "deterministic", "block_r",  "block_c",      "pattern",       "density",
     "sparse_block", "tokens", "model_dim", "seed", "sparse_window", "sparse_global"};
 
 SweepSpec parse_one_sweep(const json& obj, const std::string& where) {
@@ -99,6 +99,10 @@ SweepSpec parse_one_sweep(const json& obj, const std::string& where) {
     const double p = e.get<double>();
     if (!(p >= 0.0 && p < 1.0)) r.fail(k, fmt::format("value {} is not in [0, 1)", e.dump()));
     return p;
+  });
+  r.list("deterministic", s.deterministic, [&](const char* k, const json& e) {
+    if (!e.is_boolean()) r.fail(k, fmt::format("value {} is not true or false", e.dump()));
+    return e.get<bool>();
   });
   r.list("block_r", s.block_r, small_int_axis);
   r.list("block_c", s.block_c, small_int_axis);

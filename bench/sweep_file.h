@@ -6,7 +6,7 @@
 //
 // Axes (each a value or a list; an axis left out keeps SweepSpec's default):
 //   method, pass, batch, heads, kv_heads, seqlen, seqlen_k, head_dim, dtype, causal,
-//   padding, dropout, block_r, block_c, pattern, density, sparse_block — and the scalars
+//   padding, dropout, deterministic, block_r, block_c, pattern, density, sparse_block — and the scalars
 //   tokens, model_dim, seed, sparse_window, sparse_global.
 // The points are the union of each sweep's cartesian product, in order, without duplicates.
 #pragma once

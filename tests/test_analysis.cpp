@@ -109,6 +109,32 @@ TEST(IoModel, Flash2BackwardEqualsSimulatorOverShapes) {
       expect_same(flash2_bwd_traffic(p, t, {}), simulate_flash2_bwd(p, t, {}), describe(p, t));
 }
 
+// Deterministic dQ: the atomics' sectors become a plain read and write of the same sectors, plus
+// one semaphore load and store per visited (Q tile, K/V tile) and the semaphores' memset.
+TEST(IoModel, Flash2DeterministicBackwardReadsAndWritesDqInsteadOfAtomics) {
+  Problem p;
+  p.batch = 2;
+  p.heads = 4;
+  p.kv_heads = 2;
+  p.seqlen_q = 300;  // 5 Q tiles of 64
+  p.seqlen_k = 517;  // 9 K/V tiles of 64
+  p.head_dim = 64;
+  const KernelTiles t{64, 64, 4};
+  const Traffic atomic = flash2_bwd_traffic(p, t, {});
+  p.deterministic = true;
+  const Traffic det = flash2_bwd_traffic(p, t, {});
+  const int64_t visits = 2 * 4 * 5 * 9, semaphores = 2 * 4 * 5;
+  EXPECT_GT(atomic.red, 0);
+  EXPECT_EQ(det.red, 0);
+  EXPECT_EQ(det.read, atomic.read + atomic.red + 32 * visits);
+  EXPECT_EQ(det.write, atomic.write + atomic.red + 32 * visits + 4 * semaphores);
+  p.causal = true;  // fewer visits, the same identity
+  const Traffic causal = flash2_bwd_traffic(p, t, {});
+  p.deterministic = false;
+  EXPECT_EQ(causal.read - flash2_bwd_traffic(p, t, {}).read - flash2_bwd_traffic(p, t, {}).red,
+            causal.write - flash2_bwd_traffic(p, t, {}).write - flash2_bwd_traffic(p, t, {}).red - 4 * semaphores);
+}
+
 TEST(IoModel, Flash1ForwardEqualsSimulatorOverShapes) {
   for (const auto& p : shapes())
     for (KernelTiles t : {KernelTiles{64, 128, 4}, KernelTiles{32, 64, 2}, KernelTiles{128, 128, 8},

@@ -59,6 +59,22 @@ TEST(Cli, DryRunListsPointsWithoutAGpu) {
   EXPECT_NE(out.find("flash2/fwd/b:2/h:4/n:256/d:64/fp16"), std::string::npos) << out;
 }
 
+TEST(Cli, DeterministicAxisNamesPointsAndSkipsMethodsThatCannot) {
+  std::string out;
+  ASSERT_EQ(run_cli({"run", "--dry-run", "--seqlen", "256", "--method", "flash2", "--pass", "bwd", "--deterministic",
+                     "false,true", "--batch", "1", "--heads", "2"},
+                    nullptr, &out),
+            0);
+  EXPECT_NE(out.find("flash2/bwd/b:1/h:2/n:256/d:64/fp16  "), std::string::npos) << out;
+  EXPECT_NE(out.find("flash2/bwd/b:1/h:2/n:256/d:64/fp16/det"), std::string::npos) << out;
+  out.clear();
+  ASSERT_EQ(run_cli({"list", "--seqlen", "256", "--pass", "bwd", "--deterministic", "true", "--pattern", "butterfly",
+                     "--method", "blocksparse_flash"},
+                    nullptr, &out),
+            0);
+  EXPECT_NE(out.find("no: blocksparse_flash has no deterministic backward"), std::string::npos) << out;
+}
+
 TEST(Cli, GpuSubcommandsFailWithOneLineWithoutAGpu) {
   if (has_gpu()) GTEST_SKIP() << "a GPU is present: the no-GPU path is not reachable here";
   for (std::vector<std::string> args : {std::vector<std::string>{"device"}, {"run", "--seqlen", "128", "--out", ::testing::TempDir() + "x.json"}}) {
@@ -114,6 +130,8 @@ INSTANTIATE_TEST_SUITE_P(
                     std::vector<std::string>{"run", "--method", "flash9"},
                     std::vector<std::string>{"run", "--pass", "sideways"},
                     std::vector<std::string>{"run", "--causal", "maybe"},
+                    std::vector<std::string>{"run", "--deterministic", "sometimes"},
+                    std::vector<std::string>{"run", "--deterministic", ""},
                     std::vector<std::string>{"run", "--dropout", "1.0"},
                     std::vector<std::string>{"run", "--dropout", "-0.1"},
                     std::vector<std::string>{"run", "--padding", "left"},

@@ -1,7 +1,17 @@
 // flash2 forward + backward (and dropout) against the float64 reference: O, LSE, dQ, dK, dV
-// on every row and every K/V head. Skips without a GPU.
+// on every row and every K/V head; the deterministic mode against the reference and bitwise
+// run to run. Skips without a GPU.
+#include <cuda_runtime.h>
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "bench/cuda_check.h"
+#include "bench/device_memory.h"
+#include "bench/inputs.h"
+#include "bench/method.h"
 #include "kernels/flash2/flash2_params.h"
 #include "tests/gpu_test_util.h"
 
@@ -38,6 +48,7 @@ class Flash2Backward : public GpuParamTest<Case> {};
 
 TEST_P(Flash2Backward, GradientsMatchReference) {
   const Case& c = GetParam();
+  FLASHIO_SKIP_BF16_WITHOUT_FUSED_KERNELS(c.dtype);
   Problem p;
   p.batch = 2;
   p.heads = 2;
@@ -96,4 +107,169 @@ TEST_F(Flash2BackwardFeatures, LongSequenceOddLength) {
     p.causal = causal;
     expect_ok({"flash2", Pass::FwdBwd, p});
   }
+}
+
+// Deterministic mode (--deterministic true): dQ added by the K/V tiles in turn. The gradients
+// against the float64 reference on every row and K/V head, for every mask, odd N and both dtypes.
+namespace {
+
+enum class Mask { None, Causal, Padding };
+
+struct DetCase {
+  int64_t n, d;
+  DType dtype;
+  Mask mask;
+};
+
+std::vector<DetCase> det_cases() {
+  std::vector<DetCase> out;
+  for (int64_t n : {1, 17, 1013})
+    for (int64_t d : {64, 128})
+      for (DType t : {DType::F16, DType::BF16})
+        for (Mask m : {Mask::None, Mask::Causal, Mask::Padding}) out.push_back({n, d, t, m});
+  return out;
+}
+
+std::string det_case_name(const testing::TestParamInfo<DetCase>& info) {
+  const DetCase& c = info.param;
+  const char* mask = c.mask == Mask::None ? "" : c.mask == Mask::Causal ? "_causal" : "_padding";
+  return fmt::format("n{}_d{}_{}{}", c.n, c.d, to_string(c.dtype), mask);
+}
+
+// dQ, dK, dV of one fwd+bwd through the method's plan, as raw bytes.
+struct Grads {
+  std::vector<uint8_t> dq, dk, dv;
+};
+
+Grads run_grads(const Problem& p, const HostInputs& in) {
+  DeviceAllocator alloc;
+  auto upload = [&](const void* data, size_t bytes) {
+    DeviceBuffer b(alloc, bytes);
+    FLASHIO_CUDA_CHECK(cudaMemcpy(b.get(), data, bytes, cudaMemcpyHostToDevice));
+    return b;
+  };
+  DeviceBuffer q = upload(in.q.data(), in.q.size() * 2), k = upload(in.k.data(), in.k.size() * 2),
+               v = upload(in.v.data(), in.v.size() * 2), d_o = upload(in.d_o.data(), in.d_o.size() * 2);
+  DeviceBuffer lengths;
+  if (p.padding != Padding::None) lengths = upload(in.key_lengths.data(), in.key_lengths.size() * 4);
+  DeviceBuffer o(alloc, in.q.size() * 2), lse(alloc, size_t(p.batch * p.heads * p.seqlen_q) * 4),
+      dq(alloc, in.q.size() * 2), dk(alloc, in.k.size() * 2), dv(alloc, in.v.size() * 2);
+  const Method* m = builtin_registry().find("flash2");
+  auto plan = m->plan(p, Pass::FwdBwd, *gpu(), alloc);
+  AttentionBuffers buf;
+  buf.q = q.get();
+  buf.k = k.get();
+  buf.v = v.get();
+  buf.o = o.get();
+  buf.lse = lse.as<float>();
+  buf.key_lengths = lengths.as<int>();
+  buf.d_o = d_o.get();
+  buf.dq = dq.get();
+  buf.dk = dk.get();
+  buf.dv = dv.get();
+  plan->forward(buf, nullptr);
+  plan->backward(buf, nullptr);
+  FLASHIO_CUDA_CHECK(cudaDeviceSynchronize());
+  auto down = [](const DeviceBuffer& b) {
+    std::vector<uint8_t> h(b.bytes());
+    FLASHIO_CUDA_CHECK(cudaMemcpy(h.data(), b.get(), b.bytes(), cudaMemcpyDeviceToHost));
+    return h;
+  };
+  return {down(dq), down(dk), down(dv)};
+}
+
+}  // namespace
+
+class Flash2Deterministic : public GpuParamTest<DetCase> {};
+
+TEST_P(Flash2Deterministic, GradientsMatchReference) {
+  const DetCase& c = GetParam();
+  FLASHIO_SKIP_BF16_WITHOUT_FUSED_KERNELS(c.dtype);
+  Problem p;
+  p.batch = 2;
+  p.heads = 2;
+  p.seqlen_q = c.n;
+  p.head_dim = c.d;
+  p.dtype = c.dtype;
+  p.causal = c.mask == Mask::Causal;
+  p.padding = c.mask == Mask::Padding ? Padding::Random : Padding::None;
+  p.deterministic = true;
+  const Record r = expect_ok({"flash2", Pass::FwdBwd, p});
+  if (r.check) {
+    EXPECT_EQ(r.check->tensors.size(), 5u) << "o, lse, dq, dk, dv all checked";
+  }
+  expect_ok({"flash2", Pass::Bwd, p});
+}
+
+INSTANTIATE_TEST_SUITE_P(Grid, Flash2Deterministic, testing::ValuesIn(det_cases()), det_case_name);
+
+class Flash2DeterministicFeatures : public GpuTest {};
+
+// GQA (one block walks the group's query heads), MQA, key padding and Nq != Nk (both ways),
+// causal and dropout, against the reference.
+TEST_F(Flash2DeterministicFeatures, GqaPaddingUnequalLengthsDropout) {
+  for (int64_t nk : {int64_t(517), int64_t(129)})
+    for (bool causal : {false, true}) {
+      Problem p;
+      p.batch = 3;
+      p.heads = 8;
+      p.kv_heads = 2;
+      p.seqlen_q = 300;
+      p.seqlen_k = nk;
+      p.head_dim = 64;
+      p.padding = Padding::Random;
+      p.causal = causal;
+      p.dropout = 0.1;
+      p.deterministic = true;
+      expect_ok({"flash2", Pass::FwdBwd, p});
+      p.kv_heads = 1;  // MQA
+      p.head_dim = 128;
+      p.dtype = DType::BF16;
+      expect_ok({"flash2", Pass::FwdBwd, p});
+    }
+}
+
+// Two runs give bitwise-identical dQ (and dK, dV) — the point of the mode. Many K/V tiles per
+// Q tile (N 2049: 33 tiles of 64 keys), so an atomic order would show.
+TEST_F(Flash2DeterministicFeatures, TwoRunsAreBitwiseIdentical) {
+  for (DType t : {DType::F16, DType::BF16})
+    for (int64_t d : {64, 128})
+      for (bool causal : {false, true}) {
+        if (t == DType::BF16 && !fused_bf16_available()) {
+          std::printf("[ SKIPPED  ] bf16: %s\n", no_bf16_message().c_str());
+          continue;
+        }
+        Problem p;
+        p.batch = 2;
+        p.heads = 4;
+        p.kv_heads = 2;
+        p.seqlen_q = causal ? 2049 : 1013;
+        p.seqlen_k = causal ? 0 : 2049;
+        p.head_dim = d;
+        p.dtype = t;
+        p.causal = causal;
+        p.padding = Padding::Random;
+        p.deterministic = true;
+        const HostInputs in = make_inputs(p, true);
+        const Grads a = run_grads(p, in), b = run_grads(p, in);
+        const std::string what = p.name();
+        EXPECT_TRUE(a.dq == b.dq) << what << ": dQ differs between two runs";
+        EXPECT_TRUE(a.dk == b.dk) << what << ": dK differs";
+        EXPECT_TRUE(a.dv == b.dv) << what << ": dV differs";
+        // The same gradients as the atomic mode, to within the atomic order's rounding.
+        Problem atomic = p;
+        atomic.deterministic = false;
+        const Grads c = run_grads(atomic, in);
+        EXPECT_TRUE(a.dk == c.dk && a.dv == c.dv) << what << ": dK, dV do not depend on the dQ mode";
+        double worst = 0, scale = 0;
+        for (size_t e = 0; e < a.dq.size() / 2; ++e) {
+          uint16_t wa, wc;
+          std::memcpy(&wa, a.dq.data() + 2 * e, 2);
+          std::memcpy(&wc, c.dq.data() + 2 * e, 2);
+          const double x = to_float(t, wa), y = to_float(t, wc);
+          worst = std::max(worst, std::abs(x - y));
+          scale = std::max(scale, std::abs(x));
+        }
+        EXPECT_LE(worst, 1e-2 * scale) << what << ": deterministic dQ far from the atomic one";
+      }
 }

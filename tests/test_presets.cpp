@@ -134,6 +134,13 @@ TEST(SweepFile, AxesAtTheTopLevel) {
   EXPECT_EQ(points[0].problem.seed, 7u);
 }
 
+TEST(SweepFile, DeterministicAxis) {
+  const auto points = expand_all(
+      parse_sweep_text(R"({"method": "flash2", "pass": "bwd", "seqlen": 128, "deterministic": [false, true]})", "t").sweeps);
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[1].name(), "flash2/bwd/b:1/h:16/n:128/d:64/fp16/det");
+}
+
 TEST(SweepFile, SeveralSweepsAreAUnionWithoutDuplicates) {
   const SweepFile f = parse_sweep_text(
       R"({"sweeps": [{"method": "flash2", "seqlen": [128, 256]}, {"method": ["flash2", "standard"], "seqlen": 256}]})",
@@ -177,6 +184,8 @@ INSTANTIATE_TEST_SUITE_P(
                     std::make_pair(R"({"head_dim": 0})", "\"head_dim\" value 0 is below the minimum 1"),
                     std::make_pair(R"({"dropout": 1.0})", "\"dropout\" value 1.0 is not in [0, 1)"),
                     std::make_pair(R"({"causal": "yes"})", "\"causal\" value \"yes\" is not true or false"),
+                    std::make_pair(R"({"deterministic": 1})", "\"deterministic\" value 1 is not true or false"),
+                    std::make_pair(R"({"deterministic": []})", "\"deterministic\" has no values"),
                     std::make_pair(R"({"dtype": "fp8"})", "not one of fp16, bf16"),
                     std::make_pair(R"({"pass": "sideways"})", "not one of fwd, bwd, fwdbwd"),
                     std::make_pair(R"({"padding": "left"})", "not one of none, random"),

@@ -60,6 +60,46 @@ TEST(Registry, SupportsSaysNoInWords) {
   EXPECT_NE(s.reason.find("bf16"), std::string::npos) << s.reason;
 }
 
+TEST(Registry, DeterministicBackwardIsHonouredOrRefusedInWords) {
+  Problem p;
+  p.seqlen_q = 256;
+  p.deterministic = true;
+  for (const char* m : {"standard", "flash1", "flash2"}) {
+    const Method* method = builtin_registry().find(m);
+    EXPECT_TRUE(method->info().deterministic) << m;
+    EXPECT_TRUE(method->supports(p, Pass::FwdBwd, h100()).ok) << m << ": " << method->supports(p, Pass::FwdBwd, h100()).reason;
+  }
+  p.pattern = "butterfly";
+  const Method* sparse = builtin_registry().find("blocksparse_flash");
+  const Support s = sparse->supports(p, Pass::Bwd, h100());
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.reason.find("no deterministic backward"), std::string::npos) << s.reason;
+  EXPECT_TRUE(sparse->supports(p, Pass::Fwd, h100()).ok) << "the forward is deterministic already";
+  EXPECT_TRUE(builtin_registry().find("blocksparse_standard")->supports(p, Pass::Bwd, h100()).ok);
+}
+
+TEST(Registry, Bf16FusedKernelsNeedCompute80Code) {
+  DeviceInfo ptx75 = h100();  // an H100 running a CMAKE_CUDA_ARCHITECTURES=75-virtual build
+  ptx75.kernel_ptx_arch = 75;
+  ptx75.kernel_binary_arch = 90;
+  Problem p;
+  p.dtype = DType::BF16;
+  for (const char* m : {"flash1", "flash2"}) {
+    const Support s = builtin_registry().find(m)->supports(p, Pass::Fwd, ptx75);
+    EXPECT_FALSE(s.ok) << m;
+    EXPECT_NE(s.reason.find("compute_75"), std::string::npos) << s.reason;
+  }
+  p.pattern = "butterfly";
+  EXPECT_FALSE(builtin_registry().find("blocksparse_flash")->supports(p, Pass::Fwd, ptx75).ok);
+  p.pattern.clear();
+  EXPECT_TRUE(builtin_registry().find("standard")->supports(p, Pass::Fwd, ptx75).ok) << "cuBLAS brings its own code";
+  p.dtype = DType::F16;
+  EXPECT_TRUE(builtin_registry().find("flash2")->supports(p, Pass::Fwd, ptx75).ok);
+  ptx75.kernel_ptx_arch = 80;
+  p.dtype = DType::BF16;
+  EXPECT_TRUE(builtin_registry().find("flash2")->supports(p, Pass::Fwd, ptx75).ok);
+}
+
 TEST(Registry, Flash2PicksATileThatFitsSharedMemory) {
   const Method* flash2 = builtin_registry().find("flash2");
   Problem p;

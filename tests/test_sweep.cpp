@@ -36,6 +36,35 @@ TEST(Sweep, CartesianProductOfAxes) {
   EXPECT_EQ(expand(s).size(), 3u * 2u * 2u * 2u);
 }
 
+TEST(Sweep, DeterministicAxisAddsDetPointsNextToTheirProblem) {
+  SweepSpec s;
+  s.methods = {"flash2", "standard"};
+  s.passes = {Pass::Bwd};
+  s.seqlen = {17, 1013};
+  s.deterministic = {false, true};
+  const auto points = expand(s);
+  ASSERT_EQ(points.size(), 2u * 2u * 2u);
+  EXPECT_EQ(points[0].name(), "flash2/bwd/b:1/h:16/n:17/d:64/fp16");
+  EXPECT_EQ(points[2].name(), "flash2/bwd/b:1/h:16/n:17/d:64/fp16/det");  // same inputs: adjacent
+  EXPECT_TRUE(points[3].problem.deterministic);
+  EXPECT_FALSE(points[4].problem.deterministic);
+  s.deterministic = {};
+  EXPECT_THROW(expand(s), std::invalid_argument);
+}
+
+TEST(Problem, DeterministicIsRecordedOnlyWhenSetAndRoundTrips) {
+  Problem p;
+  p.seqlen_q = 100;
+  EXPECT_FALSE(to_json(p).contains("deterministic"));
+  p.deterministic = true;
+  p.dropout = 0.1;
+  EXPECT_EQ(p.name(), "b:1/h:1/n:100/d:64/fp16/drop:0.1/det");
+  const nlohmann::json j = to_json(p);
+  EXPECT_EQ(j.at("deterministic"), true);
+  EXPECT_TRUE(problem_from_json(j).deterministic);
+  EXPECT_EQ(problem_from_json(j).name(), p.name());
+}
+
 TEST(Sweep, ImpossibleShapesAreRejected) {
   SweepSpec s;
   s.head_dim = {0};

@@ -56,6 +56,7 @@ class Reference final : public Method {
     i.masks = {"none", "causal", "padding", "blocksparse"};
     i.dropout = true;  // the shared Philox mask (kernels/common/philox.h)
     i.gqa = true;
+    i.deterministic = true;  // rows computed independently on the CPU
     i.notes = fmt::format("at most {:.0e} multiply-adds per call; timed with the host clock", kMaxMacs);
     return i;
   }

@@ -219,6 +219,7 @@ class Standard final : public Method {
     i.masks = {"none", "causal", "padding"};
     i.dropout = true;
     i.gqa = true;
+    i.deterministic = true;  // no atomics: cuBLAS GEMMs (atomics mode off) and row-wise kernels
     i.notes =
         "workspace of B·H·Nq·Nk elements: 2 (S, P; P_drop over S) for fwd and for bwd without dropout "
         "(dP/dS reuse S), 3 for bwd with dropout (+dP/dS); dropout mask redrawn from Philox in the backward";

@@ -90,7 +90,7 @@ bool parse_bool(const std::string& opt, const std::string& s) {
 // Options of `flashio run` (and the shape options of `flashio list`) as strings.
 struct AxisOptions {
   std::vector<std::string> method, pass, batch, heads, kv_heads, seqlen, seqlen_k, head_dim, dtype, causal, padding,
-      dropout, block_r, block_c, pattern, density, sparse_block;
+      dropout, deterministic, block_r, block_c, pattern, density, sparse_block;
   std::string tokens, model_dim, seed, sparse_window, sparse_global;
 };
 
@@ -105,6 +105,9 @@ void add_shape_options(CLI::App* app, AxisOptions& a) {
   app->add_option("--causal", a.causal, "causal mask: false, true (or both: false,true)")->delimiter(',');
   app->add_option("--padding", a.padding, "key padding: none, random (lengths uniform in [N-20, N])")->delimiter(',');
   app->add_option("--dropout", a.dropout, "dropout probabilities")->delimiter(',');
+  app->add_option("--deterministic", a.deterministic,
+                  "bitwise-reproducible backward (dQ in a fixed order): false, true (or both: false,true)")
+      ->delimiter(',');
   app->add_option("--block-r", a.block_r, "force the tile rows Br (0 = method's choice)")->delimiter(',');
   app->add_option("--block-c", a.block_c, "force the tile columns Bc (0 = method's choice)")->delimiter(',');
   app->add_option("--tokens", a.tokens, "batch = tokens / N (FlashAttention-2's setting: 16384)");
@@ -162,6 +165,9 @@ SweepSpec build_spec(const AxisOptions& a, SweepSpec s) {
       if (!(p >= 0.0 && p < 1.0)) throw BadInput(fmt::format("--dropout: {} is not in [0, 1)", v));
       return p;
     });
+  if (!a.deterministic.empty())
+    s.deterministic = parse_list<bool>("deterministic", a.deterministic,
+                                       [](const std::string& v) { return parse_bool("deterministic", v); });
   auto ints = [](const std::string& opt, const std::vector<std::string>& v) {
     std::vector<int> out;
     for (int64_t x : parse_ints(opt, v, 0)) out.push_back(int(x));
@@ -242,6 +248,9 @@ int cmd_device(int index, bool as_json) {
   fmt::print("  memory bus width        {} bits\n", d.bus_width_bits);
   fmt::print("  peak DRAM bandwidth     {:.0f} GB/s (2 x clock x bus width)\n", d.peak_bandwidth_bytes_per_s() / 1e9);
   fmt::print("  ECC                     {}\n", d.ecc ? "on" : "off");
+  if (d.kernel_ptx_arch > 0)
+    fmt::print("  fused kernels           compute_{} code, running as sm_{}{}\n", d.kernel_ptx_arch, d.kernel_binary_arch,
+               d.kernel_ptx_arch < d.kernel_binary_arch ? " (PTX JIT-compiled by the driver)" : "");
   fmt::print("  driver / runtime        {}.{} / {}.{}\n", d.driver_version / 1000, (d.driver_version % 1000) / 10,
              d.runtime_version / 1000, (d.runtime_version % 1000) / 10);
   return 0;
@@ -263,9 +272,10 @@ int cmd_list(const AxisOptions& axes, bool shape_given) {
   for (const Method* m : builtin_registry().all()) {
     const MethodInfo i = m->info();
     fmt::print("{:<10} [{}] {}\n", i.name, i.where, i.summary);
-    fmt::print("           passes: {}  dtypes: {}  head dims: {}  masks: {}  dropout: {}  GQA: {}\n", join_passes(i.passes),
-               join_dtypes(i.dtypes), i.head_dims.empty() ? std::string("any") : fmt::format("{}", fmt::join(i.head_dims, ",")),
-               fmt::join(i.masks, ","), i.dropout ? "yes" : "no", i.gqa ? "yes" : "no");
+    fmt::print("           passes: {}  dtypes: {}  head dims: {}  masks: {}  dropout: {}  GQA: {}  deterministic: {}\n",
+               join_passes(i.passes), join_dtypes(i.dtypes),
+               i.head_dims.empty() ? std::string("any") : fmt::format("{}", fmt::join(i.head_dims, ",")),
+               fmt::join(i.masks, ","), i.dropout ? "yes" : "no", i.gqa ? "yes" : "no", i.deterministic ? "yes" : "no");
     if (!i.notes.empty()) fmt::print("           {}\n", i.notes);
   }
   if (!shape_given) return 0;
@@ -654,7 +664,8 @@ int flashio_main(const std::vector<std::string>& args) {
   try {
     if (list->parsed()) {
       list_shape = !list_axes.seqlen.empty() || !list_axes.head_dim.empty() || !list_axes.batch.empty() ||
-                   !list_axes.heads.empty() || !list_axes.dtype.empty() || !list_axes.causal.empty();
+                   !list_axes.heads.empty() || !list_axes.dtype.empty() || !list_axes.causal.empty() ||
+                   !list_axes.deterministic.empty();
       return cmd_list(list_axes, list_shape);
     }
     if (run->parsed()) return cmd_run(run_args, args);

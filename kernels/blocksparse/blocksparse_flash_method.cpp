@@ -115,12 +115,14 @@ class BlocksparseFlash final : public Method {
     i.gqa = true;
     i.notes =
         "needs --pattern; pattern block a multiple of the forward tile (128x64) and the backward tile (64x64); "
-        "loop order of flash2 (Q tiles outer in fwd, K/V tiles outer in bwd)";
+        "loop order of flash2 (Q tiles outer in fwd, K/V tiles outer in bwd); no deterministic backward (the K/V "
+        "tiles adding to a Q tile's dQ are not a prefix of the tile index, so flash2's in-turn dQ does not apply)";
     return i;
   }
   Support supports(const Problem& p, Pass pass, const DeviceInfo& dev) const override {
     if (!p.sparse()) return Support::no("blocksparse_flash needs a block-sparse pattern (--pattern); dense is flash2");
     if (Support s = check_common(info(), p, pass, dev); !s) return s;
+    if (Support s = check_fused_kernels(p, dev); !s) return s;
     if (p.seqlen_q > (int64_t(1) << 30) || p.nk() > (int64_t(1) << 30))
       return Support::no("sequence lengths above 2^30 are not supported (32-bit row indices)");
     if (auto why = pattern_invalid_reason(p)) return Support::no(*why);

@@ -86,8 +86,10 @@ class Flash1Plan final : public Plan {
       fill_problem_params(p_, b.base);
       kernels::Flash2Tile bt{};
       kernels::flash1_bwd_tile(int(p.head_dim), &bt);
-      bwd_splits_ = one_wave_splits(p, dev, kernels::flash1_bwd_blocks_per_sm(b, bf16),
-                                    (p.nk() + bt.block_n - 1) / bt.block_n);
+      // Deterministic: one block per head adds dQ without atomics, in K/V-tile order.
+      bwd_splits_ = p.deterministic ? 1
+                                    : one_wave_splits(p, dev, kernels::flash1_bwd_blocks_per_sm(b, bf16),
+                                                      (p.nk() + bt.block_n - 1) / bt.block_n);
     }
     const size_t rows = size_t(p.batch * p.heads * p.seqlen_q);
     o_accum_ = DeviceBuffer(alloc, size_t(p.q_elements()) * sizeof(float));  // O, ℓ, m in HBM (Algorithm 1)
@@ -162,12 +164,14 @@ class Flash1 final : public Method {
     i.masks = {"none", "causal", "padding"};
     i.dropout = true;
     i.gqa = false;
-    i.notes = "thread blocks per (batch, head) as the paper's kernel, split to fill one wave (tiles.splits); "
-              "tiles from Algorithm 1's rule unless forced";
+    i.deterministic = true;  // --deterministic: one backward block per (batch, head) adds dQ in K/V-tile order
+    i.notes = "thread blocks per (batch, head) as the paper's kernel, split to fill one wave (tiles.splits; "
+              "backward unsplit when deterministic); tiles from Algorithm 1's rule unless forced";
     return i;
   }
   Support supports(const Problem& p, Pass pass, const DeviceInfo& dev) const override {
     if (Support s = check_common(info(), p, pass, dev); !s) return s;
+    if (Support s = check_fused_kernels(p, dev); !s) return s;
     if (p.seqlen_q > (int64_t(1) << 30) || p.nk() > (int64_t(1) << 30))
       return Support::no("sequence lengths above 2^30 are not supported (32-bit row indices)");
     if (pass != Pass::Fwd) {

@@ -13,6 +13,16 @@
 //      dSᵀ are already A operands of dV += Pᵀ·dO and dK += dSᵀ·Q. dSᵀ goes through shared
 //      memory for dQ = dS·K, where warps split the query rows instead.
 //   3. convert: dQ = scale · accumulator, in the element type.
+// Deterministic mode (kDeterministic, FlashAttention-2's `deterministic=True` semaphore scheme): no
+// atomics; the K/V tiles that contribute to Q tile i add to dQ_i one at a time, in the order
+// n = 0, 1, …, with plain fp32 loads and stores, so the sum's rounding is the same every run.
+// An int per (batch, query head, Q tile), zeroed by the launch, counts the tiles done: block n
+// waits until it reads n, adds, then stores n + 1 (see dq_turn_wait / dq_turn_pass). The rank
+// of a contributing block among those of Q tile i is n itself because the contributors are
+// always the prefix 0 … k of n_block: a block contributes to i iff n0 < nk (key padding: n0
+// grows with n) and i >= m_first(n) = min(⌊n0/Br⌋, m_blocks) (causal; ⌊n·Bc/Br⌋ never decreases
+// with n), whatever Nq, Nk; every query head of a GQA group has the same tile set, and each head
+// has its own semaphores. Block-sparse columns are not prefixes: blocksparse_flash refuses it.
 // Causal (top-left): Q tiles entirely above the diagonal of key tile j are skipped; the mask is
 // applied only on tiles crossing the diagonal or the key tail. Dropout regenerates the
 // forward's Philox mask (kernels/common/philox.h) element by element.
@@ -20,6 +30,8 @@
 // IO per (batch, K/V head) with G query heads per K/V head, Tc = ⌈Nk/Bc⌉: K, V read once and
 // dK, dV written once; Q, dO read Tc·G times, L and D read Tc·G times; dQ accumulated
 // (read-modify-write in L2 via atomics) Tc·G times: ≈ 2·Nk·d·e·2 + Tc·G·(2·Nq·d·e + 8·Nq + 4·Nq·d).
+// Deterministic: the dQ atomics become a plain fp32 read and write of dQ_i per visit (through
+// L2: ld.global.cg / st.global.cg) plus the semaphore's load(s) and store per visit.
 //
 // Block-sparse (kSparse, the blocksparse_flash method; the backward matching Algorithm 5): K/V
 // tile j visits only the non-zero Q tiles of its column of the tile mask, p.sparse_idx[
@@ -112,19 +124,49 @@ __global__ void flash2_bwd_convert_dq_kernel(const Flash2BwdParams p, int64_t el
   *reinterpret_cast<uint4*>(static_cast<T*>(p.dq) + e0) = out;
 }
 
+// The default `before_dq` of bwd_tile_step: nothing to wait for.
+struct NoDqWait {
+  __device__ __forceinline__ void operator()() const {}
+};
+
+// Deterministic dQ (kDeterministic): the turn of K/V tile `rank` on one Q tile's semaphore.
+// dq_turn_wait: one thread spins on an acquire load until `rank` tiles have added, then the
+// block proceeds (its dQ loads come after the barrier, from L2). dq_turn_pass: every thread's
+// dQ stores are made visible (fence), then one thread hands the turn on with a release store.
+__device__ __forceinline__ int load_acquire_gpu(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void store_release_gpu(int* p, int v) {
+  asm volatile("st.release.gpu.global.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void dq_turn_wait(const int* semaphore, int rank) {
+  if (threadIdx.x == 0)
+    while (load_acquire_gpu(semaphore) != rank) {
+    }
+  __syncthreads();
+}
+__device__ __forceinline__ void dq_turn_pass(int* semaphore, int rank) {
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) store_release_gpu(semaphore, rank + 1);
+}
+
 // One step of the backward for a resident K/V tile (sK, sV) and one Q tile (sQs, sdOs, with
 // L·log2(e) in sLses and D in sDs): accumulates dK, dV of this warp's 16 keys in registers
 // and hands dQ_i += dS·K_j to `add_dq(float* dst, float x)` (an atomic add when thread
 // blocks share dQ, as in flash2; a plain read-modify-write when one block owns the head, as
-// in flash1). Shared by flash2's and flash1's backward kernels; ends with dSᵀ consumed, but
-// without a final barrier.
-template <typename Tr, bool kCausal, bool kDropout, typename AddDq>
+// in flash1). `before_dq()` runs block-wide once dSᵀ is complete, before the first dQ add (the
+// deterministic mode's wait for its turn). Shared by flash2's and flash1's backward kernels; ends
+// with dSᵀ consumed, but without a final barrier.
+template <typename Tr, bool kCausal, bool kDropout, typename AddDq, typename BeforeDq = NoDqWait>
 __device__ __forceinline__ void bwd_tile_step(const Flash2BwdParams& p, const typename Tr::Element* sK,
                                               const typename Tr::Element* sV, const typename Tr::Element* sQs,
                                               const typename Tr::Element* sdOs, typename Tr::Element* sdS,
                                               const float* sLses, const float* sDs, int b, int h, int n0, int m0,
                                               int nk, float (&acc_dk)[Tr::kNTilesD][4], float (&acc_dv)[Tr::kNTilesD][4],
-                                              AddDq add_dq) {
+                                              AddDq add_dq, BeforeDq before_dq = {}) {
   using T = typename Tr::Element;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
@@ -208,6 +250,7 @@ __device__ __forceinline__ void bwd_tile_step(const Flash2BwdParams& p, const ty
     }
   }
   __syncthreads();  // dSᵀ complete
+  before_dq();
 
   // dQ_i += dS·K_j (line 16): warps split the query rows; A = dS from dSᵀ by ldmatrix.trans.
   const int q_row = warp * Tr::kQueriesPerWarp;
@@ -283,8 +326,11 @@ __device__ __forceinline__ void store_dkdv(const Flash2BwdParams& p, typename Tr
   }
 }
 
-template <typename Tr, bool kCausal, bool kDropout, bool kSparse = false>
+// kDeterministic: dQ added in turn (header comment), a template parameter so that the default
+// kernel's code and registers stay those of the atomic version.
+template <typename Tr, bool kCausal, bool kDropout, bool kSparse = false, bool kDeterministic = false>
 __global__ void __launch_bounds__(Tr::kNThreads) flash2_bwd_kernel(const Flash2BwdParams p) {
+  static_assert(!(kSparse && kDeterministic), "block-sparse columns are not a prefix of the K/V tiles");
   using T = typename Tr::Element;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sK = reinterpret_cast<T*>(smem_raw);  // (kBlockN, kStride)
@@ -373,8 +419,17 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash2_bwd_kernel(const Flash2B
     const float* sLses = sLse + stage * Tr::kBlockM;
     const float* sDs = sD + stage * Tr::kBlockM;
 
-    bwd_tile_step<Tr, kCausal, kDropout>(p, sK, sV, sQs, sdOs, sdS, sLses, sDs, b, h, n0, m0, nk, acc_dk, acc_dv,
-                                          [&](float* dst, float x) { atomicAdd(dst, x); });
+    if constexpr (kDeterministic) {
+      // This block's rank among the K/V tiles adding to dQ_i is n_block (header comment).
+      int* semaphore = p.dq_semaphore + (size_t(b) * p.heads + h) * m_blocks + m0 / Tr::kBlockM;
+      bwd_tile_step<Tr, kCausal, kDropout>(
+          p, sK, sV, sQs, sdOs, sdS, sLses, sDs, b, h, n0, m0, nk, acc_dk, acc_dv,
+          [](float* dst, float x) { __stcg(dst, __ldcg(dst) + x); }, [&] { dq_turn_wait(semaphore, n_block); });
+      dq_turn_pass(semaphore, n_block);
+    } else {
+      bwd_tile_step<Tr, kCausal, kDropout>(p, sK, sV, sQs, sdOs, sdS, sLses, sDs, b, h, n0, m0, nk, acc_dk, acc_dv,
+                                            [&](float* dst, float x) { atomicAdd(dst, x); });
+    }
     __syncthreads();  // stage and dSᵀ are rewritten next
   }
 

@@ -15,7 +15,17 @@ struct Flash2BwdConfig {
   static constexpr int kBlockN = 64, kBlockM = 64, kWarps = 4;
 };
 
-// kSparse: the block-sparse main kernel (blocksparse_flash), same tile and launches.
+// The main kernel for the run-time masks: (causal, dropout) → template arguments.
+template <typename Tr, bool kSparse, bool kDeterministic>
+auto flash2_bwd_kernel_for(bool causal, bool dropout) {
+  return causal ? (dropout ? flash2_bwd_kernel<Tr, true, true, kSparse, kDeterministic>
+                           : flash2_bwd_kernel<Tr, true, false, kSparse, kDeterministic>)
+                : (dropout ? flash2_bwd_kernel<Tr, false, true, kSparse, kDeterministic>
+                           : flash2_bwd_kernel<Tr, false, false, kSparse, kDeterministic>);
+}
+
+// kSparse: the block-sparse main kernel (blocksparse_flash), same tile and launches. Not with
+// p.deterministic (the deterministic kernels are compiled for the dense case only).
 template <typename T, int kHeadDim, bool kSparse = false>
 void run_flash2_bwd(const Flash2BwdParams& p, cudaStream_t stream) {
   if constexpr (!Flash2BwdConfig<kHeadDim>::kAvailable) {
@@ -33,9 +43,26 @@ void run_flash2_bwd(const Flash2BwdParams& p, cudaStream_t stream) {
     FLASHIO_CHECK_LAUNCH();
     FLASHIO_CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, size_t(rows) * kHeadDim * sizeof(float), stream));
 
+    // n_block is blockIdx.x, the fastest-varying index: see the deterministic mode below.
     const dim3 grid((p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN, p.kv_heads, p.batch);
-    auto kernel = p.causal ? (p.dropout ? flash2_bwd_kernel<Tr, true, true, kSparse> : flash2_bwd_kernel<Tr, true, false, kSparse>)
-                           : (p.dropout ? flash2_bwd_kernel<Tr, false, true, kSparse> : flash2_bwd_kernel<Tr, false, false, kSparse>);
+    auto kernel = flash2_bwd_kernel_for<Tr, kSparse, false>(p.causal, p.dropout);
+    if (p.deterministic) {
+      // Block (n, hk, b) waits only for block (n − 1, hk, b), one lower in linear block order
+      // (n_block fastest). Thread blocks are dispatched in increasing linear order (what
+      // FlashAttention's deterministic backward relies on too; CUDA does not promise it in
+      // words), so when block n is resident, block n − 1 has been dispatched: it is resident or
+      // done, never waiting behind block n for an SM. Block 0 never waits, and by induction on n
+      // each block n − 1 reaches every (head, Q tile) that block n waits on (it visits the same
+      // tiles, in the same order, and more): no deadlock, whatever the occupancy.
+      if constexpr (kSparse) {
+        throw std::invalid_argument("blocksparse_flash: no deterministic backward");
+      } else {
+        if (!p.dq_semaphore) throw std::invalid_argument("flash2: deterministic backward without dq_semaphore");
+        const size_t semaphores = size_t(p.batch) * p.heads * ((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM);
+        FLASHIO_CUDA_CHECK(cudaMemsetAsync(p.dq_semaphore, 0, semaphores * sizeof(int), stream));
+        kernel = flash2_bwd_kernel_for<Tr, false, true>(p.causal, p.dropout);
+      }
+    }
     FLASHIO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
     kernel<<<grid, Tr::kNThreads, Tr::kSmemBytes, stream>>>(p);
     FLASHIO_CHECK_LAUNCH();

@@ -21,9 +21,10 @@ inline kernels::Flash2FwdParams flash2_fwd_params(const Problem& p, const Attent
   return k;
 }
 
-// `d_sum` (rowsum(dO∘O)) and `dq_accum` (fp32 dQ) are the plan's workspace.
+// `d_sum` (rowsum(dO∘O)), `dq_accum` (fp32 dQ) and, when p.deterministic, `dq_semaphore`
+// ([B, H, ⌈Nq/Br⌉] ints, Br of flash2_bwd_tile) are the plan's workspace.
 inline kernels::Flash2BwdParams flash2_bwd_params(const Problem& p, const AttentionBuffers& buf, float* d_sum,
-                                                  float* dq_accum) {
+                                                  float* dq_accum, int* dq_semaphore = nullptr) {
   kernels::Flash2BwdParams k{};
   k.q = buf.q;
   k.k = buf.k;
@@ -39,6 +40,8 @@ inline kernels::Flash2BwdParams flash2_bwd_params(const Problem& p, const Attent
   k.key_lengths = buf.key_lengths;
   fill_problem_params(p, k);
   k.scale = float(p.scale());
+  k.deterministic = p.deterministic;
+  k.dq_semaphore = dq_semaphore;
   return k;
 }
 

@@ -58,6 +58,18 @@ void flash2_fwd(const Flash2FwdParams& p, const Flash2Tile& tile, bool bf16, cud
 
 namespace flashio::kernels {
 
+// Compiled with the kernels' flags in the kernels' library: its ptxVersion is theirs.
+__global__ void fused_kernel_arch_probe() {}
+
+FusedKernelArch fused_kernel_arch() {
+  cudaFuncAttributes attr{};
+  if (cudaFuncGetAttributes(&attr, fused_kernel_arch_probe) != cudaSuccess) {
+    cudaGetLastError();  // not sticky: clear it
+    return {};
+  }
+  return {attr.ptxVersion, attr.binaryVersion};
+}
+
 template <int D>
 static bool bwd_tile(Flash2Tile* out) {
   using C = Flash2BwdConfig<D>;

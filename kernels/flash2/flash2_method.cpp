@@ -54,6 +54,10 @@ class Flash2Plan final : public Plan {
     if (pass != Pass::Fwd) {  // D and the fp32 dQ accumulator
       d_sum_ = DeviceBuffer(alloc, size_t(p.batch * p.heads * p.seqlen_q) * sizeof(float));
       dq_accum_ = DeviceBuffer(alloc, size_t(p.q_elements()) * sizeof(float));
+      kernels::Flash2Tile bwd{};
+      if (p.deterministic && kernels::flash2_bwd_tile(int(p.head_dim), &bwd))  // a semaphore per Q tile
+        dq_semaphore_ = DeviceBuffer(
+            alloc, size_t(p.batch * p.heads * ((p.seqlen_q + bwd.block_m - 1) / bwd.block_m)) * sizeof(int));
     }
   }
   Tiles tiles() const override { return {tile_.block_m, tile_.block_n, tile_.warps, tile_.stages, tile_.smem_bytes}; }
@@ -65,7 +69,8 @@ class Flash2Plan final : public Plan {
   bool writes_lse() const override { return true; }
 
   void backward(const AttentionBuffers& buf, cudaStream_t stream) override {
-    const kernels::Flash2BwdParams k = flash2_bwd_params(p_, buf, d_sum_.as<float>(), dq_accum_.as<float>());
+    const kernels::Flash2BwdParams k =
+        flash2_bwd_params(p_, buf, d_sum_.as<float>(), dq_accum_.as<float>(), dq_semaphore_.as<int>());
     kernels::flash2_bwd(k, p_.dtype == DType::BF16, stream);
   }
   void forward(const AttentionBuffers& buf, cudaStream_t stream) override {
@@ -76,7 +81,7 @@ class Flash2Plan final : public Plan {
  private:
   Problem p_;
   Flash2Tile tile_;
-  DeviceBuffer d_sum_, dq_accum_;
+  DeviceBuffer d_sum_, dq_accum_, dq_semaphore_;
 };
 
 class Flash2 final : public Method {
@@ -92,11 +97,15 @@ class Flash2 final : public Method {
     i.masks = {"none", "causal", "padding"};
     i.dropout = true;
     i.gqa = true;
-    i.notes = "backward: head dims up to 128; dQ accumulated with fp32 atomics (not bitwise deterministic)";
+    i.deterministic = true;
+    i.notes =
+        "backward: head dims up to 128; dQ accumulated with fp32 atomics (not bitwise reproducible), or with "
+        "--deterministic true by K/V tiles in turn (a semaphore per Q tile)";
     return i;
   }
   Support supports(const Problem& p, Pass pass, const DeviceInfo& dev) const override {
     if (Support s = check_common(info(), p, pass, dev); !s) return s;
+    if (Support s = check_fused_kernels(p, dev); !s) return s;
     if (p.seqlen_q > (int64_t(1) << 30) || p.nk() > (int64_t(1) << 30))
       return Support::no("sequence lengths above 2^30 are not supported (32-bit row indices)");
     if (pass != Pass::Fwd) {

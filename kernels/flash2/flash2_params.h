@@ -36,7 +36,10 @@ struct Flash2BwdParams {
   const void* d_o;    // [B, H, Nq, d]
   const float* lse;   // [B, H, Nq] from the forward, natural log
   float* d_sum;       // [B, H, Nq] workspace: D = rowsum(dO ∘ O)
-  float* dq_accum;    // [B, H, Nq, d] workspace: fp32 dQ, accumulated with atomics
+  float* dq_accum;    // [B, H, Nq, d] workspace: fp32 dQ, accumulated with atomics (or in turn)
+  // Deterministic mode only: per (batch, query head, Q tile of the backward's Br) the count of
+  // K/V tiles that have added their dQ contribution; zeroed by the launch. Null otherwise.
+  int* dq_semaphore;  // [B, H, ⌈Nq/Br⌉]
   void* dq;           // [B, H, Nq, d]
   void* dk;           // [B, Hkv, Nk, d]
   void* dv;           // [B, Hkv, Nk, d]
@@ -49,6 +52,7 @@ struct Flash2BwdParams {
   uint32_t dropout_threshold;
   float dropout_scale;
   uint64_t seed;
+  bool deterministic;  // dQ added by K/V tiles in order n = 0, 1, … (dq_semaphore), no atomics
   // Block-sparse only: the non-zero Q tiles of K/V tile j are sparse_idx[sparse_ptr[j] ..
   // sparse_ptr[j+1]), increasing (by_cols of the mask at the backward's tile size).
   const int* sparse_ptr;  // [⌈Nk/Bc⌉ + 1]
@@ -77,5 +81,16 @@ bool flash2_bwd_tile(int head_dim, Flash2Tile* out);
 
 // Backward: preprocess (D, zero dQ accumulator), main kernel, dQ conversion.
 void flash2_bwd(const Flash2BwdParams& params, bool bf16, cudaStream_t stream);
+
+// The fused kernels' code as loaded on the current GPU, as cudaFuncGetAttributes reports it for
+// a kernel compiled with the same flags: `ptx` = the virtual architecture it was generated for
+// (__CUDA_ARCH__ / 10: 75 selects mma.m16n8k8, plain copies and bf16 traps in
+// kernels/common/mma.cuh), `binary` = the architecture of the machine code that runs (equal to
+// the GPU's when the driver JIT-compiled PTX). {0, 0} when it cannot be read.
+struct FusedKernelArch {
+  int ptx = 0;
+  int binary = 0;
+};
+FusedKernelArch fused_kernel_arch();
 
 }  // namespace flashio::kernels
