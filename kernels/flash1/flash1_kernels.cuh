@@ -27,6 +27,7 @@
 #include <cmath>
 
 #include "kernels/common/mma.cuh"
+#include "kernels/common/dropout_fragments.cuh"
 #include "kernels/common/philox.h"
 #include "kernels/flash1/flash1_configs.h"
 #include "kernels/flash1/flash1_params.h"
@@ -147,16 +148,23 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_fwd_kernel(const Flash1F
             acc_s[nt][e] = exp2f(fmaf(acc_s[nt][e], p.scale_log2, -m_scaled));
             sum += acc_s[nt][e];
           }
-          if constexpr (kDropout) {
-            const uint32_t row = uint32_t(m0 + warp_row + g + hr * 8);
-            const uint32_t col = uint32_t(n0 + nt * 8 + 2 * t);
-            const Philox4x32 w = dropout_words(p.seed, 0, uint32_t(b), uint32_t(h), row, col / 4);
-            if (!dropout_keeps_word(philox_lane(w, col % 4), p.dropout_threshold)) acc_s[nt][2 * hr] = 0.f;
-            if (!dropout_keeps_word(philox_lane(w, col % 4 + 1), p.dropout_threshold)) acc_s[nt][2 * hr + 1] = 0.f;
-          }
         }
         tile_max[hr] = mx;
         tile_sum[hr] = quad_sum(sum);
+      }
+      if constexpr (kDropout) {  // after ℓ̃ took P̃: rows g and g+8 of a 4-column group, one draw per lane pair
+#pragma unroll
+        for (int nt = 0; nt < Tr::kNTilesS; ++nt) {
+          const uint32_t row = uint32_t(m0 + warp_row + g);
+          const uint32_t group = uint32_t(n0 + nt * 8 + 2 * t) / 4;
+          bool keep_a[2], keep_b[2];
+          dropout_keep_pair(p.seed, uint32_t(b), uint32_t(h), row, row + 8, group, p.dropout_threshold, lane, keep_a,
+                            keep_b);
+          if (!keep_a[0]) acc_s[nt][0] = 0.f;
+          if (!keep_a[1]) acc_s[nt][1] = 0.f;
+          if (!keep_b[0]) acc_s[nt][2] = 0.f;
+          if (!keep_b[1]) acc_s[nt][3] = 0.f;
+        }
       }
 
       // P̃·V_j (line 15's new term), a fresh accumulator: (16 rows, kHeadDim).

@@ -45,6 +45,7 @@
 #include <cmath>
 
 #include "kernels/common/mma.cuh"
+#include "kernels/common/dropout_fragments.cuh"
 #include "kernels/common/philox.h"
 #include "kernels/flash2/flash2_fwd_kernel.cuh"
 #include "kernels/flash2/flash2_params.h"
@@ -204,7 +205,14 @@ __device__ __forceinline__ void bwd_tile_step(const Flash2BwdParams& p, const ty
   const bool tail = n0 + Tr::kBlockN > nk;
   const bool diagonal = kCausal && n0 + key_row + Tr::kKeysPerWarp - 1 > m0;
 #pragma unroll
-  for (int nt = 0; nt < Tr::kNTilesS; ++nt)
+  for (int nt = 0; nt < Tr::kNTilesS; ++nt) {
+    bool keep[4] = {true, true, true, true};
+    if constexpr (kDropout) {  // element e: query m0 + nt·8 + 2t + (e&1), key group of n0 + key_row + g (+8)
+      const uint32_t i0 = uint32_t(m0 + nt * 8 + 2 * t), j0 = uint32_t(n0 + key_row + (g & ~3));
+      const uint32_t rows[4] = {i0, i0 + 1, i0, i0 + 1};
+      const uint32_t groups[4] = {j0 / 4, j0 / 4, j0 / 4 + 2, j0 / 4 + 2};
+      dropout_keep_quad(p.seed, uint32_t(b), uint32_t(h), rows, groups, p.dropout_threshold, lane, keep);
+    }
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int r = key_row + g + (e >= 2 ? 8 : 0);  // key row in the tile
@@ -212,14 +220,11 @@ __device__ __forceinline__ void bwd_tile_step(const Flash2BwdParams& p, const ty
       const int j = n0 + r, i = m0 + c;
       float pe = exp2f(fmaf(acc_s[nt][e], p.scale_log2, -sLses[c]));
       if ((tail || diagonal) && (j >= nk || (kCausal && j > i))) pe = 0.f;
-      float z = 1.f;
-      if constexpr (kDropout) {
-        const Philox4x32 w = dropout_words(p.seed, 0, uint32_t(b), uint32_t(h), uint32_t(i), uint32_t(j) / 4);
-        z = dropout_keeps_word(philox_lane(w, uint32_t(j) % 4), p.dropout_threshold) ? p.dropout_scale : 0.f;
-      }
+      const float z = kDropout ? (keep[e] ? p.dropout_scale : 0.f) : 1.f;
       acc_dp[nt][e] = pe * (acc_dp[nt][e] * z - sDs[c]);
       acc_s[nt][e] = pe * z;
     }
+  }
 
   // dV_j += (P∘Z)ᵀ·dO_i (line 12), dK_j += dSᵀ·Q_i (line 17): A from registers, B by ldmatrix.trans.
 #pragma unroll

@@ -32,6 +32,7 @@
 #include <cmath>
 
 #include "kernels/common/mma.cuh"
+#include "kernels/common/dropout_fragments.cuh"
 #include "kernels/common/philox.h"
 #include "kernels/flash2/flash2_fwd_configs.h"
 #include "kernels/flash2/flash2_params.h"
@@ -251,15 +252,23 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash2_fwd_kernel(const Flash2F
             acc_s[mt][nt][e] = pe;
             row_sum[mt][hr] += pe;
           }
-          if constexpr (kDropout) {  // columns j, j+1 (j even) share one Philox draw of 4 columns
-            const uint32_t i = uint32_t(row0 + warp_row + mt * 16 + g + hr * 8);
-            const uint32_t j = uint32_t(col0 + nt * 8 + 2 * t);
-            const Philox4x32 w = dropout_words(p.seed, 0, uint32_t(b), uint32_t(h), i, j / 4);
-            if (!dropout_keeps_word(philox_lane(w, j % 4), p.dropout_threshold)) acc_s[mt][nt][2 * hr] = 0.f;
-            if (!dropout_keeps_word(philox_lane(w, j % 4 + 1), p.dropout_threshold)) acc_s[mt][nt][2 * hr + 1] = 0.f;
-          }
         }
       }
+    if constexpr (kDropout) {  // after ℓ took P: rows g and g+8 of a 4-column group, one draw per lane pair
+#pragma unroll
+      for (int mt = 0; mt < Tr::kMTiles; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < Tr::kNTilesS; ++nt) {
+          const uint32_t i = uint32_t(row0 + warp_row + mt * 16 + g);
+          const uint32_t group = uint32_t(col0 + nt * 8 + 2 * t) / 4;
+          bool keep_a[2], keep_b[2];
+          dropout_keep_pair(p.seed, uint32_t(b), uint32_t(h), i, i + 8, group, p.dropout_threshold, lane, keep_a, keep_b);
+          if (!keep_a[0]) acc_s[mt][nt][0] = 0.f;
+          if (!keep_a[1]) acc_s[mt][nt][1] = 0.f;
+          if (!keep_b[0]) acc_s[mt][nt][2] = 0.f;
+          if (!keep_b[1]) acc_s[mt][nt][3] = 0.f;
+        }
+    }
 
     // O += P·V_j (line 10): P re-packed from S accumulators into A fragments, V by ldmatrix.trans.
 #pragma unroll
