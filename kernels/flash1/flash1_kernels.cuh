@@ -324,11 +324,13 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_bwd_kernel(const Flash1B
       __syncthreads();
       bwd_tile_step<Tr, kCausal, kDropout>(p, sK, sV, sQ + stage * Tr::kSmemQ, sdO + stage * Tr::kSmemQ, sdS,
                                             sLse + stage * Tr::kBlockM, sD + stage * Tr::kBlockM, b, h, n0, m0, nk,
-                                            acc_dk, acc_dv, [atomic_dq](float* dst, float x) {  // line 21
+                                            acc_dk, acc_dv, [atomic_dq](float* dst, float x0, float x1) {  // line 21
                                               if (atomic_dq) {
-                                                atomicAdd(dst, x);
-                                              } else {
-                                                *dst += x;
+                                                atomic_add2(dst, x0, x1);
+                                              } else {  // one 8-byte load and store: one sector per row and 8 columns
+                                                float2* d2 = reinterpret_cast<float2*>(dst);
+                                                const float2 v = *d2;
+                                                *d2 = make_float2(v.x + x0, v.y + x1);
                                               }
                                             });
       __syncthreads();

@@ -125,6 +125,17 @@ __global__ void flash2_bwd_convert_dq_kernel(const Flash2BwdParams p, int64_t el
   *reinterpret_cast<uint4*>(static_cast<T*>(p.dq) + e0) = out;
 }
 
+// dst[0] += x0, dst[1] += x1 atomically (dst 8-byte aligned): one vector reduction on sm_90
+// (`red.global.add.v2.f32`, one L2 sector per row and 8 columns of a warp), two scalar ones before.
+__device__ __forceinline__ void atomic_add2(float* dst, float x0, float x1) {
+#if __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float2*>(dst), make_float2(x0, x1));
+#else
+  atomicAdd(dst, x0);
+  atomicAdd(dst + 1, x1);
+#endif
+}
+
 // The default `before_dq` of bwd_tile_step: nothing to wait for.
 struct NoDqWait {
   __device__ __forceinline__ void operator()() const {}
@@ -156,7 +167,8 @@ __device__ __forceinline__ void dq_turn_pass(int* semaphore, int rank) {
 
 // One step of the backward for a resident K/V tile (sK, sV) and one Q tile (sQs, sdOs, with
 // L·log2(e) in sLses and D in sDs): accumulates dK, dV of this warp's 16 keys in registers
-// and hands dQ_i += dS·K_j to `add_dq(float* dst, float x)` (an atomic add when thread
+// and hands dQ_i += dS·K_j to `add_dq(float* dst, float x0, float x1)`, two adjacent floats,
+// dst 8-byte aligned (an atomic add when thread
 // blocks share dQ, as in flash2; a plain read-modify-write when one block owns the head, as
 // in flash1). `before_dq()` runs block-wide once dSᵀ is complete, before the first dQ add (the
 // deterministic mode's wait for its turn). Shared by flash2's and flash1's backward kernels; ends
@@ -286,8 +298,7 @@ __device__ __forceinline__ void bwd_tile_step(const Flash2BwdParams& p, const ty
         const int i = m0 + q_row + g + hr * 8;
         if (i < p.seqlen_q) {
           float* dst = dq + size_t(i) * Tr::kHeadDim + chunk * Tr::kDqChunk + nt * 8 + 2 * t;
-          add_dq(dst, acc_dq[nt][2 * hr]);
-          add_dq(dst + 1, acc_dq[nt][2 * hr + 1]);
+          add_dq(dst, acc_dq[nt][2 * hr], acc_dq[nt][2 * hr + 1]);
         }
       }
   }
@@ -429,11 +440,15 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash2_bwd_kernel(const Flash2B
       int* semaphore = p.dq_semaphore + (size_t(b) * p.heads + h) * m_blocks + m0 / Tr::kBlockM;
       bwd_tile_step<Tr, kCausal, kDropout>(
           p, sK, sV, sQs, sdOs, sdS, sLses, sDs, b, h, n0, m0, nk, acc_dk, acc_dv,
-          [](float* dst, float x) { __stcg(dst, __ldcg(dst) + x); }, [&] { dq_turn_wait(semaphore, n_block); });
+          [](float* dst, float x0, float x1) {
+                                              float2* d2 = reinterpret_cast<float2*>(dst);
+                                              const float2 v = __ldcg(d2);
+                                              __stcg(d2, make_float2(v.x + x0, v.y + x1));
+                                            }, [&] { dq_turn_wait(semaphore, n_block); });
       dq_turn_pass(semaphore, n_block);
     } else {
       bwd_tile_step<Tr, kCausal, kDropout>(p, sK, sV, sQs, sdOs, sdS, sLses, sDs, b, h, n0, m0, nk, acc_dk, acc_dv,
-                                            [&](float* dst, float x) { atomicAdd(dst, x); });
+                                            [](float* dst, float x0, float x1) { atomic_add2(dst, x0, x1); });
     }
     __syncthreads();  // stage and dSᵀ are rewritten next
   }
