@@ -10,7 +10,9 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <stdexcept>
@@ -82,7 +84,38 @@ std::string format_bytes(double b) {
   return fmt::format("{:.0f} B", b);
 }
 
-RecordModel model_point_of(const json& rec) {
+// The committed result files' revisions (results/README.md): all precede 9077f49, whose kernels
+// add dQ in pairs. A file with `tiles_bwd` from any later revision is read as pairs.
+constexpr const char* kPreVectorDqRevisions[] = {"7559f47", "c023967", "87aa547", "a873ad9",
+                                                 "67ad155", "68bb4c3", "b0e10ab"};
+
+bool scalar_dq_revision(const std::string& rev) {
+  for (const char* r : kPreVectorDqRevisions)
+    if (rev.rfind(r, 0) == 0) return true;
+  return false;
+}
+
+int kernel_sm_arch(const json& file) {
+  const json device = file.value("device", json::object());
+  int cc = 0, major = 0, minor = 0;
+  if (std::sscanf(device.value("compute_capability", std::string()).c_str(), "%d.%d", &major, &minor) == 2)
+    cc = major * 10 + minor;
+  const std::string archs = file.value("build", json::object()).value("cuda_architectures", std::string());
+  int best = 0;
+  for (size_t i = 0; i < archs.size();) {  // "80;90", "90a", "80-virtual"
+    if (!std::isdigit(static_cast<unsigned char>(archs[i]))) {
+      ++i;
+      continue;
+    }
+    int a = 0;
+    while (i < archs.size() && std::isdigit(static_cast<unsigned char>(archs[i]))) a = a * 10 + (archs[i++] - '0');
+    while (i < archs.size() && archs[i] != ';' && archs[i] != ',' && archs[i] != ' ') ++i;  // the suffix
+    if ((cc == 0 || a <= cc) && a > best) best = a;
+  }
+  return best > 0 ? best : cc > 0 ? cc : 90;
+}
+
+RecordModel model_point_of(const json& rec, const json& file, DqAdds dq_adds) {
   RecordModel out;
   const std::string method = rec.value("method", "");
   if (!has_exact_model(method) && method != "standard") {
@@ -105,6 +138,9 @@ RecordModel model_point_of(const json& rec) {
   }
   m.fwd_tiles = tiles_of(rec, "tiles", &out.fwd_smem);
   m.bwd_tiles = tiles_of(rec, "tiles_bwd", &out.bwd_smem);
+  m.sm_arch = kernel_sm_arch(file);
+  const std::string rev = file.value("build", json::object()).value("git_revision", std::string());
+  m.dq_scalar_kernel = dq_adds == DqAdds::Scalar || (dq_adds == DqAdds::Auto && scalar_dq_revision(rev));
   if (m.problem.sparse()) {
     // The pattern regenerated from the problem (deterministic in its seed), at each kernel's tiles.
     auto at_tiles = [&](const std::optional<KernelTiles>& t) {
@@ -194,6 +230,7 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
   };
   std::map<std::string, std::map<std::string, std::vector<SweepPoint>>> sweeps;
   std::map<std::string, bool> sweep_fused;
+  std::vector<std::string> out_of_scope;  // DRAM points outside the model's scope, with why
 
   for (const auto& [path, doc] : docs) {
     const json device = doc.value("device", json::object());
@@ -217,7 +254,7 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
     for (const auto& rec : doc.value("records", json::array())) {
       if (rec.value("status", "") != "ok") continue;
       json out = {{"name", rec.value("name", "")}};
-      const RecordModel rm = model_point_of(rec);
+      const RecordModel rm = model_point_of(rec, doc, opt.dq_adds);
       const json counters = rec.value("counters", json::object());
       const bool counted = counters.value("status", "") == "ok";
       std::optional<Traffic> l2_model;
@@ -269,19 +306,30 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
         if (fused) l2_ok = std::abs(*l2_ratio - 1) <= opt.l2_tolerance;
       }
       if (fused && dram_model && dram_meas) dram_points.push_back({*rm.point, rm.fwd_smem, rm.bwd_smem, *dram_meas});
+      std::string dram_scope;  // non-empty: measured and predicted, outside the model's scope
       if (dram_model && dram_meas && dram_model->predicted > 0) {
         dram_ratio = *dram_meas / double(dram_model->predicted);
-        if (fused) dram_ok = std::abs(*dram_ratio - 1) <= opt.dram_tolerance;
+        if (fused && dram_model->out_of_scope.empty()) {
+          dram_ok = std::abs(*dram_ratio - 1) <= opt.dram_tolerance;
+          ++rep.dram_judged;
+        } else if (fused) {
+          dram_scope = "not judged: " + dram_model->out_of_scope;
+          ++rep.dram_out_of_scope;
+          out_of_scope.push_back(fmt::format("{} ({}): DRAM {:.3f} × the model, {}", rec.value("name", ""), path,
+                                             *dram_ratio, dram_scope));
+        }
         out["dram_over_compulsory"] = *dram_meas / double(dram_model->compulsory);
       }
       if (!fused && rm.point && counted) note = "standard: compulsory matrices only, not judged";
       if (dram_model && !dram_model->note.empty() && note.empty()) note = dram_model->note;
+      if (!dram_scope.empty()) note = note.empty() ? dram_scope : dram_scope + "; " + note;
       for (auto v : {l2_ok, dram_ok})
         if (v) ++rep.judged, rep.failed += *v ? 0 : 1;
       out["sm_l2_ratio"] = l2_ratio ? json(*l2_ratio) : json();
       out["sm_l2_verdict"] = l2_ok ? json(*l2_ok) : json();
       out["dram_ratio"] = dram_ratio ? json(*dram_ratio) : json();
       out["dram_verdict"] = dram_ok ? json(*dram_ok) : json();
+      out["dram_scope"] = dram_scope.empty() ? json() : json(dram_scope);
       out["note"] = note;
       recs.push_back(out);
       if (counted || l2_model) {
@@ -384,6 +432,9 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
     }
   }
   if (n_fits == 0) md += "| — | no sweep with three or more counted points | | | | | | | |\n";
+  md += fmt::format("\nDRAM: {} judged, {} outside the model's scope{}\n", rep.dram_judged, rep.dram_out_of_scope,
+                    out_of_scope.empty() ? "." : " (listed):");
+  for (const auto& line : out_of_scope) md += "* " + line + "\n";
   md += fmt::format("\n{} verdicts, {} failed.\n", rep.judged, rep.failed);
   if (rep.judged == 0) md += "No record carries counters that the model can judge (run with counters on a GPU).\n";
   rep.json = {
@@ -393,7 +444,9 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
       {"files", files},
       {"fits", fits},
       {"judged", rep.judged},
-      {"failed", rep.failed}};
+      {"failed", rep.failed},
+      {"dram_judged", rep.dram_judged},
+      {"dram_out_of_scope", rep.dram_out_of_scope}};
   return rep;
 }
 

@@ -13,6 +13,12 @@
 
 namespace flashio::analysis {
 
+// How the backward kernels that produced a file add into dQ (io_model.h, DqWidth). `Auto`:
+// scalar for the files of the kernels before 9077f49 (kPreVectorDqRevisions: the committed
+// results/ files; records without `tiles_bwd` get no backward model anyway), pairs otherwise,
+// their atomics vectorised when the kernels ran as sm_90 or later (kernel_sm_arch).
+enum class DqAdds { Auto, Scalar, Pairs };
+
 struct AnalyzeOptions {
   double l2_tolerance = 0.03;        // |measured / exact model − 1| for fused kernels
   double dram_tolerance = 0.25;      // |measured / two-level model − 1| for fused kernels
@@ -21,7 +27,15 @@ struct AnalyzeOptions {
   bool require_counters = false;           // fail when no record could be judged
   int blocks_per_sm = 0;                   // > 0: override the wave's resident blocks per SM (DRAM model)
   double drift = kDefaultCoResidentDrift;  // DRAM model: co-resident drift (dram_model.h)
+  DqAdds dq_adds = DqAdds::Auto;
 };
+
+// The architecture a file's fused kernels ran as (__CUDA_ARCH__ / 10): the highest of the
+// build's `cuda_architectures` at or below the device's compute capability (a lower one runs
+// as its own PTX, JIT-compiled), else the device's; 90 when the file says neither.
+int kernel_sm_arch(const nlohmann::json& file);
+// Revisions (prefixes of `build.git_revision`) whose kernels added dQ one float at a time.
+bool scalar_dq_revision(const std::string& git_revision);
 
 // A record's model inputs, or why it has none (a sentence).
 struct RecordModel {
@@ -29,7 +43,9 @@ struct RecordModel {
   std::string why_not;
   int64_t fwd_smem = 0, bwd_smem = 0;
 };
-RecordModel model_point_of(const nlohmann::json& record);
+// `file`: the result file's top level (device, build), for the dQ add width.
+RecordModel model_point_of(const nlohmann::json& record, const nlohmann::json& file = nlohmann::json::object(),
+                           DqAdds dq_adds = DqAdds::Auto);
 
 // How a record's `l2_red` counter reads the reduction sectors the SMs send (the model's `red`).
 // `lts__t_sectors_op_red.sum` counts every L2 slice's lookups from every source unit. On the
@@ -38,7 +54,7 @@ RecordModel model_point_of(const nlohmann::json& record);
 // (source TEX) and again at the home slice (source LTC fabric): counted twice. With addresses
 // hashed evenly over the two partitions that is 1 + 1/2 = 1.5× the sectors sent. The H100 files
 // measure exactly 1.5 × the model at every N (the SASS sends what the model counts:
-// io_model.h, dq_atomic_sectors_per_row). `lts__t_sectors_srcunit_tex_op_red.sum` (TEX only,
+// io_model.h, dq_sectors_per_row). `lts__t_sectors_srcunit_tex_op_red.sum` (TEX only,
 // as `l2_write` is read) would count each sector once: factor 1.
 inline constexpr double kL2FabricRedFactor = 1.5;
 struct RedCounterScope {
@@ -57,10 +73,12 @@ PowerFit fit_power(const std::vector<double>& x, const std::vector<double>& y);
 double fit_constant(const std::vector<double>& f, const std::vector<double>& y);
 
 struct AnalyzeReport {
-  nlohmann::json json;   // everything, for --json
-  std::string markdown;  // for the terminal
-  int judged = 0;        // verdicts given
-  int failed = 0;        // verdicts that do not hold
+  nlohmann::json json;        // everything, for --json
+  std::string markdown;       // for the terminal
+  int judged = 0;             // verdicts given
+  int failed = 0;             // verdicts that do not hold
+  int dram_judged = 0;        // of `judged`: DRAM verdicts
+  int dram_out_of_scope = 0;  // DRAM measured and predicted, outside the model's scope: not judged
   bool ok(const AnalyzeOptions& o) const { return failed == 0 && (!o.require_counters || judged > 0); }
 };
 

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,13 @@ class Commands final : public AnalysisCommands {
                      "DRAM model: co-resident blocks' drift as a share of the K/V they stream (default 0.21, "
                      "fitted; 0 = lock-step waves)")
         ->check(CLI::Range(0.0, 1.0));
+    analyze_
+        ->add_option("--dq-adds", opt_.dq_adds,
+                     "how the backward kernels added dQ: auto (from the file's revision), scalar (before 9077f49), "
+                     "pairs")
+        ->transform(CLI::CheckedTransformer(
+            std::map<std::string, DqAdds>{{"auto", DqAdds::Auto}, {"scalar", DqAdds::Scalar}, {"pairs", DqAdds::Pairs}},
+            CLI::ignore_case));
     analyze_->footer("Exit status: 0 when every verdict holds, 1 otherwise, 2 on bad input.");
 
     report_ = app.add_subcommand(

@@ -20,6 +20,18 @@ int64_t term_bytes(const Traffic& t, const std::string& name) {
   return 0;
 }
 
+// The fp32 dQ bytes the backward's visits add (rows × d × 4 per visit), whatever the width of
+// the instructions that add them: the read-modify-write reads each sector once (a 4-byte pair's
+// second load hits L1); an atomic sector carries `dq.atomic` × 16 bytes.
+int64_t dq_visit_bytes(const Traffic& sm, DqWidth dq) {
+  int64_t bytes = 0;
+  for (const auto& x : sm.terms) {
+    if (x.name == "dQ read-modify-write") bytes += x.read;
+    if (x.name == "dQ accumulate (atomic)") bytes += x.red * dq.atomic / 2;
+  }
+  return bytes;
+}
+
 // Walks the grid in launch order (x fastest) wave by wave. `unit_of(block)` names the operand
 // a block streams (a head, or a K/V head) and `bytes_of(block)` how much of it the block needs;
 // a unit is fetched from DRAM in a wave when the wave is its first or the wave's working set
@@ -44,6 +56,7 @@ int64_t stream_fetches(int64_t blocks, int64_t wave, int64_t sms, double usable,
     }
     int64_t working = 0;
     for (const auto& [u, n] : need) working += n;
+    out.bwd_working = std::max(out.bwd_working, working);  // the caller keeps it for the backward only
     const bool spill = double(working) > usable;
     out.spills = out.spills || spill;
     for (const auto& [u, n] : need) {
@@ -91,7 +104,8 @@ int64_t pass_inputs(const ModelPoint& m) {
 nlohmann::json DramPrediction::to_json() const {
   return {{"compulsory", compulsory},   {"predicted", predicted},           {"blocks_per_sm", blocks_per_sm},
           {"wave_blocks", wave_blocks}, {"waves_per_head", waves_per_head}, {"spills", spills},
-          {"resident", resident},       {"drift_bytes", drift_bytes},       {"note", note}};
+          {"resident", resident},       {"drift_bytes", drift_bytes},       {"footprint", footprint},
+          {"bwd_working", bwd_working}, {"out_of_scope", out_of_scope},     {"note", note}};
 }
 
 int blocks_per_sm(int threads, int64_t smem_bytes, const GpuLimits& gpu) {
@@ -139,6 +153,7 @@ DramPrediction predict_dram(const ModelPoint& m, int64_t fwd_smem_bytes, int64_t
       const int64_t fetched =
           stream_fetches(p.batch * p.heads * tr, out.wave_blocks, gpu.sm_count, usable, gpu.drift, unit, need, out);
       extra += fetched - 2 * p.kv_elements() * e;  // K, V once are in the compulsory bytes
+      out.bwd_working = 0;                         // stream_fetches' maximum: the forward's here
       if (out.spills) out.note = "K+V of the heads a wave streams exceed the usable L2: re-fetched per wave";
       if (out.drift_bytes > 0) out.note += ", and per drifted layer of co-resident blocks";
     }
@@ -159,8 +174,14 @@ DramPrediction predict_dram(const ModelPoint& m, int64_t fwd_smem_bytes, int64_t
       if (!fwd) out.blocks_per_sm = b_out.blocks_per_sm, out.wave_blocks = b_out.wave_blocks;
       out.waves_per_head = std::max(out.waves_per_head, b_out.waves_per_head);
       out.spills = out.spills || b_out.spills;
+      out.bwd_working = b_out.bwd_working;
       if (b_out.spills)
         out.note += (out.note.empty() ? "" : "; ") + std::string("backward: Q, dO, L, D, dQ re-fetched per wave");
+      if (double(per_unit) > usable)
+        out.out_of_scope = fmt::format(
+            "one K/V head's backward streams Q, dO, L, D, dQ of {:.1f} MB, more than the usable L2 ({:.1f} MB), "
+            "through every block of the head: how far those blocks drift apart is not modelled",
+            double(per_unit) / 1e6, usable / 1e6);
     }
   } else if (m.method == "flash1") {
     // S blocks per head (tiles.splits): forward block z holds its own Q tiles' Q and fp32 O, ℓ, m
@@ -194,16 +215,23 @@ DramPrediction predict_dram(const ModelPoint& m, int64_t fwd_smem_bytes, int64_t
       const int64_t per_head = nq * (3 * d * e + 8 + 4 * d);
       const int64_t resident_heads = ceil_div(std::min(heads * splits, int64_t(bps) * gpu.sm_count), splits);
       const bool spill = double(resident_heads * per_head) > usable;
+      out.bwd_working = resident_heads * per_head;
       if (!fwd) out.blocks_per_sm = bps, out.wave_blocks = int64_t(bps) * gpu.sm_count;
       out.spills = out.spills || spill;
       if (spill) {
-        // dQ: read-modify-written (S = 1), or atomics (S > 1: the red term is 2× the fp32 bytes,
-        // a DRAM read and a write-back of them per visit).
+        // dQ (read-modify-written for S = 1, atomics for S > 1): a DRAM read and a write-back of
+        // its fp32 bytes per visit, whatever the instruction width.
         extra += term_bytes(sm, "Q, dO, O tiles") - 3 * p.q_elements() * e + term_bytes(sm, "l, m") +
-                 term_bytes(sm, "dQ read-modify-write") + term_bytes(sm, "dQ accumulate (atomic)") -
+                 2 * dq_visit_bytes(sm, m.dq()) -
                  2 * heads * nq * d * 4;  // the accumulator's one write-back and read: compulsory
         out.note +=
             (out.note.empty() ? "" : "; ") + std::string("backward: Q, dO, O, dQ re-read from DRAM per K/V tile");
+      }
+      if (splits > 1 && double(per_head) > usable) {  // S = 1: one block, every re-read a miss (as modelled)
+        out.out_of_scope = fmt::format(
+            "one head's backward streams Q, dO, O, l, m, dQ of {:.1f} MB, more than the usable L2 ({:.1f} MB), "
+            "through each of its {} blocks: how far those blocks drift apart is not modelled",
+            double(per_head) / 1e6, usable / 1e6, splits);
       }
     }
   } else if (m.method == "standard") {
@@ -212,12 +240,19 @@ DramPrediction predict_dram(const ModelPoint& m, int64_t fwd_smem_bytes, int64_t
     throw std::invalid_argument(fmt::format("{}: no DRAM model", m.method));
   }
   out.predicted = out.compulsory + extra;
-  if (m.method != "standard" && pass_footprint(m) <= gpu.l2_bytes) {
+  out.footprint = pass_footprint(m);
+  if (m.method != "standard" && out.footprint <= gpu.l2_bytes) {
     out.resident = true;
     out.spills = false;
     out.drift_bytes = 0;
     out.predicted = pass_inputs(m);
     out.note = "the pass's buffers fit in L2: inputs read once, outputs stay dirty in L2 past its kernels";
+    out.out_of_scope.clear();
+    if (double(out.footprint) > usable)
+      out.out_of_scope = fmt::format(
+          "the pass's buffers ({:.1f} MB) lie between the usable L2 ({:.1f} MB) and the whole L2 ({:.1f} MB): "
+          "partial residency is not modelled",
+          double(out.footprint) / 1e6, usable / 1e6, double(gpu.l2_bytes) / 1e6);
   }
   return out;
 }

@@ -54,6 +54,19 @@ struct DramPrediction {
   bool spills = false;        // the streamed working set exceeds the usable L2
   bool resident = false;      // the pass's buffers fit in L2 (inputs read once, nothing written back)
   int64_t drift_bytes = 0;    // of `predicted`: fetched again by co-resident layers that drifted apart
+  int64_t footprint = 0;      // every buffer of the pass once
+  int64_t bwd_working = 0;    // the backward's largest per-wave streamed set
+  // Non-empty: the point lies outside what the model claims to describe (why, in words); its
+  // prediction is printed, not judged. Two regions (`dram_scope`):
+  // * a backward whose streamed unit (one K/V head's Q, dO, L, D, fp32 dQ; flash1 with S > 1
+  //   blocks per head: the head's Q, dO, O, l, m, dQ) alone exceeds the usable L2: every block
+  //   of the unit walks the whole of it, and how far apart they drift, so how often the unit is
+  //   fetched again, is not modelled (H100, one head, d 128: 2.1×, 6.9×, 45× the wave model at
+  //   64k, 128k, 256k). A wave of several units that each fit is modelled (one fetch per wave);
+  // * a pass whose buffers lie between the usable share and the whole L2: the residency rule
+  //   (whole L2) and the streaming rule (usable share) disagree there; partial residency is
+  //   not modelled.
+  std::string out_of_scope;
   std::string note;
   nlohmann::json to_json() const;
 };

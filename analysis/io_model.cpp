@@ -94,9 +94,14 @@ bool has_exact_model(const std::string& method) {
   return method == "flash1" || method == "flash2" || method == "blocksparse_flash";
 }
 
-int64_t dq_atomic_sectors_per_row(int64_t head_dim, int floats_per_lane) {
-  require(floats_per_lane == 1 || floats_per_lane == 2, "dQ atomics: 1 or 2 floats per lane");
-  const int64_t instructions_per_n8_tile = 2 / floats_per_lane;  // (x, x + 1), or one v2
+DqWidth dq_width(int sm_arch, bool scalar_kernel) {
+  if (scalar_kernel) return {1, 1};
+  return {sm_arch >= 90 ? 2 : 1, 2};  // atomic_add2: red.global.add.v2.f32 from sm_90 (__CUDA_ARCH__ >= 900)
+}
+
+int64_t dq_sectors_per_row(int64_t head_dim, int floats_per_lane) {
+  require(floats_per_lane == 1 || floats_per_lane == 2, "dQ adds: 1 or 2 floats per lane");
+  const int64_t instructions_per_n8_tile = 2 / floats_per_lane;  // (x, x + 1), or one pair
   return (head_dim / 8) * instructions_per_n8_tile;              // one sector per row each
 }
 
@@ -156,13 +161,13 @@ Traffic flash2_fwd_traffic(const Problem& p, const KernelTiles& t, const BlockMa
 
 // flash2 backward, deterministic mode (Problem::deterministic; kernels/flash2/flash2_bwd_kernel.cuh):
 // the dQ_i add of each visited (Q tile i, K/V tile j) is a plain fp32 read and write instead of
-// atomics — ld.global.cg / st.global.cg, two 4-byte instructions per row and 8 columns, each
-// touching one sector (16 of its 32 bytes), the same sectors as the atomics — plus the tile's
+// atomics — ld.global.cg / st.global.cg (no L1), one 8-byte instruction each per row and 8
+// columns (dq_sectors_per_row; two 4-byte ones before 9077f49), the same sectors as the atomics — plus the tile's
 // turn: one acquire load of its semaphore and one release store, a sector each (the extra loads
 // of a block that spins while an earlier K/V tile adds are timing-dependent: not modelled); the
 // semaphores ([B, H, ⌈Nq/Br⌉] ints) are zeroed before the kernel.
-void add_deterministic_dq(Traffic& out, int64_t q_rows, int64_t visits, int64_t d) {
-  const int64_t bytes = q_rows * (d / 8) * 2 * kSector;
+void add_deterministic_dq(Traffic& out, int64_t q_rows, int64_t visits, int64_t d, int plain_floats) {
+  const int64_t bytes = q_rows * dq_sectors_per_row(d, plain_floats) * kSector;
   out.add("dQ read + write (deterministic)", bytes, bytes);
   out.add("dQ semaphores (deterministic)", visits * kSector, visits * kSector);
 }
@@ -170,9 +175,10 @@ void add_deterministic_dq(Traffic& out, int64_t q_rows, int64_t visits, int64_t 
 // flash2 backward: preprocess D = rowsum(dO∘O); dQ accumulator zeroed; main kernel (one block
 // per K/V tile j, K/V head, batch) loads K_j, V_j once and, for every query head of the group
 // and every Q tile i it sees, Q_i, dO_i, L_i, D_i, and adds dS·K_j to dQ_i with atomics
-// (dq_atomic_sectors_per_row: two instructions per sector, 2× the fp32 bytes); dK_j, dV_j
+// (dq_sectors_per_row: one vector instruction per sector on sm_90, the fp32 bytes; two scalar
+// ones before, 2× the fp32 bytes); dK_j, dV_j
 // written; convert dQ.
-Traffic flash2_bwd_traffic(const Problem& p, const KernelTiles& t, const BlockMask& mask) {
+Traffic flash2_bwd_traffic(const Problem& p, const KernelTiles& t, const BlockMask& mask, DqWidth dq) {
   check_tiles(t, "flash2 backward");
   const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, nkmax = p.nk(), row_bytes = d * e;
   const int64_t br = t.block_r, bc = t.block_c, m_blocks = ceil_div(nq, br), tc = ceil_div(nkmax, bc);
@@ -224,9 +230,9 @@ Traffic flash2_bwd_traffic(const Problem& p, const KernelTiles& t, const BlockMa
         out.add("Q, dO tiles", 2 * q_xrows * row_bytes, 0);
         out.add("L, D", vec_bytes, 0);
         if (p.deterministic) {
-          add_deterministic_dq(out, q_rows, visits, d);
+          add_deterministic_dq(out, q_rows, visits, d, dq.plain);
         } else {
-          out.add("dQ accumulate (atomic)", 0, 0, q_rows * dq_atomic_sectors_per_row(d) * kSector);
+          out.add("dQ accumulate (atomic)", 0, 0, q_rows * dq_sectors_per_row(d, dq.atomic) * kSector);
         }
       }
     }
@@ -298,10 +304,11 @@ Traffic flash1_fwd_traffic(const Problem& p, const KernelTiles& t) {
 // flash1 backward (grid (heads, batch, S): block z of a head takes the K/V tiles j ≡ z (mod S),
 // inner loop over the Q tiles each sees): K_j, V_j once in all; Q_i, dO_i, O_i tiles, ℓ_i and
 // m_i per visit; dQ_i (fp32) per visit read-modify-written with plain loads and stores when
-// S = 1 (the second load of a sector hits L1, both stores reach L2), added with flash2's fp32
-// atomics when S > 1 (dq_atomic_sectors_per_row); dK_j, dV_j written; dQ accumulator zeroed
+// S = 1 (one 8-byte load and store per row and 8 columns: a sector each; before 9077f49 two
+// 4-byte ones, the second load hitting L1, both stores reaching L2), added with flash2's fp32
+// atomics when S > 1 (dq_sectors_per_row); dK_j, dV_j written; dQ accumulator zeroed
 // before, converted after.
-Traffic flash1_bwd_traffic(const Problem& p, const KernelTiles& t) {
+Traffic flash1_bwd_traffic(const Problem& p, const KernelTiles& t, DqWidth dq) {
   check_tiles(t, "flash1 backward");
   require(t.splits >= 1, "flash1 backward: splits must be >= 1");
   const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, nkmax = p.nk(), row_bytes = d * e;
@@ -337,9 +344,9 @@ Traffic flash1_bwd_traffic(const Problem& p, const KernelTiles& t) {
       out.add("Q, dO, O tiles", 3 * xrows * row_bytes, 0);
       out.add("l, m", 2 * vec, 0);
       if (t.splits == 1) {
-        out.add("dQ read-modify-write", rows * d * kF32, 2 * rows * d * kF32);
+        out.add("dQ read-modify-write", rows * d * kF32, rows * dq_sectors_per_row(d, dq.plain) * kSector);
       } else {
-        out.add("dQ accumulate (atomic)", 0, 0, rows * dq_atomic_sectors_per_row(d) * kSector);
+        out.add("dQ accumulate (atomic)", 0, 0, rows * dq_sectors_per_row(d, dq.atomic) * kSector);
       }
     }
   }
@@ -390,11 +397,11 @@ Traffic predict_sm_l2(const ModelPoint& m) {
     // blocksparse_flash is flash2's schedule visiting only the non-zero tiles of its masks.
     require(m.method == "flash2" || m.problem.sparse(), "blocksparse_flash: the problem has no block-sparse pattern");
     if (fwd) out += flash2_fwd_traffic(m.problem, need_tiles(m.fwd_tiles, m, "forward"), m.mask);
-    if (bwd) out += flash2_bwd_traffic(m.problem, need_tiles(m.bwd_tiles, m, "backward"), m.bwd_mask);
+    if (bwd) out += flash2_bwd_traffic(m.problem, need_tiles(m.bwd_tiles, m, "backward"), m.bwd_mask, m.dq());
   } else if (m.method == "flash1") {
     require(m.mask.empty() && m.bwd_mask.empty(), "flash1: no block-sparse schedule");
     if (fwd) out += flash1_fwd_traffic(m.problem, need_tiles(m.fwd_tiles, m, "forward"));
-    if (bwd) out += flash1_bwd_traffic(m.problem, need_tiles(m.bwd_tiles, m, "backward"));
+    if (bwd) out += flash1_bwd_traffic(m.problem, need_tiles(m.bwd_tiles, m, "backward"), m.dq());
   } else if (m.method == "standard") {
     if (fwd) out += standard_fwd_traffic(m.problem);
     if (bwd) out += standard_bwd_traffic(m.problem);

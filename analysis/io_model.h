@@ -7,7 +7,8 @@
 // lts__t_sectors_op_red × 32). Tile rows are whole sectors (d·e is a multiple of 32 for every
 // compiled head dim); the fp32 row vectors (L, D, ℓ, m) and the fp32 accumulators are counted
 // at the sector granularity of the instructions that touch them (e.g. the flash2 backward's
-// dQ atomics touch one sector per row per instruction with 16 of its 32 bytes: 2× the data).
+// scalar dQ atomics of sm_80 touch one sector per row per instruction with 16 of its 32 bytes:
+// 2× the data; DqWidth).
 //
 // Exactness: `predict_sm_l2` is a closed form per (batch, head) — sums over tiles only where a
 // causal mask or a block mask makes tiles differ — and tests/test_analysis.cpp checks it
@@ -66,14 +67,30 @@ struct KernelTiles {
   int splits = 1;
 };
 
+// How a backward kernel adds into the fp32 dQ accumulator: floats per lane and instruction.
+// bwd_tile_step hands its lambda two adjacent columns (2t, 2t + 1) of a row, 8-byte aligned
+// (kernels/flash2/flash2_bwd_kernel.cuh, since 9077f49): `atomic` = 2 is one
+// `red.global.add.v2.f32` (atomic_add2 compiled for sm_90 and later), 1 two scalar atomics
+// (before sm_90); `plain` = 2 is one 8-byte load and store (flash1's read-modify-write, the
+// deterministic mode's ld/st.global.cg) on every arch. The kernels before 9077f49 added every
+// float alone: {1, 1}.
+struct DqWidth {
+  int atomic = 2, plain = 2;
+};
+// The width the kernel built for `sm_arch` (e.g. 90) uses; `scalar_kernel`: the pre-9077f49 kernels.
+DqWidth dq_width(int sm_arch, bool scalar_kernel = false);
+
 // Everything the exact model needs about one point.
 struct ModelPoint {
   std::string method;  // flash1, flash2, standard (others: no model)
   Pass pass = Pass::Fwd;
   Problem problem;
   std::optional<KernelTiles> fwd_tiles, bwd_tiles;
-  BlockMask mask;      // at the forward kernel's tile size (flash2's schedule, blocksparse_flash)
-  BlockMask bwd_mask;  // at the backward kernel's tile size
+  BlockMask mask;                 // at the forward kernel's tile size (flash2's schedule, blocksparse_flash)
+  BlockMask bwd_mask;             // at the backward kernel's tile size
+  int sm_arch = 90;               // the architecture the kernels were compiled as (__CUDA_ARCH__ / 10)
+  bool dq_scalar_kernel = false;  // produced by the kernels before 9077f49 (scalar dQ adds)
+  DqWidth dq() const { return dq_width(sm_arch, dq_scalar_kernel); }
 };
 
 bool has_exact_model(const std::string& method);  // the fused kernels: flash1, flash2, blocksparse_flash
@@ -84,9 +101,9 @@ Traffic predict_sm_l2(const ModelPoint& m);
 
 // The kernels of one pass, each with its own traffic (the closed forms, per kernel).
 Traffic flash2_fwd_traffic(const Problem& p, const KernelTiles& t, const BlockMask& mask);
-Traffic flash2_bwd_traffic(const Problem& p, const KernelTiles& t, const BlockMask& mask);
+Traffic flash2_bwd_traffic(const Problem& p, const KernelTiles& t, const BlockMask& mask, DqWidth dq = {});
 Traffic flash1_fwd_traffic(const Problem& p, const KernelTiles& t);
-Traffic flash1_bwd_traffic(const Problem& p, const KernelTiles& t);
+Traffic flash1_bwd_traffic(const Problem& p, const KernelTiles& t, DqWidth dq = {});
 Traffic standard_fwd_traffic(const Problem& p);
 Traffic standard_bwd_traffic(const Problem& p);
 
@@ -94,17 +111,16 @@ Traffic standard_bwd_traffic(const Problem& p);
 // that must be written back) written once.
 Traffic compulsory_dram(const ModelPoint& m);
 
-// The fp32 dQ atomics (flash2's backward; flash1's backward with splits > 1), in one place.
-// bwd_tile_step hands dQ_i += dS·K_j to its lambda per (query row, n8 column tile): lane (g, t)
-// adds columns 2t and 2t + 1. sm_90 SASS of flash2_bwd_kernel (CUDA 13.0, every instantiation
-// of d = 128, read from the cubin): 64 = (d/32)·4·2·2 scalar `REDG.E.ADD.F32.FTZ.RN.STRONG.GPU`
-// per thread and iteration at byte offsets +0 / +4 (x, x + 1) and +0x1000 (the row half 8 rows
-// down); none split, none merged. One instruction covers 8 rows × 4 lanes × 4 bytes at an 8-byte
-// stride: one sector per row, 16 of its 32 bytes. `kDqAtomicFloatsPerLane` = 2 is the vectorised
-// `red.global.add.v2.f32` (one instruction per row and n8 tile, the whole sector).
-inline constexpr int kDqAtomicFloatsPerLane = 1;
-// 32-byte sectors the SMs send to L2 per query row of one (i, j) visit.
-int64_t dq_atomic_sectors_per_row(int64_t head_dim, int floats_per_lane = kDqAtomicFloatsPerLane);
+// The fp32 dQ adds (flash2's backward: atomics, or ld/st.cg when deterministic; flash1's: a
+// read-modify-write, atomics with splits > 1), in one place. bwd_tile_step hands dQ_i += dS·K_j
+// to its lambda per (query row, n8 column tile, row half): lane (g, t) adds columns 2t, 2t + 1.
+// One warp instruction covers 8 rows × 4 lanes × `floats_per_lane` floats at an 8-byte stride:
+// one sector per row, 16 of its 32 bytes for scalars (2 instructions per row and 8 columns),
+// all 32 for float2 (1). The scalar count was read from the sm_90 SASS of the pre-9077f49
+// flash2_bwd_kernel (CUDA 13.0, d = 128): 64 = (d/32)·4·2·2 `REDG.E.ADD.F32.FTZ.RN.STRONG.GPU`
+// per thread and iteration at +0 / +4 and +0x1000 (8 rows down), none split, none merged.
+// 32-byte sectors one such add sends to L2 per query row of one (i, j) visit.
+int64_t dq_sectors_per_row(int64_t head_dim, int floats_per_lane);
 
 // Sectors (32 bytes) of `n` consecutive fp32 values starting at element `first`, touched by
 // instructions that each cover `group` consecutive values (group-aligned from `first`).

@@ -15,7 +15,7 @@ namespace {
 constexpr int64_t kSector = 32;
 
 // Buffers live in separate allocations (256-byte aligned by cudaMalloc): a sector is (buffer, offset / 32).
-enum Buf { kQ, kK, kV, kO, kLse, kDO, kD, kDqAcc, kDq, kDk, kDv, kOAcc, kRowMax, kRowSum };
+enum Buf { kQ, kK, kV, kO, kLse, kDO, kD, kDqAcc, kDq, kDk, kDv, kOAcc, kRowMax, kRowSum, kDqSemaphore };
 
 struct Access {
   int buf;
@@ -115,26 +115,38 @@ void dq_convert(Counter& c, const Problem& p) {
   }
 }
 
-// dQ_i += dS·K_j with fp32 atomics (bwd_tile_step's lambda = atomicAdd): warps split the query
-// rows (16 each), 32 columns per chunk; per n8 tile and row half, lane (g, t) adds columns 2t,
-// 2t + 1: two scalar instructions (x, x + 1), or one of two floats per lane (red.v2).
-void dq_atomics(Counter& c, int64_t head, int64_t m0, int64_t nq, int64_t d, int64_t warps) {
-  const int64_t per_lane = kDqAtomicFloatsPerLane;
+// dQ_i += dS·K_j through bwd_tile_step's lambda: warps split the query rows (16 each), 32 columns
+// per chunk; per n8 tile and row half, lane (g, t) adds columns 2t, 2t + 1, `per_lane` floats per
+// instruction (1: x and x + 1 in turn; 2: one 8-byte access). `add(x, lanes)` issues the
+// instruction(s) of one lane set: an atomic, a load and a store, ...
+template <typename Add>
+void dq_adds(int64_t head, int64_t m0, int64_t nq, int64_t d, int64_t warps, int per_lane, Add add) {
   for (int64_t w = 0; w < warps; ++w)
     for (int64_t ch = 0; ch < d / 32; ++ch)
       for (int64_t nt = 0; nt < 4; ++nt)
-        for (int64_t hr = 0; hr < 2; ++hr)
+        for (int64_t hr = 0; hr < 2; ++hr) {
+          std::vector<std::vector<Access>> instrs;
           for (int64_t x = 0; x < 2; x += per_lane) {
             std::vector<Access> lanes;
             for (int64_t g = 0; g < 8; ++g)
               for (int64_t tq = 0; tq < 4; ++tq) {
                 const int64_t row = m0 + w * 16 + g + hr * 8;
                 const int64_t col = ch * 32 + nt * 8 + 2 * tq + x;
-                if (row < nq)  // per_lane consecutive floats from here: within one sector
-                  lanes.push_back({kDqAcc, ((head + row) * d + col) * 4});
+                // per_lane consecutive floats from here, 4·per_lane-byte aligned: within one sector.
+                for (int64_t k = 0; k < per_lane; ++k)
+                  if (row < nq) lanes.push_back({kDqAcc, ((head + row) * d + col + k) * 4});
               }
-            if (!lanes.empty()) c.instr(Counter::Red, "dQ accumulate (atomic)", lanes);
+            if (!lanes.empty()) instrs.push_back(std::move(lanes));
           }
+          add(instrs);
+        }
+}
+
+// flash2's (and split flash1's) atomics: red.global.add(.v2).f32.
+void dq_atomics(Counter& c, int64_t head, int64_t m0, int64_t nq, int64_t d, int64_t warps, int per_lane) {
+  dq_adds(head, m0, nq, d, warps, per_lane, [&](const std::vector<std::vector<Access>>& instrs) {
+    for (const auto& lanes : instrs) c.instr(Counter::Red, "dQ accumulate (atomic)", lanes);
+  });
 }
 
 void check(const KernelTiles& t, const char* what) {
@@ -181,7 +193,7 @@ Traffic simulate_flash2_fwd(const Problem& p, const KernelTiles& t, const BlockM
   return c.traffic;
 }
 
-Traffic simulate_flash2_bwd(const Problem& p, const KernelTiles& t, const BlockMask& mask) {
+Traffic simulate_flash2_bwd(const Problem& p, const KernelTiles& t, const BlockMask& mask, DqWidth dq) {
   check(t, "flash2 backward");
   Counter c;
   const int64_t d = p.head_dim, e = bytes_of(p.dtype), nq = p.seqlen_q, nkmax = p.nk();
@@ -228,7 +240,22 @@ Traffic simulate_flash2_bwd(const Problem& p, const KernelTiles& t, const BlockM
           tile_copy(c, Counter::Read, "Q, dO tiles", kDO, head, m0, br, nq, d, e, threads);
           vector_rows(c, Counter::Read, "L, D", kLse, head + m0, br, nq - m0, threads);
           vector_rows(c, Counter::Read, "L, D", kD, head + m0, br, nq - m0, threads);
-          dq_atomics(c, head, m0, nq, d, t.warps);
+          if (!p.deterministic) {
+            dq_atomics(c, head, m0, nq, d, t.warps, dq.atomic);
+            continue;
+          }
+          // Deterministic: thread 0 waits on the Q tile's semaphore (one acquire load: the spins
+          // are timing-dependent, not modelled), every lane adds with __ldcg / __stcg (no L1), then
+          // thread 0 passes the turn (one release store).
+          const int64_t sem = ((b * p.heads + h) * m_blocks + i) * 4;
+          c.instr(Counter::Read, "dQ semaphores (deterministic)", {{kDqSemaphore, sem}});
+          dq_adds(head, m0, nq, d, t.warps, dq.plain, [&](const std::vector<std::vector<Access>>& instrs) {
+            for (const auto& lanes : instrs) {
+              c.instr(Counter::Read, "dQ read + write (deterministic)", lanes);
+              c.instr(Counter::Write, "dQ read + write (deterministic)", lanes);
+            }
+          });
+          c.instr(Counter::Write, "dQ semaphores (deterministic)", {{kDqSemaphore, sem}});
         }
         // store_dkdv: 16-byte stores of dK and dV rows below seqlen_k, one instruction each.
         const int64_t per_row = d / 8, n_chunks = bc * per_row;
@@ -349,7 +376,7 @@ Traffic simulate_flash1_fwd(const Problem& p, const KernelTiles& t) {
   return c.traffic;
 }
 
-Traffic simulate_flash1_bwd(const Problem& p, const KernelTiles& t) {
+Traffic simulate_flash1_bwd(const Problem& p, const KernelTiles& t, DqWidth dq) {
   check(t, "flash1 backward");
   Counter c;
   const int64_t d = p.head_dim, e = bytes_of(p.dtype), nq = p.seqlen_q, nkmax = p.nk();
@@ -381,29 +408,19 @@ Traffic simulate_flash1_bwd(const Problem& p, const KernelTiles& t) {
             if (i + 1 < m_blocks) load_q_tile(i + 1);
             const int64_t m0 = i * br;
             if (t.splits > 1) {  // blocks of one head share dQ_i: flash2's atomics
-              dq_atomics(c, head, m0, nq, d, t.warps);
+              dq_atomics(c, head, m0, nq, d, t.warps, dq.atomic);
               continue;
             }
-            // dQ_i += dS·K_j as *dst += x: load and store per value, x and x+1 in turn.
-            for (int64_t w = 0; w < t.warps; ++w)
-              for (int64_t ch = 0; ch < d / 32; ++ch)
-                for (int64_t nt = 0; nt < 4; ++nt)
-                  for (int64_t hr = 0; hr < 2; ++hr) {
-                    c.begin_l1_scope();
-                    for (int64_t x = 0; x < 2; ++x) {
-                      std::vector<Access> lanes;
-                      for (int64_t g = 0; g < 8; ++g)
-                        for (int64_t tq = 0; tq < 4; ++tq) {
-                          const int64_t row = m0 + w * 16 + g + hr * 8;
-                          if (row < nq)
-                            lanes.push_back({kDqAcc, ((head + row) * d + ch * 32 + nt * 8 + 2 * tq + x) * 4});
-                        }
-                      if (lanes.empty()) continue;
-                      c.instr(Counter::Read, "dQ read-modify-write", lanes);
-                      c.instr(Counter::Write, "dQ read-modify-write", lanes);
-                    }
-                    c.end_l1_scope();
-                  }
+            // dQ_i += dS·K_j as a plain load and store per lane set (one float2, or x and x + 1 in
+            // turn: the second scalar load re-reads the first's sector, an L1 hit).
+            dq_adds(head, m0, nq, d, t.warps, dq.plain, [&](const std::vector<std::vector<Access>>& instrs) {
+              c.begin_l1_scope();
+              for (const auto& lanes : instrs) {
+                c.instr(Counter::Read, "dQ read-modify-write", lanes);
+                c.instr(Counter::Write, "dQ read-modify-write", lanes);
+              }
+              c.end_l1_scope();
+            });
           }
           tile_copy(c, Counter::Write, "dK, dV", kDk, kv_row0, n0, bc, nkmax, d, e, threads);
           tile_copy(c, Counter::Write, "dK, dV", kDv, kv_row0, n0, bc, nkmax, d, e, threads);
@@ -418,10 +435,10 @@ Traffic simulate_sm_l2(const ModelPoint& m) {
   Traffic out;
   if (m.method == "flash2" || m.method == "blocksparse_flash") {
     if (fwd) out += simulate_flash2_fwd(m.problem, m.fwd_tiles.value(), m.mask);
-    if (bwd) out += simulate_flash2_bwd(m.problem, m.bwd_tiles.value(), m.bwd_mask);
+    if (bwd) out += simulate_flash2_bwd(m.problem, m.bwd_tiles.value(), m.bwd_mask, m.dq());
   } else if (m.method == "flash1") {
     if (fwd) out += simulate_flash1_fwd(m.problem, m.fwd_tiles.value());
-    if (bwd) out += simulate_flash1_bwd(m.problem, m.bwd_tiles.value());
+    if (bwd) out += simulate_flash1_bwd(m.problem, m.bwd_tiles.value(), m.dq());
   } else {
     throw std::invalid_argument(m.method + ": no schedule simulator");
   }

@@ -9,9 +9,9 @@
 namespace flashio::analysis {
 
 Traffic simulate_flash2_fwd(const Problem& p, const KernelTiles& t, const BlockMask& mask);
-Traffic simulate_flash2_bwd(const Problem& p, const KernelTiles& t, const BlockMask& mask);
+Traffic simulate_flash2_bwd(const Problem& p, const KernelTiles& t, const BlockMask& mask, DqWidth dq = {});
 Traffic simulate_flash1_fwd(const Problem& p, const KernelTiles& t);
-Traffic simulate_flash1_bwd(const Problem& p, const KernelTiles& t);
+Traffic simulate_flash1_bwd(const Problem& p, const KernelTiles& t, DqWidth dq = {});
 
 // The whole pass, dispatched like predict_sm_l2 (fused methods only).
 Traffic simulate_sm_l2(const ModelPoint& m);
