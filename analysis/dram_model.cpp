@@ -220,12 +220,20 @@ DramPrediction predict_dram(const ModelPoint& m, int64_t fwd_smem_bytes, int64_t
       out.spills = out.spills || spill;
       if (spill) {
         // dQ (read-modify-written for S = 1, atomics for S > 1): a DRAM read and a write-back of
-        // its fp32 bytes per visit, whatever the instruction width.
-        extra += term_bytes(sm, "Q, dO, O tiles") - 3 * p.q_elements() * e + term_bytes(sm, "l, m") +
-                 2 * dq_visit_bytes(sm, m.dq()) -
+        // its fp32 bytes per visit, whatever the instruction width. The S blocks of a head walk
+        // the same Q tiles in the same order, together: the first fetches a tile, L2 serves the
+        // others (measured, H100, S = 2: DRAM ≈ half the per-block re-reads).
+        const int64_t streamed = term_bytes(sm, "Q, dO, O tiles") + term_bytes(sm, "l, m") + 2 * dq_visit_bytes(sm, m.dq());
+        extra += streamed / splits - 3 * p.q_elements() * e -
                  2 * heads * nq * d * 4;  // the accumulator's one write-back and read: compulsory
         out.note +=
             (out.note.empty() ? "" : "; ") + std::string("backward: Q, dO, O, dQ re-read from DRAM per K/V tile");
+      }
+      if (double(resident_heads * per_head) <= double(gpu.l2_bytes) && spill) {
+        out.out_of_scope = fmt::format(
+            "the resident blocks' backward streams ({:.1f} MB) lie between the usable L2 ({:.1f} MB) and the whole "
+            "L2 ({:.1f} MB): partial residency is not modelled",
+            double(resident_heads * per_head) / 1e6, usable / 1e6, double(gpu.l2_bytes) / 1e6);
       }
       if (splits > 1 && double(per_head) > usable) {  // S = 1: one block, every re-read a miss (as modelled)
         out.out_of_scope = fmt::format(
