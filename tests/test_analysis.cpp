@@ -590,12 +590,20 @@ TEST(AnalyzeCommand, CommittedCountersHoldTheSmL2VerdictForEveryFusedPoint) {
   const Captured c = run_cli(args);
   const json j = json::parse(c.out);
   int judged = 0;
+  std::set<std::string> misses;
   for (const auto& f : j["files"])
     for (const auto& r : f["records"])
       if (r.contains("sm_l2_verdict") && r["sm_l2_verdict"].is_boolean()) {
         ++judged;
-        EXPECT_TRUE(r["sm_l2_verdict"].get<bool>()) << r["name"] << " ratio " << r["sm_l2_ratio"];
+        if (!r["sm_l2_verdict"].get<bool>()) misses.insert(r["name"].get<std::string>());
       }
+  // The known misses, measured and explained (analysis/README.md): flash1's forward 64 × 256
+  // dropout kernel spills registers (ptxas: 255 registers, 32 bytes of stack); its local-memory
+  // traffic reaches L2 and is not in the model: +4.6 % at N = 128, +0.4 % from N = 1024. Any
+  // other miss, or one of these disappearing, fails here.
+  const std::set<std::string> known = {"flash1/fwd/b:16/h:8/n:128/d:64/fp16/drop:0.1",
+                                       "flash1/fwd/b:16/h:8/n:128/d:64/fp16/pad/drop:0.1"};
+  EXPECT_EQ(misses, known);
   for (const auto& fit : j["fits"])
     if (fit["verdict"].is_boolean()) EXPECT_TRUE(fit["verdict"].get<bool>()) << fit["sweep"];
   if (judged == 0) GTEST_SKIP() << "no committed result file carries counters";
@@ -674,6 +682,6 @@ TEST(AnalyzeCommand, DramVerdictsCoverOnlyTheModelsScopeAndListTheRest) {
   EXPECT_EQ(j["dram_judged"].get<int>(), 12);
   const Captured md = run_cli({"analyze", file});
   EXPECT_NE(md.out.find("DRAM: 12 judged, 6 outside the model's scope (listed):"), std::string::npos) << md.out;
-  EXPECT_EQ(run_cli({"analyze", file, "--dq-adds", "pairs"}).rc, 1);
+  EXPECT_EQ(run_cli({"analyze", file, "--dq-adds", "scalar"}).rc, 1);  // measured with vector dQ atomics (9077f49)
   std::filesystem::remove(file);
 }
