@@ -2,6 +2,7 @@
 // (element type, head dim).
 #pragma once
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 
 #include "bench/cuda_check.h"
@@ -75,8 +76,12 @@ int run_flash1_bwd(const Flash1BwdParams& p, cudaStream_t stream, bool occupancy
   using Tr = Flash2BwdTraits<T, kHeadDim, C::kBlockN, C::kBlockM, C::kWarps>;
   constexpr int kSmem = flash1_bwd_smem<Tr>();
   const Flash2BwdParams& b = p.base;
-  auto kernel = b.causal ? (b.dropout ? flash1_bwd_kernel<Tr, true, true> : flash1_bwd_kernel<Tr, true, false>)
-                         : (b.dropout ? flash1_bwd_kernel<Tr, false, true> : flash1_bwd_kernel<Tr, false, false>);
+  auto pick = [&](auto atomic) {
+    constexpr bool kAtomic = decltype(atomic)::value;
+    return b.causal ? (b.dropout ? flash1_bwd_kernel<Tr, true, true, kAtomic> : flash1_bwd_kernel<Tr, true, false, kAtomic>)
+                    : (b.dropout ? flash1_bwd_kernel<Tr, false, true, kAtomic> : flash1_bwd_kernel<Tr, false, false, kAtomic>);
+  };
+  auto kernel = p.splits > 1 ? pick(std::true_type{}) : pick(std::false_type{});
   if (occupancy_only) return flash1_blocks_per_sm(kernel, Tr::kNThreads, kSmem);
   if (p.splits < 1) throw std::invalid_argument("flash1: splits must be at least 1");
   const int64_t rows = int64_t(b.batch) * b.heads * b.seqlen_q;
