@@ -254,8 +254,8 @@ __device__ __forceinline__ void rowsum_do_o(const typename Tr::Element* sdO, con
 }
 
 // kAtomicDq: the head is split over several blocks (splits > 1), dQ added by fp32 atomics; a
-// template parameter, not a run-time branch, so that the unsplit read-modify-write keeps its
-// loads batched (a branch per add serialised them: 7.6 → 11.5 ms on Figure 2 left, H100).
+// template parameter, not a run-time branch: with a branch per add the unsplit backward of
+// Figure 2 (left) took 11.5 ms on the H100, without it 6.4 ms.
 template <typename Tr, bool kCausal, bool kDropout, bool kAtomicDq>
 __global__ void __launch_bounds__(Tr::kNThreads) flash1_bwd_kernel(const Flash1BwdParams fp) {
   using T = typename Tr::Element;
