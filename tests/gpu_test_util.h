@@ -5,9 +5,14 @@
 #include <optional>
 #include <string>
 
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include "bench/cuda_check.h"
 #include "bench/device_info.h"
+#include "bench/device_memory.h"
+#include "bench/inputs.h"
+#include "bench/method.h"
 #include "bench/runner.h"
 
 namespace flashio::testing_util {
@@ -78,5 +83,48 @@ class GpuParamTest : public ::testing::TestWithParam<Param> {
     if (!gpu()) GTEST_SKIP() << "no GPU: GPU tests skipped";
   }
 };
+
+// O, LSE, dQ, dK, dV of one fwd+bwd through `method`'s plan on the inputs `in` (key lengths
+// uploaded when the problem is padded), as raw bytes: for bitwise comparisons between runs
+// and methods.
+struct FwdBwdBytes {
+  std::vector<uint8_t> o, lse, dq, dk, dv;
+};
+
+inline FwdBwdBytes run_fwdbwd_bytes(const std::string& method, const Problem& p, const HostInputs& in) {
+  DeviceAllocator alloc;
+  auto upload = [&](const void* data, size_t bytes) {
+    DeviceBuffer b(alloc, bytes);
+    FLASHIO_CUDA_CHECK(cudaMemcpy(b.get(), data, bytes, cudaMemcpyHostToDevice));
+    return b;
+  };
+  DeviceBuffer q = upload(in.q.data(), in.q.size() * 2), k = upload(in.k.data(), in.k.size() * 2),
+               v = upload(in.v.data(), in.v.size() * 2), d_o = upload(in.d_o.data(), in.d_o.size() * 2);
+  DeviceBuffer lengths;
+  if (p.padding != Padding::None) lengths = upload(in.key_lengths.data(), in.key_lengths.size() * 4);
+  DeviceBuffer o(alloc, in.q.size() * 2), lse(alloc, size_t(p.batch * p.heads * p.seqlen_q) * 4),
+      dq(alloc, in.q.size() * 2), dk(alloc, in.k.size() * 2), dv(alloc, in.v.size() * 2);
+  auto plan = builtin_registry().find(method)->plan(p, Pass::FwdBwd, *gpu(), alloc);
+  AttentionBuffers buf;
+  buf.q = q.get();
+  buf.k = k.get();
+  buf.v = v.get();
+  buf.o = o.get();
+  buf.lse = lse.as<float>();
+  buf.key_lengths = lengths.as<int>();
+  buf.d_o = d_o.get();
+  buf.dq = dq.get();
+  buf.dk = dk.get();
+  buf.dv = dv.get();
+  plan->forward(buf, nullptr);
+  plan->backward(buf, nullptr);
+  FLASHIO_CUDA_CHECK(cudaDeviceSynchronize());
+  auto down = [](const DeviceBuffer& b) {
+    std::vector<uint8_t> h(b.bytes());
+    FLASHIO_CUDA_CHECK(cudaMemcpy(h.data(), b.get(), b.bytes(), cudaMemcpyDeviceToHost));
+    return h;
+  };
+  return {down(o), down(lse), down(dq), down(dk), down(dv)};
+}
 
 }  // namespace flashio::testing_util

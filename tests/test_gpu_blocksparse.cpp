@@ -198,44 +198,12 @@ TEST_F(BlocksparseFeatures, DensityOneIsBitwiseDenseFlash2) {
           continue;
         }
         const HostInputs in = make_inputs(dense, true);
-        DeviceAllocator alloc;
-        auto upload = [&](const std::vector<uint16_t>& h) {
-          DeviceBuffer b(alloc, h.size() * 2);
-          FLASHIO_CUDA_CHECK(cudaMemcpy(b.get(), h.data(), h.size() * 2, cudaMemcpyHostToDevice));
-          return b;
-        };
-        DeviceBuffer q = upload(in.q), k = upload(in.k), v = upload(in.v), d_o = upload(in.d_o);
-        struct Out {
-          std::vector<uint8_t> o, lse, dq, dk, dv;
-        };
-        auto run = [&](const char* name, const Problem& p) {
-          const Method* m = builtin_registry().find(name);
-          EXPECT_TRUE(m->supports(p, Pass::FwdBwd, *gpu()).ok) << m->supports(p, Pass::FwdBwd, *gpu()).reason;
-          DeviceBuffer o(alloc, in.q.size() * 2), lse(alloc, size_t(p.batch * p.heads * p.seqlen_q) * 4),
-              dq(alloc, in.q.size() * 2), dk(alloc, in.k.size() * 2), dv(alloc, in.v.size() * 2);
-          auto plan = m->plan(p, Pass::FwdBwd, *gpu(), alloc);
-          AttentionBuffers buf;
-          buf.q = q.get();
-          buf.k = k.get();
-          buf.v = v.get();
-          buf.o = o.get();
-          buf.lse = lse.as<float>();
-          buf.d_o = d_o.get();
-          buf.dq = dq.get();
-          buf.dk = dk.get();
-          buf.dv = dv.get();
-          plan->forward(buf, nullptr);
-          plan->backward(buf, nullptr);
-          FLASHIO_CUDA_CHECK(cudaDeviceSynchronize());
-          auto down = [](const DeviceBuffer& b) {
-            std::vector<uint8_t> h(b.bytes());
-            FLASHIO_CUDA_CHECK(cudaMemcpy(h.data(), b.get(), b.bytes(), cudaMemcpyDeviceToHost));
-            return h;
-          };
-          return Out{down(o), down(lse), down(dq), down(dk), down(dv)};
-        };
-        const Out a = run("flash2", dense);
-        const Out b = run("blocksparse_flash", sparse);
+        for (const Problem* q : {&dense, &sparse}) {
+          const Method* m = builtin_registry().find(q == &dense ? "flash2" : "blocksparse_flash");
+          EXPECT_TRUE(m->supports(*q, Pass::FwdBwd, *gpu()).ok) << m->supports(*q, Pass::FwdBwd, *gpu()).reason;
+        }
+        const FwdBwdBytes a = run_fwdbwd_bytes("flash2", dense, in);
+        const FwdBwdBytes b = run_fwdbwd_bytes("blocksparse_flash", sparse, in);
         const std::string what = dense.name();
         EXPECT_TRUE(a.o == b.o) << what << ": O differs";
         EXPECT_TRUE(a.lse == b.lse) << what << ": LSE differs";

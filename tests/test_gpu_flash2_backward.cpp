@@ -136,48 +136,6 @@ std::string det_case_name(const testing::TestParamInfo<DetCase>& info) {
   return fmt::format("n{}_d{}_{}{}", c.n, c.d, to_string(c.dtype), mask);
 }
 
-// dQ, dK, dV of one fwd+bwd through the method's plan, as raw bytes.
-struct Grads {
-  std::vector<uint8_t> dq, dk, dv;
-};
-
-Grads run_grads(const Problem& p, const HostInputs& in) {
-  DeviceAllocator alloc;
-  auto upload = [&](const void* data, size_t bytes) {
-    DeviceBuffer b(alloc, bytes);
-    FLASHIO_CUDA_CHECK(cudaMemcpy(b.get(), data, bytes, cudaMemcpyHostToDevice));
-    return b;
-  };
-  DeviceBuffer q = upload(in.q.data(), in.q.size() * 2), k = upload(in.k.data(), in.k.size() * 2),
-               v = upload(in.v.data(), in.v.size() * 2), d_o = upload(in.d_o.data(), in.d_o.size() * 2);
-  DeviceBuffer lengths;
-  if (p.padding != Padding::None) lengths = upload(in.key_lengths.data(), in.key_lengths.size() * 4);
-  DeviceBuffer o(alloc, in.q.size() * 2), lse(alloc, size_t(p.batch * p.heads * p.seqlen_q) * 4),
-      dq(alloc, in.q.size() * 2), dk(alloc, in.k.size() * 2), dv(alloc, in.v.size() * 2);
-  const Method* m = builtin_registry().find("flash2");
-  auto plan = m->plan(p, Pass::FwdBwd, *gpu(), alloc);
-  AttentionBuffers buf;
-  buf.q = q.get();
-  buf.k = k.get();
-  buf.v = v.get();
-  buf.o = o.get();
-  buf.lse = lse.as<float>();
-  buf.key_lengths = lengths.as<int>();
-  buf.d_o = d_o.get();
-  buf.dq = dq.get();
-  buf.dk = dk.get();
-  buf.dv = dv.get();
-  plan->forward(buf, nullptr);
-  plan->backward(buf, nullptr);
-  FLASHIO_CUDA_CHECK(cudaDeviceSynchronize());
-  auto down = [](const DeviceBuffer& b) {
-    std::vector<uint8_t> h(b.bytes());
-    FLASHIO_CUDA_CHECK(cudaMemcpy(h.data(), b.get(), b.bytes(), cudaMemcpyDeviceToHost));
-    return h;
-  };
-  return {down(dq), down(dk), down(dv)};
-}
-
 }  // namespace
 
 class Flash2Deterministic : public GpuParamTest<DetCase> {};
@@ -251,7 +209,7 @@ TEST_F(Flash2DeterministicFeatures, TwoRunsAreBitwiseIdentical) {
         p.padding = Padding::Random;
         p.deterministic = true;
         const HostInputs in = make_inputs(p, true);
-        const Grads a = run_grads(p, in), b = run_grads(p, in);
+        const FwdBwdBytes a = run_fwdbwd_bytes("flash2", p, in), b = run_fwdbwd_bytes("flash2", p, in);
         const std::string what = p.name();
         EXPECT_TRUE(a.dq == b.dq) << what << ": dQ differs between two runs";
         EXPECT_TRUE(a.dk == b.dk) << what << ": dK differs";
@@ -259,7 +217,7 @@ TEST_F(Flash2DeterministicFeatures, TwoRunsAreBitwiseIdentical) {
         // The same gradients as the atomic mode, to within the atomic order's rounding.
         Problem atomic = p;
         atomic.deterministic = false;
-        const Grads c = run_grads(atomic, in);
+        const FwdBwdBytes c = run_fwdbwd_bytes("flash2", atomic, in);
         EXPECT_TRUE(a.dk == c.dk && a.dv == c.dv) << what << ": dK, dV do not depend on the dQ mode";
         double worst = 0, scale = 0;
         for (size_t e = 0; e < a.dq.size() / 2; ++e) {
