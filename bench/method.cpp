@@ -11,6 +11,8 @@ nlohmann::json Tiles::to_json() const {
   nlohmann::json j = {{"block_r", block_r}, {"block_c", block_c}, {"warps", warps}, {"stages", stages},
                       {"smem_bytes", smem_bytes}};
   if (splits > 0) j["splits"] = splits;
+  if (!mma.empty()) j["mma"] = mma;
+  if (!smem_layout.empty()) j["smem_layout"] = smem_layout;
   return j;
 }
 

@@ -71,6 +71,12 @@ struct Tiles {
   int stages = 0;   // shared-memory pipeline depth of K/V
   int64_t smem_bytes = 0;
   int splits = 0;   // thread blocks sharing one (batch, head) along the kernel's outer tile loop (flash1); 0: not split by design
+  // How the tiles are multiplied and stored: "mma.sync" (warp-level m16n8k16 from ldmatrix
+  // fragments) or "wgmma" (Hopper warpgroup MMA reading shared memory through descriptors);
+  // "padded" shared rows of (d + 8) elements or "swizzle128" (the 128-byte swizzle wgmma reads).
+  // Empty in records written before these fields existed: mma.sync with padded rows.
+  std::string mma;
+  std::string smem_layout;
   nlohmann::json to_json() const;
 };
 

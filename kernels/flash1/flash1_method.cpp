@@ -98,12 +98,12 @@ class Flash1Plan final : public Plan {
     if (pass != Pass::Fwd) dq_accum_ = DeviceBuffer(alloc, size_t(p.q_elements()) * sizeof(float));
   }
   Tiles tiles() const override {
-    return {tile_.block_m, tile_.block_n, tile_.warps, tile_.stages, tile_.smem_bytes, fwd_splits_};
+    return {tile_.block_m, tile_.block_n, tile_.warps, tile_.stages, tile_.smem_bytes, fwd_splits_, "mma.sync", "padded"};
   }
   std::optional<Tiles> backward_tiles() const override {
     kernels::Flash2Tile t{};
     if (!kernels::flash1_bwd_tile(int(p_.head_dim), &t)) return std::nullopt;
-    return Tiles{t.block_m, t.block_n, t.warps, t.stages, t.smem_bytes, bwd_splits_};
+    return Tiles{t.block_m, t.block_n, t.warps, t.stages, t.smem_bytes, bwd_splits_, "mma.sync", "padded"};
   }
   bool writes_lse() const override { return true; }
 

@@ -60,11 +60,13 @@ class Flash2Plan final : public Plan {
             alloc, size_t(p.batch * p.heads * ((p.seqlen_q + bwd.block_m - 1) / bwd.block_m)) * sizeof(int));
     }
   }
-  Tiles tiles() const override { return {tile_.block_m, tile_.block_n, tile_.warps, tile_.stages, tile_.smem_bytes}; }
+  Tiles tiles() const override {
+    return {tile_.block_m, tile_.block_n, tile_.warps, tile_.stages, tile_.smem_bytes, 0, "mma.sync", "padded"};
+  }
   std::optional<Tiles> backward_tiles() const override {
     kernels::Flash2Tile t{};
     if (!kernels::flash2_bwd_tile(int(p_.head_dim), &t)) return std::nullopt;
-    return Tiles{t.block_m, t.block_n, t.warps, t.stages, t.smem_bytes};
+    return Tiles{t.block_m, t.block_n, t.warps, t.stages, t.smem_bytes, 0, "mma.sync", "padded"};
   }
   bool writes_lse() const override { return true; }
 
