@@ -42,6 +42,10 @@ Support check_common(const MethodInfo& info, const Problem& p, Pass pass, const 
   if (p.dropout > 0.0 && !info.dropout) return Support::no(fmt::format("{} has no dropout yet", info.name));
   if (p.deterministic && pass != Pass::Fwd && !info.deterministic)
     return Support::no(fmt::format("{} has no deterministic backward (its dQ is accumulated with atomics)", info.name));
+  if (!p.mma.empty() && !contains(info.mma, p.mma))
+    return Support::no(info.mma.empty() ? fmt::format("{} has no fused kernels: --mma {} does not apply", info.name, p.mma)
+                                        : fmt::format("{} has no {} kernels (it has: {})", info.name, p.mma,
+                                                      fmt::join(info.mma, ", ")));
   if (p.kvh() != p.heads && !info.gqa) return Support::no(fmt::format("{} does not support GQA/MQA (kv-heads != heads)", info.name));
   if (info.where == "gpu") {
     if (dev.compute_capability() < 75)

@@ -45,6 +45,9 @@ struct MethodInfo {
   // Honours Problem::deterministic: its backward is bitwise reproducible (always, or in the
   // deterministic mode). False: a deterministic bwd/fwdbwd point is skipped.
   bool deterministic = false;
+  // Tensor-core instruction paths its kernels have ("mma.sync", "wgmma"); a point that forces
+  // another (Problem::mma) is skipped. Empty: no fused kernels (cuBLAS, CPU).
+  std::vector<std::string> mma;
   std::string notes;       // limits not captured above
 };
 

@@ -49,6 +49,7 @@ std::string Problem::name() const {
   if (dropout > 0.0) s += fmt::format("/drop:{}", dropout);
   if (deterministic) s += "/det";
   if (block_r > 0 || block_c > 0) s += fmt::format("/tile:{}x{}", block_r, block_c);
+  if (!mma.empty()) s += "/mma:" + mma;
   if (sparse()) {
     const auto kind = parse_pattern(pattern);
     if (kind == PatternKind::File) {  // the file's base name: a path's slashes would split the name
@@ -75,6 +76,8 @@ std::optional<std::string> Problem::invalid_reason() const {
   if (!(dropout >= 0.0 && dropout < 1.0)) return fmt::format("dropout must be in [0, 1) (got {})", dropout);
   if (softmax_scale < 0.0) return fmt::format("softmax-scale must be > 0 (got {})", softmax_scale);
   if (block_r < 0 || block_c < 0) return "block sizes must be >= 0";
+  if (!mma.empty() && mma != "mma.sync" && mma != "wgmma")
+    return fmt::format("mma must be mma.sync or wgmma (got '{}')", mma);
   if (auto why = pattern_invalid_reason(*this)) return why;
   return std::nullopt;
 }
@@ -131,6 +134,7 @@ nlohmann::json to_json(const Problem& p) {
           {"block_r", p.block_r},
           {"block_c", p.block_c}};
   if (p.deterministic) j["deterministic"] = true;  // only when set, so other records are unchanged
+  if (!p.mma.empty()) j["mma"] = p.mma;             // likewise
   if (p.sparse()) {  // only with a pattern, so dense records are unchanged
     j["pattern"] = p.pattern;
     j["sparse_block"] = p.sparse_block;
@@ -171,6 +175,7 @@ Problem problem_from_json(const nlohmann::json& j) {
     p.softmax_scale = j.value("softmax_scale", 0.0);
     p.block_r = j.value("block_r", 0);
     p.block_c = j.value("block_c", 0);
+    p.mma = j.value("mma", std::string());
     p.pattern = j.value("pattern", std::string());
     p.sparse_block = j.value("sparse_block", p.sparse_block);
     p.sparse_density = j.value("sparse_target_density", p.sparse_density);

@@ -39,6 +39,9 @@ struct Problem {
   double softmax_scale = 0.0;  // 0 = 1/sqrt(head_dim)
   int block_r = 0;             // forced tile rows (Br); 0 = the method's choice for the GPU
   int block_c = 0;             // forced tile columns (Bc); 0 = the method's choice
+  // Forced tensor-core instruction of the fused kernels: "" (the method's choice: wgmma on a
+  // Hopper GPU where the kernel has such a variant), "mma.sync" or "wgmma".
+  std::string mma;
   // Block sparsity (bench/sparsity.h): "" or "none" = dense; butterfly, local, random,
   // causal_block, file:PATH. The mask is over sparse_block × sparse_block element blocks.
   std::string pattern;

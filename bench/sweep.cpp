@@ -36,6 +36,7 @@ std::vector<Point> expand(const SweepSpec& s) {
   require_nonempty(s.deterministic, "deterministic");
   require_nonempty(s.block_r, "block-r");
   require_nonempty(s.block_c, "block-c");
+  require_nonempty(s.mma, "mma");
   require_nonempty(s.pattern, "pattern");
   require_nonempty(s.density, "density");
   require_nonempty(s.sparse_block, "sparse-block");
@@ -75,6 +76,7 @@ std::vector<Point> expand(const SweepSpec& s) {
                     for (int64_t nk : s.seqlen_k)
                       for (int br : s.block_r)
                         for (int bc : s.block_c)
+                          for (const std::string& mma : s.mma)
                           for (const Sparsity& sp : sparsity) {
                             Problem p;
                             p.pattern = sp.pattern;
@@ -92,6 +94,7 @@ std::vector<Point> expand(const SweepSpec& s) {
                             p.kv_heads = kvh;
                             p.block_r = br;
                             p.block_c = bc;
+                            p.mma = mma;
                             p.seed = s.seed;
                             p.batch = b0;
                             p.heads = h0;

@@ -27,6 +27,7 @@ struct SweepSpec {
   std::vector<bool> deterministic = {false};
   std::vector<int> block_r = {0};
   std::vector<int> block_c = {0};
+  std::vector<std::string> mma = {""};  // "" = the method's choice, "mma.sync", "wgmma"
   // Block sparsity (bench/sparsity.h): "" or "none" = dense. density applies to the random
   // pattern only and sparse_block to patterns only, so they add no duplicate dense points.
   std::vector<std::string> pattern = {""};

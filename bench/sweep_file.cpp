@@ -54,7 +54,7 @@ class AxisReader {
 
 const std::set<std::string> kAxisKeys = {
     "method",  "pass",    "batch",   "heads",   "kv_heads", "seqlen",       "seqlen_k",      "head_dim",
-    "dtype",   "causal",  "padding", "dropout", "deterministic", "block_r",  "block_c",      "pattern",       "density",
+    "dtype",   "causal",  "padding", "dropout", "deterministic", "block_r",  "block_c", "mma",      "pattern",       "density",
     "sparse_block", "tokens", "model_dim", "seed", "sparse_window", "sparse_global"};
 
 SweepSpec parse_one_sweep(const json& obj, const std::string& where) {
@@ -106,6 +106,11 @@ SweepSpec parse_one_sweep(const json& obj, const std::string& where) {
   });
   r.list("block_r", s.block_r, small_int_axis);
   r.list("block_c", s.block_c, small_int_axis);
+  r.list("mma", s.mma, [&](const char* k, const json& e) {
+    const std::string v = r.text(k, e);
+    if (v != "auto" && v != "mma.sync" && v != "wgmma") r.fail(k, fmt::format("value {} is not one of auto, mma.sync, wgmma", e.dump()));
+    return v == "auto" ? std::string() : v;
+  });
   // Block sparsity (bench/sparsity.h); a pattern name is checked by expand().
   r.list("pattern", s.pattern, [&](const char* k, const json& e) { return r.text(k, e); });
   r.list("density", s.density, [&](const char* k, const json& e) {

@@ -14,6 +14,7 @@
 #include "bench/inputs.h"
 #include "bench/method.h"
 #include "bench/runner.h"
+#include "kernels/flash2/flash2_params.h"
 
 namespace flashio::testing_util {
 
@@ -38,6 +39,9 @@ inline bool fused_bf16_available() { return !gpu() || gpu()->kernel_ptx_arch == 
 inline bool is_fused_method(const std::string& m) {
   return m == "flash1" || m == "flash2" || m == "blocksparse_flash";
 }
+
+// Whether flash2's wgmma kernels run on this GPU in this build (a Hopper GPU, built with 90).
+inline bool wgmma_here() { return gpu() && gpu()->compute_capability() == 90 && kernels::flash2_wgmma_compiled(); }
 
 inline std::string no_bf16_message() {
   return "bf16 skipped: the fused kernels are compute_" + std::to_string(gpu()->kernel_ptx_arch) + " code";

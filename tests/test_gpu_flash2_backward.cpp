@@ -25,6 +25,7 @@ struct Case {
   DType dtype;
   bool causal;
   double dropout;
+  bool mma_sync;  // --mma mma.sync: the mma.sync kernels on a Hopper GPU too
 };
 
 std::vector<Case> cases() {
@@ -33,13 +34,15 @@ std::vector<Case> cases() {
     for (int64_t d : {64, 128})
       for (DType t : {DType::F16, DType::BF16})
         for (bool causal : {false, true})
-          for (double drop : {0.0, 0.17}) out.push_back({n, d, t, causal, drop});
+          for (double drop : {0.0, 0.17})
+            for (bool sync : {false, true}) out.push_back({n, d, t, causal, drop, sync});
   return out;
 }
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
-  return fmt::format("n{}_d{}_{}{}{}", c.n, c.d, to_string(c.dtype), c.causal ? "_causal" : "", c.dropout > 0 ? "_dropout" : "");
+  return fmt::format("n{}_d{}_{}{}{}{}", c.n, c.d, to_string(c.dtype), c.causal ? "_causal" : "",
+                     c.dropout > 0 ? "_dropout" : "", c.mma_sync ? "_mma_sync" : "");
 }
 
 }  // namespace
@@ -57,9 +60,15 @@ TEST_P(Flash2Backward, GradientsMatchReference) {
   p.dtype = c.dtype;
   p.causal = c.causal;
   p.dropout = c.dropout;
+  if (c.mma_sync) p.mma = "mma.sync";
   const Record r = expect_ok({"flash2", Pass::FwdBwd, p});
   if (r.check) {
     EXPECT_EQ(r.check->tensors.size(), 5u) << "o, lse, dq, dk, dv all checked";
+  }
+  if (r.status == Status::Ok) {  // the backward the method chose: wgmma on Hopper where it can run
+    const bool wgmma = !c.mma_sync && wgmma_here() && c.dropout == 0.0;
+    ASSERT_TRUE(r.tiles_bwd.has_value());
+    EXPECT_EQ(r.tiles_bwd->mma, wgmma ? "wgmma" : "mma.sync");
   }
 }
 
@@ -75,6 +84,9 @@ TEST_F(Flash2BackwardFeatures, EveryHeadDimAndBothBackwardPasses) {
     p.seqlen_q = 200;
     p.head_dim = d;
     for (Pass pass : {Pass::Bwd, Pass::FwdBwd}) expect_ok({"flash2", pass, p});
+    p.mma = "mma.sync";
+    for (Pass pass : {Pass::Bwd, Pass::FwdBwd}) expect_ok({"flash2", pass, p});
+    p.mma = "";
   }
 }
 
@@ -94,19 +106,27 @@ TEST_F(Flash2BackwardFeatures, GqaPaddingUnequalLengthsDropout) {
     p.kv_heads = 1;  // MQA
     p.dtype = DType::BF16;
     expect_ok({"flash2", Pass::FwdBwd, p});
+    p.dropout = 0.0;  // the wgmma kernels on a Hopper GPU: GQA/MQA, padding, Nq != Nk
+    for (int64_t kvh : {2, 1})
+      for (int64_t d : {64, 128}) {
+        p.kv_heads = kvh;
+        p.head_dim = d;
+        expect_ok({"flash2", Pass::FwdBwd, p});
+      }
   }
 }
 
 TEST_F(Flash2BackwardFeatures, LongSequenceOddLength) {
-  for (bool causal : {false, true}) {
-    Problem p;
-    p.batch = 1;
-    p.heads = 1;
-    p.seqlen_q = 4097;
-    p.head_dim = 128;
-    p.causal = causal;
-    expect_ok({"flash2", Pass::FwdBwd, p});
-  }
+  for (bool causal : {false, true})
+    for (int64_t d : {64, 128}) {
+      Problem p;
+      p.batch = 1;
+      p.heads = 1;
+      p.seqlen_q = 4097;
+      p.head_dim = d;
+      p.causal = causal;
+      expect_ok({"flash2", Pass::FwdBwd, p});
+    }
 }
 
 // Deterministic mode (--deterministic true): dQ added by the K/V tiles in turn. The gradients
@@ -208,6 +228,7 @@ TEST_F(Flash2DeterministicFeatures, TwoRunsAreBitwiseIdentical) {
         p.causal = causal;
         p.padding = Padding::Random;
         p.deterministic = true;
+        p.mma = "mma.sync";  // the atomic mode below on the same (mma.sync) kernels: same forward, same dK, dV
         const HostInputs in = make_inputs(p, true);
         const FwdBwdBytes a = run_fwdbwd_bytes("flash2", p, in), b = run_fwdbwd_bytes("flash2", p, in);
         const std::string what = p.name();

@@ -18,20 +18,34 @@ struct Case {
   int64_t d;
   DType dtype;
   bool causal;
+  std::string mma;  // Problem::mma: "" (the method's choice), "mma.sync", "wgmma"
 };
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
-  return fmt::format("{}_n{}_d{}_{}{}", c.method, c.n, c.d, to_string(c.dtype), c.causal ? "_causal" : "");
+  std::string mma = c.mma;
+  for (char& ch : mma)
+    if (ch == '.') ch = '_';
+  return fmt::format("{}{}_n{}_d{}_{}{}", c.method, mma.empty() ? "" : "_" + mma, c.n, c.d, to_string(c.dtype),
+                     c.causal ? "_causal" : "");
 }
 
 std::vector<Case> all_cases() {
   std::vector<Case> out;
-  for (const char* m : {"standard", "flash2"})
+  for (const char* m : {"standard", "flash2", "flash2_mma_sync", "flash2_wgmma"})
     for (int64_t n : {1, 17, 1013, 4097})
       for (int64_t d : {64, 128})
         for (DType t : {DType::F16, DType::BF16})
-          for (bool causal : {false, true}) out.push_back({m, n, d, t, causal});
+          for (bool causal : {false, true}) {
+            const std::string name = m;
+            if (name == "flash2_mma_sync") {
+              out.push_back({"flash2", n, d, t, causal, "mma.sync"});
+            } else if (name == "flash2_wgmma") {
+              out.push_back({"flash2", n, d, t, causal, "wgmma"});
+            } else {
+              out.push_back({name, n, d, t, causal, ""});
+            }
+          }
   return out;
 }
 
@@ -42,6 +56,7 @@ class GpuMethod : public GpuParamTest<Case> {};
 TEST_P(GpuMethod, MatchesReferenceOnEveryRow) {
   const Case& c = GetParam();
   if (is_fused_method(c.method)) FLASHIO_SKIP_BF16_WITHOUT_FUSED_KERNELS(c.dtype);
+  if (c.mma == "wgmma" && !wgmma_here()) GTEST_SKIP() << "no wgmma kernels on this GPU / in this build";
   Problem p;
   p.batch = c.n > 1000 ? 1 : 2;
   p.heads = 2;
@@ -49,7 +64,15 @@ TEST_P(GpuMethod, MatchesReferenceOnEveryRow) {
   p.head_dim = c.d;
   p.dtype = c.dtype;
   p.causal = c.causal;
-  expect_ok({c.method, Pass::Fwd, p});
+  p.mma = c.mma;
+  const Record r = expect_ok({c.method, Pass::Fwd, p});
+  if (r.status == Status::Ok && c.method == "flash2") {
+    // The method's choice on a Hopper GPU is the wgmma kernel: a silent fallback fails here.
+    const std::string expected = c.mma.empty() ? (wgmma_here() ? "wgmma" : "mma.sync") : c.mma;
+    ASSERT_TRUE(r.tiles.has_value());
+    EXPECT_EQ(r.tiles->mma, expected);
+    EXPECT_EQ(r.tiles->smem_layout, expected == "wgmma" ? "swizzle128" : "padded");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Forward, GpuMethod, testing::ValuesIn(all_cases()), case_name);
@@ -57,8 +80,10 @@ INSTANTIATE_TEST_SUITE_P(Forward, GpuMethod, testing::ValuesIn(all_cases()), cas
 class GpuFeatures : public GpuTest {};
 
 TEST_F(GpuFeatures, KeyPaddingGqaAndUnequalLengths) {
-  for (const char* m : {"standard", "flash2"}) {
+  const std::pair<const char*, const char*> methods[] = {{"standard", ""}, {"flash2", ""}, {"flash2", "mma.sync"}};
+  for (const auto& [m, mma] : methods) {
     Problem p;
+    p.mma = mma;
     p.batch = 3;
     p.heads = 8;
     p.kv_heads = 2;
@@ -75,9 +100,10 @@ TEST_F(GpuFeatures, KeyPaddingGqaAndUnequalLengths) {
 
 TEST_F(GpuFeatures, EveryFlash2TileAndHeadDim) {
   for (int d : {32, 64, 96, 128, 256}) {
-    kernels::Flash2Tile tiles[8];
-    const int n = kernels::flash2_fwd_tiles(d, tiles, 8);
+    kernels::Flash2Tile tiles[16];
+    int n = kernels::flash2_fwd_tiles(d, tiles, 8);
     ASSERT_GT(n, 0) << d;
+    if (wgmma_here()) n += kernels::flash2_fwd_wgmma_tiles(d, tiles + n, 8);
     for (int i = 0; i < n; ++i) {
       if (tiles[i].smem_bytes > gpu()->smem_per_block_optin) continue;
       for (bool causal : {false, true}) {
@@ -89,7 +115,9 @@ TEST_F(GpuFeatures, EveryFlash2TileAndHeadDim) {
         p.causal = causal;
         p.block_r = tiles[i].block_m;
         p.block_c = tiles[i].block_n;
-        expect_ok({"flash2", Pass::Fwd, p});
+        p.mma = tiles[i].wgmma ? "wgmma" : "mma.sync";
+        const Record r = expect_ok({"flash2", Pass::Fwd, p});
+        if (r.tiles) EXPECT_EQ(r.tiles->mma, p.mma);
       }
     }
   }

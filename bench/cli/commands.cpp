@@ -90,7 +90,7 @@ bool parse_bool(const std::string& opt, const std::string& s) {
 // Options of `flashio run` (and the shape options of `flashio list`) as strings.
 struct AxisOptions {
   std::vector<std::string> method, pass, batch, heads, kv_heads, seqlen, seqlen_k, head_dim, dtype, causal, padding,
-      dropout, deterministic, block_r, block_c, pattern, density, sparse_block;
+      dropout, deterministic, block_r, block_c, mma, pattern, density, sparse_block;
   std::string tokens, model_dim, seed, sparse_window, sparse_global;
 };
 
@@ -110,6 +110,9 @@ void add_shape_options(CLI::App* app, AxisOptions& a) {
       ->delimiter(',');
   app->add_option("--block-r", a.block_r, "force the tile rows Br (0 = method's choice)")->delimiter(',');
   app->add_option("--block-c", a.block_c, "force the tile columns Bc (0 = method's choice)")->delimiter(',');
+  app->add_option("--mma", a.mma,
+                  "tensor-core instruction of the fused kernels: auto (wgmma on Hopper where compiled), mma.sync, wgmma")
+      ->delimiter(',');
   app->add_option("--tokens", a.tokens, "batch = tokens / N (FlashAttention-2's setting: 16384)");
   app->add_option("--model-dim", a.model_dim, "heads = model-dim / d (FlashAttention-2's setting: 2048)");
   app->add_option("--seed", a.seed, "input and dropout seed");
@@ -175,6 +178,12 @@ SweepSpec build_spec(const AxisOptions& a, SweepSpec s) {
   };
   if (!a.block_r.empty()) s.block_r = ints("block-r", a.block_r);
   if (!a.block_c.empty()) s.block_c = ints("block-c", a.block_c);
+  if (!a.mma.empty())
+    s.mma = parse_list<std::string>("mma", a.mma, [](const std::string& v) {
+      if (v != "auto" && v != "mma.sync" && v != "wgmma")
+        throw BadInput(fmt::format("--mma: '{}' is not one of auto, mma.sync, wgmma", v));
+      return v == "auto" ? std::string() : v;
+    });
   if (!a.seed.empty()) s.seed = uint64_t(parse_ints("seed", {a.seed}, 0)[0]);
   if (!a.pattern.empty()) s.pattern = a.pattern;  // checked by expand() (Problem::invalid_reason)
   if (!a.density.empty())

@@ -77,7 +77,9 @@ class BlocksparseFlashPlan final : public Plan {
       dq_accum_ = DeviceBuffer(alloc, size_t(p.q_elements()) * sizeof(float));
     }
   }
-  Tiles tiles() const override { return {tile_.block_m, tile_.block_n, tile_.warps, tile_.stages, tile_.smem_bytes}; }
+  Tiles tiles() const override {
+    return {tile_.block_m, tile_.block_n, tile_.warps, tile_.stages, tile_.smem_bytes, 0, "mma.sync", "padded"};
+  }
   bool writes_lse() const override { return true; }
 
   void forward(const AttentionBuffers& buf, cudaStream_t stream) override {
@@ -113,6 +115,7 @@ class BlocksparseFlash final : public Method {
     i.masks = {"blocksparse", "causal", "padding"};
     i.dropout = true;
     i.gqa = true;
+    i.mma = {"mma.sync"};
     i.notes =
         "needs --pattern; pattern block a multiple of the forward tile (128x64) and the backward tile (64x64); "
         "loop order of flash2 (Q tiles outer in fwd, K/V tiles outer in bwd); no deterministic backward (the K/V "

@@ -165,6 +165,7 @@ class Flash1 final : public Method {
     i.dropout = true;
     i.gqa = false;
     i.deterministic = true;  // --deterministic: one backward block per (batch, head) adds dQ in K/V-tile order
+    i.mma = {"mma.sync"};
     i.notes = "thread blocks per (batch, head) as the paper's kernel, split to fill one wave (tiles.splits; "
               "backward unsplit when deterministic); tiles from Algorithm 1's rule unless forced";
     return i;

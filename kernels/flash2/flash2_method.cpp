@@ -1,6 +1,12 @@
 // The `flash2` method: FlashAttention-2 (forward: Algorithm 1, backward: Algorithm 2).
-// Kernels in kernels/flash2/flash2_{fwd,bwd}_kernel.cuh; forward tiles in flash2_fwd_configs.h.
+// Kernels in kernels/flash2/flash2_{fwd,bwd}_kernel.cuh (mma.sync, every GPU from sm_75) and
+// kernels/flash2/hopper/ (wgmma, sm_90a); forward tiles in flash2_fwd_configs.h and
+// hopper/flash2_fwd_wgmma_configs.h. On a Hopper GPU the wgmma tiles come first where the
+// point's features allow them; --mma forces one instruction path.
 #include <cmath>
+#include <optional>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
@@ -14,21 +20,78 @@ namespace {
 
 using kernels::Flash2Tile;
 
-std::vector<Flash2Tile> compiled_tiles(int head_dim) {
+// Why the wgmma forward cannot run this point here, or nothing.
+std::optional<std::string> wgmma_refusal(const Problem& p, const DeviceInfo& dev) {
+  if (!kernels::flash2_wgmma_compiled())
+    return std::string("this build has no wgmma kernels (CMAKE_CUDA_ARCHITECTURES without 90)");
+  if (dev.compute_capability() != 90)
+    return fmt::format("wgmma kernels run on compute capability 9.0 only (this GPU: {}.{})", dev.cc_major, dev.cc_minor);
+  if (p.dropout > 0.0) return std::string("the wgmma forward has no dropout (the mma.sync kernel has)");
+  Flash2Tile buf[1];
+  if (kernels::flash2_fwd_wgmma_tiles(int(p.head_dim), buf, 1) == 0)
+    return fmt::format("no wgmma forward for d={} (64, 128)", p.head_dim);
+  return std::nullopt;
+}
+
+// Why the wgmma backward cannot run this point here, or nothing.
+std::optional<std::string> wgmma_bwd_refusal(const Problem& p, const DeviceInfo& dev) {
+  if (!kernels::flash2_wgmma_compiled())
+    return std::string("this build has no wgmma kernels (CMAKE_CUDA_ARCHITECTURES without 90)");
+  if (dev.compute_capability() != 90)
+    return fmt::format("wgmma kernels run on compute capability 9.0 only (this GPU: {}.{})", dev.cc_major, dev.cc_minor);
+  if (p.dropout > 0.0) return std::string("the wgmma backward has no dropout (the mma.sync kernel has)");
+  if (p.deterministic) return std::string("the wgmma backward has no deterministic mode (the mma.sync kernel has)");
+  Flash2Tile t{};
+  if (!kernels::flash2_bwd_wgmma_tile(int(p.head_dim), &t))
+    return fmt::format("no wgmma backward for d={} (64, 128)", p.head_dim);
+  return std::nullopt;
+}
+
+// The backward's tile: wgmma where it can run (and --mma allows), else mma.sync; false with
+// `why` when neither can.
+bool choose_bwd_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile* out, std::string* why) {
+  const auto refusal = wgmma_bwd_refusal(p, dev);
+  if (!refusal && p.mma != "mma.sync") return kernels::flash2_bwd_wgmma_tile(int(p.head_dim), out);
+  if (p.mma == "wgmma") {
+    *why = "--mma wgmma: " + *refusal;
+    return false;
+  }
+  if (!kernels::flash2_bwd_tile(int(p.head_dim), out)) {
+    *why = fmt::format("flash2 backward supports head dims up to 128 (got {})", p.head_dim);
+    return false;
+  }
+  return true;
+}
+
+// The forward tiles this point may use, in order of preference: wgmma (Hopper) first unless
+// --mma mma.sync, then mma.sync unless --mma wgmma. `why_not_wgmma` says why wgmma is absent.
+std::vector<Flash2Tile> candidate_tiles(const Problem& p, const DeviceInfo& dev, std::string* why_not_wgmma) {
+  std::vector<Flash2Tile> out;
   Flash2Tile buf[16];
-  const int n = kernels::flash2_fwd_tiles(head_dim, buf, 16);
-  return {buf, buf + n};
+  const auto refusal = wgmma_refusal(p, dev);
+  if (refusal) *why_not_wgmma = *refusal;
+  if (!refusal && p.mma != "mma.sync") {
+    const int n = kernels::flash2_fwd_wgmma_tiles(int(p.head_dim), buf, 16);
+    out.insert(out.end(), buf, buf + n);
+  }
+  if (p.mma != "wgmma") {
+    const int n = kernels::flash2_fwd_tiles(int(p.head_dim), buf, 16);
+    out.insert(out.end(), buf, buf + n);
+  }
+  return out;
 }
 
 std::string describe(const std::vector<Flash2Tile>& tiles) {
   std::vector<std::string> s;
-  for (const auto& t : tiles) s.push_back(fmt::format("{}x{}", t.block_m, t.block_n));
+  for (const auto& t : tiles) s.push_back(fmt::format("{}x{} ({})", t.block_m, t.block_n, t.wgmma ? "wgmma" : "mma.sync"));
   return fmt::format("{}", fmt::join(s, ", "));
 }
 
 // The tile for this problem on this GPU: the forced one, else the first (fastest) that fits.
 Support choose_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile* out) {
-  const auto tiles = compiled_tiles(int(p.head_dim));
+  std::string why_not_wgmma;
+  const auto tiles = candidate_tiles(p, dev, &why_not_wgmma);
+  if (p.mma == "wgmma" && tiles.empty()) return Support::no("--mma wgmma: " + why_not_wgmma);
   for (const auto& t : tiles) {
     if (p.block_r > 0 && t.block_m != p.block_r) continue;
     if (p.block_c > 0 && t.block_n != p.block_c) continue;
@@ -50,39 +113,51 @@ Support choose_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile* out) {
 
 class Flash2Plan final : public Plan {
  public:
-  Flash2Plan(const Problem& p, Pass pass, Flash2Tile tile, DeviceAllocator& alloc) : p_(p), tile_(tile) {
+  Flash2Plan(const Problem& p, Pass pass, Flash2Tile tile, std::optional<Flash2Tile> bwd_tile, DeviceAllocator& alloc)
+      : p_(p), tile_(tile), bwd_tile_(bwd_tile) {
     if (pass != Pass::Fwd) {  // D and the fp32 dQ accumulator
       d_sum_ = DeviceBuffer(alloc, size_t(p.batch * p.heads * p.seqlen_q) * sizeof(float));
       dq_accum_ = DeviceBuffer(alloc, size_t(p.q_elements()) * sizeof(float));
-      kernels::Flash2Tile bwd{};
-      if (p.deterministic && kernels::flash2_bwd_tile(int(p.head_dim), &bwd))  // a semaphore per Q tile
+      if (p.deterministic && bwd_tile_)  // a semaphore per Q tile
         dq_semaphore_ = DeviceBuffer(
-            alloc, size_t(p.batch * p.heads * ((p.seqlen_q + bwd.block_m - 1) / bwd.block_m)) * sizeof(int));
+            alloc, size_t(p.batch * p.heads * ((p.seqlen_q + bwd_tile_->block_m - 1) / bwd_tile_->block_m)) * sizeof(int));
     }
   }
   Tiles tiles() const override {
-    return {tile_.block_m, tile_.block_n, tile_.warps, tile_.stages, tile_.smem_bytes, 0, "mma.sync", "padded"};
+    return {tile_.block_m,    tile_.block_n, tile_.warps, tile_.stages, tile_.smem_bytes, 0,
+            tile_.wgmma ? "wgmma" : "mma.sync", tile_.wgmma ? "swizzle128" : "padded"};
   }
   std::optional<Tiles> backward_tiles() const override {
-    kernels::Flash2Tile t{};
-    if (!kernels::flash2_bwd_tile(int(p_.head_dim), &t)) return std::nullopt;
-    return Tiles{t.block_m, t.block_n, t.warps, t.stages, t.smem_bytes, 0, "mma.sync", "padded"};
+    if (!bwd_tile_) return std::nullopt;
+    const Flash2Tile& t = *bwd_tile_;
+    return Tiles{t.block_m, t.block_n, t.warps, t.stages, t.smem_bytes, 0,
+                 t.wgmma ? "wgmma" : "mma.sync", t.wgmma ? "swizzle128" : "padded"};
   }
   bool writes_lse() const override { return true; }
 
   void backward(const AttentionBuffers& buf, cudaStream_t stream) override {
     const kernels::Flash2BwdParams k =
         flash2_bwd_params(p_, buf, d_sum_.as<float>(), dq_accum_.as<float>(), dq_semaphore_.as<int>());
-    kernels::flash2_bwd(k, p_.dtype == DType::BF16, stream);
+    if (!bwd_tile_) throw std::logic_error("flash2: a plan made for the forward pass has no backward tile");
+    if (bwd_tile_->wgmma) {
+      kernels::flash2_bwd_wgmma(k, p_.dtype == DType::BF16, stream);
+    } else {
+      kernels::flash2_bwd(k, p_.dtype == DType::BF16, stream);
+    }
   }
   void forward(const AttentionBuffers& buf, cudaStream_t stream) override {
     const kernels::Flash2FwdParams k = flash2_fwd_params(p_, buf);
-    kernels::flash2_fwd(k, tile_, p_.dtype == DType::BF16, stream);
+    if (tile_.wgmma) {
+      kernels::flash2_fwd_wgmma(k, tile_, p_.dtype == DType::BF16, stream);
+    } else {
+      kernels::flash2_fwd(k, tile_, p_.dtype == DType::BF16, stream);
+    }
   }
 
  private:
   Problem p_;
   Flash2Tile tile_;
+  std::optional<Flash2Tile> bwd_tile_;  // none for a forward-only plan
   DeviceBuffer d_sum_, dq_accum_, dq_semaphore_;
 };
 
@@ -100,9 +175,11 @@ class Flash2 final : public Method {
     i.dropout = true;
     i.gqa = true;
     i.deterministic = true;
+    i.mma = {"mma.sync", "wgmma"};
     i.notes =
         "backward: head dims up to 128; dQ accumulated with fp32 atomics (not bitwise reproducible), or with "
-        "--deterministic true by K/V tiles in turn (a semaphore per Q tile)";
+        "--deterministic true by K/V tiles in turn (a semaphore per Q tile); on Hopper, wgmma kernels (d 64, 128; "
+        "no dropout; backward not deterministic), mma.sync otherwise (--mma forces one)";
     return i;
   }
   Support supports(const Problem& p, Pass pass, const DeviceInfo& dev) const override {
@@ -112,8 +189,8 @@ class Flash2 final : public Method {
       return Support::no("sequence lengths above 2^30 are not supported (32-bit row indices)");
     if (pass != Pass::Fwd) {
       Flash2Tile bwd{};
-      if (!kernels::flash2_bwd_tile(int(p.head_dim), &bwd))
-        return Support::no(fmt::format("flash2 backward supports head dims up to 128 (got {})", p.head_dim));
+      std::string why;
+      if (!choose_bwd_tile(p, dev, &bwd, &why)) return Support::no(why);
       if (bwd.smem_bytes > dev.smem_per_block_optin)
         return Support::no(fmt::format("flash2 backward needs {} bytes of shared memory; this GPU allows {} per block",
                                        bwd.smem_bytes, dev.smem_per_block_optin));
@@ -124,7 +201,10 @@ class Flash2 final : public Method {
   std::unique_ptr<Plan> plan(const Problem& p, Pass pass, const DeviceInfo& dev, DeviceAllocator& alloc) const override {
     Flash2Tile t{};
     choose_tile(p, dev, &t);
-    return std::make_unique<Flash2Plan>(p, pass, t, alloc);
+    std::optional<Flash2Tile> bwd;
+    std::string why;
+    if (Flash2Tile b{}; pass != Pass::Fwd && choose_bwd_tile(p, dev, &b, &why)) bwd = b;
+    return std::make_unique<Flash2Plan>(p, pass, t, bwd, alloc);
   }
 };
 

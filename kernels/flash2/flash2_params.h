@@ -66,6 +66,7 @@ struct Flash2Tile {
   int warps;
   int stages;
   int smem_bytes;
+  bool wgmma = false;  // Hopper warpgroup MMA with swizzled tiles (kernels/flash2/hopper/), else mma.sync
 };
 
 // Tile configurations compiled for `head_dim`, in order of preference (fastest first).
@@ -81,6 +82,35 @@ bool flash2_bwd_tile(int head_dim, Flash2Tile* out);
 
 // Backward: preprocess (D, zero dQ accumulator), main kernel, dQ conversion.
 void flash2_bwd(const Flash2BwdParams& params, bool bf16, cudaStream_t stream);
+
+// ---- Hopper (sm_90a) kernels: kernels/flash2/hopper/ ---------------------------------------
+
+// Shared memory of the wgmma forward: Q tile, two stages of K and V tiles (swizzle128, no
+// padding), and 1024 bytes to align the first tile to the swizzle atom.
+constexpr int flash2_fwd_wgmma_smem_bytes(int head_dim, int block_m, int block_n) {
+  return (block_m + 4 * block_n) * head_dim * 2 + 1024;
+}
+
+// Whether this build has the wgmma kernels (CMAKE_CUDA_ARCHITECTURES names 90: they are built
+// for sm_90a alongside); they run on compute capability 9.0 only.
+bool flash2_wgmma_compiled();
+
+// The wgmma forward's tile configurations for `head_dim`, fastest first (0 if none: d ∉ {64,
+// 128} or not compiled). Supports causal/padding masks and GQA, not dropout or block-sparse lists.
+int flash2_fwd_wgmma_tiles(int head_dim, Flash2Tile* out, int max);
+void flash2_fwd_wgmma(const Flash2FwdParams& params, const Flash2Tile& tile, bool bf16, cudaStream_t stream);
+
+// Shared memory of the wgmma backward (Bc = 128 keys, Br = 64 queries): K and V tiles, two
+// stages of Q and dO tiles, dSᵀ, two stages of L and D, and the 1024-byte alignment slack.
+constexpr int flash2_bwd_wgmma_smem_bytes(int head_dim) {
+  return 2 * 128 * head_dim * 2 + 4 * 64 * head_dim * 2 + 128 * 64 * 2 + 4 * 64 * 4 + 1024;
+}
+
+// The wgmma backward's tile for `head_dim` (false if none: d ∉ {64, 128} or not compiled);
+// causal/padding masks and GQA, not dropout, the deterministic mode or block-sparse lists.
+bool flash2_bwd_wgmma_tile(int head_dim, Flash2Tile* out);
+// Preprocess (D, zero dQ accumulator), main kernel, dQ conversion.
+void flash2_bwd_wgmma(const Flash2BwdParams& params, bool bf16, cudaStream_t stream);
 
 // The fused kernels' code as loaded on the current GPU, as cudaFuncGetAttributes reports it for
 // a kernel compiled with the same flags: `ptx` = the virtual architecture it was generated for

@@ -1,0 +1,234 @@
+// flash2 forward on Hopper: FlashAttention-2, Algorithm 1 (Dao, 2023), with the products on
+// Hopper's warpgroup tensor-core instruction (wgmma, sm_90a) instead of mma.sync.
+//
+// Loop order and IO are those of kernels/flash2/flash2_fwd_kernel.cuh: one thread block per
+// (Q tile i, head, batch) — the outer loop of Algorithm 1 in parallel across thread blocks —
+// streaming the K/V tiles j through shared memory (cp.async, double-buffered), last-to-first
+// so that (causal) the tiles needing a mask come first; tiles entirely above the causal
+// diagonal are never loaded. Online softmax as there: running max m and unnormalised ℓ in
+// registers, O rescaled by exp(m_old − m_new), 1/ℓ deferred to the end, L = m + log ℓ saved.
+//
+// What differs is how the tiles are multiplied. Each warpgroup (4 warps, 128 threads) owns 64
+// rows of the Q tile (Br = 64 · warpgroups) and issues, per K/V tile:
+//   S = Q·K_jᵀ   wgmma m64n{Bc}k16, A = Q and B = K_j both from shared memory (K-major),
+//                 d/16 steps, fp32 accumulators in registers: (64, Bc) per warpgroup;
+//   O += P·V_j   wgmma m64n{d}k16, A = P from registers (the S accumulators rescaled,
+//                 masked and packed to 16 bits: each warp's accumulator layout is mma.sync's C
+//                 fragment, which is wgmma's A fragment), B = V_j from shared memory read
+//                 transposed (MN-major), Bc/16 steps.
+// Shared tiles use the 128-byte swizzle (kernels/common/wgmma.cuh): no padding, so each global
+// sector crosses the crossbar once (the padded mma.sync tiles cost 1.5×, analysis/README.md).
+//
+// IO per (batch, head), e = element bytes, Tr = ⌈Nq/Br⌉: Q read once, O written once, L written
+// once, K and V read Tr times (≈ half with causal): Nq·d·e·2 + 2·Tr·Nk·d·e + 4·Nq, as flash2.
+//
+// Supported here: fp16/bf16, d ∈ {64, 128}, causal and key-padding masks, GQA/MQA, Nq ≠ Nk,
+// any N. Dropout and block-sparse lists run on the mma.sync kernel (flash2_method.cpp chooses).
+//
+// Run: build/flashio run --method flash2 --seqlen 4096 --head-dim 128   (an H100/H200)
+#pragma once
+#include <cmath>
+
+#include "kernels/common/wgmma.cuh"
+#include "kernels/flash2/flash2_params.h"
+
+namespace flashio::kernels {
+
+constexpr float kWgmmaLog2e = 1.4426950408889634f;
+constexpr float kWgmmaLn2 = 0.6931471805599453f;
+
+template <typename Element_, int kHeadDim_, int kBlockM_, int kBlockN_>
+struct Flash2FwdWgmmaTraits {
+  using Element = Element_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kBlockM = kBlockM_;  // Br: query rows per thread block, 64 per warpgroup
+  static constexpr int kBlockN = kBlockN_;  // Bc: key rows per K/V tile
+  static constexpr int kWarpGroups = kBlockM / 64;
+  static constexpr int kNThreads = 128 * kWarpGroups;
+  static constexpr int kStages = 2;
+  static constexpr int kAccS = kBlockN / 2;   // fp32 registers per thread of S: (64, Bc) per warpgroup
+  static constexpr int kAccO = kHeadDim / 2;  // fp32 registers per thread of O: (64, d) per warpgroup
+  static constexpr int kTileQBytes = kBlockM * kHeadDim * 2;   // (kBlockM, d) swizzle128
+  static constexpr int kTileKVBytes = kBlockN * kHeadDim * 2;  // (kBlockN, d) swizzle128, per stage
+  static constexpr int kSmemBytes = flash2_fwd_wgmma_smem_bytes(kHeadDim, kBlockM, kBlockN);
+
+  static_assert(kBlockM % 64 == 0, "whole warpgroups of 64 rows");
+  static_assert(kBlockN % 16 == 0 && kHeadDim % kPanelColumns == 0, "k16 steps and 64-column panels");
+  static_assert((kBlockM * kHeadDim * 2) % kSwizzleAtomBytes == 0 && (kBlockN * kHeadDim * 2) % kSwizzleAtomBytes == 0,
+                "every tile starts on a 1024-byte swizzle atom");
+  static_assert(kSmemBytes == kTileQBytes + 2 * kStages * kTileKVBytes + kSwizzleAtomBytes, "host formula");
+};
+
+// The dynamic shared memory rounded up to the swizzle atom (the launch adds the slack).
+__device__ __forceinline__ unsigned char* align_to_swizzle_atom(unsigned char* p) {
+  const uint32_t a = smem_addr(p);
+  return p + ((kSwizzleAtomBytes - (a % kSwizzleAtomBytes)) % kSwizzleAtomBytes);
+}
+
+template <typename Tr, bool kCausal>
+__global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_fwd_wgmma_kernel(const Flash2FwdParams p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using T = typename Tr::Element;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  unsigned char* sQ = align_to_swizzle_atom(smem_raw);     // (kBlockM, d)
+  unsigned char* sK = sQ + Tr::kTileQBytes;                 // (kStages, kBlockN, d)
+  unsigned char* sV = sK + Tr::kStages * Tr::kTileKVBytes;  // (kStages, kBlockN, d)
+
+  // Heavy (late) causal Q tiles are scheduled first.
+  const int m_block = kCausal ? int(gridDim.x) - 1 - int(blockIdx.x) : int(blockIdx.x);
+  const int h = blockIdx.y, b = blockIdx.z;
+  const int hk = h / (p.heads / p.kv_heads);
+  const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;  // accumulator row group and column pair
+  const int warp_row = wg * 64 + ((threadIdx.x % 128) / 32) * 16;  // this warp's first row in the tile
+  const int row0 = m_block * Tr::kBlockM;
+  const int nk = p.key_lengths ? min(p.key_lengths[b], p.seqlen_k) : p.seqlen_k;
+
+  const T* q = static_cast<const T*>(p.q) + ((int64_t(b) * p.heads + h) * p.seqlen_q + row0) * Tr::kHeadDim;
+  const T* k = static_cast<const T*>(p.k) + (int64_t(b) * p.kv_heads + hk) * p.seqlen_k * Tr::kHeadDim;
+  const T* v = static_cast<const T*>(p.v) + (int64_t(b) * p.kv_heads + hk) * p.seqlen_k * Tr::kHeadDim;
+  T* o = static_cast<T*>(p.o) + ((int64_t(b) * p.heads + h) * p.seqlen_q + row0) * Tr::kHeadDim;
+  float* lse = p.lse + (int64_t(b) * p.heads + h) * p.seqlen_q + row0;
+  const int q_rows = p.seqlen_q - row0;  // valid rows of this Q tile (may exceed kBlockM)
+
+  // Keys this tile can see: all valid keys, or (causal) those up to its last row.
+  const int n_end = kCausal ? min(nk, row0 + Tr::kBlockM) : nk;
+  const int n_blocks = n_end > 0 ? (n_end + Tr::kBlockN - 1) / Tr::kBlockN : 0;
+
+  load_tile_sw128<Tr::kBlockM, Tr::kHeadDim, Tr::kNThreads>(sQ, q, 0, q_rows);
+  cp_async_commit();
+  if (n_blocks > 0) {
+    load_tile_sw128<Tr::kBlockN, Tr::kHeadDim, Tr::kNThreads>(sK, k, (n_blocks - 1) * Tr::kBlockN, nk);
+    load_tile_sw128<Tr::kBlockN, Tr::kHeadDim, Tr::kNThreads>(sV, v, (n_blocks - 1) * Tr::kBlockN, nk);
+  }
+  cp_async_commit();
+
+  float acc_o[Tr::kAccO];  // (64 rows of this warpgroup, d): rows g, g+8 of each warp's 16
+  float row_max[2] = {-INFINITY, -INFINITY};  // running max m of rows g and g+8, raw scores
+  float row_sum[2] = {0.f, 0.f};              // this thread's share of ℓ (quad-reduced at the end)
+#pragma unroll
+  for (int i = 0; i < Tr::kAccO; ++i) acc_o[i] = 0.f;
+
+  const uint32_t q_tile = smem_addr(sQ) + wg * 64 * kSwizzleRowBytes;  // this warpgroup's 64 rows
+
+  for (int it = 0; it < n_blocks; ++it) {
+    const int n = n_blocks - 1 - it;  // last-to-first: masked tiles come first
+    const int stage = it % 2;
+    if (it + 1 < n_blocks) {  // prefetch the next tile into the other stage
+      load_tile_sw128<Tr::kBlockN, Tr::kHeadDim, Tr::kNThreads>(sK + (stage ^ 1) * Tr::kTileKVBytes, k,
+                                                                 (n - 1) * Tr::kBlockN, nk);
+      load_tile_sw128<Tr::kBlockN, Tr::kHeadDim, Tr::kNThreads>(sV + (stage ^ 1) * Tr::kTileKVBytes, v,
+                                                                 (n - 1) * Tr::kBlockN, nk);
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    fence_proxy_async_shared();  // the copies are read by wgmma (async proxy)
+    __syncthreads();
+    const uint32_t k_tile = smem_addr(sK + stage * Tr::kTileKVBytes);
+    const uint32_t v_tile = smem_addr(sV + stage * Tr::kTileKVBytes);
+
+    // S = Q·K_jᵀ (Algorithm 1, line 8): (64, kBlockN) per warpgroup, fp32.
+    float acc_s[Tr::kAccS];
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Tr::kHeadDim / 16; ++kk)
+      Wgmma<T, Tr::kBlockN>::template ss<0, 0>(acc_s, desc_kmajor(q_tile, Tr::kBlockM, kk),
+                                                desc_kmajor(k_tile, Tr::kBlockN, kk), kk > 0);
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_operands(acc_s);
+
+    // Mask only where needed: the sequence tail, and (causal) tiles crossing the diagonal.
+    const int col0 = n * Tr::kBlockN;
+    const bool tail = col0 + Tr::kBlockN > nk;
+    const bool diagonal = kCausal && col0 + Tr::kBlockN - 1 > row0 + warp_row;
+    if (tail || diagonal) {
+#pragma unroll
+      for (int j = 0; j < Tr::kBlockN / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int row = row0 + warp_row + g + (e >= 2 ? 8 : 0);
+          const int col = col0 + j * 8 + 2 * t + (e & 1);
+          if (col >= nk || (kCausal && col > row)) acc_s[4 * j + e] = -INFINITY;
+        }
+    }
+
+    // Online softmax (lines 9-10): new max, rescale ℓ and O by exp(m_old − m_new), P = exp(S − m).
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      float mx = row_max[hr];
+#pragma unroll
+      for (int j = 0; j < Tr::kBlockN / 8; ++j) mx = fmaxf(mx, fmaxf(acc_s[4 * j + 2 * hr], acc_s[4 * j + 2 * hr + 1]));
+      mx = quad_max(mx);
+      // All-masked-so-far rows keep m = −inf; subtract 0 instead so exp2 gives 0, not NaN.
+      const float m_scaled = mx == -INFINITY ? 0.f : mx * p.scale_log2;
+      const float alpha = exp2f(row_max[hr] * p.scale_log2 - m_scaled);
+      row_max[hr] = mx;
+      row_sum[hr] *= alpha;
+#pragma unroll
+      for (int j = 0; j < Tr::kHeadDim / 8; ++j) {
+        acc_o[4 * j + 2 * hr] *= alpha;
+        acc_o[4 * j + 2 * hr + 1] *= alpha;
+      }
+#pragma unroll
+      for (int j = 0; j < Tr::kBlockN / 8; ++j)
+#pragma unroll
+        for (int e = 2 * hr; e < 2 * hr + 2; ++e) {
+          const float pe = exp2f(fmaf(acc_s[4 * j + e], p.scale_log2, -m_scaled));
+          acc_s[4 * j + e] = pe;
+          row_sum[hr] += pe;
+        }
+    }
+
+    // O += P·V_j (line 10): P packed from the S accumulators into A fragments, V read transposed.
+    uint32_t a_p[Tr::kBlockN / 16][4];  // (64, kBlockN) in 16-bit A fragments
+#pragma unroll
+    for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
+      a_p[kk][0] = pack2<T>(acc_s[8 * kk + 0], acc_s[8 * kk + 1]);
+      a_p[kk][1] = pack2<T>(acc_s[8 * kk + 2], acc_s[8 * kk + 3]);
+      a_p[kk][2] = pack2<T>(acc_s[8 * kk + 4], acc_s[8 * kk + 5]);
+      a_p[kk][3] = pack2<T>(acc_s[8 * kk + 6], acc_s[8 * kk + 7]);
+    }
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Tr::kBlockN / 16; ++kk)
+      Wgmma<T, Tr::kHeadDim>::template rs<1>(acc_o, a_p[kk], desc_mnmajor(v_tile, Tr::kBlockN, kk), 1);
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_operands(acc_o);
+    __syncthreads();  // this stage is overwritten by the prefetch two iterations on
+  }
+
+  // Epilogue (lines 12-13): O = O / ℓ, L = m + log ℓ; O staged through sQ (swizzled, conflict-free)
+  // for 16-byte stores of whole rows.
+  cp_async_wait<0>();
+  __syncthreads();
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    const float l = quad_sum(row_sum[hr]);
+    const float inv = l > 0.f ? 1.f / l : 0.f;  // a row that sees no key: O = 0
+    const int r = warp_row + g + hr * 8;
+#pragma unroll
+    for (int j = 0; j < Tr::kHeadDim / 8; ++j)
+      *reinterpret_cast<uint32_t*>(sQ + swizzle128_chunk_offset(Tr::kBlockM, r, j) + 4 * t) =
+          pack2<T>(acc_o[4 * j + 2 * hr] * inv, acc_o[4 * j + 2 * hr + 1] * inv);
+    if (t == 0 && r < q_rows)
+      lse[r] = l > 0.f ? (row_max[hr] * p.scale_log2 + __log2f(l)) * kWgmmaLn2 : -INFINITY;
+  }
+  __syncthreads();
+  constexpr int kChunksPerRow = Tr::kHeadDim / 8;
+#pragma unroll
+  for (int c = threadIdx.x; c < Tr::kBlockM * kChunksPerRow; c += Tr::kNThreads) {
+    const int r = c / kChunksPerRow, chunk = c % kChunksPerRow;
+    if (r < q_rows)
+      *reinterpret_cast<uint4*>(o + int64_t(r) * Tr::kHeadDim + chunk * 8) =
+          *reinterpret_cast<const uint4*>(sQ + swizzle128_chunk_offset(Tr::kBlockM, r, chunk));
+  }
+#else
+  __trap();  // compiled for sm_90a only (flash2_wgmma_compiled() says whether it is)
+#endif
+}
+
+}  // namespace flashio::kernels

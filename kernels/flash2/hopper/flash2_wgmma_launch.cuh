@@ -1,0 +1,70 @@
+// Launch of the Hopper (wgmma) flash2 forward for one (element type, head dim): the compiled
+// tile configuration matching `tile`, and the causal or non-causal kernel.
+#pragma once
+#include <stdexcept>
+#include <utility>
+
+#include "bench/cuda_check.h"
+#include "kernels/flash2/hopper/flash2_bwd_wgmma.cuh"
+#include "kernels/flash2/hopper/flash2_fwd_wgmma.cuh"
+#include "kernels/flash2/hopper/flash2_fwd_wgmma_configs.h"
+
+namespace flashio::kernels {
+
+template <typename T, int kHeadDim, int kIndex>
+void launch_flash2_fwd_wgmma_config(const Flash2FwdParams& p, cudaStream_t stream) {
+  constexpr Flash2WgmmaTileSpec s = Flash2FwdWgmmaConfigs<kHeadDim>::list[kIndex];
+  using Tr = Flash2FwdWgmmaTraits<T, kHeadDim, s.block_m, s.block_n>;
+  const dim3 grid((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM, p.heads, p.batch);
+  auto kernel = p.causal ? flash2_fwd_wgmma_kernel<Tr, true> : flash2_fwd_wgmma_kernel<Tr, false>;
+  FLASHIO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
+  kernel<<<grid, Tr::kNThreads, Tr::kSmemBytes, stream>>>(p);
+  FLASHIO_CHECK_LAUNCH();
+}
+
+template <typename T, int kHeadDim, size_t... I>
+void run_flash2_fwd_wgmma_impl(const Flash2FwdParams& p, const Flash2Tile& tile, cudaStream_t stream,
+                               std::index_sequence<I...>) {
+  bool launched = false;
+  auto try_one = [&](auto index) {
+    constexpr Flash2WgmmaTileSpec s = Flash2FwdWgmmaConfigs<kHeadDim>::list[decltype(index)::value];
+    if (!launched && s.block_m == tile.block_m && s.block_n == tile.block_n) {
+      launch_flash2_fwd_wgmma_config<T, kHeadDim, decltype(index)::value>(p, stream);
+      launched = true;
+    }
+  };
+  (try_one(std::integral_constant<size_t, I>{}), ...);
+  if (!launched) throw std::invalid_argument("flash2: wgmma tile configuration not compiled");
+}
+
+template <typename T, int kHeadDim>
+void run_flash2_fwd_wgmma(const Flash2FwdParams& p, const Flash2Tile& tile, cudaStream_t stream) {
+  constexpr size_t n = sizeof(Flash2FwdWgmmaConfigs<kHeadDim>::list) / sizeof(Flash2WgmmaTileSpec);
+  run_flash2_fwd_wgmma_impl<T, kHeadDim>(p, tile, stream, std::make_index_sequence<n>{});
+}
+
+// The backward: flash2's preprocess (D = rowsum(dO∘O)) and dQ conversion kernels around the
+// wgmma main kernel.
+template <typename T, int kHeadDim>
+void run_flash2_bwd_wgmma(const Flash2BwdParams& p, cudaStream_t stream) {
+  using Tr = Flash2BwdWgmmaTraits<T, kHeadDim>;
+  constexpr int kThreads = 256;
+  const int64_t rows = int64_t(p.batch) * p.heads * p.seqlen_q;
+  constexpr int kChunks = kHeadDim / 8;
+  constexpr int kLanes = kChunks <= 4 ? 4 : kChunks <= 8 ? 8 : kChunks <= 16 ? 16 : 32;
+  flash2_bwd_preprocess_kernel<T, kHeadDim><<<unsigned((rows * kLanes + kThreads - 1) / kThreads), kThreads, 0, stream>>>(p);
+  FLASHIO_CHECK_LAUNCH();
+  FLASHIO_CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, size_t(rows) * kHeadDim * sizeof(float), stream));
+
+  const dim3 grid((p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN, p.kv_heads, p.batch);
+  auto kernel = p.causal ? flash2_bwd_wgmma_kernel<Tr, true> : flash2_bwd_wgmma_kernel<Tr, false>;
+  FLASHIO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
+  kernel<<<grid, Tr::kNThreads, Tr::kSmemBytes, stream>>>(p);
+  FLASHIO_CHECK_LAUNCH();
+
+  const int64_t elements = rows * kHeadDim;
+  flash2_bwd_convert_dq_kernel<T><<<unsigned((elements / 8 + kThreads - 1) / kThreads), kThreads, 0, stream>>>(p, elements);
+  FLASHIO_CHECK_LAUNCH();
+}
+
+}  // namespace flashio::kernels
