@@ -16,10 +16,13 @@
 //   dV_w += Pᵀ·dO_i    wgmma m64n{d}k16, A = Pᵀ from registers, B = dO_i read MN-major
 //   dK_w += dSᵀ·Q_i    likewise with dSᵀ and Q_i
 //   dQ_i += dS·K_j     A = dS read M-major from dSᵀ staged in shared memory, B = K_j read
-//                      MN-major; split between the warpgroups by columns (d = 128: each takes
-//                      one 64-column panel, all 128 keys) or by keys (d = 64: each its own 64
-//                      keys, over all d columns), then added to the fp32 accumulator with
-//                      red.global.add.v2.f32 (two adjacent columns per instruction).
+//                      MN-major; split between the warpgroups by columns (each takes d/2
+//                      columns over all 128 keys: one panel for d = 128, half a panel — a
+//                      descriptor starting 64 bytes into the swizzled rows — for d = 64), then
+//                      added to the fp32 accumulator with red.global.add.v2.f32 (two adjacent
+//                      columns per instruction). kDqByKeys (each warpgroup its own 64 keys
+//                      over all d columns: twice the reductions) is the alternative, kept for
+//                      measurement (kernels/flash2/NOTES.md).
 // Shared tiles use the 128-byte swizzle (kernels/common/wgmma.cuh): no padding.
 //
 // IO per (batch, K/V head), G query heads per K/V head, Tc = ⌈Nk/Bc⌉: K, V read once, dK, dV
@@ -48,9 +51,9 @@ struct Flash2BwdWgmmaTraits {
   static constexpr int kBlockM = 64;   // Br: queries per streamed Q tile
   static constexpr int kWarpGroups = kBlockN / 64;
   static constexpr int kNThreads = 128 * kWarpGroups;
-  // dQ split: by 64-column panels when there is one per warpgroup, else by keys.
-  static constexpr bool kDqByKeys = kHeadDim / kPanelColumns != kWarpGroups;
-  static constexpr int kDqColumns = kDqByKeys ? kHeadDim : kPanelColumns;  // N of each warpgroup's dQ
+  // dQ split between the warpgroups: by columns (d/2 each), or by keys (kDqByKeys).
+  static constexpr bool kDqByKeys = false;
+  static constexpr int kDqColumns = kDqByKeys ? kHeadDim : kHeadDim / kWarpGroups;  // N of each warpgroup's dQ
   static constexpr int kDqKeys = kDqByKeys ? 64 : kBlockN;                  // K of each warpgroup's dQ
   static constexpr int kAccSt = kBlockM / 2;    // fp32 registers per thread of Sᵀ (and dPᵀ): (64, Br)
   static constexpr int kAccKV = kHeadDim / 2;   // of dK (and dV): (64, d)
@@ -62,7 +65,8 @@ struct Flash2BwdWgmmaTraits {
 
   static_assert(kBlockM == kPanelColumns, "dSᵀ is one 64-column panel: dS is read M-major in one block");
   static_assert(kHeadDim % kPanelColumns == 0, "whole 64-column panels");
-  static_assert(kDqByKeys || kHeadDim == kWarpGroups * kPanelColumns, "one panel of dQ per warpgroup");
+  static_assert(kDqByKeys || (kPanelColumns % kDqColumns == 0 || kDqColumns % kPanelColumns == 0),
+                "a warpgroup's dQ columns are whole panels or an aligned part of one");
   static_assert(kSmemBytes == 2 * kTileKVBytes + 4 * kTileQBytes + kTileDsBytes + 4 * kBlockM * 4 + kSwizzleAtomBytes,
                 "host formula");
 };
@@ -132,17 +136,18 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_bwd_wgmma_kernel(cons
 
   const uint32_t k_rows = smem_addr(sK) + wg * 64 * kSwizzleRowBytes;  // this warpgroup's keys
   const uint32_t v_rows = smem_addr(sV) + wg * 64 * kSwizzleRowBytes;
+  // Two barriers per Q tile. The first publishes tile `it` (copies made visible to the async
+  // proxy first) and proves that every thread is done with tile it − 1 — its stage, its L/D
+  // and dSᵀ — so the prefetch of tile it + 1 goes out right after it; the second publishes dSᵀ.
   for (int it = 0; it < iterations; ++it) {
     const int stage = it % 2;
+    cp_async_wait<0>();
+    fence_proxy_async_shared();
+    __syncthreads();
     if (it + 1 < iterations) {
       load_iteration(it + 1, stage ^ 1);
       cp_async_commit();
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
     }
-    fence_proxy_async_shared();
-    __syncthreads();
     const int h = hk * group + it / per_head;
     const int m0 = (m_first + it % per_head) * Tr::kBlockM;
     const uint32_t q_tile = smem_addr(sQ + stage * Tr::kTileQBytes);
@@ -218,8 +223,11 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_bwd_wgmma_kernel(cons
     float acc_dq[Tr::kAccDq];  // (Br queries, kDqColumns)
     {
       const uint32_t ds_keys = smem_addr(sdS) + (Tr::kDqByKeys ? wg * 64 * kSwizzleRowBytes : 0);
+      // Column c of the K tile starts (c / 64) panels and (c % 64)·2 bytes into a row.
+      const int col0 = wg * Tr::kDqColumns;
       const uint32_t k_cols = smem_addr(sK) + (Tr::kDqByKeys ? wg * 64 * kSwizzleRowBytes
-                                                              : wg * Tr::kBlockN * kSwizzleRowBytes);
+                                                              : (col0 / kPanelColumns) * Tr::kBlockN * kSwizzleRowBytes +
+                                                                    (col0 % kPanelColumns) * 2);
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < Tr::kDqKeys / 16; ++kk)
@@ -232,7 +240,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_bwd_wgmma_kernel(cons
       wgmma_fence_operands(acc_dk);
     }
     float* dq = p.dq_accum + ((size_t(b) * p.heads + h) * p.seqlen_q) * Tr::kHeadDim +
-                (Tr::kDqByKeys ? 0 : wg * kPanelColumns);
+                (Tr::kDqByKeys ? 0 : wg * Tr::kDqColumns);
     const int q_row = ((threadIdx.x % 128) / 32) * 16;  // this warp's 16 queries of the tile
 #pragma unroll
     for (int j = 0; j < Tr::kDqColumns / 8; ++j)
@@ -242,13 +250,12 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_bwd_wgmma_kernel(cons
         if (i < p.seqlen_q)
           atomic_add2(dq + size_t(i) * Tr::kHeadDim + j * 8 + 2 * t, acc_dq[4 * j + 2 * hr], acc_dq[4 * j + 2 * hr + 1]);
       }
-    __syncthreads();  // the stage, dSᵀ and L/D are rewritten next
   }
 
   // Epilogue (line 21): dK_j = scale·acc_dk, dV_j = acc_dv, staged through sK / sV (free by
   // then, swizzled) for 16-byte stores of whole rows.
-  cp_async_wait<0>();
-  __syncthreads();
+  cp_async_wait<0>();  // no copy in flight (a block past the valid keys loaded K, V and nothing else)
+  __syncthreads();     // every warpgroup's last products have read sK, sV
   const int r_base = key_row + g;
 #pragma unroll
   for (int j = 0; j < Tr::kHeadDim / 8; ++j)

@@ -111,21 +111,22 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_fwd_wgmma_kernel(cons
 
   const uint32_t q_tile = smem_addr(sQ) + wg * 64 * kSwizzleRowBytes;  // this warpgroup's 64 rows
 
+  // One barrier per K/V tile: it publishes tile `it` (every thread's copies, made visible to the
+  // async proxy first) and proves that every thread is done with tile it − 1, whose stage the
+  // prefetch of tile it + 1 then overwrites while tile `it` is computed.
   for (int it = 0; it < n_blocks; ++it) {
     const int n = n_blocks - 1 - it;  // last-to-first: masked tiles come first
     const int stage = it % 2;
+    cp_async_wait<0>();
+    fence_proxy_async_shared();  // the copies are read by wgmma (async proxy)
+    __syncthreads();
     if (it + 1 < n_blocks) {  // prefetch the next tile into the other stage
       load_tile_sw128<Tr::kBlockN, Tr::kHeadDim, Tr::kNThreads>(sK + (stage ^ 1) * Tr::kTileKVBytes, k,
                                                                  (n - 1) * Tr::kBlockN, nk);
       load_tile_sw128<Tr::kBlockN, Tr::kHeadDim, Tr::kNThreads>(sV + (stage ^ 1) * Tr::kTileKVBytes, v,
                                                                  (n - 1) * Tr::kBlockN, nk);
       cp_async_commit();
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
     }
-    fence_proxy_async_shared();  // the copies are read by wgmma (async proxy)
-    __syncthreads();
     const uint32_t k_tile = smem_addr(sK + stage * Tr::kTileKVBytes);
     const uint32_t v_tile = smem_addr(sV + stage * Tr::kTileKVBytes);
 
@@ -198,13 +199,12 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_fwd_wgmma_kernel(cons
     wgmma_commit();
     wgmma_wait<0>();
     wgmma_fence_operands(acc_o);
-    __syncthreads();  // this stage is overwritten by the prefetch two iterations on
   }
 
   // Epilogue (lines 12-13): O = O / ℓ, L = m + log ℓ; O staged through sQ (swizzled, conflict-free)
   // for 16-byte stores of whole rows.
-  cp_async_wait<0>();
-  __syncthreads();
+  cp_async_wait<0>();  // no copy in flight (a Q tile that sees no key loaded Q and nothing else)
+  __syncthreads();     // every warpgroup's last Q·Kᵀ has read sQ
 #pragma unroll
   for (int hr = 0; hr < 2; ++hr) {
     const float l = quad_sum(row_sum[hr]);
