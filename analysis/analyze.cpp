@@ -118,12 +118,13 @@ int kernel_sm_arch(const json& file) {
 RecordModel model_point_of(const json& rec, const json& file, DqAdds dq_adds) {
   RecordModel out;
   const std::string method = rec.value("method", "");
-  if (!has_exact_model(method) && method != "standard") {
+  if (!has_exact_model(method) && !is_standard(method)) {
     out.why_not = method + ": no IO model (peers and the CPU reference are not modelled)";
     return out;
   }
   ModelPoint m;
-  m.method = method;
+  m.method = is_standard(method) ? "standard" : method;  // both materialized methods; `elementwise` tells them apart
+  if (is_standard(method)) m.elementwise = standard_elementwise(rec, file);
   const auto pass = parse_pass(rec.value("pass", ""));
   if (!pass) {
     out.why_not = "unknown pass";

@@ -70,7 +70,8 @@ class Commands final : public AnalysisCommands {
     predict_->add_option("--gpu", req_.gpus, "GPUs: t4, a100-40gb, a100-80gb, rtx3090, l4, a10, h100-sxm, h200")
         ->delimiter(',')
         ->required();
-    predict_->add_option("--method,-m", req_.methods, "flash1, flash2, standard (default flash2)")->delimiter(',');
+    predict_->add_option("--method,-m", req_.methods, "flash1, flash2, standard, standard_fused (default flash2)")
+        ->delimiter(',');
     predict_->add_option("--pass", req_.passes, "fwd, bwd, fwdbwd (default fwd)")->delimiter(',');
     predict_->add_option("--seqlen,-n", req_.seqlens, "sequence lengths (default 1024..16384)")->delimiter(',');
     predict_->add_option("--batch,-b", req_.batch, "batch (default 1)")->check(CLI::PositiveNumber);

@@ -1,6 +1,6 @@
 // The exact SM↔L2 predictor: closed forms per (batch, head) of what each kernel's schedule
 // touches (kernels/flash2/flash2_{fwd,bwd}_kernel.cuh, kernels/flash1/flash1_kernels.cuh,
-// baselines/standard/standard_method.cpp). Cross-checked by analysis/schedule_sim.cpp.
+// baselines/standard/standard_plan.cpp). Cross-checked by analysis/schedule_sim.cpp.
 #include "analysis/io_model.h"
 
 #include <fmt/format.h>
@@ -354,26 +354,47 @@ Traffic flash1_bwd_traffic(const Problem& p, const KernelTiles& t, DqWidth dq) {
   return out;
 }
 
+bool is_standard(const std::string& method) { return method == "standard" || method == "standard_fused"; }
+
+Elementwise standard_elementwise(const nlohmann::json& record, const nlohmann::json& file) {
+  if (record.value("method", std::string()) == "standard_fused") return Elementwise::Fused;
+  const nlohmann::json tiles = record.value("tiles", nlohmann::json::object());
+  const std::string e = tiles.is_object() ? tiles.value("elementwise", std::string()) : std::string();
+  if (e == "separate") return Elementwise::Separate;
+  if (e == "fused") return Elementwise::Fused;
+  // Absent: flashio's `standard` was the fused code until tiles.elementwise existed; a published
+  // file's `standard` is the paper's PyTorch, one kernel per step.
+  return file.is_object() && file.value("producer", std::string()) == "published" ? Elementwise::Separate
+                                                                                  : Elementwise::Fused;
+}
+
 // Standard attention: compulsory operand reads and result writes of each kernel.
-Traffic standard_fwd_traffic(const Problem& p) {
+Traffic standard_fwd_traffic(const Problem& p, Elementwise k) {
   const int64_t e = bytes_of(p.dtype);
   const int64_t q = p.q_elements() * e, kv = p.kv_elements() * e;
-  const int64_t s = p.batch * p.heads * p.seqlen_q * p.nk() * e;
-  const bool dropout = p.dropout > 0;
+  const int64_t elements = p.batch * p.heads * p.seqlen_q * p.nk(), s = elements * e;
+  const bool dropout = p.dropout > 0, masked = p.causal || p.padding != Padding::None;
   Traffic out;
   out.add("S = Q·Kᵀ (GEMM)", q + kv, s);
-  out.add(dropout ? "P, P_drop = softmax(S) (+dropout)" : "P = softmax(S)", s, dropout ? 2 * s : s);
+  if (k == Elementwise::Fused) {
+    out.add(dropout ? "P, P_drop = softmax(S) (+dropout)" : "P = softmax(S)", s, dropout ? 2 * s : s);
+  } else {
+    if (masked) out.add("S = mask(S) (in place)", s, s);
+    out.add("P = softmax(S)", s, s);
+    if (dropout) out.add("P_drop, mask = dropout(P)", s, s + elements);  // the mask: one byte per element
+  }
   out.add("O = P·V (GEMM)", s + kv, q);
   return out;
 }
 
-Traffic standard_bwd_traffic(const Problem& p) {
+Traffic standard_bwd_traffic(const Problem& p, Elementwise k) {
   const int64_t e = bytes_of(p.dtype);
   const int64_t q = p.q_elements() * e, kv = p.kv_elements() * e;
-  const int64_t s = p.batch * p.heads * p.seqlen_q * p.nk() * e;
+  const int64_t elements = p.batch * p.heads * p.seqlen_q * p.nk(), s = elements * e;
   Traffic out;
   out.add("dV = P_dropᵀ·dO (GEMM)", s + q, kv);
   out.add("dP = dO·Vᵀ (GEMM)", q + kv, s);
+  if (k == Elementwise::Separate && p.dropout > 0) out.add("dP = dropout backward(dP_drop, mask)", s + elements, s);
   out.add("dS = softmax backward", 2 * s, s);
   out.add("dQ = dS·K (GEMM)", s + kv, q);
   out.add("dK = dSᵀ·Q (GEMM)", s + q, kv);
@@ -403,8 +424,8 @@ Traffic predict_sm_l2(const ModelPoint& m) {
     if (fwd) out += flash1_fwd_traffic(m.problem, need_tiles(m.fwd_tiles, m, "forward"));
     if (bwd) out += flash1_bwd_traffic(m.problem, need_tiles(m.bwd_tiles, m, "backward"), m.dq());
   } else if (m.method == "standard") {
-    if (fwd) out += standard_fwd_traffic(m.problem);
-    if (bwd) out += standard_bwd_traffic(m.problem);
+    if (fwd) out += standard_fwd_traffic(m.problem, m.elementwise);
+    if (bwd) out += standard_bwd_traffic(m.problem, m.elementwise);
   } else {
     throw std::invalid_argument(
         fmt::format("{}: no IO model (peers and the CPU reference are not modelled)", m.method));
@@ -425,16 +446,22 @@ Traffic compulsory_dram(const ModelPoint& m) {
     if (m.method == "flash1") out.add("l, m (kept for the backward)", 0, 2 * rows * kF32);
     if (m.method == "standard") {
       // S and P are N² matrices that no L2 holds beyond small N: written and read back.
-      const int64_t s = p.batch * p.heads * p.seqlen_q * p.nk() * e;
+      const int64_t elements = p.batch * p.heads * p.seqlen_q * p.nk(), s = elements * e;
       out.add("S, P", 2 * s, (p.dropout > 0 ? 3 : 2) * s);
+      if (m.elementwise == Elementwise::Separate) {  // the passes the fused kernel saves
+        if (p.causal || p.padding != Padding::None) out.add("masking: S read and written back", s, s);
+        if (p.dropout > 0) out.add("dropout: P read, mask written", s, elements);
+      }
     }
   }
   if (bwd && m.method == "standard") {
     if (m.pass == Pass::Bwd) out.add("Q, K, V", q + 2 * kv, 0);
     out.add("O, dO, L", 2 * q + rows * kF32, 0);
     out.add("dQ, dK, dV", 0, q + 2 * kv);
-    const int64_t s = p.batch * p.heads * p.seqlen_q * p.nk() * e;
+    const int64_t elements = p.batch * p.heads * p.seqlen_q * p.nk(), s = elements * e;
     out.add("P, dP, dS", 4 * s, 2 * s);
+    if (m.elementwise == Elementwise::Separate && p.dropout > 0)
+      out.add("dropout backward: dP_drop and mask read, dP written", s + elements, s);
   } else if (bwd) {
     // Per kernel, each reading its inputs and writing its outputs once (beyond the L2, nothing
     // survives from one kernel to the next: H100, flash2 fwd+bwd, b 16, h 8, N 4096, d 64 reads

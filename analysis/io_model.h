@@ -20,9 +20,10 @@
 // read-modify-write, the dQ convert kernel's two float4 loads). The dQ accumulator's
 // cudaMemsetAsync is not counted: it is no kernel of the counters' per-kernel ranges (measured).
 //
-// Standard attention (cuBLAS GEMMs + softmax kernels) is modelled by its compulsory matrix
+// Standard attention (cuBLAS GEMMs + elementwise kernels) is modelled by its compulsory matrix
 // traffic only: every kernel reads its operands and writes its result once. cuBLAS's own
-// re-reads of operand tiles are not modelled, so its verdicts are informational.
+// re-reads of operand tiles are not modelled, so its verdicts are informational. Its two
+// variants differ in their elementwise passes (Elementwise below).
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -80,9 +81,28 @@ struct DqWidth {
 // The width the kernel built for `sm_arch` (e.g. 90) uses; `scalar_kernel`: the pre-9077f49 kernels.
 DqWidth dq_width(int sm_arch, bool scalar_kernel = false);
 
+// The materialized methods' elementwise steps between the GEMMs (records' tiles.elementwise):
+//   Separate  `standard`: masking (in place over S, where a mask applies), softmax, dropout
+//             (P → P_drop and a one-byte-per-element mask); backward: dropout backward from the
+//             stored mask, softmax backward — each its own pass over HBM.
+//   Fused     `standard_fused`: mask + softmax + dropout in one pass (P and P_drop written), the
+//             dropout redrawn inside the softmax backward. Also every `standard` record without
+//             tiles.elementwise: the files written before the split hold the fused code's records.
+enum class Elementwise { Separate, Fused };
+
+// Whether a record's method is one of the materialized ones (standard, standard_fused), and
+// which elementwise variant a record ran: standard_fused → Fused; standard → its
+// tiles.elementwise, else (absent) Fused for flashio's own files (the code before the split)
+// and Separate for a `"producer": "published"` file (the paper's PyTorch baseline).
+bool is_standard(const std::string& method);
+Elementwise standard_elementwise(const nlohmann::json& record, const nlohmann::json& file);
+
 // Everything the exact model needs about one point.
 struct ModelPoint {
-  std::string method;  // flash1, flash2, standard (others: no model)
+  // flash1, flash2, blocksparse_flash, standard (others: no model). Both materialized methods are
+  // "standard" here (the DRAM model's name for them), `elementwise` says which.
+  std::string method;
+  Elementwise elementwise = Elementwise::Separate;  // standard only
   Pass pass = Pass::Fwd;
   Problem problem;
   std::optional<KernelTiles> fwd_tiles, bwd_tiles;
@@ -104,8 +124,8 @@ Traffic flash2_fwd_traffic(const Problem& p, const KernelTiles& t, const BlockMa
 Traffic flash2_bwd_traffic(const Problem& p, const KernelTiles& t, const BlockMask& mask, DqWidth dq = {});
 Traffic flash1_fwd_traffic(const Problem& p, const KernelTiles& t);
 Traffic flash1_bwd_traffic(const Problem& p, const KernelTiles& t, DqWidth dq = {});
-Traffic standard_fwd_traffic(const Problem& p);
-Traffic standard_bwd_traffic(const Problem& p);
+Traffic standard_fwd_traffic(const Problem& p, Elementwise k);
+Traffic standard_bwd_traffic(const Problem& p, Elementwise k);
 
 // Compulsory DRAM bytes: every input read once, every output (and every workspace buffer
 // that must be written back) written once.

@@ -44,9 +44,12 @@ std::string setting_of(const json& rec) {
   return s;
 }
 
-std::string method_label(const json& rec) {
+// The record's method; `standard` records of flashio files written before standard_fused
+// existed ran the fused code, which the label says (analysis/README.md).
+std::string method_label(const json& rec, const json& doc) {
   const json& p = rec["problem"];
   std::string m = rec.value("method", "");
+  if (m == "standard" && standard_elementwise(rec, doc) == Elementwise::Fused) m += " (fused kernels)";
   if (p.value("block_r", 0) > 0 || p.value("block_c", 0) > 0)
     m += fmt::format(" ({}×{})", p.value("block_r", 0), p.value("block_c", 0));
   return m;
@@ -78,7 +81,7 @@ std::vector<Table> grid(const Documents& docs, const std::string& what, Value va
       const int64_t n = rec["problem"].value("seqlen_q", int64_t(0));
       Cells& c = by_setting[setting];
       c.ns.insert(n);
-      c.rows[method_label(rec)].emplace(n, *v);
+      c.rows[method_label(rec, doc)].emplace(n, *v);
     }
   std::vector<Table> out;
   for (const auto& [setting, c] : by_setting) {
@@ -214,18 +217,32 @@ std::vector<Table> report_tables(const Documents& docs) {
         hbm = fixed((c["bytes"].value("dram_read", 0.0) + c["bytes"].value("dram_write", 0.0)) / 1e9, 2);
         source = "measured";
       } else {
-        const RecordModel rm = model_point_of(rec);
+        const RecordModel rm = model_point_of(rec, doc);
         if (rm.point) {
           hbm = fixed(double(compulsory_dram(*rm.point).total()) / 1e9, 2);
           source = "model (compulsory)";
         }
       }
-      fig2.rows.push_back({doc["device"].value("name", std::string("?")), method_label(rec),
+      fig2.rows.push_back({doc["device"].value("name", std::string("?")), method_label(rec, doc),
                            fixed(rec.value("flops", 0.0) / 1e9, 1), hbm, source, fixed(median_s(rec) * 1e3, 2)});
     }
   if (!fig2.rows.empty()) out.push_back(fig2);
   return out;
 }
+
+namespace {
+
+// The point a record is matched on across files: its name, except that a `standard` record of
+// the fused code (flashio files from before standard_fused existed) is matched with
+// standard_fused, not with the separate-kernel `standard` of newer files or the paper's PyTorch.
+std::string compare_key(const json& rec, const json& doc) {
+  const std::string name = rec.value("name", "");
+  if (rec.value("method", "") == "standard" && standard_elementwise(rec, doc) == Elementwise::Fused)
+    return "standard_fused" + name.substr(name.find('/'));
+  return name;
+}
+
+}  // namespace
 
 std::vector<Table> compare_tables(const Documents& docs) {
   // key → file index → record
@@ -233,7 +250,8 @@ std::vector<Table> compare_tables(const Documents& docs) {
   for (size_t i = 0; i < docs.size(); ++i) {
     if (!docs[i].second.contains("records")) continue;
     for (const auto& rec : docs[i].second.at("records"))  // by reference: the map keeps pointers
-      if (rec.value("status", "") == "ok" && median_s(rec) > 0) points[rec.value("name", "")].emplace(i, &rec);
+      if (rec.value("status", "") == "ok" && median_s(rec) > 0)
+        points[compare_key(rec, docs[i].second)].emplace(i, &rec);
   }
   std::vector<std::map<std::string, double>> st;
   for (const auto& [p, d] : docs) st.push_back(standard_times(d));
@@ -351,13 +369,14 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
           const auto pass = parse_pass(pass_name);
           if (!pass) throw std::invalid_argument("unknown pass " + pass_name);
           ModelPoint m;
-          m.method = method;
+          m.method = is_standard(method) ? "standard" : method;
+          if (method == "standard_fused") m.elementwise = Elementwise::Fused;
           m.pass = *pass;
           m.problem.batch = r.batch, m.problem.heads = r.heads, m.problem.seqlen_q = n, m.problem.head_dim = d;
           m.problem.causal = r.causal;
           int64_t fwd_smem = 0;
           std::string tile = "-";
-          if (method != "standard") {
+          if (!is_standard(method)) {
             const auto ft = pick_tile(method, d, g->smem_per_block_optin_bytes, &fwd_smem);
             if (!ft) {
               t.rows.push_back({method, pass_name, std::to_string(n), "no tile fits", "-", "-", "-", "-", "-"});

@@ -13,6 +13,7 @@ nlohmann::json Tiles::to_json() const {
   if (splits > 0) j["splits"] = splits;
   if (!mma.empty()) j["mma"] = mma;
   if (!smem_layout.empty()) j["smem_layout"] = smem_layout;
+  if (!elementwise.empty()) j["elementwise"] = elementwise;
   return j;
 }
 

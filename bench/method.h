@@ -80,6 +80,11 @@ struct Tiles {
   // Empty in records written before these fields existed: mma.sync with padded rows.
   std::string mma;
   std::string smem_layout;
+  // The materialized methods (standard, standard_fused): how the elementwise steps between the
+  // GEMMs run — "separate" (one kernel each: masking, softmax, dropout; dropout backward,
+  // softmax backward) or "fused" (mask + softmax + dropout in one row kernel per pass). Empty in
+  // records written before it existed, whose `standard` was the fused code.
+  std::string elementwise;
   nlohmann::json to_json() const;
 };
 

@@ -36,9 +36,10 @@ Preset fa1_table(const Fa1Table& t) {
   return {fmt::format("fa1-table{}", t.number),
           fmt::format("FlashAttention Table {}: {} runtime, {} (b 16, h 8, d 64, N 128-64k)", t.number,
                       pass_words(t.pass), config),
-          fmt::format(R"({{"method": ["standard", "flash1"], "pass": "{}", {}, "dropout": {}, "padding": "{}"}})",
+          fmt::format(R"({{"method": ["standard", "standard_fused", "flash1"], "pass": "{}", {}, "dropout": {},
+                           "padding": "{}"}})",
                       t.pass, kFa1Shape, t.dropout ? "0.1" : "0", t.masking ? "random" : "none"),
-          {"standard", "flash1"}};
+          {"standard", "standard_fused", "flash1"}};
 }
 
 // FlashAttention-2 (arXiv:2307.08691), Section 4.1: N = 512 … 16k, batch so that there are
@@ -58,14 +59,15 @@ std::vector<Preset> make_presets() {
   for (const auto& t : kFa1Tables) p.push_back(fa1_table(t));
   p.push_back({"fa1-tables",
                "FlashAttention Tables 14-25 together: the four configurations x fwd, bwd, fwd+bwd",
-               fmt::format(R"({{"method": ["standard", "flash1"], "pass": ["fwd", "bwd", "fwdbwd"], {},
-                  "dropout": [0, 0.1], "padding": ["none", "random"]}})",
+               fmt::format(R"({{"method": ["standard", "standard_fused", "flash1"], "pass": ["fwd", "bwd", "fwdbwd"],
+                  {}, "dropout": [0, 0.1], "padding": ["none", "random"]}})",
                            kFa1Shape),
-               {"standard", "flash1"}});
-  p.push_back({"fa1-table26",
-               "FlashAttention Table 26: memory (workspace_bytes) of fwd+bwd, no dropout or masking (b 16, h 8, d 64)",
-               fmt::format(R"({{"method": ["standard", "flash1"], "pass": "fwdbwd", {}}})", kFa1Shape),
-               {"standard", "flash1"}});
+               {"standard", "standard_fused", "flash1"}});
+  p.push_back(
+      {"fa1-table26",
+       "FlashAttention Table 26: memory (workspace_bytes) of fwd+bwd, no dropout or masking (b 16, h 8, d 64)",
+       fmt::format(R"({{"method": ["standard", "standard_fused", "flash1"], "pass": "fwdbwd", {}}})", kFa1Shape),
+       {"standard", "standard_fused", "flash1"}});
   // Figure 2 (Section 3.2): N 1024, d 64, 16 heads, batch 64.
   p.push_back({"figure2-left",
                "FlashAttention Figure 2 left: fwd+bwd of standard vs flash1, key padding, no dropout (N 1024, d 64, h "

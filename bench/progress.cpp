@@ -33,10 +33,17 @@ double estimate_seconds(const Point& pt, int reps, int warmup) {
   const double f = flops(p, pt.pass);
   const double launches = reps + warmup + 2;  // two checks around the timing
   double kernel = f / kernel_flops_per_s(pt.method, pt.pass);
-  if (pt.method == "standard") {
-    // S and P in HBM: written and read a few times per pass.
+  if (pt.method == "standard" || pt.method == "standard_fused") {
+    // S and P in HBM: written and read a few times per pass; `standard`'s separate kernels add
+    // the masking pass (S read and written) and the dropout passes (P read, P_drop and the mask
+    // written; backward dP_drop and the mask read, dP written).
     const double scores = double(p.batch) * double(p.heads) * double(p.seqlen_q) * double(p.nk()) * 2.0;
-    kernel = std::max(kernel, (pt.pass == Pass::Fwd ? 4.0 : 10.0) * scores / kHbmBytesPerS);
+    double passes = pt.pass == Pass::Fwd ? 4.0 : 10.0;
+    if (pt.method == "standard") {
+      if (p.causal || p.padding != Padding::None) passes += 2.0;
+      if (p.dropout > 0) passes += pt.pass == Pass::Fwd ? 2.5 : 5.0;
+    }
+    kernel = std::max(kernel, passes * scores / kHbmBytesPerS);
   }
   if (pt.method == "reference") kernel = f / kCpuMethodFlopsPerS, reps = std::min(reps, 3);
   const double macs = double(p.batch) * double(p.heads) * double(p.seqlen_q) * double(p.nk()) * double(p.head_dim);

@@ -6,6 +6,7 @@ namespace flashio {
 
 std::unique_ptr<Method> make_reference();
 std::unique_ptr<Method> make_standard();
+std::unique_ptr<Method> make_standard_fused();
 std::unique_ptr<Method> make_flash1();
 std::unique_ptr<Method> make_flash2();
 std::unique_ptr<Method> make_blocksparse_flash();
@@ -16,6 +17,7 @@ const Registry& builtin_registry() {
     Registry r;
     r.add(make_reference());
     r.add(make_standard());
+    r.add(make_standard_fused());
     r.add(make_flash1());
     r.add(make_flash2());
     r.add(make_blocksparse_flash());

@@ -8,7 +8,7 @@
 #        flash2, and PyTorch SDPA's four back-ends on the same points in the same run
 #        (one run id in both files).
 #   fa1  FlashAttention's benchmark setting (batch 16, 8 heads, d = 64, fp16,
-#        N = 128 … 16384) for standard and flash1 in the four configurations of its
+#        N = 128 … 16384) for standard, standard_fused and flash1 in the four configurations of its
 #        Tables 14-25 (plain, dropout 0.1, key padding, both), passes fwd, bwd, fwd+bwd.
 #   memory  FlashAttention's Table 26 setting (batch 16, 8 heads, d = 64, fp16,
 #        N = 128 … 65536, fwd+bwd) for standard, flash1 and flash2: memory footprint (and
@@ -40,7 +40,7 @@ if [ "$what" = fa2 ] || [ "$what" = all ]; then
 fi
 
 if [ "$what" = fa1 ] || [ "$what" = all ]; then
-  "$bin" run --method standard,flash1 --batch 16 --heads 8 --head-dim 64 \
+  "$bin" run --method standard,standard_fused,flash1 --batch 16 --heads 8 --head-dim 64 \
     --seqlen 128,256,512,1024,2048,4096,8192,16384 --dropout 0,0.1 --padding none,random \
     --pass fwd,bwd,fwdbwd --reps 10 --warmup 2 -q --out "$out/$gpu-fa1.json"
 fi

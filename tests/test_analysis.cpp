@@ -375,6 +375,70 @@ TEST(DramModel, ReadsInputsOnceWhileResidentAndGrowsWithWavesAndDriftedLayersAft
   EXPECT_NEAR(double(drifted.drift_bytes) / kv, waves - point / kv, 1e-6);
 }
 
+// The two materialized methods: `standard` runs masking, softmax and dropout (and dropout's
+// backward) as passes of their own; `standard_fused` (and every `standard` record written before
+// the split, without tiles.elementwise) does mask + softmax + dropout in one.
+TEST(IoModel, StandardSeparateKernelsAddTheMaskingAndDropoutPasses) {
+  Problem p = shape(2, 4, 2, 300, 517, 64, true, true);
+  p.dropout = 0.1;
+  const int64_t elements = 2 * 4 * 300 * 517, s = elements * 2;
+  const Traffic fwd_sep = standard_fwd_traffic(p, Elementwise::Separate),
+                fwd_fused = standard_fwd_traffic(p, Elementwise::Fused);
+  EXPECT_EQ(fwd_sep.read - fwd_fused.read, 2 * s);           // masking reads S, dropout reads P
+  EXPECT_EQ(fwd_sep.write - fwd_fused.write, s + elements);  // masking writes S; the mask bytes
+  const Traffic bwd_sep = standard_bwd_traffic(p, Elementwise::Separate),
+                bwd_fused = standard_bwd_traffic(p, Elementwise::Fused);
+  EXPECT_EQ(bwd_sep.read - bwd_fused.read, s + elements);  // dropout backward: dP_drop and the mask
+  EXPECT_EQ(bwd_sep.write - bwd_fused.write, s);           // dP
+  // Without a mask or dropout the two are the same passes.
+  const Problem plain = shape(2, 4, 2, 300, 517, 64, false, false);
+  EXPECT_EQ(standard_fwd_traffic(plain, Elementwise::Separate).total(),
+            standard_fwd_traffic(plain, Elementwise::Fused).total());
+  EXPECT_EQ(standard_bwd_traffic(plain, Elementwise::Separate).total(),
+            standard_bwd_traffic(plain, Elementwise::Fused).total());
+  // Compulsory DRAM: the same extra passes.
+  ModelPoint m;
+  m.method = "standard";
+  m.pass = Pass::FwdBwd;
+  m.problem = p;
+  m.elementwise = Elementwise::Separate;
+  const Traffic dram_sep = compulsory_dram(m);
+  m.elementwise = Elementwise::Fused;
+  const Traffic dram_fused = compulsory_dram(m);
+  EXPECT_EQ(dram_sep.read - dram_fused.read, 2 * s + s + elements);
+  EXPECT_EQ(dram_sep.write - dram_fused.write, s + elements + s);
+}
+
+TEST(IoModel, StandardRecordsSayWhichKernelsTheyRan) {
+  Record r;
+  r.method = "standard";
+  r.pass = Pass::FwdBwd;
+  r.problem = shape(1, 2, 2, 256, 256, 64, false, true);
+  r.problem.dropout = 0.1;
+  r.tiles = Tiles{};  // the plans write zero tiles
+  const json flashio_file = {{"producer", "flashio"}}, published = {{"producer", "published"}};
+  // Before tiles.elementwise existed, flashio's `standard` was the fused code.
+  auto kernels = [&](const Record& rec, const json& file) {
+    const RecordModel rm = model_point_of(to_json(rec), file);
+    EXPECT_TRUE(rm.point.has_value()) << rm.why_not;
+    EXPECT_EQ(rm.point->method, "standard");
+    return rm.point->elementwise;
+  };
+  EXPECT_EQ(kernels(r, flashio_file), Elementwise::Fused);
+  EXPECT_EQ(kernels(r, published), Elementwise::Separate);  // the paper's PyTorch
+  r.tiles->elementwise = "separate";
+  EXPECT_EQ(kernels(r, flashio_file), Elementwise::Separate);
+  r.method = "standard_fused";
+  r.tiles->elementwise = "fused";
+  EXPECT_EQ(kernels(r, flashio_file), Elementwise::Fused);
+  const RecordModel fused = model_point_of(to_json(r), flashio_file);
+  r.method = "standard";
+  r.tiles->elementwise = "separate";
+  const RecordModel separate = model_point_of(to_json(r), flashio_file);
+  ASSERT_TRUE(fused.point && separate.point);
+  EXPECT_GT(predict_sm_l2(*separate.point).total(), predict_sm_l2(*fused.point).total());
+}
+
 TEST(DramModel, BackwardCompulsoryCountsTheFp32DqAccumulatorOutAndIn) {
   ModelPoint m;
   m.method = "flash2";

@@ -2,6 +2,8 @@
 // path a sweep uses (poisoned outputs, check before timing). Skips without a GPU.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "kernels/flash2/flash2_params.h"
@@ -32,7 +34,7 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
 
 std::vector<Case> all_cases() {
   std::vector<Case> out;
-  for (const char* m : {"standard", "flash2", "flash2_mma_sync", "flash2_wgmma"})
+  for (const char* m : {"standard", "standard_fused", "flash2", "flash2_mma_sync", "flash2_wgmma"})
     for (int64_t n : {1, 17, 1013, 4097})
       for (int64_t d : {64, 128})
         for (DType t : {DType::F16, DType::BF16})
@@ -80,7 +82,8 @@ INSTANTIATE_TEST_SUITE_P(Forward, GpuMethod, testing::ValuesIn(all_cases()), cas
 class GpuFeatures : public GpuTest {};
 
 TEST_F(GpuFeatures, KeyPaddingGqaAndUnequalLengths) {
-  const std::pair<const char*, const char*> methods[] = {{"standard", ""}, {"flash2", ""}, {"flash2", "mma.sync"}};
+  const std::pair<const char*, const char*> methods[] = {
+      {"standard", ""}, {"standard_fused", ""}, {"flash2", ""}, {"flash2", "mma.sync"}};
   for (const auto& [m, mma] : methods) {
     Problem p;
     p.mma = mma;
@@ -141,10 +144,15 @@ TEST_F(GpuFeatures, ReferenceMethodAgreesWithItself) {
   expect_ok({"reference", Pass::Fwd, p});
 }
 
-// The standard method's backward (Algorithm 3) and dropout against the float64 reference:
-// O, dQ on every row and dK, dV on every K/V head, for each pass (bwd times backward() again
-// from the forward that the check ran, so a backward that destroys its inputs fails there).
-TEST_F(GpuFeatures, StandardBackwardAndDropout) {
+// The standard methods' backward (Algorithm 3) and dropout against the float64 reference, for
+// `standard` (separate masking, softmax, dropout kernels; the backward reads the stored mask)
+// and `standard_fused`: O, dQ on every row and dK, dV on every K/V head, for each pass (bwd
+// times backward() again from the forward that the check ran, so a backward that destroys its
+// inputs — P, P_drop, the mask — fails there).
+class StandardMethods : public GpuParamTest<std::string> {};
+
+TEST_P(StandardMethods, BackwardAndDropoutMatchReference) {
+  const std::string method = GetParam();
   const Pass passes[] = {Pass::Fwd, Pass::Bwd, Pass::FwdBwd};
   for (int64_t n : {1, 17, 1013})
     for (int64_t d : {64, 128})
@@ -159,22 +167,105 @@ TEST_F(GpuFeatures, StandardBackwardAndDropout) {
             p.dtype = t;
             p.causal = causal;
             p.dropout = dropout;
-            for (Pass pass : passes) expect_ok({"standard", pass, p});  // innermost: one reference per problem
+            for (Pass pass : passes) expect_ok({method, pass, p});  // innermost: one reference per problem
           }
-  // GQA (4 query heads per K/V head), key padding, Nq != Nk.
+  // GQA (4 query heads per K/V head), key padding, Nq != Nk, and Nk odd (no 16-byte rows: the
+  // elementwise kernels' scalar path).
   for (DType t : {DType::F16, DType::BF16})
-    for (bool causal : {false, true}) {
+    for (bool causal : {false, true})
+      for (int64_t nk : {517, 512}) {
+        Problem p;
+        p.batch = 3;
+        p.heads = 8;
+        p.kv_heads = 2;
+        p.seqlen_q = 300;
+        p.seqlen_k = nk;
+        p.head_dim = 64;
+        p.dtype = t;
+        p.causal = causal;
+        p.padding = Padding::Random;
+        p.dropout = 0.17;
+        for (Pass pass : passes) expect_ok({method, pass, p});
+      }
+}
+
+INSTANTIATE_TEST_SUITE_P(Both, StandardMethods, testing::Values("standard", "standard_fused"),
+                         [](const testing::TestParamInfo<std::string>& i) { return i.param; });
+
+// `standard` and `standard_fused` draw the same dropout mask (the shared Philox generator; the
+// first stores it, the second redraws it) and differ only in where intermediates are rounded:
+// their O, dQ, dK, dV agree to a few fp16/bf16 ulps of the tensor's scale. A mask differing in
+// even a few percent of the elements moves O by tens of percent of its scale at these sizes.
+TEST_F(GpuFeatures, StandardAndStandardFusedAgreeWithDropoutAndMasks) {
+  struct Shape {
+    int64_t batch, heads, kv_heads, nq, nk;
+    bool causal;
+    Padding padding;
+  };
+  const Shape shapes[] = {{2, 2, 2, 17, 17, false, Padding::None},
+                          {1, 2, 2, 1013, 1013, true, Padding::None},
+                          {3, 8, 2, 300, 517, false, Padding::Random},
+                          {2, 4, 4, 256, 256, true, Padding::Random}};
+  for (const Shape& sh : shapes)
+    for (DType t : {DType::F16, DType::BF16}) {
       Problem p;
-      p.batch = 3;
-      p.heads = 8;
-      p.kv_heads = 2;
-      p.seqlen_q = 300;
-      p.seqlen_k = 517;
+      p.batch = sh.batch;
+      p.heads = sh.heads;
+      p.kv_heads = sh.kv_heads;
+      p.seqlen_q = sh.nq;
+      p.seqlen_k = sh.nk;
       p.head_dim = 64;
       p.dtype = t;
-      p.causal = causal;
-      p.padding = Padding::Random;
-      p.dropout = 0.17;
-      for (Pass pass : passes) expect_ok({"standard", pass, p});
+      p.causal = sh.causal;
+      p.padding = sh.padding;
+      p.dropout = 0.1;
+      const HostInputs in = make_inputs(p, true);
+      const FwdBwdBytes a = run_fwdbwd_bytes("standard", p, in), b = run_fwdbwd_bytes("standard_fused", p, in);
+      const std::string name = point_name("standard", Pass::FwdBwd, p);
+      auto compare = [&](const char* what, const std::vector<uint8_t>& x, const std::vector<uint8_t>& y) {
+        ASSERT_EQ(x.size(), y.size()) << what;
+        const size_t count = x.size() / 2;
+        std::vector<float> fx(count), fy(count);
+        float scale = 0.f;
+        for (size_t e = 0; e < count; ++e) {
+          fx[e] = to_float(t, reinterpret_cast<const uint16_t*>(x.data())[e]);
+          fy[e] = to_float(t, reinterpret_cast<const uint16_t*>(y.data())[e]);
+          scale = std::max(scale, std::abs(fy[e]));
+        }
+        const float tolerance = (t == DType::BF16 ? 0.03f : 0.01f) * scale;
+        size_t worst = 0;
+        for (size_t e = 0; e < count; ++e)
+          if (!(std::abs(fx[e] - fy[e]) <= tolerance) && std::abs(fx[e] - fy[e]) >= std::abs(fx[worst] - fy[worst]))
+            worst = e;
+        EXPECT_LE(std::abs(fx[worst] - fy[worst]), tolerance)
+            << name << " " << what << "[" << worst << "]: standard " << fx[worst] << ", standard_fused " << fy[worst]
+            << " (scale " << scale << ")";
+      };
+      compare("O", a.o, b.o);
+      compare("dQ", a.dq, b.dq);
+      compare("dK", a.dk, b.dk);
+      compare("dV", a.dv, b.dv);
+    }
+}
+
+// The unfused `standard` keeps the dropout mask for its backward: one byte per score element
+// more workspace than `standard_fused`, only with dropout.
+TEST_F(GpuFeatures, StandardStoresTheDropoutMaskInItsWorkspace) {
+  Problem p;
+  p.batch = 2;
+  p.heads = 3;
+  p.seqlen_q = 256;
+  p.head_dim = 64;
+  const int64_t elements = p.batch * p.heads * p.seqlen_q * p.seqlen_q;
+  for (Pass pass : {Pass::Fwd, Pass::FwdBwd})
+    for (double dropout : {0.0, 0.1}) {
+      p.dropout = dropout;
+      const Record a = expect_ok({"standard", pass, p}), b = expect_ok({"standard_fused", pass, p});
+      ASSERT_TRUE(a.memory && b.memory);
+      EXPECT_EQ(a.memory->workspace_bytes - b.memory->workspace_bytes, dropout > 0 ? elements : 0)
+          << to_string(pass) << " dropout " << dropout;
+      ASSERT_TRUE(a.tiles && b.tiles);
+      EXPECT_EQ(a.tiles->elementwise, "separate");
+      EXPECT_EQ(b.tiles->elementwise, "fused");
     }
 }

@@ -95,41 +95,107 @@ TEST(DropoutRng, WordsMatchIndependentImplementation) {
                {{0x96e46bc2u, 0x3c518c73u, 0xe09cdfc6u, 0x956938f7u}});
 }
 
-// One Philox call serves four consecutive columns: column j reads lane j % 4 of group j / 4.
-TEST(DropoutRng, FourConsecutiveColumnsShareOneDraw) {
+// One Philox call serves eight consecutive columns, 16 bits each: column j is word (j % 8) / 2
+// of group j / 8, its low half for even j and its high half for odd j (philox.h).
+TEST(DropoutRng, EightConsecutiveColumnsShareOneDraw) {
   const uint64_t seed = 42;
   const double p = 0.5;
   const uint32_t threshold = dropout_threshold(p);
   for (uint32_t j = 0; j < 64; ++j) {
-    const Philox4x32 words = dropout_words(seed, 0, 1, 2, 3, j / kDropoutColumnsPerDraw);
-    EXPECT_EQ(dropout_keeps(seed, 0, p, 1, 2, 3, j), dropout_keeps_word(words.w[j % kDropoutColumnsPerDraw], threshold))
-        << "column " << j;
+    const Philox4x32 words = dropout_words(seed, 0, 1, 2, 3, j / 8);
+    const uint32_t word = words.w[(j % 8) / 2];
+    const uint32_t value = j % 2 == 0 ? word & 0xFFFFu : word >> 16;
+    EXPECT_EQ(dropout_value(words, j % 8), value) << "column " << j;
+    EXPECT_EQ(dropout_keeps(seed, 0, p, 1, 2, 3, j), value >= threshold) << "column " << j;
+  }
+  EXPECT_EQ(kDropoutColumnsPerDraw, 8u);
+}
+
+// Hand-computed elements from the pinned words of (seed 0x5eed, b 1, h 2, i 3, group 4) above:
+// {0xaf5bb30c, 0xaf5dca83, 0xf8f844a2, 0x95c903ce} are columns 32 … 39 with the 16-bit values
+// 0xb30c, 0xaf5b, 0xca83, 0xaf5d, 0x44a2, 0xf8f8, 0x03ce, 0x95c9.
+TEST(DropoutRng, HandComputedElements) {
+  const Philox4x32 words = dropout_words(0x5eed, 0, 1, 2, 3, 4);
+  const uint32_t values[8] = {0xb30c, 0xaf5b, 0xca83, 0xaf5d, 0x44a2, 0xf8f8, 0x03ce, 0x95c9};
+  for (uint32_t c = 0; c < 8; ++c) EXPECT_EQ(dropout_value(words, c), values[c]) << "column " << 32 + c;
+  auto keeps = [](double p, uint32_t j) { return dropout_keeps(0x5eed, 0, p, 1, 2, 3, j); };
+  // p = 0.25: threshold 0x4000; only column 38 (0x03ce) is below it.
+  for (uint32_t j = 32; j < 40; ++j) EXPECT_EQ(keeps(0.25, j), j != 38) << "column " << j;
+  // p = 0.27: threshold ⌊0.27 · 65536⌋ = 17694 = 0x451e; column 36 (0x44a2 = 17570) drops too.
+  EXPECT_EQ(dropout_threshold(0.27), 0x451eu);
+  EXPECT_FALSE(keeps(0.27, 36));
+  EXPECT_FALSE(keeps(0.27, 38));
+  EXPECT_TRUE(keeps(0.27, 39));
+  // p = 0.7: threshold 45875 = 0xb333; kept: 0xca83 (34), 0xf8f8 (37) only.
+  for (uint32_t j = 32; j < 40; ++j) EXPECT_EQ(keeps(0.7, j), j == 34 || j == 37) << "column " << j;
+}
+
+// The kernels' whole-word tests (dropout_keeps_high / _low against threshold << 16) agree with
+// extracting the half, at the edges of every threshold and on random words.
+TEST(DropoutRng, WholeWordTestsMatchHalfExtraction) {
+  for (uint32_t threshold : {0u, 1u, 0x4000u, 0x451eu, 0x8000u, 0xffffu}) {
+    const uint32_t high = dropout_threshold_high(threshold);
+    for (uint32_t half : {0u, 1u, threshold == 0 ? 0u : threshold - 1, threshold, threshold + 1, 0xfffeu, 0xffffu}) {
+      half &= 0xffffu;
+      for (uint32_t other : {0u, 0x7fffu, 0xffffu}) {
+        EXPECT_EQ(dropout_keeps_high((half << 16) | other, high), half >= threshold) << threshold << " " << half;
+        EXPECT_EQ(dropout_keeps_low((other << 16) | half, high), half >= threshold) << threshold << " " << half;
+      }
+    }
+  }
+  uint32_t x = 12345;
+  for (int n = 0; n < 10000; ++n) {
+    x = x * 1664525u + 1013904223u;
+    const uint32_t threshold = (x >> 7) & 0xffffu, word = x * 2654435761u;
+    EXPECT_EQ(dropout_keeps_high(word, dropout_threshold_high(threshold)), (word >> 16) >= threshold);
+    EXPECT_EQ(dropout_keeps_low(word, dropout_threshold_high(threshold)), (word & 0xffffu) >= threshold);
   }
 }
 
-TEST(DropoutRng, ThresholdIsFloorOfPTimesTwoTo32) {
+TEST(DropoutRng, ThresholdIsFloorOfPTimesTwoTo16) {
   EXPECT_EQ(dropout_threshold(0.0), 0u);
-  EXPECT_EQ(dropout_threshold(0.5), 0x80000000u);
-  EXPECT_EQ(dropout_threshold(0.25), 0x40000000u);
-  EXPECT_EQ(dropout_threshold(1e-9), 4u);                            // ⌊4.29⌋
-  EXPECT_EQ(dropout_threshold(std::nextafter(1.0, 0.0)), kAllOnes);  // the largest p < 1 does not wrap
+  EXPECT_EQ(dropout_threshold(0.5), 0x8000u);
+  EXPECT_EQ(dropout_threshold(0.25), 0x4000u);
+  EXPECT_EQ(dropout_threshold(0.1), 6553u);                         // ⌊6553.6⌋
+  EXPECT_EQ(dropout_threshold(1e-9), 0u);                           // p < 2^-16 keeps everything
+  EXPECT_EQ(dropout_threshold(1.0 / 65536), 1u);                    // the smallest p that drops
+  EXPECT_EQ(dropout_threshold(std::nextafter(1.0, 0.0)), 0xffffu);  // the largest p < 1 fits 16 bits
   EXPECT_DOUBLE_EQ(dropout_scale(0.2), 1.25);
 }
 
+// The keep probability is 1 − ⌊p·2^16⌋/2^16, within 2^-16 of 1 − p; over 2^20 elements the
+// measured fraction has a standard deviation of about 3·10^-4 (p = 0.1), 5·10^-4 (p = 0.5).
 TEST(DropoutRng, KeepRateIsOneMinusP) {
   const MaskGrid grid{2, 4, 256, 512};  // 2^20 elements
-  for (double p : {0.1, 0.5}) {
+  for (double p : {0.1, 0.5, 0.9}) {
+    const double exact = 1.0 - double(dropout_threshold(p)) / 65536.0;
+    EXPECT_NEAR(exact, 1.0 - p, 1.0 / 65536) << "p = " << p;
     const double rate = kept_fraction(draw_mask(grid, 0x5eed, p));
-    EXPECT_NEAR(rate, 1.0 - p, 0.005 * (1.0 - p)) << "p = " << p;
+    EXPECT_NEAR(rate, exact, 0.002) << "p = " << p;
+  }
+}
+
+// The two halves of a word (columns 2c, 2c+1) and neighbouring words are independent: both of
+// two adjacent columns are kept with probability q² (q = 1 − p).
+TEST(DropoutRng, AdjacentColumnsAreIndependent) {
+  const uint32_t rows = 256, columns = 1024;
+  const double p = 0.5, q = 1.0 - p;
+  const std::vector<bool> keep = head_mask(77, p, 0, 0, rows, columns);
+  for (uint32_t lag : {1u, 2u, 7u, 8u}) {  // same word, next word, same draw, next draw
+    size_t both = 0, pairs = 0;
+    for (uint32_t i = 0; i < rows; ++i)
+      for (uint32_t j = 0; j + lag < columns; ++j, ++pairs)
+        both += keep[size_t(i) * columns + j] && keep[size_t(i) * columns + j + lag];
+    EXPECT_NEAR(double(both) / double(pairs), q * q, 0.005) << "lag " << lag;
   }
 }
 
 TEST(DropoutRng, ZeroProbabilityKeepsEverything) {
   const MaskGrid grid{2, 2, 64, 100};
   EXPECT_EQ(kept_fraction(draw_mask(grid, 7, 0.0)), 1.0);
-  // Even the all-zero word (which the smallest positive p drops) is kept at p = 0.
-  EXPECT_TRUE(dropout_keeps_word(0u, dropout_threshold(0.0)));
-  EXPECT_FALSE(dropout_keeps_word(0u, dropout_threshold(1e-9)));
+  // Even the all-zero value (which the smallest p that drops, 2^-16, drops) is kept at p = 0.
+  EXPECT_TRUE(dropout_keeps_value(0u, dropout_threshold(0.0)));
+  EXPECT_FALSE(dropout_keeps_value(0u, dropout_threshold(1.0 / 65536)));
 }
 
 TEST(DropoutRng, MaskIsDeterministic) {

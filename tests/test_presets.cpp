@@ -63,7 +63,10 @@ TEST(Presets, TheTablesOfFlashAttentionAppendixE9) {
                       {23, false, false, Pass::Fwd}, {24, false, false, Pass::Bwd}, {25, false, false, Pass::FwdBwd}};
   for (const auto& r : rows) {
     const auto points = preset_points("fa1-table" + std::to_string(r.table));
-    ASSERT_EQ(points.size(), 2u * 10u) << r.table;  // standard, flash1 × 10 sequence lengths
+    ASSERT_EQ(points.size(), 3u * 10u) << r.table;  // standard, standard_fused, flash1 × 10 sequence lengths
+    EXPECT_EQ(points[0].method, "standard");
+    EXPECT_EQ(points[1].method, "standard_fused");
+    EXPECT_EQ(points[2].method, "flash1");
     for (const auto& pt : points) {
       EXPECT_EQ(pt.pass, r.pass);
       EXPECT_EQ(pt.problem.batch, 16);
@@ -75,9 +78,9 @@ TEST(Presets, TheTablesOfFlashAttentionAppendixE9) {
     EXPECT_EQ(points.front().problem.seqlen_q, 128);
     EXPECT_EQ(points.back().problem.seqlen_q, 65536);
   }
-  EXPECT_EQ(preset_points("fa1-tables").size(), 2u * 3u * 10u * 4u);
+  EXPECT_EQ(preset_points("fa1-tables").size(), 3u * 3u * 10u * 4u);
   const auto memory = preset_points("fa1-table26");
-  ASSERT_EQ(memory.size(), 20u);
+  ASSERT_EQ(memory.size(), 30u);
   for (const auto& pt : memory) {
     EXPECT_EQ(pt.pass, Pass::FwdBwd);
     EXPECT_EQ(pt.problem.dropout, 0.0);

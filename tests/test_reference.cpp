@@ -161,8 +161,8 @@ TEST(ReferenceDropout, ChangesOutputButNotLse) {
   EXPECT_GT(max_change, 0.01);
 }
 
-// p = 1e-9: threshold 4 of 2^32, so (for these inputs) no element is dropped and kept ones
-// are scaled by 1 + 1e-9.
+// p = 1e-9: threshold ⌊1e-9 · 2^16⌋ = 0, so no element is dropped (any p < 2^-16 keeps all)
+// and kept ones are scaled by 1 + 1e-9.
 TEST(ReferenceDropout, TinyProbabilityEqualsNoDropout) {
   Problem p;
   p.batch = 2; p.heads = 2; p.seqlen_q = 23; p.head_dim = 32; p.causal = true;

@@ -2,13 +2,15 @@
 // lost registration line fails here.
 #include <gtest/gtest.h>
 
+#include "baselines/standard/standard_plan.h"
 #include "bench/method.h"
 
 using namespace flashio;
 
 TEST(Registry, HoldsEveryBuiltinMethod) {
   const auto names = builtin_registry().names();
-  for (const char* want : {"reference", "standard", "flash1", "flash2", "blocksparse_flash", "blocksparse_standard"})
+  for (const char* want :
+       {"reference", "standard", "standard_fused", "flash1", "flash2", "blocksparse_flash", "blocksparse_standard"})
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want << " is not registered";
 }
 
@@ -117,4 +119,39 @@ TEST(Registry, ReferenceRefusesLargeShapes) {
   const Support s = ref->supports(p, Pass::Fwd, h100());
   EXPECT_FALSE(s.ok);
   EXPECT_NE(s.reason.find("small shapes"), std::string::npos);
+}
+
+// The two materialized methods: `standard` (separate elementwise kernels) keeps the dropout mask
+// for its backward, one byte per score element; `standard_fused` redraws it. Both say so when it
+// does not fit.
+TEST(Registry, StandardWorkspaceCountsTheDropoutMask) {
+  Problem p;
+  p.batch = 2;
+  p.heads = 4;
+  p.seqlen_q = 1000;
+  p.seqlen_k = 600;
+  const int64_t elements = 2 * 4 * 1000 * 600, scores = elements * 2;
+  for (StandardKernels k : {StandardKernels::Separate, StandardKernels::Fused}) {
+    p.dropout = 0.0;
+    for (Pass pass : {Pass::Fwd, Pass::Bwd, Pass::FwdBwd}) EXPECT_EQ(standard_workspace(p, pass, k).total(), 2 * scores);
+    p.dropout = 0.1;
+    const int64_t mask = k == StandardKernels::Separate ? elements : 0;
+    EXPECT_EQ(standard_workspace(p, Pass::Fwd, k).total(), 2 * scores + mask) << to_string(k);
+    EXPECT_EQ(standard_workspace(p, Pass::Bwd, k).total(), 3 * scores + mask) << to_string(k);
+    EXPECT_EQ(standard_workspace(p, Pass::FwdBwd, k).total(), 3 * scores + mask) << to_string(k);
+  }
+  // N = 32768, b 1, h 16, fp16, dropout: 3 score buffers of 32 GiB, and the mask's 16 GiB.
+  p = Problem{};
+  p.heads = 16;
+  p.seqlen_q = 32768;
+  p.dropout = 0.1;
+  DeviceInfo dev = h100();
+  dev.global_memory_bytes = int64_t(100) << 30;
+  const Support fused = builtin_registry().find("standard_fused")->supports(p, Pass::FwdBwd, dev);
+  EXPECT_TRUE(fused.ok) << fused.reason;  // 96 GiB + cuBLAS's 32 MiB
+  const Support separate = builtin_registry().find("standard")->supports(p, Pass::FwdBwd, dev);
+  EXPECT_FALSE(separate.ok);
+  EXPECT_NE(separate.reason.find("dropout mask"), std::string::npos) << separate.reason;
+  EXPECT_EQ(builtin_registry().find("standard")->info().deterministic, true);
+  EXPECT_EQ(builtin_registry().find("standard_fused")->info().deterministic, true);
 }

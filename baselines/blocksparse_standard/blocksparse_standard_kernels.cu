@@ -136,8 +136,11 @@ __device__ __forceinline__ T* row_in_block(void* base, const BlocksparseShape& s
 // Z_ij: keep(b, h, i, j)/(1 − p) or 0 (kernels/common/philox.h, offset 0); 1 without dropout.
 __device__ __forceinline__ float dropout_factor(const BlocksparseSoftmaxParams& p, const RowView& v, int j) {
   if (!p.dropout) return 1.f;
-  const Philox4x32 w = dropout_words(p.seed, 0, uint32_t(v.b), uint32_t(v.h), uint32_t(v.i), uint32_t(j) / 4);
-  return dropout_keeps_word(philox_lane(w, uint32_t(j) % 4), p.dropout_threshold) ? p.dropout_scale : 0.f;
+  const Philox4x32 w =
+      dropout_words(p.seed, 0, uint32_t(v.b), uint32_t(v.h), uint32_t(v.i), uint32_t(j) / kDropoutColumnsPerDraw);
+  return dropout_keeps_value(dropout_value(w, uint32_t(j) % kDropoutColumnsPerDraw), p.dropout_threshold)
+             ? p.dropout_scale
+             : 0.f;
 }
 
 // Pass 1: online max and sum over the visible keys of the row's blocks; pass 2: P = exp(s − m)/ℓ

@@ -3,7 +3,7 @@
 // (standard_softmax_backward.cu, Algorithm 3 line 3). Both walk rows of an (rows × Nk)
 // matrix in HBM, one warp or one thread block per row, each thread owning groups of kVec
 // consecutive columns: a group is one 16-byte load (kVec = 8, Nk % 8 == 0) or kVec scalar
-// loads (kVec = 4). Groups are a multiple of the four columns one Philox call serves, so a
+// loads (kVec = 8). Groups are a multiple of the eight columns one Philox call serves, so a
 // thread draws each dropout word once.
 #pragma once
 #include <cfloat>
@@ -75,7 +75,7 @@ __device__ __forceinline__ RowCoords row_coords(const RowShape& s, int64_t row) 
 struct RowDropout {
   DropoutParams d;
   RowCoords c;
-  // z[e] for columns j0 … j0 + kVec − 1; j0 is a multiple of kVec, hence of the four columns
+  // z[e] for columns j0 … j0 + kVec − 1; j0 is a multiple of kVec, hence of the eight columns
   // one Philox call serves. Call only when d.enabled.
   template <int kVec>
   __device__ __forceinline__ void factors(int j0, float (&z)[kVec]) const {
@@ -86,7 +86,7 @@ struct RowDropout {
           dropout_words(d.seed, kDropoutOffset, c.b, c.h, c.i, uint32_t(j0 + g) / kDropoutColumnsPerDraw);
 #pragma unroll
       for (int e = 0; e < int(kDropoutColumnsPerDraw); ++e)
-        z[g + e] = dropout_keeps_word(words.w[e], d.threshold) ? d.scale : 0.f;
+        z[g + e] = dropout_keeps_value(dropout_value(words, uint32_t(e)), d.threshold) ? d.scale : 0.f;
     }
   }
 };

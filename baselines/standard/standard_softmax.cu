@@ -1,7 +1,10 @@
-// Row softmax of standard attention (FlashAttention Algorithm 0, line 2), with dropout
-// fused in: P = softmax(mask(S)), and with p > 0 also P_drop = P∘Z for the P·V GEMM, where
-// Z_ij = keep(b, h, i, j)/(1 − p) from the shared Philox mask (kernels/common/philox.h).
-// The normalisation uses the undropped P, as the reference does; Z multiplies afterwards.
+// Row softmax of standard attention (FlashAttention Algorithm 0, line 2). standard_fused uses it
+// with the masks and dropout fused in: P = softmax(mask(S)), and with p > 0 also P_drop = P∘Z
+// for the P·V GEMM, where Z_ij = keep(b, h, i, j)/(1 − p) from the shared Philox mask
+// (kernels/common/philox.h). The normalisation uses the undropped P, as the reference does; Z
+// multiplies afterwards. `standard` uses it plain (no mask, no dropout: separate kernels in
+// standard_elementwise.cu), on scores already masked to −∞; a row that is −∞ throughout gives
+// P = 0 (as a row with no visible key does here), where PyTorch's softmax would give NaN.
 //
 // HBM traffic per (b, h) row block, e bytes per element: a row that fits in registers
 // (Nk ≤ 16384) reads S once and writes P once, N²·e each — the least a separate softmax
@@ -70,7 +73,7 @@ __global__ void __launch_bounds__(kThreads) softmax_cached(const SoftmaxParams p
       sum += x[it][e];
     }
   sum = row_reduce<kRowThreads>(sum, SumOp{}, scratch);
-  const float inv = c.visible > 0 ? 1.f / sum : 0.f;
+  const float inv = c.visible > 0 && sum > 0.f ? 1.f / sum : 0.f;  // a row masked to −∞ throughout: P = 0
   T* out = static_cast<T*>(p.p) + slot.row * nk;
   T* out_drop = p.dropout.enabled ? static_cast<T*>(p.p_drop) + slot.row * nk : nullptr;
   const RowDropout drop{p.dropout, c};
@@ -99,6 +102,7 @@ __global__ void __launch_bounds__(kThreads) softmax_streaming(const SoftmaxParam
   float mx = -INFINITY, sum = 0.f;
   for (int j = threadIdx.x; j < c.visible; j += kThreads) {
     const float x = to_f(s[j]);
+    if (x == -INFINITY) continue;  // masked by a separate kernel (unfused standard): exp = 0
     const float m_new = fmaxf(mx, x);
     sum = sum * __expf(mx - m_new) + __expf(x - m_new);
     mx = m_new;
@@ -106,7 +110,7 @@ __global__ void __launch_bounds__(kThreads) softmax_streaming(const SoftmaxParam
   const float row_max = row_reduce<kThreads>(mx, MaxOp{}, scratch);
   const float mine = mx == -INFINITY ? 0.f : sum * __expf(mx - row_max);
   const float total = row_reduce<kThreads>(mine, SumOp{}, scratch);
-  const float inv = c.visible > 0 ? 1.f / total : 0.f;
+  const float inv = c.visible > 0 && total > 0.f ? 1.f / total : 0.f;  // a row masked to −∞ throughout: P = 0
   T* out = static_cast<T*>(p.p) + row * nk;
   T* out_drop = p.dropout.enabled ? static_cast<T*>(p.p_drop) + row * nk : nullptr;
   const RowDropout drop{p.dropout, c};
@@ -114,7 +118,8 @@ __global__ void __launch_bounds__(kThreads) softmax_streaming(const SoftmaxParam
     float prob[kScalarGroup];  // (kScalarGroup,)
     load_group<T, kScalarGroup, false>(s, j0, nk, prob);
 #pragma unroll
-    for (int e = 0; e < kScalarGroup; ++e) prob[e] = j0 + e < c.visible ? __expf(prob[e] - row_max) * inv : 0.f;
+    for (int e = 0; e < kScalarGroup; ++e)
+      prob[e] = j0 + e < c.visible && inv > 0.f ? __expf(prob[e] - row_max) * inv : 0.f;
     write_probs<T, kScalarGroup, false>(p, drop, out, out_drop, j0, prob);
   }
 }

@@ -3,6 +3,8 @@
 // scores S from HBM, applies the causal and key-padding masks, and writes P = softmax(S)
 // to HBM in the input type — and, with dropout, P_drop = P∘Z (Z = keep/(1 − p) from the
 // shared Philox mask) for the P·V GEMM, in the same pass: one read of S, one or two writes.
+// That is standard_fused's kernel; `standard` calls it with no mask and no dropout, between
+// its separate masking and dropout kernels (standard_elementwise.h).
 #pragma once
 #include <cstdint>
 

@@ -10,21 +10,27 @@
 // kPhiloxW1) between rounds. Checked against Random123's known-answer vectors
 // (tests/test_philox.cpp).
 //
-// Element → random word (for query-head h of sequence b, query row i, key column j):
+// Element → 16-bit random value (for query-head h of sequence b, query row i, key column j):
 //   key      = { lo32(seed), hi32(seed) }
-//   position = ((uint64(i) << 32) | (j / 4)) + offset        (mod 2^64)
+//   position = ((uint64(i) << 32) | (j / 8)) + offset        (mod 2^64)
 //   counter  = { lo32(position), hi32(position), h, b }
-//   word     = philox4x32_10(counter, key)[j % 4]
-// One Philox call serves the four consecutive columns 4·⌊j/4⌋ … 4·⌊j/4⌋+3 (lane j % 4), so a
-// fused kernel draws the words of a row segment four columns at a time. b, h, i and j/4 must
-// each fit in 32 bits. h is the *query* head (with GQA/MQA the key/value head is shared, the
-// mask is not). The offset advances every row's position alike, as curand's offset does; the
-// methods use offset 0 (a fresh mask comes from a fresh seed).
+//   word     = philox4x32_10(counter, key)[(j % 8) / 2]
+//   value    = j even ? word & 0xFFFF : word >> 16           (low half for even j, high for odd)
+// One Philox call serves the eight consecutive columns 8·⌊j/8⌋ … 8·⌊j/8⌋+7, 16 bits each: the
+// column pair (2c, 2c+1) of a group is word c. b, h, i and j/8 must each fit in 32 bits. h is
+// the *query* head (with GQA/MQA the key/value head is shared, the mask is not). The offset
+// advances every row's position alike, as curand's offset does; the methods use offset 0 (a
+// fresh mask comes from a fresh seed).
 //
-// Keep rule: keep iff word >= threshold, threshold = dropout_threshold(p) = ⌊p · 2^32⌋,
-// computed once on the host in double (p in [0, 1); p = 0 gives threshold 0: keep all).
-// The keep probability is 1 − threshold/2^32, within 2^-32 of 1 − p. Kept elements are
-// scaled by 1/(1 − p) (dropout_scale), dropped ones are zero.
+// Keep rule: keep iff value >= threshold, threshold = dropout_threshold(p) = ⌊p · 2^16⌋,
+// computed once on the host in double (p in [0, 1); p = 0 gives threshold 0: keep all). The
+// keep probability is 1 − threshold/2^16, in [1 − p, 1 − p + 2^-16): within 2^-16 of 1 − p
+// (p = 0.1: 0.899993896…, not 0.9). Kept elements are scaled by 1/(1 − p) (dropout_scale),
+// dropped ones are zero. Fused kernels compare whole words against threshold << 16
+// (dropout_keeps_high / dropout_keeps_low), which is the same test without extracting halves.
+//
+// An earlier mask used 32 bits per element (one call per 4 columns, word j % 4, threshold
+// ⌊p · 2^32⌋); result files recorded with it drew a different, equally valid mask.
 #pragma once
 #include <cstdint>
 
@@ -43,8 +49,12 @@ constexpr uint32_t kPhiloxW0 = 0x9E3779B9u;  // key word 0 increment (golden rat
 constexpr uint32_t kPhiloxW1 = 0xBB67AE85u;  // key word 1 increment (sqrt(3) - 1)
 constexpr int kPhiloxRounds = 10;
 
-// Consecutive key columns served by one Philox call (one output word each).
-constexpr uint32_t kDropoutColumnsPerDraw = 4;
+// The mask's layout: 16 random bits per element, two elements per output word, so one Philox
+// call (four words) serves kDropoutColumnsPerDraw consecutive key columns.
+constexpr uint32_t kDropoutBitsPerElement = 16;
+constexpr uint32_t kDropoutColumnsPerWord = 32 / kDropoutBitsPerElement;               // 2
+constexpr uint32_t kDropoutColumnsPerDraw = 4 * kDropoutColumnsPerWord;                // 8
+constexpr uint32_t kDropoutElementMask = (uint32_t(1) << kDropoutBitsPerElement) - 1;  // 0xFFFF
 
 struct Philox4x32 {
   uint32_t w[4];
@@ -97,38 +107,56 @@ FLASHIO_HOST_DEVICE uint32_t philox_lane(const Philox4x32& r, uint32_t lane) {
 
 FLASHIO_HOST_DEVICE PhiloxKey dropout_key(uint64_t seed) { return PhiloxKey{{uint32_t(seed), uint32_t(seed >> 32)}}; }
 
-// The counter of columns 4·column_group … 4·column_group+3 of row i, head h, sequence b.
+// The counter of columns 8·column_group … 8·column_group+7 of row i, head h, sequence b.
 FLASHIO_HOST_DEVICE Philox4x32 dropout_counter(uint64_t offset, uint32_t b, uint32_t h, uint32_t i,
                                                uint32_t column_group) {
   const uint64_t position = ((uint64_t(i) << 32) | column_group) + offset;
   return Philox4x32{{uint32_t(position), uint32_t(position >> 32), h, b}};
 }
 
-// The four random words of columns 4·column_group … 4·column_group+3 (word j % 4 is column j's).
+// The four random words of columns 8·column_group … 8·column_group+7 (word c holds columns
+// 8·column_group + 2c in its low half and + 2c + 1 in its high half).
 FLASHIO_HOST_DEVICE Philox4x32 dropout_words(uint64_t seed, uint64_t offset, uint32_t b, uint32_t h, uint32_t i,
                                              uint32_t column_group) {
   return philox4x32_10(dropout_counter(offset, b, h, i, column_group), dropout_key(seed));
 }
 
-// ⌊p · 2^32⌋: a word below it is dropped. Compute once, on the host, in double (a float
-// product would round p to 24 bits). p must be in [0, 1); p = 0 keeps every element.
+// The 16-bit value of column `column` (0 … 7) of a draw: word column / 2, low half for an even
+// column, high half for an odd one.
+FLASHIO_HOST_DEVICE uint32_t dropout_value(const Philox4x32& words, uint32_t column) {
+  const uint32_t word = philox_lane(words, column / kDropoutColumnsPerWord);
+  return (word >> (kDropoutBitsPerElement * (column % kDropoutColumnsPerWord))) & kDropoutElementMask;
+}
+
+// ⌊p · 2^16⌋ (0 … 65535): a value below it is dropped. Compute once, on the host, in double.
+// p must be in [0, 1); p = 0 keeps every element.
 FLASHIO_HOST_DEVICE uint32_t dropout_threshold(double p) {
-  constexpr double kTwoTo32 = 4294967296.0;
-  return p <= 0.0 ? 0u : uint32_t(p * kTwoTo32);
+  constexpr double kTwoTo16 = 65536.0;
+  return p <= 0.0 ? 0u : uint32_t(p * kTwoTo16);
 }
 
 // The factor applied to kept elements: 1/(1 − p).
 FLASHIO_HOST_DEVICE double dropout_scale(double p) { return 1.0 / (1.0 - p); }
 
-FLASHIO_HOST_DEVICE bool dropout_keeps_word(uint32_t word, uint32_t threshold) { return word >= threshold; }
+// Whether a 16-bit value is kept.
+FLASHIO_HOST_DEVICE bool dropout_keeps_value(uint32_t value, uint32_t threshold) { return value >= threshold; }
+
+// The same test on a whole word, without extracting the half: `threshold_high` is
+// dropout_threshold(p) << 16. The high half h is kept iff h ≥ threshold ⇔ word ≥ threshold·2^16
+// (the low half cannot lift a smaller h over it); the low half moved up is tested the same way.
+FLASHIO_HOST_DEVICE uint32_t dropout_threshold_high(uint32_t threshold) { return threshold << kDropoutBitsPerElement; }
+FLASHIO_HOST_DEVICE bool dropout_keeps_high(uint32_t word, uint32_t threshold_high) { return word >= threshold_high; }
+FLASHIO_HOST_DEVICE bool dropout_keeps_low(uint32_t word, uint32_t threshold_high) {
+  return (word << kDropoutBitsPerElement) >= threshold_high;
+}
 
 // Whether dropout with probability p keeps element (b, h, i, j). One Philox call per element:
-// the reference and tests use this; kernels compute dropout_threshold(p) once, draw
-// dropout_words once per four columns and test each lane with dropout_keeps_word.
+// the reference and tests use this; kernels compute dropout_threshold(p) once and draw
+// dropout_words once per eight columns.
 FLASHIO_HOST_DEVICE bool dropout_keeps(uint64_t seed, uint64_t offset, double p, uint32_t b, uint32_t h, uint32_t i,
                                        uint32_t j) {
   const Philox4x32 words = dropout_words(seed, offset, b, h, i, j / kDropoutColumnsPerDraw);
-  return dropout_keeps_word(philox_lane(words, j % kDropoutColumnsPerDraw), dropout_threshold(p));
+  return dropout_keeps_value(dropout_value(words, j % kDropoutColumnsPerDraw), dropout_threshold(p));
 }
 
 }  // namespace flashio

@@ -131,8 +131,11 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_fwd_kernel(const Flash1F
           }
       }
 
-      // m̃_ij = rowmax, P̃_ij = exp(S − m̃), ℓ̃_ij = rowsum(P̃) (line 11); dropout (line 12).
+      // m̃_ij = rowmax, P̃_ij = exp(S − m̃), ℓ̃_ij = rowsum(P̃) (line 11), ℓ̃ summed in fp32. P̃ is
+      // packed to the element type as it is computed — the P̃·V product's A operand — so that the
+      // fp32 scores die here: 64 registers instead of 128 at Bc = 256 (the dropout variant spilled).
       float tile_max[2], tile_sum[2];
+      uint32_t p_tile[Tr::kNTilesS][2];  // (kNTilesS, rows g / g+8): P̃ of columns 2t, 2t+1, packed
 #pragma unroll
       for (int hr = 0; hr < 2; ++hr) {
         float mx = -INFINITY;
@@ -143,27 +146,27 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_fwd_kernel(const Flash1F
         float sum = 0.f;
 #pragma unroll
         for (int nt = 0; nt < Tr::kNTilesS; ++nt) {
-#pragma unroll
-          for (int e = 2 * hr; e < 2 * hr + 2; ++e) {
-            acc_s[nt][e] = exp2f(fmaf(acc_s[nt][e], p.scale_log2, -m_scaled));
-            sum += acc_s[nt][e];
-          }
+          const float x0 = exp2f(fmaf(acc_s[nt][2 * hr], p.scale_log2, -m_scaled));
+          const float x1 = exp2f(fmaf(acc_s[nt][2 * hr + 1], p.scale_log2, -m_scaled));
+          sum += x0;
+          sum += x1;
+          p_tile[nt][hr] = pack2<T>(x0, x1);
         }
         tile_max[hr] = mx;
         tile_sum[hr] = quad_sum(sum);
       }
-      if constexpr (kDropout) {  // after ℓ̃ took P̃: rows g and g+8 of a 4-column group, one draw per lane pair
+      if constexpr (kDropout) {  // line 12, after ℓ̃ took P̃: two n8 tiles per call, one Philox draw per lane
+        static_assert(Tr::kNTilesS % 2 == 0, "dropout_keep_fwd covers n8 tiles in pairs");
+        const uint32_t row = uint32_t(m0 + warp_row + g);
 #pragma unroll
-        for (int nt = 0; nt < Tr::kNTilesS; ++nt) {
-          const uint32_t row = uint32_t(m0 + warp_row + g);
-          const uint32_t group = uint32_t(n0 + nt * 8 + 2 * t) / 4;
-          bool keep_a[2], keep_b[2];
-          dropout_keep_pair(p.seed, uint32_t(b), uint32_t(h), row, row + 8, group, p.dropout_threshold, lane, keep_a,
-                            keep_b);
-          if (!keep_a[0]) acc_s[nt][0] = 0.f;
-          if (!keep_a[1]) acc_s[nt][1] = 0.f;
-          if (!keep_b[0]) acc_s[nt][2] = 0.f;
-          if (!keep_b[1]) acc_s[nt][3] = 0.f;
+        for (int np = 0; np < Tr::kNTilesS / 2; ++np) {
+          const uint32_t group = uint32_t(n0 + np * 16) / kDropoutColumnsPerDraw;
+          const FragmentKeep<false> keep = dropout_keep_fwd(p.seed, uint32_t(b), uint32_t(h), row, row + 8, group,
+                                                            group + 1, p.dropout_threshold, lane);
+#pragma unroll
+          for (int k = 0; k < 2; ++k)
+#pragma unroll
+            for (int r = 0; r < 2; ++r) p_tile[2 * np + k][r] &= keep.pair_mask(k, r);
         }
       }
 
@@ -175,11 +178,11 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_fwd_kernel(const Flash1F
         for (int e = 0; e < 4; ++e) acc_pv[nt][e] = 0.f;
 #pragma unroll
       for (int kk = 0; kk < Tr::kKStepsPV; ++kk) {
-        uint32_t a[4];
-        a[0] = pack2<T>(acc_s[2 * kk][0], acc_s[2 * kk][1]);
-        a[1] = pack2<T>(acc_s[2 * kk][2], acc_s[2 * kk][3]);
-        a[2] = pack2<T>(acc_s[2 * kk + 1][0], acc_s[2 * kk + 1][1]);
-        a[3] = pack2<T>(acc_s[2 * kk + 1][2], acc_s[2 * kk + 1][3]);
+        uint32_t a[4];  // A fragment of P̃ (16 rows, k16 step kk)
+        a[0] = p_tile[2 * kk][0];
+        a[1] = p_tile[2 * kk][1];
+        a[2] = p_tile[2 * kk + 1][0];
+        a[3] = p_tile[2 * kk + 1][1];
 #pragma unroll
         for (int dp = 0; dp < Tr::kNTilesO / 2; ++dp) {
           uint32_t bv[4];

@@ -25,7 +25,7 @@
 // has its own semaphores. Block-sparse columns are not prefixes: blocksparse_flash refuses it.
 // Causal (top-left): Q tiles entirely above the diagonal of key tile j are skipped; the mask is
 // applied only on tiles crossing the diagonal or the key tail. Dropout regenerates the
-// forward's Philox mask (kernels/common/philox.h) element by element.
+// forward's Philox mask (kernels/common/philox.h), one call per eight elements (dropout_keep_bwd).
 //
 // IO per (batch, K/V head) with G query heads per K/V head, Tc = ⌈Nk/Bc⌉: K, V read once and
 // dK, dV written once; Q, dO read Tc·G times, L and D read Tc·G times; dQ accumulated
@@ -216,14 +216,17 @@ __device__ __forceinline__ void bwd_tile_step(const Flash2BwdParams& p, const ty
   // dSᵀ = Pᵀ∘(dPᵀ∘Z − D) (line 15) in acc_dp for dK and dQ.
   const bool tail = n0 + Tr::kBlockN > nk;
   const bool diagonal = kCausal && n0 + key_row + Tr::kKeysPerWarp - 1 > m0;
+  FragmentKeep<true> keep{};  // dropout: n8 tiles in pairs, one Philox draw per lane
 #pragma unroll
   for (int nt = 0; nt < Tr::kNTilesS; ++nt) {
-    bool keep[4] = {true, true, true, true};
-    if constexpr (kDropout) {  // element e: query m0 + nt·8 + 2t + (e&1), key group of n0 + key_row + g (+8)
-      const uint32_t i0 = uint32_t(m0 + nt * 8 + 2 * t), j0 = uint32_t(n0 + key_row + (g & ~3));
-      const uint32_t rows[4] = {i0, i0 + 1, i0, i0 + 1};
-      const uint32_t groups[4] = {j0 / 4, j0 / 4, j0 / 4 + 2, j0 / 4 + 2};
-      dropout_keep_quad(p.seed, uint32_t(b), uint32_t(h), rows, groups, p.dropout_threshold, lane, keep);
+    if constexpr (kDropout) {  // element e: query m0 + nt·8 + 2t + (e&1), key n0 + key_row + g (+8)
+      static_assert(Tr::kNTilesS % 2 == 0 && Tr::kKeysPerWarp % 16 == 0, "dropout_keep_bwd: tile pairs, 8-key groups");
+      if (nt % 2 == 0) {
+        const uint32_t group = uint32_t(n0 + key_row) / kDropoutColumnsPerDraw;
+        const uint32_t i0 = uint32_t(m0 + nt * 8 + 2 * t);
+        keep =
+            dropout_keep_bwd(p.seed, uint32_t(b), uint32_t(h), group, group + 1, i0, i0 + 8, p.dropout_threshold, lane);
+      }
     }
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
@@ -232,7 +235,7 @@ __device__ __forceinline__ void bwd_tile_step(const Flash2BwdParams& p, const ty
       const int j = n0 + r, i = m0 + c;
       float pe = exp2f(fmaf(acc_s[nt][e], p.scale_log2, -sLses[c]));
       if ((tail || diagonal) && (j >= nk || (kCausal && j > i))) pe = 0.f;
-      const float z = kDropout ? (keep[e] ? p.dropout_scale : 0.f) : 1.f;
+      const float z = kDropout ? (keep(nt % 2, e) ? p.dropout_scale : 0.f) : 1.f;
       acc_dp[nt][e] = pe * (acc_dp[nt][e] * z - sDs[c]);
       acc_s[nt][e] = pe * z;
     }

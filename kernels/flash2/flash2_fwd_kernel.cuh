@@ -10,7 +10,7 @@
 //
 // Dropout: P is normalised with the undropped row sum ℓ, then each element is kept or
 // dropped by the shared Philox mask (kernels/common/philox.h) before P·V; the 1/(1−p) scale
-// joins the final 1/ℓ. One Philox call serves a thread's two adjacent columns.
+// joins the final 1/ℓ. One Philox call serves eight elements (dropout_keep_fwd).
 //
 // Causal (top-left aligned): tiles entirely above the diagonal are never loaded; the K/V
 // tiles are visited last-to-first so that the only tiles needing a mask (the diagonal and
@@ -254,19 +254,21 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash2_fwd_kernel(const Flash2F
           }
         }
       }
-    if constexpr (kDropout) {  // after ℓ took P: rows g and g+8 of a 4-column group, one draw per lane pair
+    if constexpr (kDropout) {  // after ℓ took P: two n8 tiles per call, one Philox draw per lane
+      static_assert(Tr::kNTilesS % 2 == 0, "dropout_keep_fwd covers n8 tiles in pairs");
 #pragma unroll
       for (int mt = 0; mt < Tr::kMTiles; ++mt)
 #pragma unroll
-        for (int nt = 0; nt < Tr::kNTilesS; ++nt) {
+        for (int np = 0; np < Tr::kNTilesS / 2; ++np) {
           const uint32_t i = uint32_t(row0 + warp_row + mt * 16 + g);
-          const uint32_t group = uint32_t(col0 + nt * 8 + 2 * t) / 4;
-          bool keep_a[2], keep_b[2];
-          dropout_keep_pair(p.seed, uint32_t(b), uint32_t(h), i, i + 8, group, p.dropout_threshold, lane, keep_a, keep_b);
-          if (!keep_a[0]) acc_s[mt][nt][0] = 0.f;
-          if (!keep_a[1]) acc_s[mt][nt][1] = 0.f;
-          if (!keep_b[0]) acc_s[mt][nt][2] = 0.f;
-          if (!keep_b[1]) acc_s[mt][nt][3] = 0.f;
+          const uint32_t group = uint32_t(col0 + np * 16) / kDropoutColumnsPerDraw;
+          const FragmentKeep<false> keep =
+              dropout_keep_fwd(p.seed, uint32_t(b), uint32_t(h), i, i + 8, group, group + 1, p.dropout_threshold, lane);
+#pragma unroll
+          for (int k = 0; k < 2; ++k)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+              if (!keep(k, e)) acc_s[mt][2 * np + k][e] = 0.f;
         }
     }
 

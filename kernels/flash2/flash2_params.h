@@ -16,7 +16,7 @@ struct Flash2FwdParams {
   int batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim;
   float scale_log2;  // softmax scale · log2(e): scores live in base 2 inside the kernel
   bool causal;
-  // Dropout (kernels/common/philox.h): keep iff Philox word >= dropout_threshold.
+  // Dropout (kernels/common/philox.h): keep iff the 16-bit Philox value >= dropout_threshold (⌊p·2^16⌋).
   bool dropout;
   uint32_t dropout_threshold;
   float dropout_scale;  // 1 / (1 - p)
