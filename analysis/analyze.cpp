@@ -26,11 +26,17 @@ namespace {
 
 using json = nlohmann::json;
 
+// The kernel's tiles as recorded; `smem_layout` absent (files before it existed) = padded. Throws
+// std::invalid_argument for a layout the model does not know.
 std::optional<KernelTiles> tiles_of(const json& rec, const char* key, int64_t* smem) {
   if (!rec.contains(key) || !rec[key].is_object()) return std::nullopt;
   const auto& t = rec[key];
   KernelTiles k{t.value("block_r", 0), t.value("block_c", 0), t.value("warps", 0), t.value("splits", 1)};
   if (k.block_r <= 0 || k.block_c <= 0) return std::nullopt;
+  const std::string layout = t.value("smem_layout", std::string());
+  const auto l = parse_smem_layout(layout);
+  if (!l) throw std::invalid_argument(fmt::format("{}.smem_layout \"{}\": no IO model for this layout", key, layout));
+  k.smem_layout = *l;
   if (smem) *smem = t.value("smem_bytes", int64_t(0));
   return k;
 }
@@ -136,8 +142,13 @@ RecordModel model_point_of(const json& rec, const json& file, DqAdds dq_adds) {
     out.why_not = std::string("bad problem: ") + e.what();
     return out;
   }
-  m.fwd_tiles = tiles_of(rec, "tiles", &out.fwd_smem);
-  m.bwd_tiles = tiles_of(rec, "tiles_bwd", &out.bwd_smem);
+  try {
+    m.fwd_tiles = tiles_of(rec, "tiles", &out.fwd_smem);
+    m.bwd_tiles = tiles_of(rec, "tiles_bwd", &out.bwd_smem);
+  } catch (const std::exception& e) {
+    out.why_not = e.what();
+    return out;
+  }
   m.sm_arch = kernel_sm_arch(file);
   const std::string rev = file.value("build", json::object()).value("git_revision", std::string());
   m.dq_scalar_kernel = dq_adds == DqAdds::Scalar || (dq_adds == DqAdds::Auto && scalar_dq_revision(rev));

@@ -110,6 +110,73 @@ TEST(IoModel, Flash2BackwardEqualsSimulatorOverShapes) {
       expect_same(flash2_bwd_traffic(p, t, {}), simulate_flash2_bwd(p, t, {}), describe(p, t));
 }
 
+// The shared tiles' layout (records' tiles.smem_layout) over both kernels, the mma.sync tiles and
+// the wgmma kernels' (forward 128 × 128 and 64 × 128 with 8 warps, backward Br 64, Bc 128 with 8
+// warps): the simulator computes every load's shared address (padded rows, or the 128-byte
+// swizzle) and counts crossbar deliveries; the closed form takes one factor per layout.
+TEST(IoModel, SwizzledAndPaddedTilesEqualSimulatorWithEightWarpTiles) {
+  for (SmemLayout l : {SmemLayout::Padded, SmemLayout::Swizzle128})
+    for (const auto& p : shapes()) {
+      for (KernelTiles t :
+           {KernelTiles{128, 64, 4}, KernelTiles{128, 128, 8}, KernelTiles{64, 128, 8}, KernelTiles{128, 176, 8}}) {
+        t.smem_layout = l;
+        expect_same(flash2_fwd_traffic(p, t, {}), simulate_flash2_fwd(p, t, {}), describe(p, t) + " " + to_string(l));
+      }
+      for (KernelTiles t : {KernelTiles{64, 64, 4}, KernelTiles{64, 128, 8}, KernelTiles{128, 128, 8}}) {
+        t.smem_layout = l;
+        expect_same(flash2_bwd_traffic(p, t, {}), simulate_flash2_bwd(p, t, {}),
+                    describe(p, t) + " bwd " + to_string(l));
+      }
+    }
+}
+
+// Full tiles: the padded layout delivers 1.5× the rows (odd rows twice), the swizzle 1.0×, and
+// nothing but the tile loads changes (stores, L, dQ, convert: identical).
+TEST(IoModel, SwizzledTileLoadsCountOnceAndPaddedOnesOneAndAHalfTimes) {
+  EXPECT_EQ(smem_row_deliveries(128, SmemLayout::Padded), 192);
+  EXPECT_EQ(smem_row_deliveries(127, SmemLayout::Padded), 190);
+  EXPECT_EQ(smem_row_deliveries(128, SmemLayout::Swizzle128), 128);
+  const Problem p = shape(1, 2, 2, 4096, 4096, 128, false, false);
+  KernelTiles pad{128, 128, 8}, swz{128, 128, 8};
+  swz.smem_layout = SmemLayout::Swizzle128;
+  const Traffic a = flash2_fwd_traffic(p, pad, {}), b = flash2_fwd_traffic(p, swz, {});
+  EXPECT_EQ(2 * term_of(a, "K,V tiles"), 3 * term_of(b, "K,V tiles"));
+  EXPECT_EQ(2 * term_of(a, "Q tiles"), 3 * term_of(b, "Q tiles"));
+  EXPECT_EQ(term_of(b, "Q tiles"), int64_t(2) * 4096 * 128 * 2);  // Q once, 1.0×
+  EXPECT_EQ(a.write, b.write);
+  KernelTiles bpad{64, 128, 8}, bswz{64, 128, 8};
+  bswz.smem_layout = SmemLayout::Swizzle128;
+  const Traffic c = flash2_bwd_traffic(p, bpad, {}), d = flash2_bwd_traffic(p, bswz, {});
+  EXPECT_EQ(2 * term_of(c, "Q, dO tiles"), 3 * term_of(d, "Q, dO tiles"));
+  EXPECT_EQ(2 * term_of(c, "K,V tiles"), 3 * term_of(d, "K,V tiles"));
+  EXPECT_EQ(c.red, d.red);
+  EXPECT_EQ(c.write, d.write);
+  EXPECT_EQ(term_of(c, "L, D"), term_of(d, "L, D"));
+  EXPECT_EQ(parse_smem_layout(""), SmemLayout::Padded);
+  EXPECT_EQ(parse_smem_layout("swizzle128"), SmemLayout::Swizzle128);
+  EXPECT_FALSE(parse_smem_layout("swizzle64").has_value());
+}
+
+// The row-vector instructions are parameters of the schedule, not of the warp count: L stored 8
+// rows per instruction by default, or 32 (a kernel storing L from one thread per row); L and D
+// loaded 32 rows per instruction by default, or 8 (a wgmma consumer reading its own rows). Model
+// == simulator for both on odd shapes, and an L group that does not divide Br is refused.
+TEST(IoModel, RowVectorInstructionGroupsAreParametersNotWarpCounts) {
+  for (const auto& p : shapes()) {
+    KernelTiles f{128, 128, 8};
+    f.l_store_rows = 32;
+    expect_same(flash2_fwd_traffic(p, f, {}), simulate_flash2_fwd(p, f, {}), describe(p, f) + " L by 32");
+    KernelTiles b{64, 128, 8};
+    b.vector_load_rows = 8;
+    expect_same(flash2_bwd_traffic(p, b, {}), simulate_flash2_bwd(p, b, {}), describe(p, b) + " L, D by 8");
+  }
+  const Problem odd = shape(1, 1, 1, 100, 100, 64, false, false);  // head start 0, last group partial
+  KernelTiles f{128, 128, 8};
+  EXPECT_EQ(term_of(flash2_fwd_traffic(odd, f, {}), "L (log-sum-exp)"), 13 * 32);  // ⌈100/8⌉ sectors
+  f.l_store_rows = 48;                                                             // does not divide 128
+  EXPECT_THROW(flash2_fwd_traffic(odd, f, {}), std::invalid_argument);
+}
+
 // Deterministic dQ: the atomics' sectors become a plain read and write of the same sectors, plus
 // one semaphore load and store per visited (Q tile, K/V tile); the semaphores' memset, like the
 // dQ accumulator's, is no kernel of the counters' ranges (not counted).
@@ -548,6 +615,37 @@ TEST(RecordTiles, BackwardTilesRoundTripAndFeedTheModel) {
   json no_bwd = j;
   no_bwd.erase("tiles_bwd");
   EXPECT_NE(model_point_of(no_bwd).why_not.find("tiles_bwd"), std::string::npos);
+}
+
+// tiles.smem_layout from the record reaches the model: a wgmma record (swizzle128) is predicted
+// with tile loads at 1.0×, the same record without the key (older files) as padded, 1.5×; an
+// unknown layout gets no prediction and says why.
+TEST(RecordTiles, SmemLayoutFromTheRecordSetsTheTileLoadFactor) {
+  Record r;
+  r.method = "flash2";
+  r.pass = Pass::FwdBwd;
+  r.problem = shape(1, 2, 2, 1024, 1024, 128, false, false);
+  r.tiles = Tiles{128, 128, 8, 2, 65536, 0, "wgmma", "swizzle128"};
+  r.tiles_bwd = Tiles{64, 128, 8, 2, 131072, 0, "wgmma", "swizzle128"};
+  json j = to_json(r);
+  ASSERT_EQ(j["tiles"].value("smem_layout", ""), "swizzle128");
+  const RecordModel swz = model_point_of(j);
+  ASSERT_TRUE(swz.point.has_value()) << swz.why_not;
+  EXPECT_EQ(swz.point->fwd_tiles->smem_layout, SmemLayout::Swizzle128);
+  EXPECT_EQ(swz.point->bwd_tiles->smem_layout, SmemLayout::Swizzle128);
+  expect_same(predict_sm_l2(*swz.point), simulate_sm_l2(*swz.point), "wgmma record");
+  json old = j;
+  old["tiles"].erase("smem_layout"), old["tiles"].erase("mma");
+  old["tiles_bwd"].erase("smem_layout"), old["tiles_bwd"].erase("mma");
+  const RecordModel pad = model_point_of(old);
+  ASSERT_TRUE(pad.point.has_value()) << pad.why_not;
+  EXPECT_EQ(pad.point->fwd_tiles->smem_layout, SmemLayout::Padded);
+  const Traffic a = predict_sm_l2(*pad.point), b = predict_sm_l2(*swz.point);
+  EXPECT_EQ(2 * term_of(a, "K,V tiles"), 3 * term_of(b, "K,V tiles"));
+  EXPECT_EQ(2 * term_of(a, "Q, dO tiles"), 3 * term_of(b, "Q, dO tiles"));
+  json bad = j;
+  bad["tiles"]["smem_layout"] = "swizzle64";
+  EXPECT_NE(model_point_of(bad).why_not.find("swizzle64"), std::string::npos);
 }
 
 TEST(Fixture, SyntheticCountersFileConformsToTheResultSchema) {
