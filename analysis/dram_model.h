@@ -31,6 +31,7 @@
 #include <string>
 
 #include "analysis/io_model.h"
+#include "bench/counters.h"
 
 namespace flashio::analysis {
 
@@ -43,6 +44,7 @@ struct GpuLimits {
   int max_threads_per_sm = 2048;
   int blocks_per_sm_override = 0;          // > 0: the resident blocks per SM a wave assumes (a hypothesis to test)
   double drift = kDefaultCoResidentDrift;  // co-resident drift (see above); 0 = layers in lock-step
+  bool drift_all_kernels = false;          // apply it also to kernels recorded without local memory
 };
 
 struct DramPrediction {
@@ -56,6 +58,8 @@ struct DramPrediction {
   int64_t drift_bytes = 0;    // of `predicted`: fetched again by co-resident layers that drifted apart
   int64_t footprint = 0;      // every buffer of the pass once
   int64_t bwd_working = 0;    // the backward's largest per-wave streamed set
+  std::string occupancy;      // where blocks_per_sm came from (occupancy_source)
+  double drift = 0;           // the co-resident drift the forward walk used (0: lock-step layers)
   // Non-empty: the point lies outside what the model claims to describe (why, in words); its
   // prediction is printed, not judged. Two regions (`dram_scope`):
   // * a backward whose streamed unit (one K/V head's Q, dO, L, D, fp32 dQ; flash1 with S > 1
@@ -73,11 +77,29 @@ struct DramPrediction {
 
 inline constexpr double kDefaultL2UsableFraction = 0.5;
 
+// Registers per SM (64 K 32-bit registers on every architecture from sm_70 to sm_90 and
+// sm_100/sm_120: CUDA C++ Programming Guide, "Technical Specifications per Compute
+// Capability"), allocated per warp in units of 256 registers (the same table's allocation
+// granularity; the occupancy calculator's "warp" allocation).
+inline constexpr int kRegistersPerSm = 65536;
+inline constexpr int kRegisterAllocationUnit = 256;
+
 // Resident thread blocks per SM for a kernel of `threads` threads and `smem_bytes` of dynamic
-// shared memory (1 KiB reserved per block, as on sm_80 and later).
-int blocks_per_sm(int threads, int64_t smem_bytes, const GpuLimits& gpu);
+// shared memory (1 KiB reserved per block, as on sm_80 and later), and — when known
+// (`registers_per_thread` > 0) — its registers.
+int blocks_per_sm(int threads, int64_t smem_bytes, const GpuLimits& gpu, int registers_per_thread = 0);
+
+// What the records say about the streaming kernels beyond their tiles (counters.kernels[].resources,
+// bench/counters.h): the occupancy API's resident blocks, registers and local memory. Absent in
+// the files written before the records carried them.
+struct StreamingKernels {
+  std::optional<KernelResources> fwd, bwd;
+};
+
+// How the wave's resident blocks per SM were found, in words (DramPrediction::occupancy).
+std::string occupancy_source(const std::optional<KernelResources>& r, const GpuLimits& gpu);
 
 DramPrediction predict_dram(const ModelPoint& m, int64_t fwd_smem_bytes, int64_t bwd_smem_bytes, const GpuLimits& gpu,
-                            double l2_usable_fraction = kDefaultL2UsableFraction);
+                            double l2_usable_fraction = kDefaultL2UsableFraction, const StreamingKernels& kernels = {});
 
 }  // namespace flashio::analysis
