@@ -6,10 +6,12 @@
 // touches a head fetches that head's streamed operand again:
 //   forward  DRAM ≈ Q + O + L + Σ_heads (K+V of the head) × (waves touching the head)
 //   backward DRAM ≈ compulsory + Σ_heads (Q, dO, L, D and the dQ accumulator) × (waves − 1)
-// The wave size is blocks per SM (from the recorded shared memory, the thread count and the
-// SM's limits; registers are not recorded, so a register-bound kernel is over-estimated)
-// × the GPU's SM count. The usable share of L2 is a parameter (default one half: the L2 is
-// two partitions, and data homed in the far one is cached again in the near one).
+// The wave size is blocks per SM × the GPU's SM count; blocks per SM from the streaming
+// kernel's recorded occupancy (counters.kernels[].resources), else its recorded registers,
+// shared memory and threads, else — files before the records carried resources — shared memory
+// and threads alone, which over-counts a register-bound kernel (the 128 × 32, d 128 forward:
+// 240 registers allow 2 blocks, its shared memory 3). The usable share of L2 is a parameter (default one half: the L2
+// is two partitions, and data homed in the far one is cached again in the near one).
 //
 // Two refinements:
 // * Residency: a pass whose buffers (inputs, outputs, workspace, each once) fit in the L2
@@ -24,10 +26,15 @@
 //   the lag grows from 0). drift = 0.21 is fitted, not derived, from three points that
 //   bracket it — H100 (ours, 2 blocks/SM): 64k holds as one window (K+V = 1.28 ×
 //   usable), 128k needs the layers (2.56 ×); H200 (PyTorch's FA-2, DESIGN.md): 128k stays
-//   one window (2.13 ×): drift ∈ (0.196, 0.235).
+//   one window (2.13 ×): drift ∈ (0.196, 0.235). It is not a constant of the GPU: the 128 × 32
+//   kernel, at the same 2 blocks/SM, stays in lock-step to 256k (drift < 0.098). It is applied
+//   to forward kernels recorded with local memory (the 128 × 64 kernel: 255 registers, an 8-byte
+//   stack frame) or without resources, not to those recorded without local memory — a
+//   hypothesis from these two kernels (analysis/README.md), `drift_all_kernels` to drop it.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "analysis/io_model.h"
