@@ -78,18 +78,18 @@ struct CuptiFailure : std::runtime_error {
 // without CUPTI still runs the suite).
 struct CuptiApi {
   void* handle = nullptr;
+// clang-format off
 #define FLASHIO_CUPTI_FN(name) decltype(&::name) name = nullptr;
-#define FLASHIO_CUPTI_FUNCTIONS(X)                                                                                     \
-  X(cuptiGetResultString)                                                                                              \
-  X(cuptiSubscribe) X(cuptiEnableCallback) X(cuptiProfilerInitialize) X(cuptiDeviceGetChipName)                        \
-      X(cuptiProfilerGetCounterAvailability) X(cuptiProfilerHostInitialize) X(cuptiProfilerHostDeinitialize)           \
-          X(cuptiProfilerHostGetBaseMetrics) X(cuptiProfilerHostConfigAddMetrics)                                      \
-              X(cuptiProfilerHostGetConfigImageSize) X(cuptiProfilerHostGetConfigImage)                                \
-                  X(cuptiProfilerHostGetNumOfPasses) X(cuptiProfilerHostEvaluateToGpuValues)                           \
-                      X(cuptiRangeProfilerEnable) X(cuptiRangeProfilerDisable) X(cuptiRangeProfilerGetCounterDataSize) \
-                          X(cuptiRangeProfilerCounterDataImageInitialize) X(cuptiRangeProfilerSetConfig)               \
-                              X(cuptiRangeProfilerStart) X(cuptiRangeProfilerStop) X(cuptiRangeProfilerDecodeData)     \
-                                  X(cuptiRangeProfilerGetCounterDataInfo)
+#define FLASHIO_CUPTI_FUNCTIONS(X)                                                                     \
+  X(cuptiGetResultString) X(cuptiSubscribe) X(cuptiEnableCallback) X(cuptiProfilerInitialize)          \
+  X(cuptiDeviceGetChipName) X(cuptiProfilerGetCounterAvailability) X(cuptiProfilerHostInitialize)      \
+  X(cuptiProfilerHostDeinitialize) X(cuptiProfilerHostGetBaseMetrics) X(cuptiProfilerHostConfigAddMetrics) \
+  X(cuptiProfilerHostGetConfigImageSize) X(cuptiProfilerHostGetConfigImage) X(cuptiProfilerHostGetNumOfPasses) \
+  X(cuptiProfilerHostEvaluateToGpuValues) X(cuptiRangeProfilerEnable) X(cuptiRangeProfilerDisable)     \
+  X(cuptiRangeProfilerGetCounterDataSize) X(cuptiRangeProfilerCounterDataImageInitialize)              \
+  X(cuptiRangeProfilerSetConfig) X(cuptiRangeProfilerStart) X(cuptiRangeProfilerStop)                  \
+  X(cuptiRangeProfilerDecodeData) X(cuptiRangeProfilerGetCounterDataInfo)
+  // clang-format on
   FLASHIO_CUPTI_FUNCTIONS(FLASHIO_CUPTI_FN)
 #undef FLASHIO_CUPTI_FN
 };
@@ -120,8 +120,9 @@ std::string result_string(const CuptiApi& api, CUptiResult r) {
 // inside a callback).
 struct Launch {
   std::string name;
-  CUfunction function = nullptr;       // driver launches
-  const void* runtime_func = nullptr;  // runtime launches by host stub (cudaGetFuncBySymbol)
+  CUfunction function = nullptr;          // driver launches
+  const void* runtime_func = nullptr;     // runtime launches by host stub (cudaGetFuncBySymbol)
+  cudaKernel_t runtime_kernel = nullptr;  // CUDA 13's <<<>>> (__cudaLaunchKernel): cuKernelGetFunction
   unsigned grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   size_t dynamic_smem = 0;
   bool has_shape = false;
@@ -169,10 +170,19 @@ void set_shape(Launch& l, const Dims& grid, const Dims& block, size_t smem) {
   l.has_shape = true;
 }
 
-// The launch's function and shape from the callback's parameters, for the launch entry points
-// whose parameter structs CUPTI publishes (generated_cuda_meta.h, generated_cuda_runtime_api_meta.h).
-// CUDA 13's `<<<>>>` goes through __cudaLaunchKernel(cudaKernel_t, …), whose struct is not
-// published: its resources come from the driver callback of the same launch, or stay unknown.
+// CUDA 13's `<<<>>>` goes through __cudaLaunchKernel(cudaKernel_t, …), whose parameter struct
+// CUPTI does not publish: it is read as the function's parameters in order, the layout of every
+// struct that is published (e.g. cudaLaunchKernel_v7000_params), and used only where no driver
+// callback saw the launches (pick_launches prefers the driver's).
+struct RuntimeKernelLaunchParams {
+  cudaKernel_t kernel;
+  dim3 gridDim, blockDim;
+  void** args;
+  size_t sharedMem;
+  cudaStream_t stream;
+};
+
+// The launch's function (or kernel handle) and shape from the callback's parameters.
 void read_launch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* params, Launch& l) {
   if (!params) return;
   struct Dim3 {
@@ -215,6 +225,13 @@ void read_launch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* p
       if (p->config) set_shape(l, p->config->gridDim, p->config->blockDim, p->config->dynamicSmemBytes);
       break;
     }
+    case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000:
+    case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000: {
+      const auto* p = static_cast<const RuntimeKernelLaunchParams*>(params);
+      l.runtime_kernel = p->kernel;
+      set_shape(l, p->gridDim, p->blockDim, p->sharedMem);
+      break;
+    }
     default:
       break;
   }
@@ -250,11 +267,16 @@ std::optional<KernelResources> resolve_resources(const Launch& l) {
   static const auto get_attribute = reinterpret_cast<GetAttribute>(driver_entry("cuFuncGetAttribute"));
   static const auto occupancy =
       reinterpret_cast<Occupancy>(driver_entry("cuOccupancyMaxActiveBlocksPerMultiprocessor"));
+  using KernelGetFunction = CUresult (*)(CUfunction*, CUkernel);
+  static const auto kernel_function = reinterpret_cast<KernelGetFunction>(driver_entry("cuKernelGetFunction"));
   CUfunction f = l.function;
   if (!f && l.runtime_func) {
     cudaFunction_t rf = nullptr;
     if (cudaGetFuncBySymbol(&rf, l.runtime_func) == cudaSuccess) f = reinterpret_cast<CUfunction>(rf);
   }
+  if (!f && l.runtime_kernel && kernel_function &&
+      kernel_function(&f, reinterpret_cast<CUkernel>(l.runtime_kernel)) != CUDA_SUCCESS)
+    f = nullptr;
   if (!f || !get_attribute || !l.has_shape) return std::nullopt;
   auto attr = [&](CUfunction_attribute a) {
     int v = 0;
