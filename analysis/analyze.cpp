@@ -26,11 +26,17 @@ namespace {
 
 using json = nlohmann::json;
 
+// The kernel's tiles as recorded; `smem_layout` absent (files before it existed) = padded. Throws
+// std::invalid_argument for a layout the model does not know.
 std::optional<KernelTiles> tiles_of(const json& rec, const char* key, int64_t* smem) {
   if (!rec.contains(key) || !rec[key].is_object()) return std::nullopt;
   const auto& t = rec[key];
   KernelTiles k{t.value("block_r", 0), t.value("block_c", 0), t.value("warps", 0), t.value("splits", 1)};
   if (k.block_r <= 0 || k.block_c <= 0) return std::nullopt;
+  const std::string layout = t.value("smem_layout", std::string());
+  const auto l = parse_smem_layout(layout);
+  if (!l) throw std::invalid_argument(fmt::format("{}.smem_layout \"{}\": no IO model for this layout", key, layout));
+  k.smem_layout = *l;
   if (smem) *smem = t.value("smem_bytes", int64_t(0));
   return k;
 }
@@ -50,6 +56,33 @@ GpuLimits limits_of(const json& device) {
 }
 
 std::string verdict_word(std::optional<bool> v) { return !v ? "—" : *v ? "holds" : "FAILS"; }
+
+// "flashio::kernels::flash1_fwd_kernel<Traits<…>, true, false>" → "flash1_fwd_kernel<…, true, false>":
+// the function name with its template arguments after the first (the traits) kept short.
+std::string short_kernel_name(const std::string& name) {
+  const size_t lt = name.find('<');
+  std::string base = name.substr(0, lt);
+  const size_t colon = base.rfind("::");
+  if (colon != std::string::npos) base = base.substr(colon + 2);
+  if (lt == std::string::npos) return base;
+  int depth = 0;
+  for (size_t i = lt; i < name.size(); ++i) {
+    if (name[i] == '<') ++depth;
+    if (name[i] == '>') --depth;
+    if (name[i] == ',' && depth == 1) return base + "<…" + name.substr(i);
+  }
+  return base + "<…>";
+}
+
+// The note beside a record whose kernels use local memory: spilled registers (or a stack frame)
+// move bytes that no IO model counts, so an SM↔L2 excess there has this explanation.
+std::string local_memory_note(const std::vector<LocalMemoryUse>& local, bool l2_fails) {
+  std::string s;
+  for (const auto& u : local)
+    s += fmt::format("{}{} uses {} B of local memory per thread ({} registers)", s.empty() ? "" : "; ",
+                     short_kernel_name(u.kernel), u.bytes_per_thread, u.registers_per_thread);
+  return (l2_fails ? "SM↔L2 excess beside a register spill: " : "spills: ") + s + " — its traffic is not in the model";
+}
 
 // The sweep axis a record varies along, and the key of everything else.
 struct Axis {
@@ -137,8 +170,13 @@ RecordModel model_point_of(const json& rec, const json& file, DqAdds dq_adds) {
     out.why_not = std::string("bad problem: ") + e.what();
     return out;
   }
-  m.fwd_tiles = tiles_of(rec, "tiles", &out.fwd_smem);
-  m.bwd_tiles = tiles_of(rec, "tiles_bwd", &out.bwd_smem);
+  try {
+    m.fwd_tiles = tiles_of(rec, "tiles", &out.fwd_smem);
+    m.bwd_tiles = tiles_of(rec, "tiles_bwd", &out.bwd_smem);
+  } catch (const std::exception& e) {
+    out.why_not = e.what();
+    return out;
+  }
   m.sm_arch = kernel_sm_arch(file);
   const std::string rev = file.value("build", json::object()).value("git_revision", std::string());
   m.dq_scalar_kernel = dq_adds == DqAdds::Scalar || (dq_adds == DqAdds::Auto && scalar_dq_revision(rev));
@@ -166,8 +204,50 @@ RecordModel model_point_of(const json& rec, const json& file, DqAdds dq_adds) {
       out.why_not = "the record carries no backward tiles (tiles_bwd): the backward kernel's Br, Bc are unknown";
     if (!out.why_not.empty()) return out;
   }
+  out.kernels = streaming_kernels_of(rec);
+  for (const auto& [name, r] : kernel_resources_of(rec))
+    if (r.local_bytes_per_thread > 0) out.local.push_back({name, r.local_bytes_per_thread, r.registers_per_thread});
   out.point = m;
   return out;
+}
+
+std::vector<std::pair<std::string, KernelResources>> kernel_resources_of(const json& rec) {
+  std::vector<std::pair<std::string, KernelResources>> out;
+  const json counters = rec.value("counters", json::object());
+  for (const auto& k : counters.value("kernels", json::array())) {
+    if (!k.is_object() || !k.contains("resources")) continue;
+    try {
+      out.emplace_back(k.value("name", std::string()), kernel_resources_from_json(k["resources"]));
+    } catch (const std::invalid_argument&) {
+      // a malformed entry is no information (the schema test catches it in committed files)
+    }
+  }
+  return out;
+}
+
+StreamingKernels streaming_kernels_of(const json& rec) {
+  const auto kernels = kernel_resources_of(rec);
+  auto pick = [&](const char* tiles_key, const char* word) -> std::optional<KernelResources> {
+    if (rec.contains(tiles_key) && rec[tiles_key].is_object()) {
+      const json& t = rec[tiles_key];
+      const int threads = t.value("warps", 0) * 32;
+      const int64_t smem = t.value("smem_bytes", int64_t(0));
+      for (const auto& [name, r] : kernels)
+        if (threads > 0 && r.threads() == threads && smem > 0 &&
+            (r.dynamic_smem_bytes == smem || r.dynamic_smem_bytes + r.static_smem_bytes == smem))
+          return r;
+    }
+    for (const auto& [name, r] : kernels)
+      if (name.find(word) != std::string::npos && name.find("preprocess") == std::string::npos &&
+          name.find("convert") == std::string::npos)
+        return r;
+    return std::nullopt;
+  };
+  StreamingKernels s;
+  const auto pass = parse_pass(rec.value("pass", ""));
+  if (pass != Pass::Bwd) s.fwd = pick("tiles", "fwd");
+  if (pass != Pass::Fwd) s.bwd = pick("tiles_bwd", "bwd");
+  return s;
 }
 
 RedCounterScope red_counter_scope(const json& counters) {
@@ -238,6 +318,7 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
     GpuLimits gpu = limits_of(device);
     gpu.blocks_per_sm_override = opt.blocks_per_sm;
     gpu.drift = opt.drift;
+    gpu.drift_all_kernels = opt.drift_all_kernels;
     json recs = json::array();
     md += fmt::format("## {} — {} ({} records)\n\n", path, device.value("name", std::string("unknown device")),
                       doc.value("records", json::array()).size());
@@ -249,6 +330,7 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
     struct DramPoint {
       ModelPoint m;
       int64_t fwd_smem, bwd_smem;
+      StreamingKernels kernels;
       double measured;
     };
     std::vector<DramPoint> dram_points;  // fused, DRAM counted: for the usable-L2 fit below
@@ -266,7 +348,7 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
           l2_model = predict_sm_l2(*rm.point);
           out["sm_l2_model"] = l2_model->to_json();
           if (gpu.sm_count > 0 && gpu.l2_bytes > 0) {
-            dram_model = predict_dram(*rm.point, rm.fwd_smem, rm.bwd_smem, gpu, opt.l2_usable_fraction);
+            dram_model = predict_dram(*rm.point, rm.fwd_smem, rm.bwd_smem, gpu, opt.l2_usable_fraction, rm.kernels);
             out["dram_model"] = dram_model->to_json();
           }
         } catch (const std::exception& e) {
@@ -306,7 +388,8 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
         l2_ratio = *l2_meas / l2_expected;
         if (fused) l2_ok = std::abs(*l2_ratio - 1) <= opt.l2_tolerance;
       }
-      if (fused && dram_model && dram_meas) dram_points.push_back({*rm.point, rm.fwd_smem, rm.bwd_smem, *dram_meas});
+      if (fused && dram_model && dram_meas)
+        dram_points.push_back({*rm.point, rm.fwd_smem, rm.bwd_smem, rm.kernels, *dram_meas});
       std::string dram_scope;  // non-empty: measured and predicted, outside the model's scope
       if (dram_model && dram_meas && dram_model->predicted > 0) {
         dram_ratio = *dram_meas / double(dram_model->predicted);
@@ -324,6 +407,16 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
       if (!fused && rm.point && counted) note = "standard: compulsory matrices only, not judged";
       if (dram_model && !dram_model->note.empty() && note.empty()) note = dram_model->note;
       if (!dram_scope.empty()) note = note.empty() ? dram_scope : dram_scope + "; " + note;
+      if (!rm.local.empty()) {
+        json local = json::array();
+        for (const auto& u : rm.local)
+          local.push_back({{"kernel", u.kernel},
+                           {"local_bytes_per_thread", u.bytes_per_thread},
+                           {"registers_per_thread", u.registers_per_thread}});
+        out["local_memory"] = local;
+        const std::string spill = local_memory_note(rm.local, l2_ok.has_value() && !*l2_ok);
+        note = note.empty() ? spill : spill + "; " + note;
+      }
       for (auto v : {l2_ok, dram_ok})
         if (v) ++rep.judged, rep.failed += *v ? 0 : 1;
       out["sm_l2_ratio"] = l2_ratio ? json(*l2_ratio) : json();
@@ -377,8 +470,8 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
         const double f = k * 0.05;
         double err = 0;
         for (const auto& dp : dram_points) {
-          const double r =
-              std::log(dp.measured / double(predict_dram(dp.m, dp.fwd_smem, dp.bwd_smem, gpu, f).predicted));
+          const double r = std::log(dp.measured /
+                                    double(predict_dram(dp.m, dp.fwd_smem, dp.bwd_smem, gpu, f, dp.kernels).predicted));
           err += r * r;
         }
         err = std::sqrt(err / double(dram_points.size()));

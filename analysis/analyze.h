@@ -27,6 +27,7 @@ struct AnalyzeOptions {
   bool require_counters = false;           // fail when no record could be judged
   int blocks_per_sm = 0;                   // > 0: override the wave's resident blocks per SM (DRAM model)
   double drift = kDefaultCoResidentDrift;  // DRAM model: co-resident drift (dram_model.h)
+  bool drift_all_kernels = false;          // ... also for kernels recorded without local memory
   DqAdds dq_adds = DqAdds::Auto;
 };
 
@@ -37,12 +38,28 @@ int kernel_sm_arch(const nlohmann::json& file);
 // Revisions (prefixes of `build.git_revision`) whose kernels added dQ one float at a time.
 bool scalar_dq_revision(const std::string& git_revision);
 
+// A kernel of the record that uses local memory (counters.kernels[].resources).
+struct LocalMemoryUse {
+  std::string kernel;
+  int64_t bytes_per_thread = 0;
+  int registers_per_thread = 0;
+};
+
 // A record's model inputs, or why it has none (a sentence).
 struct RecordModel {
   std::optional<ModelPoint> point;
   std::string why_not;
   int64_t fwd_smem = 0, bwd_smem = 0;
+  StreamingKernels kernels;           // the forward and backward main kernels' recorded resources
+  std::vector<LocalMemoryUse> local;  // every kernel of the call with local_bytes_per_thread > 0
 };
+
+// The recorded resources of a record's kernels (name → resources, first-launch order kept),
+// and which of them are the streaming (main) forward and backward kernels: the kernel whose
+// block has the tiles' warps × 32 threads and whose shared memory is the tiles' smem_bytes, else
+// the one whose name says fwd / bwd (not preprocess or convert).
+std::vector<std::pair<std::string, KernelResources>> kernel_resources_of(const nlohmann::json& record);
+StreamingKernels streaming_kernels_of(const nlohmann::json& record);
 // `file`: the result file's top level (device, build), for the dQ add width.
 RecordModel model_point_of(const nlohmann::json& record, const nlohmann::json& file = nlohmann::json::object(),
                            DqAdds dq_adds = DqAdds::Auto);

@@ -36,13 +36,17 @@ class Commands final : public AnalysisCommands {
     analyze_->add_flag("--require-counters", opt_.require_counters, "exit 1 when no record could be judged");
     analyze_
         ->add_option("--blocks-per-sm", opt_.blocks_per_sm,
-                     "DRAM model: resident blocks per SM in a wave (default: from shared memory and threads)")
+                     "DRAM model: resident blocks per SM in a wave (default: the record's occupancy, else its "
+                     "registers, shared memory and threads)")
         ->check(CLI::Range(1, 32));
     analyze_
         ->add_option("--drift", opt_.drift,
                      "DRAM model: co-resident blocks' drift as a share of the K/V they stream (default 0.21, "
-                     "fitted; 0 = lock-step waves)")
+                     "fitted; 0 = lock-step waves; applied to forward kernels recorded with local memory or "
+                     "without resources)")
         ->check(CLI::Range(0.0, 1.0));
+    analyze_->add_flag("--drift-all-kernels", opt_.drift_all_kernels,
+                       "DRAM model: apply the drift also to kernels recorded without local memory");
     analyze_
         ->add_option("--dq-adds", opt_.dq_adds,
                      "how the backward kernels added dQ: auto (from the file's revision), scalar (before 9077f49), "

@@ -102,24 +102,69 @@ int64_t pass_inputs(const ModelPoint& m) {
 }  // namespace
 
 nlohmann::json DramPrediction::to_json() const {
-  return {{"compulsory", compulsory},   {"predicted", predicted},           {"blocks_per_sm", blocks_per_sm},
-          {"wave_blocks", wave_blocks}, {"waves_per_head", waves_per_head}, {"spills", spills},
-          {"resident", resident},       {"drift_bytes", drift_bytes},       {"footprint", footprint},
-          {"bwd_working", bwd_working}, {"out_of_scope", out_of_scope},     {"note", note}};
+  return {{"compulsory", compulsory},
+          {"predicted", predicted},
+          {"blocks_per_sm", blocks_per_sm},
+          {"wave_blocks", wave_blocks},
+          {"waves_per_head", waves_per_head},
+          {"spills", spills},
+          {"resident", resident},
+          {"drift_bytes", drift_bytes},
+          {"footprint", footprint},
+          {"bwd_working", bwd_working},
+          {"out_of_scope", out_of_scope},
+          {"note", note},
+          {"occupancy", occupancy},
+          {"drift", drift}};
 }
 
-int blocks_per_sm(int threads, int64_t smem_bytes, const GpuLimits& gpu) {
+int blocks_per_sm(int threads, int64_t smem_bytes, const GpuLimits& gpu, int registers_per_thread) {
   if (gpu.blocks_per_sm_override > 0) return gpu.blocks_per_sm_override;
   constexpr int kMaxBlocksPerSm = 32;
   constexpr int64_t kReservedSmemPerBlock = 1024;
   int n = kMaxBlocksPerSm;
   if (threads > 0) n = std::min(n, gpu.max_threads_per_sm / threads);
   if (smem_bytes > 0) n = std::min<int64_t>(n, gpu.smem_per_sm_bytes / (smem_bytes + kReservedSmemPerBlock));
+  if (registers_per_thread > 0 && threads > 0) {
+    const int per_warp = ceil_div(registers_per_thread * 32, kRegisterAllocationUnit) * kRegisterAllocationUnit;
+    const int warps = ceil_div(threads, 32);
+    n = std::min(n, (kRegistersPerSm / per_warp) / warps);
+  }
   return std::max(n, 0);
 }
 
+std::string occupancy_source(const std::optional<KernelResources>& r, const GpuLimits& gpu) {
+  if (gpu.blocks_per_sm_override > 0) return "--blocks-per-sm";
+  if (r && r->max_blocks_per_sm > 0) return "the occupancy API (recorded)";
+  if (r && r->registers_per_thread > 0) return "registers and shared memory (recorded)";
+  return "shared memory and threads (registers not recorded)";
+}
+
+namespace {
+
+// Resident blocks per SM of a streaming kernel: the recorded occupancy where the record has it,
+// else its registers, shared memory and threads.
+int resident_blocks(int threads, int64_t smem_bytes, const GpuLimits& gpu, const std::optional<KernelResources>& r) {
+  if (gpu.blocks_per_sm_override > 0) return gpu.blocks_per_sm_override;
+  if (r && r->max_blocks_per_sm > 0) return r->max_blocks_per_sm;
+  return blocks_per_sm(threads, smem_bytes, gpu, r ? r->registers_per_thread : 0);
+}
+
+// The co-resident drift applied to a forward kernel (dram_model.h): the fitted value where the
+// record says nothing about the kernel (the files the fit came from), and where it says the
+// kernel uses local memory (the 128 × 64, d 128 kernel the fit describes: 255 registers and an
+// 8-byte stack frame); lock-step layers (0) where it says it uses none (the 128 × 32 kernel:
+// 240 registers, no local memory, measured in lock-step to 256k). A hypothesis from two
+// kernels (analysis/README.md), tested by the runs listed there.
+double forward_drift(const std::optional<KernelResources>& r, const GpuLimits& gpu) {
+  if (!r || gpu.drift_all_kernels) return gpu.drift;
+  return r->local_bytes_per_thread > 0 ? gpu.drift : 0.0;
+}
+
+}  // namespace
+
 DramPrediction predict_dram(const ModelPoint& m, int64_t fwd_smem_bytes, int64_t bwd_smem_bytes, const GpuLimits& gpu,
-                            double l2_usable_fraction) {
+                            double l2_usable_fraction, const StreamingKernels& kernels) {
   if (gpu.sm_count <= 0 || gpu.l2_bytes <= 0)
     throw std::invalid_argument("DRAM model: the result file's device block lacks sm_count or l2_bytes");
   const Problem& p = m.problem;
@@ -135,7 +180,9 @@ DramPrediction predict_dram(const ModelPoint& m, int64_t fwd_smem_bytes, int64_t
     if (fwd) {
       const KernelTiles t = m.fwd_tiles.value();
       const int64_t tr = ceil_div(nq, t.block_r), group = p.heads / p.kvh();
-      out.blocks_per_sm = blocks_per_sm(t.warps * 32, fwd_smem_bytes, gpu);
+      out.blocks_per_sm = resident_blocks(t.warps * 32, fwd_smem_bytes, gpu, kernels.fwd);
+      out.occupancy = occupancy_source(kernels.fwd, gpu);
+      out.drift = forward_drift(kernels.fwd, gpu);
       out.wave_blocks = int64_t(out.blocks_per_sm) * gpu.sm_count;
       if (out.wave_blocks <= 0) throw std::invalid_argument("DRAM model: the forward kernel does not fit on an SM");
       // Block x: Q tile (causal: heaviest first), then head, then batch.
@@ -151,17 +198,19 @@ DramPrediction predict_dram(const ModelPoint& m, int64_t fwd_smem_bytes, int64_t
         return 2 * rows * d * e;
       };
       const int64_t fetched =
-          stream_fetches(p.batch * p.heads * tr, out.wave_blocks, gpu.sm_count, usable, gpu.drift, unit, need, out);
+          stream_fetches(p.batch * p.heads * tr, out.wave_blocks, gpu.sm_count, usable, out.drift, unit, need, out);
       extra += fetched - 2 * p.kv_elements() * e;  // K, V once are in the compulsory bytes
       out.bwd_working = 0;                         // stream_fetches' maximum: the forward's here
       if (out.spills) out.note = "K+V of the heads a wave streams exceed the usable L2: re-fetched per wave";
       if (out.drift_bytes > 0) out.note += ", and per drifted layer of co-resident blocks";
+      if (out.spills && kernels.fwd && out.drift == 0 && gpu.drift > 0)
+        out.note += " (co-resident layers in lock-step: the kernel records no local memory)";
     }
     if (bwd) {
       const KernelTiles t = m.bwd_tiles.value();
       const int64_t tc = ceil_div(nkmax, t.block_c), group = p.heads / p.kvh();
       DramPrediction b_out;
-      b_out.blocks_per_sm = blocks_per_sm(t.warps * 32, bwd_smem_bytes, gpu);
+      b_out.blocks_per_sm = resident_blocks(t.warps * 32, bwd_smem_bytes, gpu, kernels.bwd);
       b_out.wave_blocks = int64_t(b_out.blocks_per_sm) * gpu.sm_count;
       if (b_out.wave_blocks <= 0) throw std::invalid_argument("DRAM model: the backward kernel does not fit on an SM");
       // Streamed per K/V head: the group's Q, dO (e), L, D (fp32) and dQ accumulator (fp32, read and written back).
@@ -171,7 +220,9 @@ DramPrediction predict_dram(const ModelPoint& m, int64_t fwd_smem_bytes, int64_t
       const int64_t fetched = stream_fetches(p.batch * p.kvh() * tc, b_out.wave_blocks, gpu.sm_count, usable,
                                              /*drift: not measured for the backward*/ 0, unit, need, b_out);
       extra += fetched - p.batch * p.kvh() * per_unit;
-      if (!fwd) out.blocks_per_sm = b_out.blocks_per_sm, out.wave_blocks = b_out.wave_blocks;
+      if (!fwd)
+        out.blocks_per_sm = b_out.blocks_per_sm, out.wave_blocks = b_out.wave_blocks,
+        out.occupancy = occupancy_source(kernels.bwd, gpu);
       out.waves_per_head = std::max(out.waves_per_head, b_out.waves_per_head);
       out.spills = out.spills || b_out.spills;
       out.bwd_working = b_out.bwd_working;
@@ -195,7 +246,8 @@ DramPrediction predict_dram(const ModelPoint& m, int64_t fwd_smem_bytes, int64_t
     if (fwd) {
       const KernelTiles t = m.fwd_tiles.value();
       const int64_t splits = t.splits;
-      out.blocks_per_sm = blocks_per_sm(t.warps * 32, fwd_smem_bytes, gpu);
+      out.blocks_per_sm = resident_blocks(t.warps * 32, fwd_smem_bytes, gpu, kernels.fwd);
+      out.occupancy = occupancy_source(kernels.fwd, gpu);
       out.wave_blocks = int64_t(out.blocks_per_sm) * gpu.sm_count;
       const int64_t per_head = nq * (d * e + 4 * d + 8);
       out.spills = double(std::min(heads * splits, out.wave_blocks)) * double(per_head) / double(splits) > usable;
@@ -211,19 +263,22 @@ DramPrediction predict_dram(const ModelPoint& m, int64_t fwd_smem_bytes, int64_t
     if (bwd) {
       const KernelTiles t = m.bwd_tiles.value();
       const int64_t splits = t.splits;
-      const int bps = blocks_per_sm(t.warps * 32, bwd_smem_bytes, gpu);
+      const int bps = resident_blocks(t.warps * 32, bwd_smem_bytes, gpu, kernels.bwd);
       const int64_t per_head = nq * (3 * d * e + 8 + 4 * d);
       const int64_t resident_heads = ceil_div(std::min(heads * splits, int64_t(bps) * gpu.sm_count), splits);
       const bool spill = double(resident_heads * per_head) > usable;
       out.bwd_working = resident_heads * per_head;
-      if (!fwd) out.blocks_per_sm = bps, out.wave_blocks = int64_t(bps) * gpu.sm_count;
+      if (!fwd)
+        out.blocks_per_sm = bps, out.wave_blocks = int64_t(bps) * gpu.sm_count,
+        out.occupancy = occupancy_source(kernels.bwd, gpu);
       out.spills = out.spills || spill;
       if (spill) {
         // dQ (read-modify-written for S = 1, atomics for S > 1): a DRAM read and a write-back of
         // its fp32 bytes per visit, whatever the instruction width. The S blocks of a head walk
         // the same Q tiles in the same order, together: the first fetches a tile, L2 serves the
         // others (measured, H100, S = 2: DRAM ≈ half the per-block re-reads).
-        const int64_t streamed = term_bytes(sm, "Q, dO, O tiles") + term_bytes(sm, "l, m") + 2 * dq_visit_bytes(sm, m.dq());
+        const int64_t streamed =
+            term_bytes(sm, "Q, dO, O tiles") + term_bytes(sm, "l, m") + 2 * dq_visit_bytes(sm, m.dq());
         extra += streamed / splits - 3 * p.q_elements() * e -
                  2 * heads * nq * d * 4;  // the accumulator's one write-back and read: compulsory
         out.note +=

@@ -6,10 +6,12 @@
 // touches a head fetches that head's streamed operand again:
 //   forward  DRAM ≈ Q + O + L + Σ_heads (K+V of the head) × (waves touching the head)
 //   backward DRAM ≈ compulsory + Σ_heads (Q, dO, L, D and the dQ accumulator) × (waves − 1)
-// The wave size is blocks per SM (from the recorded shared memory, the thread count and the
-// SM's limits; registers are not recorded, so a register-bound kernel is over-estimated)
-// × the GPU's SM count. The usable share of L2 is a parameter (default one half: the L2 is
-// two partitions, and data homed in the far one is cached again in the near one).
+// The wave size is blocks per SM × the GPU's SM count; blocks per SM from the streaming
+// kernel's recorded occupancy (counters.kernels[].resources), else its recorded registers,
+// shared memory and threads, else — files before the records carried resources — shared memory
+// and threads alone, which over-counts a register-bound kernel (the 128 × 32, d 128 forward:
+// 240 registers allow 2 blocks, its shared memory 3). The usable share of L2 is a parameter (default one half: the L2
+// is two partitions, and data homed in the far one is cached again in the near one).
 //
 // Two refinements:
 // * Residency: a pass whose buffers (inputs, outputs, workspace, each once) fit in the L2
@@ -24,13 +26,19 @@
 //   the lag grows from 0). drift = 0.21 is fitted, not derived, from three points that
 //   bracket it — H100 (ours, 2 blocks/SM): 64k holds as one window (K+V = 1.28 ×
 //   usable), 128k needs the layers (2.56 ×); H200 (PyTorch's FA-2, DESIGN.md): 128k stays
-//   one window (2.13 ×): drift ∈ (0.196, 0.235).
+//   one window (2.13 ×): drift ∈ (0.196, 0.235). It is not a constant of the GPU: the 128 × 32
+//   kernel, at the same 2 blocks/SM, stays in lock-step to 256k (drift < 0.098). It is applied
+//   to forward kernels recorded with local memory (the 128 × 64 kernel: 255 registers, an 8-byte
+//   stack frame) or without resources, not to those recorded without local memory — a
+//   hypothesis from these two kernels (analysis/README.md), `drift_all_kernels` to drop it.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "analysis/io_model.h"
+#include "bench/counters.h"
 
 namespace flashio::analysis {
 
@@ -43,6 +51,7 @@ struct GpuLimits {
   int max_threads_per_sm = 2048;
   int blocks_per_sm_override = 0;          // > 0: the resident blocks per SM a wave assumes (a hypothesis to test)
   double drift = kDefaultCoResidentDrift;  // co-resident drift (see above); 0 = layers in lock-step
+  bool drift_all_kernels = false;          // apply it also to kernels recorded without local memory
 };
 
 struct DramPrediction {
@@ -56,6 +65,8 @@ struct DramPrediction {
   int64_t drift_bytes = 0;    // of `predicted`: fetched again by co-resident layers that drifted apart
   int64_t footprint = 0;      // every buffer of the pass once
   int64_t bwd_working = 0;    // the backward's largest per-wave streamed set
+  std::string occupancy;      // where blocks_per_sm came from (occupancy_source)
+  double drift = 0;           // the co-resident drift the forward walk used (0: lock-step layers)
   // Non-empty: the point lies outside what the model claims to describe (why, in words); its
   // prediction is printed, not judged. Two regions (`dram_scope`):
   // * a backward whose streamed unit (one K/V head's Q, dO, L, D, fp32 dQ; flash1 with S > 1
@@ -73,11 +84,29 @@ struct DramPrediction {
 
 inline constexpr double kDefaultL2UsableFraction = 0.5;
 
+// Registers per SM (64 K 32-bit registers on every architecture from sm_70 to sm_90 and
+// sm_100/sm_120: CUDA C++ Programming Guide, "Technical Specifications per Compute
+// Capability"), allocated per warp in units of 256 registers (the same table's allocation
+// granularity; the occupancy calculator's "warp" allocation).
+inline constexpr int kRegistersPerSm = 65536;
+inline constexpr int kRegisterAllocationUnit = 256;
+
 // Resident thread blocks per SM for a kernel of `threads` threads and `smem_bytes` of dynamic
-// shared memory (1 KiB reserved per block, as on sm_80 and later).
-int blocks_per_sm(int threads, int64_t smem_bytes, const GpuLimits& gpu);
+// shared memory (1 KiB reserved per block, as on sm_80 and later), and — when known
+// (`registers_per_thread` > 0) — its registers.
+int blocks_per_sm(int threads, int64_t smem_bytes, const GpuLimits& gpu, int registers_per_thread = 0);
+
+// What the records say about the streaming kernels beyond their tiles (counters.kernels[].resources,
+// bench/counters.h): the occupancy API's resident blocks, registers and local memory. Absent in
+// the files written before the records carried them.
+struct StreamingKernels {
+  std::optional<KernelResources> fwd, bwd;
+};
+
+// How the wave's resident blocks per SM were found, in words (DramPrediction::occupancy).
+std::string occupancy_source(const std::optional<KernelResources>& r, const GpuLimits& gpu);
 
 DramPrediction predict_dram(const ModelPoint& m, int64_t fwd_smem_bytes, int64_t bwd_smem_bytes, const GpuLimits& gpu,
-                            double l2_usable_fraction = kDefaultL2UsableFraction);
+                            double l2_usable_fraction = kDefaultL2UsableFraction, const StreamingKernels& kernels = {});
 
 }  // namespace flashio::analysis

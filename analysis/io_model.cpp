@@ -34,6 +34,9 @@ void check_tiles(const KernelTiles& t, const char* kernel) {
   require(t.block_r > 0 && t.block_c > 0 && t.warps > 0,
           fmt::format("{}: the record's tiles are incomplete (block_r {}, block_c {}, warps {})", kernel, t.block_r,
                       t.block_c, t.warps));
+  require(t.l_store_rows > 0 && t.block_r % t.l_store_rows == 0 && t.vector_load_rows > 0,
+          fmt::format("{}: L is stored {} rows per instruction, which must divide Br = {}", kernel, t.l_store_rows,
+                      t.block_r));
 }
 
 // The fp32 vector a tile's epilogue or prologue touches for rows [row0, row0 + rows) of a head
@@ -42,22 +45,15 @@ int64_t tile_vector_bytes(int64_t head, int64_t row0, int64_t rows, int64_t grou
   return grouped_fp32_sectors(head + row0, rows, group) * kSector;
 }
 
-// cp.async tile loads land in shared tiles with rows padded to (d + 8)·e bytes, so every odd
-// row starts 16 bytes into a 32-byte shared-memory sector, and each of its global sectors
-// crosses the SM's crossbar as two deliveries: l1tex__m_xbar2l1tex_read_bytes counts it twice
-// (H100: exactly 1.5× on full tiles; the bytes requested from L2 are 1×). Rows counted for v
-// valid rows of one tile:
-int64_t xbar_rows(int64_t v) { return v + v / 2; }
-
-// Σ over K/V tiles j < nb of xbar_rows(min(bc, nk − j·bc)): whole tiles, the last cut at nk.
-int64_t kv_xbar_rows(int64_t nb, int64_t nk, int64_t bc) {
+// Σ over K/V tiles j < nb of smem_row_deliveries(min(bc, nk − j·bc)): whole tiles, the last cut at nk.
+int64_t kv_xbar_rows(int64_t nb, int64_t nk, int64_t bc, SmemLayout l) {
   if (nb <= 0) return 0;
-  if (nb * bc <= nk) return nb * xbar_rows(bc);
-  return (nb - 1) * xbar_rows(bc) + xbar_rows(nk - (nb - 1) * bc);
+  if (nb * bc <= nk) return nb * smem_row_deliveries(bc, l);
+  return (nb - 1) * smem_row_deliveries(bc, l) + smem_row_deliveries(nk - (nb - 1) * bc, l);
 }
 
-// Σ over Q tiles of xbar_rows(rows of the tile).
-int64_t q_xbar_rows(int64_t nq, int64_t br) { return kv_xbar_rows(ceil_div(nq, br), nq, br); }
+// Σ over Q tiles of smem_row_deliveries(rows of the tile).
+int64_t q_xbar_rows(int64_t nq, int64_t br, SmemLayout l) { return kv_xbar_rows(ceil_div(nq, br), nq, br, l); }
 
 }  // namespace
 
@@ -99,6 +95,21 @@ DqWidth dq_width(int sm_arch, bool scalar_kernel) {
   return {sm_arch >= 90 ? 2 : 1, 2};  // atomic_add2: red.global.add.v2.f32 from sm_90 (__CUDA_ARCH__ >= 900)
 }
 
+const char* to_string(SmemLayout l) { return l == SmemLayout::Swizzle128 ? "swizzle128" : "padded"; }
+
+std::optional<SmemLayout> parse_smem_layout(const std::string& s) {
+  if (s.empty() || s == "padded") return SmemLayout::Padded;
+  if (s == "swizzle128") return SmemLayout::Swizzle128;
+  return std::nullopt;
+}
+
+// Padded rows of (d + 8)·e bytes: an odd row starts 16 bytes into a 32-byte shared-memory sector,
+// so each of its global sectors is delivered twice (H100: exactly 1.5× on full tiles; the bytes
+// requested from L2 are 1×). Swizzle128: the 16-byte chunks of a row are permuted by an XOR of
+// their index inside a 128-byte segment, which maps the chunk pair {2k, 2k + 1} of a 32-byte
+// global sector onto a pair {2k', 2k' + 1}: one shared sector, one delivery.
+int64_t smem_row_deliveries(int64_t rows, SmemLayout l) { return l == SmemLayout::Swizzle128 ? rows : rows + rows / 2; }
+
 int64_t dq_sectors_per_row(int64_t head_dim, int floats_per_lane) {
   require(floats_per_lane == 1 || floats_per_lane == 2, "dQ adds: 1 or 2 floats per lane");
   const int64_t instructions_per_n8_tile = 2 / floats_per_lane;  // (x, x + 1), or one pair
@@ -123,7 +134,8 @@ int64_t grouped_fp32_sectors(int64_t first, int64_t n, int64_t group) {
 
 // flash2 forward (one block per Q tile i, head, batch): Q_i once, K_j/V_j for every visible
 // key tile (rows < the sequence's key length; causal: tiles up to the Q tile's last row),
-// O_i once, L_i once (t == 0 lanes: 8 rows per instruction).
+// O_i once (16-byte stores of whole rows), L_i once (`l_store_rows` rows per instruction: 8 for
+// the t == 0 lanes of the mma.sync and wgmma accumulators). Tile loads as smem_row_deliveries counts them.
 Traffic flash2_fwd_traffic(const Problem& p, const KernelTiles& t, const BlockMask& mask) {
   check_tiles(t, "flash2 forward");
   const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, row_bytes = d * e;
@@ -133,27 +145,27 @@ Traffic flash2_fwd_traffic(const Problem& p, const KernelTiles& t, const BlockMa
   for (int64_t b = 0; b < p.batch; ++b) {
     const int64_t nk = std::min<int64_t>(lens[size_t(b)], p.nk());
     // K/V rows one Q tile loads: whole tiles below n_end, the last one cut at nk.
-    int64_t kv_rows = 0;  // as the crossbar counts them (xbar_rows)
+    int64_t kv_rows = 0;  // as the crossbar counts them (smem_row_deliveries)
     if (mask.empty() && !p.causal) {
-      kv_rows = tr * kv_xbar_rows(ceil_div(nk, bc), nk, bc);
+      kv_rows = tr * kv_xbar_rows(ceil_div(nk, bc), nk, bc, t.smem_layout);
     } else {
       for (int64_t i = 0; i < tr; ++i) {
         const int64_t n_end = p.causal ? std::min(nk, i * br + br) : nk;
         const int64_t nb = ceil_div(n_end, bc);
         if (mask.empty()) {
-          kv_rows += kv_xbar_rows(nb, nk, bc);
+          kv_rows += kv_xbar_rows(nb, nk, bc, t.smem_layout);
         } else {
           for (int64_t j = 0; j < nb; ++j)
-            if (mask.at(i, j)) kv_rows += xbar_rows(std::min(bc, nk - j * bc));
+            if (mask.at(i, j)) kv_rows += smem_row_deliveries(std::min(bc, nk - j * bc), t.smem_layout);
         }
       }
     }
     for (int64_t h = 0; h < p.heads; ++h) {
       const int64_t head = (b * p.heads + h) * nq;
-      out.add("Q tiles", q_xbar_rows(nq, br) * row_bytes, 0);
+      out.add("Q tiles", q_xbar_rows(nq, br, t.smem_layout) * row_bytes, 0);
       out.add("K,V tiles", 2 * kv_rows * row_bytes, 0);
       out.add("O", 0, nq * row_bytes);
-      out.add("L (log-sum-exp)", 0, grouped_fp32_sectors(head, nq, 8) * kSector);
+      out.add("L (log-sum-exp)", 0, grouped_fp32_sectors(head, nq, t.l_store_rows) * kSector);
     }
   }
   return out;
@@ -182,7 +194,7 @@ Traffic flash2_bwd_traffic(const Problem& p, const KernelTiles& t, const BlockMa
   check_tiles(t, "flash2 backward");
   const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, nkmax = p.nk(), row_bytes = d * e;
   const int64_t br = t.block_r, bc = t.block_c, m_blocks = ceil_div(nq, br), tc = ceil_div(nkmax, bc);
-  const int64_t group = p.heads / p.kvh(), vec_group = std::min<int64_t>(32, br);
+  const int64_t group = p.heads / p.kvh(), vec_group = std::min<int64_t>(t.vector_load_rows, br);
   const int64_t rows_total = p.batch * p.heads * nq;
   const auto lens = key_lengths(p);
   Traffic out;
@@ -197,7 +209,7 @@ Traffic flash2_bwd_traffic(const Problem& p, const KernelTiles& t, const BlockMa
   for (int64_t b = 0; b < p.batch; ++b) {
     const int64_t nk = std::min<int64_t>(lens[size_t(b)], nkmax);
     for (int64_t hk = 0; hk < p.kvh(); ++hk) {
-      out.add("K,V tiles", 2 * kv_xbar_rows(tc, nkmax, bc) * row_bytes, 0);
+      out.add("K,V tiles", 2 * kv_xbar_rows(tc, nkmax, bc, t.smem_layout) * row_bytes, 0);
       out.add("dK, dV", 0, 2 * nkmax * row_bytes);
       for (int64_t g = 0; g < group; ++g) {
         const int64_t head = (b * p.heads + hk * group + g) * nq;
@@ -206,7 +218,7 @@ Traffic flash2_bwd_traffic(const Problem& p, const KernelTiles& t, const BlockMa
         for (int64_t i = m_blocks - 1; i >= 0; --i) {
           const int64_t r = std::min(br, nq - i * br);
           rows_from[size_t(i)] = rows_from[size_t(i + 1)] + r;
-          xrows_from[size_t(i)] = xrows_from[size_t(i + 1)] + xbar_rows(r);
+          xrows_from[size_t(i)] = xrows_from[size_t(i + 1)] + smem_row_deliveries(r, t.smem_layout);
           vec_from[size_t(i)] = vec_from[size_t(i + 1)] + tile_vector_bytes(head, i * br, r, vec_group);
         }
         int64_t q_rows = 0, q_xrows = 0, vec_bytes = 0, visits = 0;
@@ -275,7 +287,7 @@ Traffic flash1_fwd_traffic(const Problem& p, const KernelTiles& t) {
       for (int64_t j = 0; j < n_blocks; ++j) {
         const int64_t i_first = p.causal ? std::min(j * bc / br, m_blocks) : 0;
         const int64_t loaders = splits == 1 ? 1 : std::min(splits, m_blocks - i_first);  // blocks with a Q tile
-        kv_rows += loaders * xbar_rows(std::min(bc, nkmax - j * bc));
+        kv_rows += loaders * smem_row_deliveries(std::min(bc, nkmax - j * bc), t.smem_layout);
       }
       out.add("K,V tiles", 2 * kv_rows * row_bytes, 0);
       // K/V tile j visits Q tile i iff j <= last_j(i) (i >= i_first(j) = ⌊j·Bc/Br⌋ ⇔ j·Bc <= i·Br + Br − 1):
@@ -287,7 +299,7 @@ Traffic flash1_fwd_traffic(const Problem& p, const KernelTiles& t) {
         const int64_t visits = last_j + 1;
         const int64_t vec = tile_vector_bytes(head, m0, rows, 8);
         const int64_t o_fp32 = rows * d * kF32;  // one sector per row per 8 columns (float2 × 4 lanes)
-        q += visits * xbar_rows(rows) * row_bytes;
+        q += visits * smem_row_deliveries(rows, t.smem_layout) * row_bytes;
         reread += (visits - 1) * (o_fp32 + 2 * vec);
         writeback += (visits - 1) * (o_fp32 + 2 * vec);
         final_write += rows * (d / 8) * kSector + 3 * vec;  // O in the element type: 16 of 32 bytes per sector
@@ -323,7 +335,7 @@ Traffic flash1_bwd_traffic(const Problem& p, const KernelTiles& t, DqWidth dq) {
     const int64_t nk = std::min<int64_t>(lens[size_t(b)], nkmax);
     for (int64_t h = 0; h < p.heads; ++h) {
       const int64_t head = (b * p.heads + h) * nq;
-      out.add("K,V tiles", 2 * kv_xbar_rows(n_blocks, nkmax, bc) * row_bytes, 0);
+      out.add("K,V tiles", 2 * kv_xbar_rows(n_blocks, nkmax, bc, t.smem_layout) * row_bytes, 0);
       out.add("dK, dV", 0, 2 * nkmax * row_bytes);
       // Rows and L/D-vector bytes of Q tiles i..m_blocks−1, as suffix sums.
       std::vector<int64_t> rows_from(size_t(m_blocks + 1), 0), vec_from(size_t(m_blocks + 1), 0);
@@ -331,7 +343,7 @@ Traffic flash1_bwd_traffic(const Problem& p, const KernelTiles& t, DqWidth dq) {
       for (int64_t i = m_blocks - 1; i >= 0; --i) {
         const int64_t r = std::min(br, nq - i * br);
         rows_from[size_t(i)] = rows_from[size_t(i + 1)] + r;
-        xrows_from[size_t(i)] = xrows_from[size_t(i + 1)] + xbar_rows(r);
+        xrows_from[size_t(i)] = xrows_from[size_t(i + 1)] + smem_row_deliveries(r, t.smem_layout);
         vec_from[size_t(i)] = vec_from[size_t(i + 1)] + tile_vector_bytes(head, i * br, r, vec_group);
       }
       int64_t rows = 0, xrows = 0, vec = 0;

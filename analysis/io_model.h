@@ -63,9 +63,31 @@ struct BlockMask {
 // One kernel's tile configuration, as recorded. `splits` (records' `tiles.splits`, absent = 1):
 // flash1's thread blocks per (batch, head) — grid (heads, batch, S); forward block z takes the Q
 // tiles i ≡ z (mod S), backward block z the K/V tiles j ≡ z (mod S).
+//
+// `smem_layout` (records' `tiles.smem_layout`, absent = padded): how the kernel's shared tiles
+// lay out the rows its tile loads (cp.async or TMA) land in — the one thing the SM↔L2 bytes of
+// a tile load depend on beyond the rows themselves (smem_row_deliveries). Padded rows of
+// (d + 8) elements put every odd row 16 bytes into a 32-byte shared-memory sector: each of its
+// global sectors crosses the crossbar twice (1.5× on full tiles, measured on the H100); the
+// 128-byte swizzle permutes 16-byte chunks inside 128-byte rows and keeps the two halves of a
+// 32-byte global sector in one shared sector: 1.0× (PyTorch's swizzled kernels, DESIGN.md).
+enum class SmemLayout { Padded, Swizzle128 };
+const char* to_string(SmemLayout l);
+// "padded", "swizzle128"; empty (older records) = padded; anything else: nullopt.
+std::optional<SmemLayout> parse_smem_layout(const std::string& s);
+
+// Rows of fp32 values the kernels' row-vector instructions cover (flash2's schedule): the
+// forward epilogue stores L from one lane per row, `l_store_rows` consecutive rows per warp
+// instruction (the t == 0 lanes of an m16n8 — or wgmma m64 — accumulator: 8); the backward
+// reads L and D one row per thread, `vector_load_rows` consecutive rows per warp instruction
+// (32), from the tile start. Parameters, not constants, so that a kernel that stores or loads
+// them otherwise says so in one place.
 struct KernelTiles {
   int block_r = 0, block_c = 0, warps = 0;
   int splits = 1;
+  SmemLayout smem_layout = SmemLayout::Padded;
+  int l_store_rows = 8;
+  int vector_load_rows = 32;
 };
 
 // How a backward kernel adds into the fp32 dQ accumulator: floats per lane and instruction.
@@ -141,6 +163,12 @@ Traffic compulsory_dram(const ModelPoint& m);
 // per thread and iteration at +0 / +4 and +0x1000 (8 rows down), none split, none merged.
 // 32-byte sectors one such add sends to L2 per query row of one (i, j) visit.
 int64_t dq_sectors_per_row(int64_t head_dim, int floats_per_lane);
+
+// Deliveries across the SM's crossbar, in whole-row units, of a tile load of `rows` valid rows
+// into shared memory of layout `l` (l1tex__m_xbar2l1tex_read_bytes counts them): padded, every
+// odd row twice (rows + ⌊rows/2⌋); swizzle128, every row once. The one place the factor lives
+// (analysis/schedule_sim.cpp computes the shared addresses themselves and must agree).
+int64_t smem_row_deliveries(int64_t rows, SmemLayout l);
 
 // Sectors (32 bytes) of `n` consecutive fp32 values starting at element `first`, touched by
 // instructions that each cover `group` consecutive values (group-aligned from `first`).

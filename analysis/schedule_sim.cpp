@@ -56,11 +56,26 @@ class Counter {
   std::set<std::pair<int, int64_t>> l1_;
 };
 
+// The shared-memory byte a tile load puts row r, element col of a (tile_rows, d) tile at, for
+// the kernel's layout: padded rows of (d + 8) elements from a 32-byte-aligned base, or the
+// 128-byte swizzle (CUTLASS's Swizzle<3, 4, 3>, what wgmma's 128B mode reads): the tile is
+// stored as 128-byte-wide column panels of tile_rows rows, and inside a panel row r the 16-byte
+// chunk c sits at c ^ (r mod 8).
+int64_t smem_byte(SmemLayout l, int64_t r, int64_t col, int64_t tile_rows, int64_t d, int64_t e) {
+  if (l == SmemLayout::Padded) return (r * (d + 8) + col) * e;
+  constexpr int64_t kPanel = 128, kChunk = 16;
+  const int64_t byte = col * e, panel = byte / kPanel, in_panel = byte % kPanel;
+  const int64_t chunk = (in_panel / kChunk) ^ (r % 8);
+  return panel * tile_rows * kPanel + r * kPanel + chunk * kChunk + in_panel % kChunk;
+}
+
 // load_tile / 16-byte stores of a (rows, d) tile: chunk c of the tile goes to thread c % threads
 // in round c / threads; a warp instruction is 32 consecutive threads of one round. Rows at or
-// past `rows_valid` (counted from the matrix start) are not touched.
+// past `rows_valid` (counted from the matrix start) are not touched. Loads land in shared memory
+// of layout `l` (smem_byte).
 void tile_copy(Counter& c, Counter::Op op, const std::string& term, int buf, int64_t matrix_row0, int64_t row0,
-               int64_t tile_rows, int64_t rows_valid, int64_t d, int64_t e, int64_t threads) {
+               int64_t tile_rows, int64_t rows_valid, int64_t d, int64_t e, int64_t threads,
+               SmemLayout l = SmemLayout::Padded) {
   const int64_t per_row = d / 8, chunks = tile_rows * per_row;
   for (int64_t round = 0; round * threads < chunks; ++round)
     for (int64_t w = 0; w < threads / 32; ++w) {
@@ -70,26 +85,23 @@ void tile_copy(Counter& c, Counter::Op op, const std::string& term, int buf, int
         if (ch >= chunks) continue;
         const int64_t r = ch / per_row, col = (ch % per_row) * 8;
         if (row0 + r >= rows_valid) continue;
-        // Loads are cp.async into a (tile_rows, d + 8) shared tile whose base is 32-byte aligned.
-        const int64_t smem = op == Counter::Read ? (r * (d + 8) + col) * e : -1;
+        const int64_t smem = op == Counter::Read ? smem_byte(l, r, col, tile_rows, d, e) : -1;
         lanes.push_back({buf, ((matrix_row0 + row0 + r) * d + col) * e, smem});
       }
       if (!lanes.empty()) c.instr(op, term, lanes);
     }
 }
 
-// Row-vector accesses by threads r = 0.. (one value per thread, r < count): warp instructions of 32.
+// Row-vector accesses by threads r = 0.. (one value per thread, r < count): warp instructions of
+// `group` consecutive rows (32: one warp of one value per lane).
 void vector_rows(Counter& c, Counter::Op op, const std::string& term, int buf, int64_t first, int64_t tile_rows,
-                 int64_t rows_valid_from_first, int64_t threads) {
-  for (int64_t base = 0; base < tile_rows; base += threads)
-    for (int64_t w = 0; w < threads / 32; ++w) {
-      std::vector<Access> lanes;
-      for (int64_t lane = 0; lane < 32; ++lane) {
-        const int64_t r = base + w * 32 + lane;
-        if (r < tile_rows && r < rows_valid_from_first) lanes.push_back({buf, (first + r) * 4});
-      }
-      if (!lanes.empty()) c.instr(op, term, lanes);
-    }
+                 int64_t rows_valid_from_first, int64_t group = 32) {
+  for (int64_t base = 0; base < tile_rows; base += group) {
+    std::vector<Access> lanes;
+    for (int64_t r = base; r < std::min(base + group, tile_rows); ++r)
+      if (r < rows_valid_from_first) lanes.push_back({buf, (first + r) * 4});
+    if (!lanes.empty()) c.instr(op, term, lanes);
+  }
 }
 
 // flash2_bwd_convert_dq_kernel: thread k converts elements [8k, 8k + 8): two float4 loads
@@ -115,13 +127,16 @@ void dq_convert(Counter& c, const Problem& p) {
   }
 }
 
-// dQ_i += dS·K_j through bwd_tile_step's lambda: warps split the query rows (16 each), 32 columns
-// per chunk; per n8 tile and row half, lane (g, t) adds columns 2t, 2t + 1, `per_lane` floats per
-// instruction (1: x and x + 1 in turn; 2: one 8-byte access). `add(x, lanes)` issues the
-// instruction(s) of one lane set: an atomic, a load and a store, ...
+// dQ_i += dS·K_j through bwd_tile_step's lambda: the tile's query rows in m16 blocks (whichever
+// warp owns a block — mma.sync warps split the rows 16 each, wgmma warpgroups 64 each, 16 per
+// warp — the lanes and their addresses are the same), 32 columns per chunk; per n8 tile and row
+// half, lane (g, t) adds columns 2t, 2t + 1, `per_lane` floats per instruction (1: x and x + 1
+// in turn; 2: one 8-byte access). `add(x, lanes)` issues the instruction(s) of one lane set: an
+// atomic, a load and a store, ...
 template <typename Add>
-void dq_adds(int64_t head, int64_t m0, int64_t nq, int64_t d, int64_t warps, int per_lane, Add add) {
-  for (int64_t w = 0; w < warps; ++w)
+void dq_adds(int64_t head, int64_t m0, int64_t nq, int64_t d, int64_t br, int per_lane, Add add) {
+  if (br % 16 != 0) throw std::invalid_argument("dQ adds: Br must be whole m16 blocks");
+  for (int64_t mb = 0; mb < br / 16; ++mb)
     for (int64_t ch = 0; ch < d / 32; ++ch)
       for (int64_t nt = 0; nt < 4; ++nt)
         for (int64_t hr = 0; hr < 2; ++hr) {
@@ -130,7 +145,7 @@ void dq_adds(int64_t head, int64_t m0, int64_t nq, int64_t d, int64_t warps, int
             std::vector<Access> lanes;
             for (int64_t g = 0; g < 8; ++g)
               for (int64_t tq = 0; tq < 4; ++tq) {
-                const int64_t row = m0 + w * 16 + g + hr * 8;
+                const int64_t row = m0 + mb * 16 + g + hr * 8;
                 const int64_t col = ch * 32 + nt * 8 + 2 * tq + x;
                 // per_lane consecutive floats from here, 4·per_lane-byte aligned: within one sector.
                 for (int64_t k = 0; k < per_lane; ++k)
@@ -143,8 +158,8 @@ void dq_adds(int64_t head, int64_t m0, int64_t nq, int64_t d, int64_t warps, int
 }
 
 // flash2's (and split flash1's) atomics: red.global.add(.v2).f32.
-void dq_atomics(Counter& c, int64_t head, int64_t m0, int64_t nq, int64_t d, int64_t warps, int per_lane) {
-  dq_adds(head, m0, nq, d, warps, per_lane, [&](const std::vector<std::vector<Access>>& instrs) {
+void dq_atomics(Counter& c, int64_t head, int64_t m0, int64_t nq, int64_t d, int64_t br, int per_lane) {
+  dq_adds(head, m0, nq, d, br, per_lane, [&](const std::vector<std::vector<Access>>& instrs) {
     for (const auto& lanes : instrs) c.instr(Counter::Red, "dQ accumulate (atomic)", lanes);
   });
 }
@@ -159,7 +174,7 @@ Traffic simulate_flash2_fwd(const Problem& p, const KernelTiles& t, const BlockM
   check(t, "flash2 forward");
   Counter c;
   const int64_t d = p.head_dim, e = bytes_of(p.dtype), nq = p.seqlen_q, br = t.block_r, bc = t.block_c;
-  const int64_t threads = t.warps * 32, rows_per_warp = br / t.warps, m_tiles = rows_per_warp / 16;
+  const int64_t threads = t.warps * 32;
   const auto lens = key_lengths(p);
   for (int64_t b = 0; b < p.batch; ++b)
     for (int64_t h = 0; h < p.heads; ++h)
@@ -170,24 +185,16 @@ Traffic simulate_flash2_fwd(const Problem& p, const KernelTiles& t, const BlockM
         const int64_t nk = std::min<int64_t>(lens[size_t(b)], p.nk());
         const int64_t n_end = p.causal ? std::min(nk, row0 + br) : nk;
         const int64_t n_blocks = n_end > 0 ? (n_end + bc - 1) / bc : 0;
-        tile_copy(c, Counter::Read, "Q tiles", kQ, head + row0, 0, br, q_rows, d, e, threads);
+        tile_copy(c, Counter::Read, "Q tiles", kQ, head + row0, 0, br, q_rows, d, e, threads, t.smem_layout);
         for (int64_t it = 0; it < n_blocks; ++it) {  // last-to-first over the visible K/V tiles
           const int64_t n = n_blocks - 1 - it;
           if (!mask.at(mb, n)) continue;
-          tile_copy(c, Counter::Read, "K,V tiles", kK, kv_row0, n * bc, bc, nk, d, e, threads);
-          tile_copy(c, Counter::Read, "K,V tiles", kV, kv_row0, n * bc, bc, nk, d, e, threads);
+          tile_copy(c, Counter::Read, "K,V tiles", kK, kv_row0, n * bc, bc, nk, d, e, threads, t.smem_layout);
+          tile_copy(c, Counter::Read, "K,V tiles", kV, kv_row0, n * bc, bc, nk, d, e, threads, t.smem_layout);
         }
-        // Epilogue: L by the t == 0 lane of each row group (8 rows per instruction), O by 16-byte chunks.
-        for (int64_t w = 0; w < t.warps; ++w)
-          for (int64_t mt = 0; mt < m_tiles; ++mt)
-            for (int64_t hr = 0; hr < 2; ++hr) {
-              std::vector<Access> lanes;
-              for (int64_t g = 0; g < 8; ++g) {
-                const int64_t r = w * rows_per_warp + mt * 16 + g + hr * 8;
-                if (r < q_rows) lanes.push_back({kLse, (head + row0 + r) * 4});
-              }
-              if (!lanes.empty()) c.instr(Counter::Write, "L (log-sum-exp)", lanes);
-            }
+        // Epilogue: L by one lane per row, `l_store_rows` consecutive rows per instruction (the
+        // t == 0 lanes: 8), O by 16-byte chunks of whole rows.
+        vector_rows(c, Counter::Write, "L (log-sum-exp)", kLse, head + row0, br, q_rows, t.l_store_rows);
         tile_copy(c, Counter::Write, "O", kO, head + row0, 0, br, q_rows, d, e, threads);
       }
   return c.traffic;
@@ -230,18 +237,18 @@ Traffic simulate_flash2_bwd(const Problem& p, const KernelTiles& t, const BlockM
         const int64_t kv_row0 = (b * p.kvh() + hk) * nkmax;
         const int64_t m_first = p.causal ? std::min(n0 / br, m_blocks) : 0;
         const int64_t per_head = n0 < nk ? m_blocks - m_first : 0;
-        tile_copy(c, Counter::Read, "K,V tiles", kK, kv_row0, n0, bc, nkmax, d, e, threads);
-        tile_copy(c, Counter::Read, "K,V tiles", kV, kv_row0, n0, bc, nkmax, d, e, threads);
+        tile_copy(c, Counter::Read, "K,V tiles", kK, kv_row0, n0, bc, nkmax, d, e, threads, t.smem_layout);
+        tile_copy(c, Counter::Read, "K,V tiles", kV, kv_row0, n0, bc, nkmax, d, e, threads, t.smem_layout);
         for (int64_t it = 0; it < group * per_head; ++it) {
           const int64_t h = hk * group + it / per_head, i = m_first + it % per_head, m0 = i * br;
           if (!mask.at(i, nb)) continue;
           const int64_t head = (b * p.heads + h) * nq;
-          tile_copy(c, Counter::Read, "Q, dO tiles", kQ, head, m0, br, nq, d, e, threads);
-          tile_copy(c, Counter::Read, "Q, dO tiles", kDO, head, m0, br, nq, d, e, threads);
-          vector_rows(c, Counter::Read, "L, D", kLse, head + m0, br, nq - m0, threads);
-          vector_rows(c, Counter::Read, "L, D", kD, head + m0, br, nq - m0, threads);
+          tile_copy(c, Counter::Read, "Q, dO tiles", kQ, head, m0, br, nq, d, e, threads, t.smem_layout);
+          tile_copy(c, Counter::Read, "Q, dO tiles", kDO, head, m0, br, nq, d, e, threads, t.smem_layout);
+          vector_rows(c, Counter::Read, "L, D", kLse, head + m0, br, nq - m0, t.vector_load_rows);
+          vector_rows(c, Counter::Read, "L, D", kD, head + m0, br, nq - m0, t.vector_load_rows);
           if (!p.deterministic) {
-            dq_atomics(c, head, m0, nq, d, t.warps, dq.atomic);
+            dq_atomics(c, head, m0, nq, d, br, dq.atomic);
             continue;
           }
           // Deterministic: thread 0 waits on the Q tile's semaphore (one acquire load: the spins
@@ -249,7 +256,7 @@ Traffic simulate_flash2_bwd(const Problem& p, const KernelTiles& t, const BlockM
           // thread 0 passes the turn (one release store).
           const int64_t sem = ((b * p.heads + h) * m_blocks + i) * 4;
           c.instr(Counter::Read, "dQ semaphores (deterministic)", {{kDqSemaphore, sem}});
-          dq_adds(head, m0, nq, d, t.warps, dq.plain, [&](const std::vector<std::vector<Access>>& instrs) {
+          dq_adds(head, m0, nq, d, br, dq.plain, [&](const std::vector<std::vector<Access>>& instrs) {
             for (const auto& lanes : instrs) {
               c.instr(Counter::Read, "dQ read + write (deterministic)", lanes);
               c.instr(Counter::Write, "dQ read + write (deterministic)", lanes);
@@ -307,7 +314,7 @@ Traffic simulate_flash1_fwd(const Problem& p, const KernelTiles& t) {
                     lanes.push_back({kO, ((head + row0) * d + base + w * 32 + lane) * e});
                 if (!lanes.empty()) c.instr(Counter::Write, "O", lanes);
               }
-            vector_rows(c, Counter::Write, "L (log-sum-exp)", kLse, head + row0, rows, rows, threads);
+            vector_rows(c, Counter::Write, "L (log-sum-exp)", kLse, head + row0, rows, rows);
           };
           if (splits == 1) {
             zero(0, nq);
@@ -320,12 +327,13 @@ Traffic simulate_flash1_fwd(const Problem& p, const KernelTiles& t) {
           const int64_t n0 = j * bc, i_first = p.causal ? std::min(n0 / br, m_blocks) : 0;
           const int64_t first = own_from(i_first);
           if (splits > 1 && first >= m_blocks) continue;  // no Q tile of this block sees K/V tile j
-          tile_copy(c, Counter::Read, "K,V tiles", kK, kv_row0, n0, bc, nkmax, d, e, threads);
-          tile_copy(c, Counter::Read, "K,V tiles", kV, kv_row0, n0, bc, nkmax, d, e, threads);
-          if (first < m_blocks) tile_copy(c, Counter::Read, "Q tiles", kQ, head, first * br, br, nq, d, e, threads);
+          tile_copy(c, Counter::Read, "K,V tiles", kK, kv_row0, n0, bc, nkmax, d, e, threads, t.smem_layout);
+          tile_copy(c, Counter::Read, "K,V tiles", kV, kv_row0, n0, bc, nkmax, d, e, threads, t.smem_layout);
+          if (first < m_blocks)
+            tile_copy(c, Counter::Read, "Q tiles", kQ, head, first * br, br, nq, d, e, threads, t.smem_layout);
           for (int64_t i = first; i < m_blocks; i += splits) {
             if (i + splits < m_blocks)  // prefetch this block's next Q tile
-              tile_copy(c, Counter::Read, "Q tiles", kQ, head, (i + splits) * br, br, nq, d, e, threads);
+              tile_copy(c, Counter::Read, "Q tiles", kQ, head, (i + splits) * br, br, nq, d, e, threads, t.smem_layout);
             const int64_t m0 = i * br;
             const int64_t last_j = p.causal ? std::min(n_blocks - 1, (m0 + br - 1) / bc) : n_blocks - 1;
             const bool last = j == last_j;
@@ -391,29 +399,29 @@ Traffic simulate_flash1_bwd(const Problem& p, const KernelTiles& t, DqWidth dq) 
         const int64_t nk = std::min<int64_t>(lens[size_t(b)], nkmax);
         auto load_q_tile = [&](int64_t i) {
           const int64_t m0 = i * br;
-          tile_copy(c, Counter::Read, "Q, dO, O tiles", kQ, head, m0, br, nq, d, e, threads);
-          tile_copy(c, Counter::Read, "Q, dO, O tiles", kDO, head, m0, br, nq, d, e, threads);
-          tile_copy(c, Counter::Read, "Q, dO, O tiles", kO, head, m0, br, nq, d, e, threads);
-          vector_rows(c, Counter::Read, "l, m", kRowSum, head + m0, br, nq - m0, threads);
-          vector_rows(c, Counter::Read, "l, m", kRowMax, head + m0, br, nq - m0,
-                      threads);  // read where ℓ > 0: every row once nk > 0
+          tile_copy(c, Counter::Read, "Q, dO, O tiles", kQ, head, m0, br, nq, d, e, threads, t.smem_layout);
+          tile_copy(c, Counter::Read, "Q, dO, O tiles", kDO, head, m0, br, nq, d, e, threads, t.smem_layout);
+          tile_copy(c, Counter::Read, "Q, dO, O tiles", kO, head, m0, br, nq, d, e, threads, t.smem_layout);
+          vector_rows(c, Counter::Read, "l, m", kRowSum, head + m0, br, nq - m0);
+          vector_rows(c, Counter::Read, "l, m", kRowMax, head + m0, br,
+                      nq - m0);  // read where ℓ > 0: every row once nk > 0
         };
         for (int64_t j = z; j < n_blocks; j += t.splits) {  // this block's K/V tiles
           const int64_t n0 = j * bc, i_first = p.causal ? std::min(n0 / br, m_blocks) : 0;
-          tile_copy(c, Counter::Read, "K,V tiles", kK, kv_row0, n0, bc, nkmax, d, e, threads);
-          tile_copy(c, Counter::Read, "K,V tiles", kV, kv_row0, n0, bc, nkmax, d, e, threads);
+          tile_copy(c, Counter::Read, "K,V tiles", kK, kv_row0, n0, bc, nkmax, d, e, threads, t.smem_layout);
+          tile_copy(c, Counter::Read, "K,V tiles", kV, kv_row0, n0, bc, nkmax, d, e, threads, t.smem_layout);
           const bool any = n0 < nk && i_first < m_blocks;
           if (any) load_q_tile(i_first);
           for (int64_t i = any ? i_first : m_blocks; i < m_blocks; ++i) {
             if (i + 1 < m_blocks) load_q_tile(i + 1);
             const int64_t m0 = i * br;
             if (t.splits > 1) {  // blocks of one head share dQ_i: flash2's atomics
-              dq_atomics(c, head, m0, nq, d, t.warps, dq.atomic);
+              dq_atomics(c, head, m0, nq, d, br, dq.atomic);
               continue;
             }
             // dQ_i += dS·K_j as a plain load and store per lane set (one float2, or x and x + 1 in
             // turn: the second scalar load re-reads the first's sector, an L1 hit).
-            dq_adds(head, m0, nq, d, t.warps, dq.plain, [&](const std::vector<std::vector<Access>>& instrs) {
+            dq_adds(head, m0, nq, d, br, dq.plain, [&](const std::vector<std::vector<Access>>& instrs) {
               c.begin_l1_scope();
               for (const auto& lanes : instrs) {
                 c.instr(Counter::Read, "dQ read-modify-write", lanes);

@@ -1,16 +1,19 @@
 #include "bench/counters.h"
 
-#include <stdexcept>
-
 #include <fmt/format.h>
+
+#include <stdexcept>
 
 namespace flashio {
 
 const char* to_string(CounterSet s) {
   switch (s) {
-    case CounterSet::Off: return "off";
-    case CounterSet::Dram: return "dram";
-    case CounterSet::Full: return "full";
+    case CounterSet::Off:
+      return "off";
+    case CounterSet::Dram:
+      return "dram";
+    case CounterSet::Full:
+      return "full";
   }
   return "?";
 }
@@ -52,8 +55,8 @@ std::vector<MetricDef> common_defs() {
 
 MetricTable metric_table(int cc_major, int cc_minor) {
   if (cc_major < 7 || (cc_major == 7 && cc_minor < 5))
-    throw std::invalid_argument(
-        fmt::format("compute capability {}.{}: CUPTI's range profiler needs Turing (7.5) or newer", cc_major, cc_minor));
+    throw std::invalid_argument(fmt::format(
+        "compute capability {}.{}: CUPTI's range profiler needs Turing (7.5) or newer", cc_major, cc_minor));
   MetricTable t;
   t.defs = common_defs();
   if (cc_major == 7) {
@@ -109,6 +112,64 @@ void fill_level(const MetricTable& t, const std::map<std::string, double>& value
 
 }  // namespace
 
+nlohmann::json KernelResources::to_json() const {
+  return {{"registers_per_thread", registers_per_thread}, {"local_bytes_per_thread", local_bytes_per_thread},
+          {"static_smem_bytes", static_smem_bytes},       {"dynamic_smem_bytes", dynamic_smem_bytes},
+          {"block", {block[0], block[1], block[2]}},      {"grid", {grid[0], grid[1], grid[2]}},
+          {"max_blocks_per_sm", max_blocks_per_sm}};
+}
+
+KernelResources kernel_resources_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw std::invalid_argument("kernel resources: not an object");
+  KernelResources r;
+  try {
+    r.registers_per_thread = j.at("registers_per_thread").get<int>();
+    r.local_bytes_per_thread = j.at("local_bytes_per_thread").get<int64_t>();
+    r.static_smem_bytes = j.value("static_smem_bytes", int64_t(0));
+    r.dynamic_smem_bytes = j.value("dynamic_smem_bytes", int64_t(0));
+    r.max_blocks_per_sm = j.value("max_blocks_per_sm", 0);
+    for (const char* key : {"block", "grid"}) {
+      if (!j.contains(key)) continue;
+      const auto& a = j.at(key);
+      if (!a.is_array() || a.size() != 3) throw std::invalid_argument(std::string("kernel resources: ") + key);
+      for (int i = 0; i < 3; ++i) (std::string(key) == "block" ? r.block : r.grid)[i] = a[size_t(i)].get<int>();
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(std::string("kernel resources: ") + e.what());
+  }
+  return r;
+}
+
+namespace {
+
+// Per kernel name in first-launch order: launches and the first launch's resources.
+struct KernelOrder {
+  std::vector<std::string> order;
+  std::map<std::string, int> launches;
+  std::map<std::string, KernelResources> resources;
+  explicit KernelOrder(const std::vector<RangeValues>& ranges) {
+    for (const auto& r : ranges) {
+      if (!launches.count(r.kernel)) order.push_back(r.kernel);
+      ++launches[r.kernel];
+      if (r.resources && !resources.count(r.kernel)) resources[r.kernel] = *r.resources;
+    }
+  }
+  nlohmann::json entry(const std::string& name) const {
+    nlohmann::json k = {{"name", name}, {"launches", launches.at(name)}};
+    if (resources.count(name)) k["resources"] = resources.at(name).to_json();
+    return k;
+  }
+};
+
+}  // namespace
+
+nlohmann::json kernels_without_counters(const std::vector<RangeValues>& launches) {
+  const KernelOrder ko(launches);
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& name : ko.order) out.push_back(ko.entry(name));
+  return out;
+}
+
 nlohmann::json counters_json(const MetricTable& t, CounterSet set, int passes, const std::vector<RangeValues>& ranges,
                              const std::map<std::string, std::string>& absent) {
   nlohmann::json j;
@@ -119,13 +180,10 @@ nlohmann::json counters_json(const MetricTable& t, CounterSet set, int passes, c
 
   // Totals over every range, and per kernel name in first-launch order.
   std::map<std::string, double> total;
-  std::vector<std::string> order;
+  const KernelOrder ko(ranges);
   std::map<std::string, std::map<std::string, double>> per_kernel;
-  std::map<std::string, int> launches;
   for (const auto& r : ranges) {
-    if (!per_kernel.count(r.kernel)) order.push_back(r.kernel);
     auto& k = per_kernel[r.kernel];
-    ++launches[r.kernel];
     for (const auto& [m, v] : r.values) {
       total[m] += v;
       k[m] += v;
@@ -142,11 +200,14 @@ nlohmann::json counters_json(const MetricTable& t, CounterSet set, int passes, c
   j["absent"] = nlohmann::json::object();
   for (const auto& [m, why] : absent) j["absent"][m] = why;
   j["kernels"] = nlohmann::json::array();
-  for (const auto& name : order) {
+  for (const auto& name : ko.order) {
     nlohmann::json kb = nlohmann::json::object();
     double kd = 0.0;
     fill_level(t, per_kernel[name], kb, kd, nullptr);
-    j["kernels"].push_back({{"name", name}, {"launches", launches[name]}, {"bytes", kb}, {"duration_s", kd}});
+    nlohmann::json k = ko.entry(name);
+    k["bytes"] = kb;
+    k["duration_s"] = kd;
+    j["kernels"].push_back(k);
   }
   return j;
 }

@@ -1,7 +1,9 @@
 #include "bench/cupti_profiler.h"
 
+#include <cuda_runtime_api.h>
 #include <cxxabi.h>
 #include <dlfcn.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -9,20 +11,18 @@
 #include <mutex>
 #include <set>
 
-#include <cuda_runtime_api.h>
-#include <fmt/format.h>
-
 #include "bench/cuda_check.h"
 
 #if __has_include(<cupti_range_profiler.h>)
 #define FLASHIO_HAVE_RANGE_PROFILER 1
 #include <cupti_callbacks.h>
 #include <cupti_driver_cbid.h>
-#include <cupti_runtime_cbid.h>
 #include <cupti_profiler_host.h>
 #include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
+#include <cupti_runtime_cbid.h>
 #include <cupti_target.h>
+#include <generated_cuda_runtime_api_meta.h>
 #else
 #define FLASHIO_HAVE_RANGE_PROFILER 0
 #endif
@@ -48,9 +48,19 @@ nlohmann::json CounterSession::profile(const std::function<void()>&, const std::
   return counters_unavailable("built without CUPTI's range profiler");
 }
 int CounterSession::passes() const { return 0; }
-const std::vector<std::string>& CounterSession::metrics() const { static std::vector<std::string> none; return none; }
-const std::map<std::string, std::string>& CounterSession::absent() const { static std::map<std::string, std::string> none; return none; }
+const std::vector<std::string>& CounterSession::metrics() const {
+  static std::vector<std::string> none;
+  return none;
+}
+const std::map<std::string, std::string>& CounterSession::absent() const {
+  static std::map<std::string, std::string> none;
+  return none;
+}
 std::string CounterSession::describe() const { return "counters: unavailable"; }
+nlohmann::json capture_kernels(const std::function<void()>& launch, cudaStream_t, const std::string&) {
+  launch();
+  return nlohmann::json::array();
+}
 
 #else
 
@@ -68,6 +78,7 @@ struct CuptiFailure : std::runtime_error {
 // without CUPTI still runs the suite).
 struct CuptiApi {
   void* handle = nullptr;
+// clang-format off
 #define FLASHIO_CUPTI_FN(name) decltype(&::name) name = nullptr;
 #define FLASHIO_CUPTI_FUNCTIONS(X)                                                                     \
   X(cuptiGetResultString) X(cuptiSubscribe) X(cuptiEnableCallback) X(cuptiProfilerInitialize)          \
@@ -78,6 +89,7 @@ struct CuptiApi {
   X(cuptiRangeProfilerGetCounterDataSize) X(cuptiRangeProfilerCounterDataImageInitialize)              \
   X(cuptiRangeProfilerSetConfig) X(cuptiRangeProfilerStart) X(cuptiRangeProfilerStop)                  \
   X(cuptiRangeProfilerDecodeData) X(cuptiRangeProfilerGetCounterDataInfo)
+  // clang-format on
   FLASHIO_CUPTI_FUNCTIONS(FLASHIO_CUPTI_FN)
 #undef FLASHIO_CUPTI_FN
 };
@@ -89,38 +101,140 @@ std::string result_string(const CuptiApi& api, CUptiResult r) {
 }
 
 // The one checking macro for CUPTI calls (file, line, call, CUPTI's message).
-#define FLASHIO_CUPTI_CHECK(api, call)                                                           \
-  do {                                                                                           \
-    const CUptiResult flashio_r_ = (api).call;                                                   \
-    if (flashio_r_ != CUPTI_SUCCESS)                                                             \
+#define FLASHIO_CUPTI_CHECK(api, call)                                                                 \
+  do {                                                                                                 \
+    const CUptiResult flashio_r_ = (api).call;                                                         \
+    if (flashio_r_ != CUPTI_SUCCESS)                                                                   \
       throw CuptiFailure(fmt::format("{} failed: {}{} ({}:{})", #call, result_string(api, flashio_r_), \
-                                     flashio_r_ == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES              \
-                                         ? " — reading counters needs root or the driver option "  \
-                                           "NVreg_RestrictProfilingToAdminUsers=0"                  \
-                                         : "",                                                     \
-                                     __FILE__, __LINE__));                                         \
+                                     flashio_r_ == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES                 \
+                                         ? " — reading counters needs root or the driver option "    \
+                                           "NVreg_RestrictProfilingToAdminUsers=0"                     \
+                                         : "",                                                         \
+                                     __FILE__, __LINE__));                                             \
   } while (0)
 
-// Kernel names of the launches made on this thread while a capture is active, from
-// CUPTI's driver and runtime launch callbacks (auto-range ranges are numbered, not named).
+// The launches made on this thread while a capture is active, from CUPTI's driver and runtime
+// launch callbacks (auto-range ranges are numbered, not named): the kernel's name, and where the
+// callback's parameters say it, the launched function and its launch shape, from which
+// resolve_resources() reads the kernel's resources after the launches (no CUDA call is made
+// inside a callback).
+struct Launch {
+  std::string name;
+  CUfunction function = nullptr;          // driver launches
+  const void* runtime_func = nullptr;     // runtime launches by host stub (cudaGetFuncBySymbol)
+  cudaKernel_t runtime_kernel = nullptr;  // CUDA 13's <<<>>> (__cudaLaunchKernel): cuKernelGetFunction
+  unsigned grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  size_t dynamic_smem = 0;
+  bool has_shape = false;
+};
 struct LaunchNames {
-  std::vector<std::string> driver, runtime;
+  std::vector<Launch> driver, runtime;
 };
 thread_local LaunchNames* t_capture = nullptr;
 
-constexpr CUpti_CallbackId kRuntimeLaunches[] = {
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
-    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000};
-constexpr CUpti_CallbackId kDriverLaunches[] = {
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz};
+constexpr CUpti_CallbackId kRuntimeLaunches[] = {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                                                 CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+                                                 CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+                                                 CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+                                                 CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+                                                 CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+                                                 CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
+                                                 CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000};
+constexpr CUpti_CallbackId kDriverLaunches[] = {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+                                                CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+                                                CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+                                                CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+                                                CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+                                                CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz};
 
 bool is_driver_launch(CUpti_CallbackId id) {
   return std::find(std::begin(kDriverLaunches), std::end(kDriverLaunches), id) != std::end(kDriverLaunches);
+}
+
+// The driver launch callbacks' parameter structs, as CUDA 13's generated_cuda_meta.h declares
+// them (that header needs cuda.h's legacy _v1 types, which a plain build does not declare).
+struct CuLaunchKernelParams {  // cuLaunchKernel_params, cuLaunchCooperativeKernel_params (same prefix)
+  CUfunction f;
+  unsigned int gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+};
+struct CuLaunchKernelExParams {  // cuLaunchKernelEx_params
+  const CUlaunchConfig* config;
+  CUfunction f;
+};
+
+template <typename Dims>
+void set_shape(Launch& l, const Dims& grid, const Dims& block, size_t smem) {
+  l.grid[0] = grid.x, l.grid[1] = grid.y, l.grid[2] = grid.z;
+  l.block[0] = block.x, l.block[1] = block.y, l.block[2] = block.z;
+  l.dynamic_smem = smem;
+  l.has_shape = true;
+}
+
+// CUDA 13's `<<<>>>` goes through __cudaLaunchKernel(cudaKernel_t, …), whose parameter struct
+// CUPTI does not publish: it is read as the function's parameters in order, the layout of every
+// struct that is published (e.g. cudaLaunchKernel_v7000_params), and used only where no driver
+// callback saw the launches (pick_launches prefers the driver's).
+struct RuntimeKernelLaunchParams {
+  cudaKernel_t kernel;
+  dim3 gridDim, blockDim;
+  void** args;
+  size_t sharedMem;
+  cudaStream_t stream;
+};
+
+// The launch's function (or kernel handle) and shape from the callback's parameters.
+void read_launch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* params, Launch& l) {
+  if (!params) return;
+  struct Dim3 {
+    unsigned x, y, z;
+  };
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    if (id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz) {
+      const auto* p = static_cast<const CuLaunchKernelParams*>(params);
+      l.function = p->f;
+      set_shape(l, Dim3{p->gridDimX, p->gridDimY, p->gridDimZ}, Dim3{p->blockDimX, p->blockDimY, p->blockDimZ},
+                p->sharedMemBytes);
+    } else if (id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz) {
+      const auto* p = static_cast<const CuLaunchKernelExParams*>(params);
+      l.function = p->f;
+      if (p->config)
+        set_shape(l, Dim3{p->config->gridDimX, p->config->gridDimY, p->config->gridDimZ},
+                  Dim3{p->config->blockDimX, p->config->blockDimY, p->config->blockDimZ}, p->config->sharedMemBytes);
+    } else {
+      const auto* p = static_cast<const CuLaunchKernelParams*>(params);
+      l.function = p->f;
+      set_shape(l, Dim3{p->gridDimX, p->gridDimY, p->gridDimZ}, Dim3{p->blockDimX, p->blockDimY, p->blockDimZ},
+                p->sharedMemBytes);
+    }
+    return;
+  }
+  switch (id) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000: {
+      const auto* p = static_cast<const cudaLaunchKernel_v7000_params*>(params);  // the same fields
+      l.runtime_func = p->func;
+      set_shape(l, p->gridDim, p->blockDim, p->sharedMem);
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060: {
+      const auto* p = static_cast<const cudaLaunchKernelExC_v11060_params*>(params);
+      l.runtime_func = p->func;
+      if (p->config) set_shape(l, p->config->gridDim, p->config->blockDim, p->config->dynamicSmemBytes);
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000:
+    case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000: {
+      const auto* p = static_cast<const RuntimeKernelLaunchParams*>(params);
+      l.runtime_kernel = p->kernel;
+      set_shape(l, p->gridDim, p->blockDim, p->sharedMem);
+      break;
+    }
+    default:
+      break;
+  }
 }
 
 void CUPTIAPI on_launch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
@@ -128,9 +242,66 @@ void CUPTIAPI on_launch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id,
   if (!capture || !data) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   if (cb->callbackSite != CUPTI_API_ENTER) return;
-  const std::string name = cb->symbolName ? cb->symbolName : "?";
-  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && is_driver_launch(id)) capture->driver.push_back(name);
-  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) capture->runtime.push_back(name);
+  Launch l;
+  l.name = cb->symbolName ? cb->symbolName : "?";
+  read_launch(domain, id, cb->functionParams, l);
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && is_driver_launch(id)) capture->driver.push_back(l);
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) capture->runtime.push_back(l);
+}
+
+// A driver entry point through the runtime (no libcuda link), or null.
+void* driver_entry(const char* name) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult q{};
+  if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess)
+    return nullptr;
+  return fn;
+}
+
+// The resources of a captured launch (outside the callbacks): the function's attributes and
+// the occupancy its launch shape allows. Nullopt where the launch's function is unknown.
+std::optional<KernelResources> resolve_resources(const Launch& l) {
+  using GetAttribute = CUresult (*)(int*, CUfunction_attribute, CUfunction);
+  using Occupancy = CUresult (*)(int*, CUfunction, int, size_t);
+  static const auto get_attribute = reinterpret_cast<GetAttribute>(driver_entry("cuFuncGetAttribute"));
+  static const auto occupancy =
+      reinterpret_cast<Occupancy>(driver_entry("cuOccupancyMaxActiveBlocksPerMultiprocessor"));
+  using KernelGetFunction = CUresult (*)(CUfunction*, CUkernel);
+  static const auto kernel_function = reinterpret_cast<KernelGetFunction>(driver_entry("cuKernelGetFunction"));
+  CUfunction f = l.function;
+  if (!f && l.runtime_func) {
+    cudaFunction_t rf = nullptr;
+    if (cudaGetFuncBySymbol(&rf, l.runtime_func) == cudaSuccess) f = reinterpret_cast<CUfunction>(rf);
+  }
+  if (!f && l.runtime_kernel && kernel_function &&
+      kernel_function(&f, reinterpret_cast<CUkernel>(l.runtime_kernel)) != CUDA_SUCCESS)
+    f = nullptr;
+  if (!f || !get_attribute || !l.has_shape) return std::nullopt;
+  auto attr = [&](CUfunction_attribute a) {
+    int v = 0;
+    return get_attribute(&v, a, f) == CUDA_SUCCESS ? std::optional<int>(v) : std::nullopt;
+  };
+  const auto regs = attr(CU_FUNC_ATTRIBUTE_NUM_REGS), local = attr(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES);
+  const auto smem = attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
+  if (!regs || !local || !smem) return std::nullopt;
+  KernelResources r;
+  r.registers_per_thread = *regs;
+  r.local_bytes_per_thread = *local;
+  r.static_smem_bytes = *smem;
+  r.dynamic_smem_bytes = int64_t(l.dynamic_smem);
+  for (int i = 0; i < 3; ++i) r.block[i] = int(l.block[i]), r.grid[i] = int(l.grid[i]);
+  int blocks = 0;
+  if (occupancy && occupancy(&blocks, f, r.threads(), l.dynamic_smem) == CUDA_SUCCESS) r.max_blocks_per_sm = blocks;
+  return r;
+}
+
+// The launches' names and resources, from the driver's callbacks where they saw every launch,
+// else the runtime's; each list is used only where it counts `n` launches (n < 0: any).
+const std::vector<Launch>* pick_launches(const LaunchNames& l, long n) {
+  if (!l.driver.empty() && (n < 0 || long(l.driver.size()) == n)) return &l.driver;
+  if (!l.runtime.empty() && (n < 0 || long(l.runtime.size()) == n)) return &l.runtime;
+  return nullptr;
 }
 
 // `void ns::kernel<T, 64>(Params)` → `ns::kernel<T, 64>`: readable, still unique enough.
@@ -188,21 +359,24 @@ const CuptiApi& load(const std::string& library) {
   g.tried = true;
   g.library = library;
   try {
-#define FLASHIO_CUPTI_RESOLVE(name)                                                              \
-  g.api.name = reinterpret_cast<decltype(g.api.name)>(dlsym(g.api.handle, #name));              \
+#define FLASHIO_CUPTI_RESOLVE(name)                                                \
+  g.api.name = reinterpret_cast<decltype(g.api.name)>(dlsym(g.api.handle, #name)); \
   if (!g.api.name) throw CuptiFailure("CUPTI library " + library + " lacks " #name " (CUDA 12.6+ needed)");
     FLASHIO_CUPTI_FUNCTIONS(FLASHIO_CUPTI_RESOLVE)
 #undef FLASHIO_CUPTI_RESOLVE
-    CUpti_Profiler_Initialize_Params init{CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
-    FLASHIO_CUPTI_CHECK(g.api, cuptiProfilerInitialize(&init));
-    // Kernel names are a convenience: without the subscriber (another tool holds it),
-    // ranges are named by their launch index.
+    // Kernel names and resources are a convenience: without the subscriber (another tool
+    // holds it), ranges are named by their launch index. Subscribed before the profiler is
+    // initialised, so that the callbacks serve capture_kernels() where counters are refused.
     if (g.api.cuptiSubscribe(&g.subscriber, on_launch, nullptr) == CUPTI_SUCCESS) {
       for (CUpti_CallbackId id : kDriverLaunches)
         g.api.cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
       for (CUpti_CallbackId id : kRuntimeLaunches)
         g.api.cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+    } else {
+      g.subscriber = nullptr;
     }
+    CUpti_Profiler_Initialize_Params init{CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
+    FLASHIO_CUPTI_CHECK(g.api, cuptiProfilerInitialize(&init));
   } catch (const CuptiFailure& e) {
     g.error = e.what();
     throw;
@@ -392,8 +566,8 @@ struct CounterSession::Impl {
     sc.pConfig = config.data();
     sc.counterDataImageSize = data.size();
     sc.pCounterDataImage = data.data();
-    sc.range = CUPTI_AutoRange;          // one range per kernel launch
-    sc.replayMode = CUPTI_UserReplay;    // we rerun the whole launch sequence per pass
+    sc.range = CUPTI_AutoRange;        // one range per kernel launch
+    sc.replayMode = CUPTI_UserReplay;  // we rerun the whole launch sequence per pass
     sc.maxRangesPerPass = kMaxRanges;
     sc.numNestingLevels = 1;
     sc.minNestingLevel = 1;
@@ -443,9 +617,7 @@ struct CounterSession::Impl {
     const size_t skip = by_driver ? prepared.driver.size() : !prepared.runtime.empty() ? prepared.runtime.size() : 1;
     if (info.numTotalRanges < skip) throw CuptiFailure("fewer profiled ranges than launches");
     const size_t n = info.numTotalRanges - skip;
-    const std::vector<std::string>* named = launches.driver.size() == n    ? &launches.driver
-                                            : launches.runtime.size() == n ? &launches.runtime
-                                                                           : nullptr;
+    const std::vector<Launch>* named = pick_launches(launches, long(n));
     std::vector<RangeValues> ranges(n);
     std::vector<double> values(names.size());
     for (size_t i = 0; i < n; ++i) {
@@ -459,7 +631,8 @@ struct CounterSession::Impl {
       ev.numMetrics = names.size();
       ev.pMetricValues = values.data();
       FLASHIO_CUPTI_CHECK(*api, cuptiProfilerHostEvaluateToGpuValues(&ev));
-      ranges[i].kernel = named ? kernel_name((*named)[i]) : fmt::format("range {}", i);
+      ranges[i].kernel = named ? kernel_name((*named)[i].name) : fmt::format("range {}", i);
+      if (named) ranges[i].resources = resolve_resources((*named)[i]);
       for (size_t m = 0; m < names.size(); ++m) ranges[i].values[metrics[m]] = values[m];
     }
     nlohmann::json j = counters_json(table, set, pass, ranges, absent);
@@ -467,6 +640,35 @@ struct CounterSession::Impl {
     return j;
   }
 };
+
+nlohmann::json capture_kernels(const std::function<void()>& launch, cudaStream_t stream, const std::string& library) {
+  bool subscribed = false;
+  try {
+    load(library);
+    subscribed = global().subscriber != nullptr;
+  } catch (const CuptiFailure&) {
+    subscribed = global().subscriber != nullptr;  // loaded and subscribed; the profiler refused
+  }
+  if (!subscribed) {
+    launch();
+    return nlohmann::json::array();
+  }
+  LaunchNames captured;
+  t_capture = &captured;
+  try {
+    launch();
+  } catch (...) {
+    t_capture = nullptr;
+    throw;
+  }
+  t_capture = nullptr;
+  FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const std::vector<Launch>* launches = pick_launches(captured, -1);
+  std::vector<RangeValues> out;
+  if (launches)
+    for (const auto& l : *launches) out.push_back({kernel_name(l.name), {}, resolve_resources(l)});
+  return kernels_without_counters(out);
+}
 
 CounterSession::CounterSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CounterSession::~CounterSession() = default;

@@ -8,9 +8,8 @@
 #pragma once
 #include <functional>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "bench/counters.h"
 #include "bench/device_info.h"
@@ -18,6 +17,16 @@
 typedef struct CUstream_st* cudaStream_t;
 
 namespace flashio {
+
+// Runs `launch` (which only enqueues work on `stream`) with CUPTI's launch callbacks on and
+// returns the `kernels` array of a counters object without counter values: name, launches and
+// resources (registers, local memory, shared memory, block, grid, occupancy) per kernel. For the
+// points whose counters are unavailable (no permission: the callbacks need none): the runner
+// passes the correctness check's launch, so nothing runs twice. An empty array where CUPTI
+// cannot be loaded or another tool holds its callbacks (`launch` still runs). Never called with
+// `--counters off`, which keeps CUPTI out of the process (ncu and nsys need it to themselves).
+nlohmann::json capture_kernels(const std::function<void()>& launch, cudaStream_t stream,
+                               const std::string& library = "libcupti.so.13");
 
 class CounterSession {
  public:
@@ -32,15 +41,15 @@ class CounterSession {
   ~CounterSession();
 
   // Profiles `launch` (which only enqueues work on `stream`): per replay pass, `prepare`
-  // (the L2 flush) then `launch` inside the profiled span; prepare's kernels are left out. Returns the record's counters object; a failure
-  // during collection returns `unavailable` with the reason (the point is still timed).
+  // (the L2 flush) then `launch` inside the profiled span; prepare's kernels are left out. Returns the record's
+  // counters object; a failure during collection returns `unavailable` with the reason (the point is still timed).
   nlohmann::json profile(const std::function<void()>& prepare, const std::function<void()>& launch,
                          cudaStream_t stream);
 
-  int passes() const;                              // replay passes of the configured set
-  const std::vector<std::string>& metrics() const; // the metrics collected
+  int passes() const;                                        // replay passes of the configured set
+  const std::vector<std::string>& metrics() const;           // the metrics collected
   const std::map<std::string, std::string>& absent() const;  // table metrics not collected, why
-  std::string describe() const;                    // one line for --verbose
+  std::string describe() const;                              // one line for --verbose
 
  private:
   struct Impl;

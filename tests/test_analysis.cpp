@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
@@ -108,6 +109,73 @@ TEST(IoModel, Flash2BackwardEqualsSimulatorOverShapes) {
   for (const auto& p : shapes())
     for (KernelTiles t : {KernelTiles{64, 64, 4}, KernelTiles{64, 128, 4}})
       expect_same(flash2_bwd_traffic(p, t, {}), simulate_flash2_bwd(p, t, {}), describe(p, t));
+}
+
+// The shared tiles' layout (records' tiles.smem_layout) over both kernels, the mma.sync tiles and
+// the wgmma kernels' (forward 128 × 128 and 64 × 128 with 8 warps, backward Br 64, Bc 128 with 8
+// warps): the simulator computes every load's shared address (padded rows, or the 128-byte
+// swizzle) and counts crossbar deliveries; the closed form takes one factor per layout.
+TEST(IoModel, SwizzledAndPaddedTilesEqualSimulatorWithEightWarpTiles) {
+  for (SmemLayout l : {SmemLayout::Padded, SmemLayout::Swizzle128})
+    for (const auto& p : shapes()) {
+      for (KernelTiles t :
+           {KernelTiles{128, 64, 4}, KernelTiles{128, 128, 8}, KernelTiles{64, 128, 8}, KernelTiles{128, 176, 8}}) {
+        t.smem_layout = l;
+        expect_same(flash2_fwd_traffic(p, t, {}), simulate_flash2_fwd(p, t, {}), describe(p, t) + " " + to_string(l));
+      }
+      for (KernelTiles t : {KernelTiles{64, 64, 4}, KernelTiles{64, 128, 8}, KernelTiles{128, 128, 8}}) {
+        t.smem_layout = l;
+        expect_same(flash2_bwd_traffic(p, t, {}), simulate_flash2_bwd(p, t, {}),
+                    describe(p, t) + " bwd " + to_string(l));
+      }
+    }
+}
+
+// Full tiles: the padded layout delivers 1.5× the rows (odd rows twice), the swizzle 1.0×, and
+// nothing but the tile loads changes (stores, L, dQ, convert: identical).
+TEST(IoModel, SwizzledTileLoadsCountOnceAndPaddedOnesOneAndAHalfTimes) {
+  EXPECT_EQ(smem_row_deliveries(128, SmemLayout::Padded), 192);
+  EXPECT_EQ(smem_row_deliveries(127, SmemLayout::Padded), 190);
+  EXPECT_EQ(smem_row_deliveries(128, SmemLayout::Swizzle128), 128);
+  const Problem p = shape(1, 2, 2, 4096, 4096, 128, false, false);
+  KernelTiles pad{128, 128, 8}, swz{128, 128, 8};
+  swz.smem_layout = SmemLayout::Swizzle128;
+  const Traffic a = flash2_fwd_traffic(p, pad, {}), b = flash2_fwd_traffic(p, swz, {});
+  EXPECT_EQ(2 * term_of(a, "K,V tiles"), 3 * term_of(b, "K,V tiles"));
+  EXPECT_EQ(2 * term_of(a, "Q tiles"), 3 * term_of(b, "Q tiles"));
+  EXPECT_EQ(term_of(b, "Q tiles"), int64_t(2) * 4096 * 128 * 2);  // Q once, 1.0×
+  EXPECT_EQ(a.write, b.write);
+  KernelTiles bpad{64, 128, 8}, bswz{64, 128, 8};
+  bswz.smem_layout = SmemLayout::Swizzle128;
+  const Traffic c = flash2_bwd_traffic(p, bpad, {}), d = flash2_bwd_traffic(p, bswz, {});
+  EXPECT_EQ(2 * term_of(c, "Q, dO tiles"), 3 * term_of(d, "Q, dO tiles"));
+  EXPECT_EQ(2 * term_of(c, "K,V tiles"), 3 * term_of(d, "K,V tiles"));
+  EXPECT_EQ(c.red, d.red);
+  EXPECT_EQ(c.write, d.write);
+  EXPECT_EQ(term_of(c, "L, D"), term_of(d, "L, D"));
+  EXPECT_EQ(parse_smem_layout(""), SmemLayout::Padded);
+  EXPECT_EQ(parse_smem_layout("swizzle128"), SmemLayout::Swizzle128);
+  EXPECT_FALSE(parse_smem_layout("swizzle64").has_value());
+}
+
+// The row-vector instructions are parameters of the schedule, not of the warp count: L stored 8
+// rows per instruction by default, or 32 (a kernel storing L from one thread per row); L and D
+// loaded 32 rows per instruction by default, or 8 (a wgmma consumer reading its own rows). Model
+// == simulator for both on odd shapes, and an L group that does not divide Br is refused.
+TEST(IoModel, RowVectorInstructionGroupsAreParametersNotWarpCounts) {
+  for (const auto& p : shapes()) {
+    KernelTiles f{128, 128, 8};
+    f.l_store_rows = 32;
+    expect_same(flash2_fwd_traffic(p, f, {}), simulate_flash2_fwd(p, f, {}), describe(p, f) + " L by 32");
+    KernelTiles b{64, 128, 8};
+    b.vector_load_rows = 8;
+    expect_same(flash2_bwd_traffic(p, b, {}), simulate_flash2_bwd(p, b, {}), describe(p, b) + " L, D by 8");
+  }
+  const Problem odd = shape(1, 1, 1, 100, 100, 64, false, false);  // head start 0, last group partial
+  KernelTiles f{128, 128, 8};
+  EXPECT_EQ(term_of(flash2_fwd_traffic(odd, f, {}), "L (log-sum-exp)"), 13 * 32);  // ⌈100/8⌉ sectors
+  f.l_store_rows = 48;                                                             // does not divide 128
+  EXPECT_THROW(flash2_fwd_traffic(odd, f, {}), std::invalid_argument);
 }
 
 // Deterministic dQ: the atomics' sectors become a plain read and write of the same sectors, plus
@@ -614,6 +682,37 @@ TEST(RecordTiles, BackwardTilesRoundTripAndFeedTheModel) {
   EXPECT_NE(model_point_of(no_bwd).why_not.find("tiles_bwd"), std::string::npos);
 }
 
+// tiles.smem_layout from the record reaches the model: a wgmma record (swizzle128) is predicted
+// with tile loads at 1.0×, the same record without the key (older files) as padded, 1.5×; an
+// unknown layout gets no prediction and says why.
+TEST(RecordTiles, SmemLayoutFromTheRecordSetsTheTileLoadFactor) {
+  Record r;
+  r.method = "flash2";
+  r.pass = Pass::FwdBwd;
+  r.problem = shape(1, 2, 2, 1024, 1024, 128, false, false);
+  r.tiles = Tiles{128, 128, 8, 2, 65536, 0, "wgmma", "swizzle128"};
+  r.tiles_bwd = Tiles{64, 128, 8, 2, 131072, 0, "wgmma", "swizzle128"};
+  json j = to_json(r);
+  ASSERT_EQ(j["tiles"].value("smem_layout", ""), "swizzle128");
+  const RecordModel swz = model_point_of(j);
+  ASSERT_TRUE(swz.point.has_value()) << swz.why_not;
+  EXPECT_EQ(swz.point->fwd_tiles->smem_layout, SmemLayout::Swizzle128);
+  EXPECT_EQ(swz.point->bwd_tiles->smem_layout, SmemLayout::Swizzle128);
+  expect_same(predict_sm_l2(*swz.point), simulate_sm_l2(*swz.point), "wgmma record");
+  json old = j;
+  old["tiles"].erase("smem_layout"), old["tiles"].erase("mma");
+  old["tiles_bwd"].erase("smem_layout"), old["tiles_bwd"].erase("mma");
+  const RecordModel pad = model_point_of(old);
+  ASSERT_TRUE(pad.point.has_value()) << pad.why_not;
+  EXPECT_EQ(pad.point->fwd_tiles->smem_layout, SmemLayout::Padded);
+  const Traffic a = predict_sm_l2(*pad.point), b = predict_sm_l2(*swz.point);
+  EXPECT_EQ(2 * term_of(a, "K,V tiles"), 3 * term_of(b, "K,V tiles"));
+  EXPECT_EQ(2 * term_of(a, "Q, dO tiles"), 3 * term_of(b, "Q, dO tiles"));
+  json bad = j;
+  bad["tiles"]["smem_layout"] = "swizzle64";
+  EXPECT_NE(model_point_of(bad).why_not.find("swizzle64"), std::string::npos);
+}
+
 TEST(Fixture, SyntheticCountersFileConformsToTheResultSchema) {
   std::ifstream s(kSource + "/results/schema.json"), f(kFixture);
   const auto errors = validate_schema(json::parse(s), json::parse(f));
@@ -646,31 +745,150 @@ TEST(IoModel, BlockSparseFlashRecordsGetTheirPatternsMaskAtEachKernelsTiles) {
     }
 }
 
-TEST(AnalyzeCommand, CommittedCountersHoldTheSmL2VerdictForEveryFusedPoint) {
-  // The criterion at the SM↔L2 level, on every committed result file with counters.
+// The criterion on every committed result file with counters: every verdict holds except
+// the known misses below, each listed with the level, the ratio `flashio analyze` prints and why
+// (analysis/README.md, "On the committed files"). A new miss, a known one that disappears, or a
+// ratio that moves by more than the printed precision fails here.
+TEST(AnalyzeCommand, CommittedFilesFailOnlyTheirKnownMissesWithTheirRatios) {
   std::vector<std::string> args{"analyze", "--json"};
   for (const auto& e : std::filesystem::directory_iterator(kSource + "/results"))
     if (e.path().extension() == ".json" && e.path().filename() != "schema.json") args.push_back(e.path().string());
   const Captured c = run_cli(args);
+  EXPECT_EQ(c.rc, 1);  // the misses below
   const json j = json::parse(c.out);
   int judged = 0;
-  std::set<std::string> misses;
-  for (const auto& f : j["files"])
+  std::map<std::string, double> misses;  // "file: level point" → ratio
+  for (const auto& f : j["files"]) {
+    const std::string file = std::filesystem::path(f["path"].get<std::string>()).filename().string();
     for (const auto& r : f["records"])
-      if (r.contains("sm_l2_verdict") && r["sm_l2_verdict"].is_boolean()) {
+      for (const char* level : {"sm_l2", "dram"}) {
+        const json& v = r[std::string(level) + "_verdict"];
+        if (!v.is_boolean()) continue;
         ++judged;
-        if (!r["sm_l2_verdict"].get<bool>()) misses.insert(r["name"].get<std::string>());
+        if (!v.get<bool>())
+          misses[file + ": " + level + " " + r["name"].get<std::string>()] = r[std::string(level) + "_ratio"];
       }
-  // The known misses, measured and explained (analysis/README.md): flash1's forward 64 × 256
-  // dropout kernel spills registers (ptxas: 255 registers, 32 bytes of stack); its local-memory
-  // traffic reaches L2 and is not in the model: +4.6 % at N = 128, +0.4 % from N = 1024. Any
-  // other miss, or one of these disappearing, fails here.
-  const std::set<std::string> known = {"flash1/fwd/b:16/h:8/n:128/d:64/fp16/drop:0.1",
-                                       "flash1/fwd/b:16/h:8/n:128/d:64/fp16/pad/drop:0.1"};
-  EXPECT_EQ(misses, known);
+  }
+  struct Known {
+    double ratio;
+    const char* why;
+  };
+  const std::map<std::string, Known> known = {
+      // flash1's forward 64 × 256 dropout kernel spills (ptxas: 255 registers, 32 bytes of stack);
+      // its local-memory traffic reaches L2 and is not in the model (+0.4 % from N = 1024). Records
+      // written from now on carry the kernel's resources, and analyze prints the spill beside it.
+      {"nvidia-h100-fa1.json: sm_l2 flash1/fwd/b:16/h:8/n:128/d:64/fp16/drop:0.1", {1.045, "register spill"}},
+      {"nvidia-h100-fa1.json: sm_l2 flash1/fwd/b:16/h:8/n:128/d:64/fp16/pad/drop:0.1", {1.045, "register spill"}},
+      // The 128 × 32 forward's records carry no registers: the model assumes the 3 blocks per SM its
+      // shared memory allows; its 240 registers (the cubin of the same source and nvcc) allow 2.
+      // With them (records from now on; tests/data/resources-injected-h100.json) these hold at
+      // 0.971, 1.051, 1.085, 1.079 as lock-step waves.
+      {"nvidia-h100-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:98304/d:128/fp16/tile:128x32",
+       {1.293, "3 blocks/SM assumed, 2 resident"}},
+      {"nvidia-h100-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:131072/d:128/fp16/tile:128x32",
+       {0.736, "3 blocks/SM assumed, 2 resident"}},
+      {"nvidia-h100-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:196608/d:128/fp16/tile:128x32",
+       {0.646, "3 blocks/SM assumed, 2 resident"}},
+      {"nvidia-h100-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:262144/d:128/fp16/tile:128x32",
+       {0.605, "3 blocks/SM assumed, 2 resident"}},
+      // flash1's split backward (S = 2) at N = 2048: how much of a head's Q stream its two blocks
+      // share through L2 is timing-dependent, not in the schedule: the three variants with the
+      // same model measure 1.139 (padding), 1.084 (dropout), 1.049 (both); N = 1024 and 4096 hold.
+      {"nvidia-h100-fa1.json: dram flash1/bwd/b:16/h:8/n:2048/d:64/fp16", {1.301, "split blocks' sharing"}},
+  };
+  std::set<std::string> seen;
+  for (const auto& [key, ratio] : misses) {
+    seen.insert(key);
+    const auto k = known.find(key);
+    if (k == known.end()) {
+      ADD_FAILURE() << "new miss: " << key << " at " << ratio;
+      continue;
+    }
+    EXPECT_NEAR(ratio, k->second.ratio, 5e-4) << key << " (" << k->second.why << ")";
+  }
+  for (const auto& [key, k] : known)
+    EXPECT_TRUE(seen.count(key)) << "known miss no longer fails (update the list and the README): " << key;
   for (const auto& fit : j["fits"])
     if (fit["verdict"].is_boolean()) EXPECT_TRUE(fit["verdict"].get<bool>()) << fit["sweep"];
+  EXPECT_EQ(j["failed"].get<int>(), int(known.size()));
   if (judged == 0) GTEST_SKIP() << "no committed result file carries counters";
+}
+
+// Records that carry their kernels' resources (tests/data/resources-injected-h100.json: the
+// committed H100 records with the registers and local memory of the cubin injected): the DRAM
+// wave takes the blocks the registers allow — 2 for the 128 × 32 kernel (240 registers, its
+// shared memory would allow 3), the occupancy API's 2 for the 128 × 64 one — and the co-resident
+// drift applies only to the kernel that uses local memory (128 × 64: 8 bytes of stack), so both
+// tiles hold from 64k to 256k. Applying the drift to both (--drift-all-kernels) fails the 128 × 32
+// points from 128k: the fitted drift is not a constant of the GPU.
+TEST(AnalyzeCommand, RecordedResourcesSetTheWaveAndTheDriftFollowsLocalMemory) {
+  const std::string file = kSource + "/tests/data/resources-injected-h100.json";
+  const Captured c = run_cli({"analyze", file, "--json"});
+  const json j = json::parse(c.out);
+  int dram = 0;
+  for (const auto& r : j["files"][0]["records"]) {
+    const std::string name = r["name"];
+    if (name.rfind("flash2/fwd", 0) != 0) continue;
+    ++dram;
+    EXPECT_EQ(r["dram_verdict"], true) << name << " " << r["dram_ratio"];
+    EXPECT_EQ(r["dram_model"]["blocks_per_sm"], 2) << name;
+    const bool bc32 = name.find("tile:128x32") != std::string::npos;
+    EXPECT_EQ(r["dram_model"]["occupancy"],
+              bc32 ? "registers and shared memory (recorded)" : "the occupancy API (recorded)")
+        << name;
+    EXPECT_DOUBLE_EQ(r["dram_model"]["drift"].get<double>(), bc32 ? 0.0 : kDefaultCoResidentDrift) << name;
+  }
+  EXPECT_EQ(dram, 10);
+  const Captured all = run_cli({"analyze", file, "--drift-all-kernels", "--json"});
+  std::set<std::string> failed;
+  const json all_json = json::parse(all.out);
+  for (const auto& r : all_json["files"][0]["records"])
+    if (r["dram_verdict"] == false) failed.insert(r["name"].get<std::string>());
+  EXPECT_EQ(failed, (std::set<std::string>{"flash2/fwd/b:1/h:1/n:131072/d:128/fp16/tile:128x32",
+                                           "flash2/fwd/b:1/h:1/n:196608/d:128/fp16/tile:128x32",
+                                           "flash2/fwd/b:1/h:1/n:262144/d:128/fp16/tile:128x32"}));
+  // The register limit itself: 240 registers × 128 threads → 2 blocks (7680 per warp, 8 warps of
+  // 65536), 128 registers → 4, 255 → 2 (allocated as 256); shared memory and threads still bound it.
+  GpuLimits h100;
+  h100.sm_count = 132, h100.smem_per_sm_bytes = 233472, h100.l2_bytes = 52428800;
+  EXPECT_EQ(blocks_per_sm(128, 69632, h100), 3);
+  EXPECT_EQ(blocks_per_sm(128, 69632, h100, 240), 2);
+  EXPECT_EQ(blocks_per_sm(128, 0, h100, 128), 4);
+  EXPECT_EQ(blocks_per_sm(128, 0, h100, 255), 2);
+  EXPECT_EQ(blocks_per_sm(256, 0, h100, 64), 4);
+  EXPECT_EQ(blocks_per_sm(128, 104448, h100, 96), 2);
+}
+
+// A kernel with local memory is named beside its record: the flash1 dropout forward (32 bytes of
+// stack) next to its SM↔L2 excess at N = 128 — the verdict still fails: an explanation, not a pass
+// — and as a plain note at N = 1024, where the excess is within tolerance.
+TEST(AnalyzeCommand, SpillingKernelIsFlaggedBesideItsSmL2Excess) {
+  const std::string file = kSource + "/tests/data/resources-injected-h100.json";
+  const Captured c = run_cli({"analyze", file, "--json"});
+  EXPECT_EQ(c.rc, 1);
+  int flagged = 0;
+  const json j = json::parse(c.out);
+  for (const auto& r : j["files"][0]["records"]) {
+    const std::string name = r["name"], note = r["note"];
+    if (name.rfind("flash1/fwd", 0) != 0) continue;
+    ++flagged;
+    ASSERT_TRUE(r.contains("local_memory")) << name;
+    EXPECT_EQ(r["local_memory"][0]["local_bytes_per_thread"], 32);
+    EXPECT_EQ(r["local_memory"][0]["registers_per_thread"], 255);
+    EXPECT_NE(note.find("flash1_fwd_kernel<…, false, true> uses 32 B of local memory per thread"), std::string::npos)
+        << note;
+    if (name.find("n:128/") != std::string::npos) {
+      EXPECT_EQ(r["sm_l2_verdict"], false);
+      EXPECT_EQ(note.rfind("SM↔L2 excess beside a register spill", 0), 0u) << note;
+    } else {
+      EXPECT_EQ(r["sm_l2_verdict"], true);
+      EXPECT_EQ(note.rfind("spills: ", 0), 0u) << note;
+    }
+  }
+  EXPECT_EQ(flagged, 2);
+  std::ifstream s(kSource + "/results/schema.json"), f(file);
+  const auto errors = validate_schema(json::parse(s), json::parse(f));
+  EXPECT_TRUE(errors.empty()) << (errors.empty() ? "" : errors.front());
 }
 
 TEST(AnalyzeCommand, H100DramSweepHoldsWithTheDriftAndNotWithLockStepWaves) {

@@ -1,8 +1,8 @@
 // The counter side that needs no GPU: the metric table per architecture, the record's
 // counters object built from per-kernel values, its schema, and the unavailable path.
-#include <fstream>
-
 #include <gtest/gtest.h>
+
+#include <fstream>
 
 #include "bench/counters.h"
 #include "bench/cupti_profiler.h"
@@ -61,7 +61,8 @@ TEST(MetricTable, SetsSelectMetrics) {
   const MetricTable t = metric_table(9, 0);
   EXPECT_TRUE(metrics_of(t, CounterSet::Off).empty());
   const auto dram = metrics_of(t, CounterSet::Dram);
-  EXPECT_EQ(dram, (std::vector<std::string>{"dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum"}));
+  EXPECT_EQ(dram,
+            (std::vector<std::string>{"dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum"}));
   const auto full = metrics_of(t, CounterSet::Full);
   EXPECT_EQ(full.size(), 10u);  // 7 core + smem wavefronts + hmma + gmma
   EXPECT_EQ(parse_counter_set("dram"), CounterSet::Dram);
@@ -71,13 +72,22 @@ TEST(MetricTable, SetsSelectMetrics) {
 TEST(CountersJson, TotalsAndPerKernelBreakdown) {
   const MetricTable t = metric_table(9, 0);
   std::vector<RangeValues> ranges = {
-      {"gemm", {{"dram__bytes_read.sum", 1000}, {"l1tex__m_xbar2l1tex_read_bytes.sum", 4000},
-                {"lts__t_sectors_op_red.sum", 10}, {"gpu__time_duration.sum", 2000}}},
-      {"softmax", {{"dram__bytes_read.sum", 500}, {"l1tex__m_xbar2l1tex_read_bytes.sum", 600},
-                   {"lts__t_sectors_op_red.sum", 0}, {"gpu__time_duration.sum", 1000}}},
-      {"gemm", {{"dram__bytes_read.sum", 1000}, {"l1tex__m_xbar2l1tex_read_bytes.sum", 4000},
-                {"lts__t_sectors_op_red.sum", 1}, {"gpu__time_duration.sum", 3000},
-                {"l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", 77}}},
+      {"gemm",
+       {{"dram__bytes_read.sum", 1000},
+        {"l1tex__m_xbar2l1tex_read_bytes.sum", 4000},
+        {"lts__t_sectors_op_red.sum", 10},
+        {"gpu__time_duration.sum", 2000}}},
+      {"softmax",
+       {{"dram__bytes_read.sum", 500},
+        {"l1tex__m_xbar2l1tex_read_bytes.sum", 600},
+        {"lts__t_sectors_op_red.sum", 0},
+        {"gpu__time_duration.sum", 1000}}},
+      {"gemm",
+       {{"dram__bytes_read.sum", 1000},
+        {"l1tex__m_xbar2l1tex_read_bytes.sum", 4000},
+        {"lts__t_sectors_op_red.sum", 1},
+        {"gpu__time_duration.sum", 3000},
+        {"l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", 77}}},
   };
   const nlohmann::json c = counters_json(t, CounterSet::Full, 1, ranges, {{"x.sum", "not exposed"}});
   EXPECT_EQ(c["status"], "ok");
@@ -104,8 +114,9 @@ TEST(CountersJson, RecordWithCountersValidatesAndRoundTrips) {
   r.method = "flash2";
   r.problem.seqlen_q = 128;
   r.memory = MemoryStats{100, 200, 300, 600};
-  r.counters = counters_json(t, CounterSet::Full, 1,
-                             {{"k", {{"dram__bytes_read.sum", 64}, {"lts__t_sectors_srcunit_tex_op_write.sum", 2}}}}, {});
+  r.counters =
+      counters_json(t, CounterSet::Full, 1,
+                    {{"k", {{"dram__bytes_read.sum", 64}, {"lts__t_sectors_srcunit_tex_op_write.sum", 2}}}}, {});
   const nlohmann::json j = to_json(r);
   const auto errors = validate_schema(record_schema(), j);
   EXPECT_TRUE(errors.empty()) << (errors.empty() ? "" : errors.front());
@@ -142,4 +153,83 @@ TEST(CountersUnavailable, OffIsNotCollected) {
   std::string why;
   EXPECT_EQ(CounterSession::open(DeviceInfo{}, CounterSet::Off, why), nullptr);
   EXPECT_NE(why.find("off"), std::string::npos);
+}
+
+namespace {
+
+KernelResources resources(int regs, int64_t local, int64_t dyn_smem, int threads, int grid_x, int blocks) {
+  KernelResources r;
+  r.registers_per_thread = regs;
+  r.local_bytes_per_thread = local;
+  r.static_smem_bytes = 0;
+  r.dynamic_smem_bytes = dyn_smem;
+  r.block[0] = threads, r.block[1] = r.block[2] = 1;
+  r.grid[0] = grid_x, r.grid[1] = 16, r.grid[2] = 4;
+  r.max_blocks_per_sm = blocks;
+  return r;
+}
+
+}  // namespace
+
+// Per-kernel resources (registers, local memory, shared memory, block, grid, occupancy) ride in
+// the counters' kernel breakdown: the first launch's per kernel name, absent where the callbacks
+// could not read them; the record validates and reads back field by field.
+TEST(CountersJson, KernelResourcesRideInTheBreakdownAndRoundTrip) {
+  const MetricTable t = metric_table(9, 0);
+  std::vector<RangeValues> ranges = {
+      {"flash1_fwd_kernel", {{"l1tex__m_xbar2l1tex_read_bytes.sum", 4000}}, resources(255, 32, 98304, 128, 8, 2)},
+      {"convert", {{"l1tex__m_xbar2l1tex_read_bytes.sum", 64}}, std::nullopt},
+      {"flash1_fwd_kernel", {{"l1tex__m_xbar2l1tex_read_bytes.sum", 4000}}, resources(1, 0, 0, 32, 1, 32)},
+  };
+  Record r;
+  r.method = "flash1";
+  r.counters = counters_json(t, CounterSet::Full, 1, ranges, {});
+  const nlohmann::json j = to_json(r);
+  const auto errors = validate_schema(record_schema(), j);
+  EXPECT_TRUE(errors.empty()) << (errors.empty() ? "" : errors.front());
+  const Record back = record_from_json(j);
+  const auto& kernels = back.counters["kernels"];
+  ASSERT_EQ(kernels.size(), 2u);
+  EXPECT_FALSE(kernels[1].contains("resources"));  // not read: absent, never zeros
+  const KernelResources k = kernel_resources_from_json(kernels[0]["resources"]);
+  EXPECT_EQ(k.registers_per_thread, 255);  // the first launch's, not the second's
+  EXPECT_EQ(k.local_bytes_per_thread, 32);
+  EXPECT_EQ(k.dynamic_smem_bytes, 98304);
+  EXPECT_EQ(k.threads(), 128);
+  EXPECT_EQ(k.grid[0], 8);
+  EXPECT_EQ(k.grid[1], 16);
+  EXPECT_EQ(k.grid[2], 4);
+  EXPECT_EQ(k.max_blocks_per_sm, 2);
+  EXPECT_EQ(kernels[0]["resources"], k.to_json());
+  EXPECT_THROW(kernel_resources_from_json(nlohmann::json{{"registers_per_thread", 3}}), std::invalid_argument);
+  EXPECT_THROW(kernel_resources_from_json(
+                   nlohmann::json{{"registers_per_thread", 3}, {"local_bytes_per_thread", 0}, {"block", {1, 2}}}),
+               std::invalid_argument);
+}
+
+// Counters unavailable, launch callbacks working (no permission to read counters): the kernels'
+// names and resources without bytes still validate.
+TEST(CountersUnavailable, KernelsWithResourcesButNoCountersValidate) {
+  Record r;
+  r.method = "flash2";
+  r.counters = counters_unavailable("CUPTI_ERROR_INSUFFICIENT_PRIVILEGES");
+  r.counters["kernels"] = kernels_without_counters(
+      {{"flash2_fwd_kernel", {}, resources(240, 0, 69632, 128, 512, 2)}, {"flash2_fwd_kernel", {}, std::nullopt}});
+  const nlohmann::json j = to_json(r);
+  const auto errors = validate_schema(record_schema(), j);
+  EXPECT_TRUE(errors.empty()) << (errors.empty() ? "" : errors.front());
+  const nlohmann::json kernels = record_from_json(j).counters["kernels"];
+  ASSERT_EQ(kernels.size(), 1u);
+  EXPECT_EQ(kernels[0]["launches"], 2);
+  EXPECT_EQ(kernels[0]["resources"]["registers_per_thread"], 240);
+  EXPECT_FALSE(kernels[0].contains("bytes"));
+}
+
+// Without a loadable CUPTI the capture still runs the launch, once, and reports no kernels.
+TEST(CountersUnavailable, CaptureWithoutCuptiRunsTheLaunchOnceAndReportsNothing) {
+  int runs = 0;
+  const nlohmann::json k = capture_kernels([&] { ++runs; }, nullptr, "libflashio-no-such-cupti.so");
+  EXPECT_EQ(runs, 1);
+  EXPECT_TRUE(k.is_array());
+  EXPECT_TRUE(k.empty());
 }
