@@ -5,8 +5,9 @@
 #
 #   fa2  FlashAttention-2's benchmark sweep (fp16, batch·N = 16384, heads·d = 2048,
 #        d = 64, 128, causal off/on, N = 512 … 16384), forward and fwd+bwd, for standard and
-#        flash2, and PyTorch SDPA's four back-ends on the same points in the same run
-#        (one run id in both files).
+#        flash2 (its default kernels — wgmma on a Hopper GPU — and, in the same file, its
+#        mma.sync kernels), and PyTorch SDPA's four back-ends on the same points in the same
+#        run (one run id in both files).
 #   fa1  FlashAttention's benchmark setting (batch 16, 8 heads, d = 64, fp16,
 #        N = 128 … 16384) for standard, standard_fused and flash1 in the four configurations of its
 #        Tables 14-25 (plain, dropout 0.1, key padding, both), passes fwd, bwd, fwd+bwd.
@@ -17,9 +18,13 @@
 #        batch 64, 16 heads, N = 1024, d = 64, fwd+bwd) and middle (flash1 forward with the
 #        key block Bc swept), and the DRAM-level sweep (flash2, batch 1, one head, d = 128,
 #        N = 1k … 256k, fwd and fwd+bwd) where one head's K+V outgrows the L2.
+#   drift  The two-level DRAM model's tests (analysis/README.md): flash2's mma.sync forward
+#        at 128 × 32 and 128 × 64 (blocks per SM from the recorded resources) and 64 × 64,
+#        d = 128, and 128 × 64 at d = 64, batch 1, one head, N = 64k … 512k; flash1's split
+#        backward around N = 2048.
 # Every flashio run reads hardware counters after timing (--counters full, the default).
 set -euo pipefail
-out="${1:?usage: scripts/reproduce_results.sh OUT_DIR [fa2|fa1|memory|io|all]}"
+out="${1:?usage: scripts/reproduce_results.sh OUT_DIR [fa2|fa1|memory|io|drift|all]}"
 what="${2:-all}"
 cd "$(dirname "$0")/.."
 bin="${FLASHIO_BIN:-build/flashio}"
@@ -28,8 +33,17 @@ gpu=$("$bin" device --json | python3 -c 'import json,sys,re; print(re.sub("[^a-z
 
 if [ "$what" = fa2 ] || [ "$what" = all ]; then
   axes=(--seqlen 512,1024,2048,4096,8192,16384 --head-dim 64,128 --causal false,true --pass fwd,fwdbwd)
-  "$bin" run --method standard,flash2 "${axes[@]}" --tokens 16384 --model-dim 2048 --reps 20 --warmup 3 -q \
-    --out "$out/$gpu-fa2.json"
+  sweep="$out/fa2-sweep.json"  # standard and flash2 (default kernels), then flash2's mma.sync kernels
+  cat >"$sweep" <<'JSON'
+{"description": "FlashAttention-2 setting: standard and flash2, then flash2 --mma mma.sync",
+ "sweeps": [
+  {"method": ["standard", "flash2"], "seqlen": [512, 1024, 2048, 4096, 8192, 16384], "head_dim": [64, 128],
+   "causal": [false, true], "pass": ["fwd", "fwdbwd"], "tokens": 16384, "model_dim": 2048},
+  {"method": "flash2", "mma": "mma.sync", "seqlen": [512, 1024, 2048, 4096, 8192, 16384], "head_dim": [64, 128],
+   "causal": [false, true], "pass": ["fwd", "fwdbwd"], "tokens": 16384, "model_dim": 2048}]}
+JSON
+  "$bin" run --sweep "$sweep" --reps 20 --warmup 3 -q --out "$out/$gpu-fa2.json"
+  rm -f "$sweep"
   run_id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$out/$gpu-fa2.json")
   python3 scripts/peers_sdpa.py "${axes[@]}" --backend flash,cudnn,efficient --tokens 16384 --model-dim 2048 \
     --reps 20 --warmup 3 -q --run-id "$run_id" --out "$out/$gpu-fa2-sdpa.json"
@@ -59,4 +73,16 @@ if [ "$what" = io ] || [ "$what" = all ]; then
   "$bin" run --method flash2 --batch 1 --heads 1 --head-dim 128 \
     --seqlen 1024,2048,4096,8192,16384,32768,65536,131072,262144 --pass fwd,fwdbwd --reps 10 --warmup 2 -q \
     --out "$out/$gpu-dram-level.json"
+fi
+
+if [ "$what" = drift ] || [ "$what" = all ]; then
+  r=(--method flash2 --mma mma.sync --batch 1 --heads 1 --reps 3 --warmup 1 -q)
+  "$bin" run "${r[@]}" --head-dim 128 --pass fwd --block-r 128 --block-c 32,64 \
+    --seqlen 65536,98304,131072,196608,262144 --out "$out/$gpu-dram-drift-fwd.json"
+  "$bin" run "${r[@]}" --head-dim 128 --pass fwd --block-r 64 --block-c 64 --seqlen 65536,131072,196608,262144 \
+    --out "$out/$gpu-dram-drift-fwd-64x64.json"
+  "$bin" run "${r[@]}" --head-dim 64 --pass fwd --block-r 128 --block-c 64 --seqlen 131072,262144,393216,524288 \
+    --out "$out/$gpu-dram-drift-fwd-d64.json"
+  "$bin" run --method flash1 --pass bwd --batch 16 --heads 8 --head-dim 64 --seqlen 1536,2048,2560,3072 \
+    --dropout 0,0.1 --reps 5 --warmup 2 -q --out "$out/$gpu-flash1-bwd-2048.json"
 fi

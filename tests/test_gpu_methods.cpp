@@ -106,7 +106,7 @@ TEST_F(GpuFeatures, EveryFlash2TileAndHeadDim) {
     kernels::Flash2Tile tiles[16];
     int n = kernels::flash2_fwd_tiles(d, tiles, 8);
     ASSERT_GT(n, 0) << d;
-    if (wgmma_here()) n += kernels::flash2_fwd_wgmma_tiles(d, tiles + n, 8);
+    if (wgmma_here()) n += kernels::flash2_fwd_wgmma_tiles(d, false, tiles + n, 8);
     for (int i = 0; i < n; ++i) {
       if (tiles[i].smem_bytes > gpu()->smem_per_block_optin) continue;
       for (bool causal : {false, true}) {

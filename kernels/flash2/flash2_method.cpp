@@ -27,9 +27,8 @@ std::optional<std::string> wgmma_refusal(const Problem& p, const DeviceInfo& dev
     return std::string("this build has no wgmma kernels (CMAKE_CUDA_ARCHITECTURES without 90)");
   if (dev.compute_capability() != 90)
     return fmt::format("wgmma kernels run on compute capability 9.0 only (this GPU: {}.{})", dev.cc_major, dev.cc_minor);
-  if (p.dropout > 0.0) return std::string("the wgmma forward has no dropout (the mma.sync kernel has)");
   Flash2Tile buf[1];
-  if (kernels::flash2_fwd_wgmma_tiles(int(p.head_dim), buf, 1) == 0)
+  if (kernels::flash2_fwd_wgmma_tiles(int(p.head_dim), p.dropout > 0.0, buf, 1) == 0)
     return fmt::format("no wgmma forward for d={} (64, 128)", p.head_dim);
   return std::nullopt;
 }
@@ -40,7 +39,6 @@ std::optional<std::string> wgmma_bwd_refusal(const Problem& p, const DeviceInfo&
     return std::string("this build has no wgmma kernels (CMAKE_CUDA_ARCHITECTURES without 90)");
   if (dev.compute_capability() != 90)
     return fmt::format("wgmma kernels run on compute capability 9.0 only (this GPU: {}.{})", dev.cc_major, dev.cc_minor);
-  if (p.dropout > 0.0) return std::string("the wgmma backward has no dropout (the mma.sync kernel has)");
   if (p.deterministic) return std::string("the wgmma backward has no deterministic mode (the mma.sync kernel has)");
   Flash2Tile t{};
   if (!kernels::flash2_bwd_wgmma_tile(int(p.head_dim), &t))
@@ -72,7 +70,7 @@ std::vector<Flash2Tile> candidate_tiles(const Problem& p, const DeviceInfo& dev,
   const auto refusal = wgmma_refusal(p, dev);
   if (refusal) *why_not_wgmma = *refusal;
   if (!refusal && p.mma != "mma.sync") {
-    const int n = kernels::flash2_fwd_wgmma_tiles(int(p.head_dim), buf, 16);
+    const int n = kernels::flash2_fwd_wgmma_tiles(int(p.head_dim), p.dropout > 0.0, buf, 16);
     out.insert(out.end(), buf, buf + n);
     // A tile of Br rows computes ⌈Nq/Br⌉·Br rows. Where that pads more than Nq/16 rows, a tile
     // that pads less goes first (H100, d = 64: 192 × 128 beats 128 × 128 from N = 2048, where it
@@ -189,7 +187,7 @@ class Flash2 final : public Method {
     i.notes =
         "backward: head dims up to 128; dQ accumulated with fp32 atomics (not bitwise reproducible), or with "
         "--deterministic true by K/V tiles in turn (a semaphore per Q tile); on Hopper, wgmma kernels (d 64, 128; "
-        "no dropout; backward not deterministic), mma.sync otherwise (--mma forces one)";
+        "backward not deterministic), mma.sync otherwise (--mma forces one)";
     return i;
   }
   Support supports(const Problem& p, Pass pass, const DeviceInfo& dev) const override {

@@ -95,9 +95,10 @@ constexpr int flash2_fwd_wgmma_smem_bytes(int head_dim, int block_m, int block_n
 // for sm_90a alongside); they run on compute capability 9.0 only.
 bool flash2_wgmma_compiled();
 
-// The wgmma forward's tile configurations for `head_dim`, fastest first (0 if none: d ∉ {64,
-// 128} or not compiled). Supports causal/padding masks and GQA, not dropout or block-sparse lists.
-int flash2_fwd_wgmma_tiles(int head_dim, Flash2Tile* out, int max);
+// The wgmma forward's tile configurations for `head_dim` (those with a dropout variant when
+// `dropout`), fastest first (0 if none: d ∉ {64, 128} or not compiled). Supports causal/padding
+// masks, dropout and GQA, not block-sparse lists.
+int flash2_fwd_wgmma_tiles(int head_dim, bool dropout, Flash2Tile* out, int max);
 void flash2_fwd_wgmma(const Flash2FwdParams& params, const Flash2Tile& tile, bool bf16, cudaStream_t stream);
 
 // Shared memory of the wgmma backward (Bc = 128 keys, Br = 64 queries): K and V tiles, two
@@ -107,7 +108,7 @@ constexpr int flash2_bwd_wgmma_smem_bytes(int head_dim) {
 }
 
 // The wgmma backward's tile for `head_dim` (false if none: d ∉ {64, 128} or not compiled);
-// causal/padding masks and GQA, not dropout, the deterministic mode or block-sparse lists.
+// causal/padding masks, dropout and GQA, not the deterministic mode or block-sparse lists.
 bool flash2_bwd_wgmma_tile(int head_dim, Flash2Tile* out);
 // Preprocess (D, zero dQ accumulator), main kernel, dQ conversion.
 void flash2_bwd_wgmma(const Flash2BwdParams& params, bool bf16, cudaStream_t stream);

@@ -29,8 +29,11 @@
 // written once; Q, dO read Tc·G times, L and D read Tc·G times; dQ accumulated Tc·G·P times,
 // P = 1 (column split) or 2 (key split: each warpgroup adds a partial over its 64 keys).
 //
-// Supported here: fp16/bf16, d ∈ {64, 128}, causal and key-padding masks, GQA/MQA, Nq ≠ Nk,
-// any N. Dropout, the deterministic mode and block-sparse lists run on the mma.sync kernel.
+// Dropout (kDropout) regenerates the forward's Philox mask Z (dropout_keep_bwd: the accumulator
+// fragments are mma.sync's, transposed): Pᵀ∘Z for dV, dSᵀ = Pᵀ∘(dPᵀ∘Z − D).
+//
+// Supported here: fp16/bf16, d ∈ {64, 128}, causal and key-padding masks, dropout, GQA/MQA,
+// Nq ≠ Nk, any N. The deterministic mode and block-sparse lists run on the mma.sync kernel.
 //
 // Run: build/flashio run --method flash2 --pass bwd --seqlen 4096 --head-dim 128   (an H100/H200)
 #pragma once
@@ -76,7 +79,7 @@ __device__ __forceinline__ void warpgroup_barrier(int wg) {
   asm volatile("bar.sync %0, 128;\n" ::"r"(wg + 1) : "memory");
 }
 
-template <typename Tr, bool kCausal>
+template <typename Tr, bool kCausal, bool kDropout>
 __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_bwd_wgmma_kernel(const Flash2BwdParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = typename Tr::Element;
@@ -170,22 +173,33 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_bwd_wgmma_kernel(cons
     wgmma_fence_operands(acc_s);
     wgmma_fence_operands(acc_dp);
 
-    // Pᵀ = exp(Sᵀ·scale − L) (line 11), masked, kept in acc_s for dV; dSᵀ = Pᵀ∘(dPᵀ − D)
+    // Pᵀ = exp(Sᵀ·scale − L) (line 11), masked; Pᵀ∘Z kept in acc_s for dV, dSᵀ = Pᵀ∘(dPᵀ∘Z − D)
     // (line 15) in acc_dp for dK and dQ. Element 4j + e: key row g (+8 for e ≥ 2) of this warp,
     // query column 8j + 2t + (e & 1).
     const bool tail = n0 + Tr::kBlockN > nk;
     const bool diagonal = kCausal && n0 + key_row + 15 > m0;
+    FragmentKeep<true> keep{};  // dropout: n8 tiles in pairs, one Philox draw per lane
 #pragma unroll
-    for (int j = 0; j < Tr::kBlockM / 8; ++j)
+    for (int j = 0; j < Tr::kBlockM / 8; ++j) {
+      if constexpr (kDropout) {
+        if (j % 2 == 0) {
+          const uint32_t group = uint32_t(n0 + key_row) / kDropoutColumnsPerDraw;
+          const uint32_t i0 = uint32_t(m0 + j * 8 + 2 * t);
+          keep = dropout_keep_bwd(p.seed, uint32_t(b), uint32_t(h), group, group + 1, i0, i0 + 8, p.dropout_threshold,
+                                  lane);
+        }
+      }
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int c = j * 8 + 2 * t + (e & 1);  // query row in the tile
         const int key = n0 + key_row + g + (e >= 2 ? 8 : 0);
         float pe = exp2f(fmaf(acc_s[4 * j + e], p.scale_log2, -sLses[c]));
         if ((tail || diagonal) && (key >= nk || (kCausal && key > m0 + c))) pe = 0.f;
-        acc_dp[4 * j + e] = pe * (acc_dp[4 * j + e] - sDs[c]);
-        acc_s[4 * j + e] = pe;
+        const float z = kDropout ? (keep(j % 2, e) ? p.dropout_scale : 0.f) : 1.f;
+        acc_dp[4 * j + e] = pe * (acc_dp[4 * j + e] * z - sDs[c]);
+        acc_s[4 * j + e] = pe * z;
       }
+    }
 
     // dSᵀ to shared memory for dQ (rows = keys, columns = queries: one swizzled 64-column panel).
 #pragma unroll

@@ -22,13 +22,18 @@
 // IO per (batch, head), e = element bytes, Tr = ⌈Nq/Br⌉: Q read once, O written once, L written
 // once, K and V read Tr times (≈ half with causal): Nq·d·e·2 + 2·Tr·Nk·d·e + 4·Nq, as flash2.
 //
-// Supported here: fp16/bf16, d ∈ {64, 128}, causal and key-padding masks, GQA/MQA, Nq ≠ Nk,
-// any N. Dropout and block-sparse lists run on the mma.sync kernel (flash2_method.cpp chooses).
+// Dropout (kDropout): P is normalised with the undropped ℓ, then each element is kept or dropped
+// by the suite's Philox mask (kernels/common/dropout_fragments.cuh: each warp's accumulator has
+// the mma.sync C-fragment layout those helpers serve) before P·V; 1/(1−p) joins the final 1/ℓ.
+//
+// Supported here: fp16/bf16, d ∈ {64, 128}, causal and key-padding masks, dropout, GQA/MQA,
+// Nq ≠ Nk, any N. Block-sparse lists run on the mma.sync kernel (flash2_method.cpp chooses).
 //
 // Run: build/flashio run --method flash2 --seqlen 4096 --head-dim 128   (an H100/H200)
 #pragma once
 #include <cmath>
 
+#include "kernels/common/dropout_fragments.cuh"
 #include "kernels/common/wgmma.cuh"
 #include "kernels/flash2/flash2_params.h"
 
@@ -65,7 +70,7 @@ __device__ __forceinline__ unsigned char* align_to_swizzle_atom(unsigned char* p
   return p + ((kSwizzleAtomBytes - (a % kSwizzleAtomBytes)) % kSwizzleAtomBytes);
 }
 
-template <typename Tr, bool kCausal>
+template <typename Tr, bool kCausal, bool kDropout>
 __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_fwd_wgmma_kernel(const Flash2FwdParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = typename Tr::Element;
@@ -183,6 +188,22 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_fwd_wgmma_kernel(cons
         }
     }
 
+    if constexpr (kDropout) {  // after ℓ took P: two n8 tiles per call, one Philox draw per lane
+      static_assert(Tr::kBlockN % 16 == 0, "dropout_keep_fwd covers n8 tiles in pairs");
+      const uint32_t i = uint32_t(row0 + warp_row + g);
+#pragma unroll
+      for (int np = 0; np < Tr::kBlockN / 16; ++np) {
+        const uint32_t group = uint32_t(col0 + np * 16) / kDropoutColumnsPerDraw;
+        const FragmentKeep<false> keep =
+            dropout_keep_fwd(p.seed, uint32_t(b), uint32_t(h), i, i + 8, group, group + 1, p.dropout_threshold, lane);
+#pragma unroll
+        for (int k = 0; k < 2; ++k)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            if (!keep(k, e)) acc_s[4 * (2 * np + k) + e] = 0.f;
+      }
+    }
+
     // O += P·V_j (line 10): P packed from the S accumulators into A fragments, V read transposed.
     uint32_t a_p[Tr::kBlockN / 16][4];  // (64, kBlockN) in 16-bit A fragments
 #pragma unroll
@@ -208,7 +229,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_fwd_wgmma_kernel(cons
 #pragma unroll
   for (int hr = 0; hr < 2; ++hr) {
     const float l = quad_sum(row_sum[hr]);
-    const float inv = l > 0.f ? 1.f / l : 0.f;  // a row that sees no key: O = 0
+    const float inv = l > 0.f ? (kDropout ? p.dropout_scale : 1.f) / l : 0.f;  // a row that sees no key: O = 0
     const int r = warp_row + g + hr * 8;
 #pragma unroll
     for (int j = 0; j < Tr::kHeadDim / 8; ++j)

@@ -7,7 +7,7 @@
 namespace flashio::kernels {
 
 bool flash2_wgmma_compiled() { return false; }
-int flash2_fwd_wgmma_tiles(int, Flash2Tile*, int) { return 0; }
+int flash2_fwd_wgmma_tiles(int, bool, Flash2Tile*, int) { return 0; }
 void flash2_fwd_wgmma(const Flash2FwdParams&, const Flash2Tile&, bool, cudaStream_t) {
   throw std::logic_error("flash2: this build has no wgmma kernels (CMAKE_CUDA_ARCHITECTURES without 90)");
 }

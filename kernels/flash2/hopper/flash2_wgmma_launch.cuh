@@ -16,7 +16,14 @@ void launch_flash2_fwd_wgmma_config(const Flash2FwdParams& p, cudaStream_t strea
   constexpr Flash2WgmmaTileSpec s = Flash2FwdWgmmaConfigs<kHeadDim>::list[kIndex];
   using Tr = Flash2FwdWgmmaTraits<T, kHeadDim, s.block_m, s.block_n>;
   const dim3 grid((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM, p.heads, p.batch);
-  auto kernel = p.causal ? flash2_fwd_wgmma_kernel<Tr, true> : flash2_fwd_wgmma_kernel<Tr, false>;
+  auto kernel = p.causal ? flash2_fwd_wgmma_kernel<Tr, true, false> : flash2_fwd_wgmma_kernel<Tr, false, false>;
+  if (p.dropout) {
+    if constexpr (s.dropout) {
+      kernel = p.causal ? flash2_fwd_wgmma_kernel<Tr, true, true> : flash2_fwd_wgmma_kernel<Tr, false, true>;
+    } else {
+      throw std::invalid_argument("flash2: this wgmma tile has no dropout variant");
+    }
+  }
   FLASHIO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
   kernel<<<grid, Tr::kNThreads, Tr::kSmemBytes, stream>>>(p);
   FLASHIO_CHECK_LAUNCH();
@@ -57,7 +64,8 @@ void run_flash2_bwd_wgmma(const Flash2BwdParams& p, cudaStream_t stream) {
   FLASHIO_CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, size_t(rows) * kHeadDim * sizeof(float), stream));
 
   const dim3 grid((p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN, p.kv_heads, p.batch);
-  auto kernel = p.causal ? flash2_bwd_wgmma_kernel<Tr, true> : flash2_bwd_wgmma_kernel<Tr, false>;
+  auto kernel = p.causal ? (p.dropout ? flash2_bwd_wgmma_kernel<Tr, true, true> : flash2_bwd_wgmma_kernel<Tr, true, false>)
+                         : (p.dropout ? flash2_bwd_wgmma_kernel<Tr, false, true> : flash2_bwd_wgmma_kernel<Tr, false, false>);
   FLASHIO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
   kernel<<<grid, Tr::kNThreads, Tr::kSmemBytes, stream>>>(p);
   FLASHIO_CHECK_LAUNCH();
