@@ -189,6 +189,8 @@ TEST_F(BlocksparseFeatures, DensityOneIsBitwiseDenseFlash2) {
         dense.dtype = t;
         dense.causal = causal;
         dense.dropout = causal ? 0.1 : 0.0;
+        dense.mma = "mma.sync";  // blocksparse_flash is flash2's mma.sync kernels with tile lists (a Hopper GPU's
+                                 // default flash2 is the wgmma kernels: other products, other roundings)
         Problem sparse = dense;
         sparse.pattern = "random";
         sparse.sparse_density = 1.0;
