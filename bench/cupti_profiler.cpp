@@ -278,6 +278,14 @@ std::optional<KernelResources> resolve_resources(const Launch& l) {
       kernel_function(&f, reinterpret_cast<CUkernel>(l.runtime_kernel)) != CUDA_SUCCESS)
     f = nullptr;
   if (!f || !get_attribute || !l.has_shape) return std::nullopt;
+  // Since CUDA 12 the runtime's launches hand cuLaunchKernel a CUkernel cast as CUfunction
+  // (the driver accepts either); cuFuncGetAttribute refuses it (CUDA_ERROR_INVALID_HANDLE,
+  // measured on CUDA 13 / H100), so it is turned into this context's function first.
+  if (int probe = 0; get_attribute(&probe, CU_FUNC_ATTRIBUTE_NUM_REGS, f) == CUDA_ERROR_INVALID_HANDLE) {
+    CUfunction g = nullptr;
+    if (!kernel_function || kernel_function(&g, reinterpret_cast<CUkernel>(f)) != CUDA_SUCCESS) return std::nullopt;
+    f = g;
+  }
   auto attr = [&](CUfunction_attribute a) {
     int v = 0;
     return get_attribute(&v, a, f) == CUDA_SUCCESS ? std::optional<int>(v) : std::nullopt;
