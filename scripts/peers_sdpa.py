@@ -272,6 +272,9 @@ def _make_parser() -> _Parser:
     p.add_argument("--no-l2-flush", action="store_true", help="do not clean L2 before each repetition")
     p.add_argument("--out", "-o", help="result file (required unless --dry-run)")
     p.add_argument("--run-id", help="run id to write (default: a new random one)")
+    p.add_argument("--git-revision",
+                   help="the source revision to record (default: `git rev-parse HEAD` here); reproduce_results.sh "
+                        "passes the flashio file's, since a copied checkout can carry a stale .git")
     p.add_argument("--device", default="0", help="GPU index")
     p.add_argument("--dry-run", action="store_true", help="list the points and exit (no GPU, no torch)")
     p.add_argument("--quiet", "-q", action="store_true", help="no per-point progress on stderr")
@@ -358,6 +361,7 @@ class Config:
     run_id: Optional[str]
     dry_run: bool
     quiet: bool
+    git_revision: Optional[str] = None
 
 
 def expand(backends: Sequence[str], passes: Sequence[str], batch: Sequence[int], heads: Sequence[int],
@@ -433,7 +437,7 @@ def parse_config(argv: Sequence[str]) -> Config:
         raise BadInput("--out is required")
     points = expand(backends, passes, batch, heads, seqlen, head_dim, dtypes, causal, tokens, model_dim, seed)
     return Config(points=points, reps=reps, warmup=warmup, device=device, flush_l2=not a.no_l2_flush,
-                  out=a.out, run_id=a.run_id, dry_run=a.dry_run, quiet=a.quiet)
+                  out=a.out, run_id=a.run_id, dry_run=a.dry_run, quiet=a.quiet, git_revision=a.git_revision)
 
 
 def check_writable(path: str) -> None:
@@ -1099,7 +1103,7 @@ def _git(args: Sequence[str]) -> Optional[str]:
     return r.stdout if r.returncode == 0 else None
 
 
-def build_info(torch) -> dict:
+def build_info(torch, revision=None) -> dict:
     b: dict = {"torch_version": str(torch.__version__)}
     if torch.version.cuda:
         b["cuda_version"] = str(torch.version.cuda)
@@ -1109,6 +1113,9 @@ def build_info(torch) -> dict:
             b["cudnn_version"] = int(v)
     except Exception:
         pass
+    if revision:  # given by the caller (the flashio file of the same run): the tree's state is its to say
+        b["git_revision"] = revision
+        return b
     rev = _git(["rev-parse", "HEAD"])
     b["git_revision"] = rev.strip() if rev and rev.strip() else "unknown"
     if rev:
@@ -1180,7 +1187,7 @@ def run(cfg: Config, argv: Sequence[str]) -> int:
     device = torch.device("cuda", cfg.device)
 
     dev = device_info(torch, cfg.device)
-    build = build_info(torch)
+    build = build_info(torch, cfg.git_revision)
     created = utc_timestamp()
     run_id = cfg.run_id or new_run_id()
     command_line = join_command_line([sys.argv[0] if sys.argv and sys.argv[0] else PRODUCER] + list(argv))

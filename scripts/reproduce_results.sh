@@ -45,11 +45,12 @@ JSON
   "$bin" run --sweep "$sweep" --reps 20 --warmup 3 -q --out "$out/$gpu-fa2.json"
   rm -f "$sweep"
   run_id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$out/$gpu-fa2.json")
+  rev=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["build"]["git_revision"])' "$out/$gpu-fa2.json")
   python3 scripts/peers_sdpa.py "${axes[@]}" --backend flash,cudnn,efficient --tokens 16384 --model-dim 2048 \
-    --reps 20 --warmup 3 -q --run-id "$run_id" --out "$out/$gpu-fa2-sdpa.json"
+    --reps 20 --warmup 3 -q --run-id "$run_id" --git-revision "$rev" --out "$out/$gpu-fa2-sdpa.json"
   # The math back-end materializes S in fp32 and is slow: up to N = 4096 only.
   python3 scripts/peers_sdpa.py --seqlen 512,1024,2048,4096 --head-dim 64,128 --causal false,true --pass fwd,fwdbwd \
-    --backend math --tokens 16384 --model-dim 2048 --reps 5 --warmup 1 -q --run-id "$run_id" \
+    --backend math --tokens 16384 --model-dim 2048 --reps 5 --warmup 1 -q --run-id "$run_id" --git-revision "$rev" \
     --out "$out/$gpu-fa2-sdpa-math.json"
 fi
 
