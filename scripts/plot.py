@@ -64,6 +64,8 @@ def method_label(r):
     m = r["method"]
     if p.get("block_r", 0) or p.get("block_c", 0):
         m += f' ({p.get("block_r", 0)}x{p.get("block_c", 0)})'
+    if p.get("mma"):  # a forced tensor-core path (--mma): its own line beside the method's default
+        m += f' [{p["mma"]}]'
     return m
 
 
