@@ -24,6 +24,28 @@ auto flash2_bwd_kernel_for(bool causal, bool dropout) {
                            : flash2_bwd_kernel<Tr, false, false, kSparse, kDeterministic>);
 }
 
+// The launches around a backward main kernel (mma.sync and wgmma alike): before it,
+// D = rowsum(dO∘O) and the fp32 dQ accumulator zeroed; after it, dQ = scale·accumulator in the
+// element type.
+constexpr int kBwdSideThreads = 256;
+template <typename T, int kHeadDim>
+void launch_flash2_bwd_prologue(const Flash2BwdParams& p, cudaStream_t stream) {
+  const int64_t rows = int64_t(p.batch) * p.heads * p.seqlen_q;
+  constexpr int kChunks = kHeadDim / 8;
+  constexpr int kLanes = kChunks <= 4 ? 4 : kChunks <= 8 ? 8 : kChunks <= 16 ? 16 : 32;
+  flash2_bwd_preprocess_kernel<T, kHeadDim>
+      <<<unsigned((rows * kLanes + kBwdSideThreads - 1) / kBwdSideThreads), kBwdSideThreads, 0, stream>>>(p);
+  FLASHIO_CHECK_LAUNCH();
+  FLASHIO_CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, size_t(rows) * kHeadDim * sizeof(float), stream));
+}
+template <typename T, int kHeadDim>
+void launch_flash2_bwd_epilogue(const Flash2BwdParams& p, cudaStream_t stream) {
+  const int64_t elements = int64_t(p.batch) * p.heads * p.seqlen_q * kHeadDim;
+  flash2_bwd_convert_dq_kernel<T>
+      <<<unsigned((elements / 8 + kBwdSideThreads - 1) / kBwdSideThreads), kBwdSideThreads, 0, stream>>>(p, elements);
+  FLASHIO_CHECK_LAUNCH();
+}
+
 // kSparse: the block-sparse main kernel (blocksparse_flash), same tile and launches. Not with
 // p.deterministic (the deterministic kernels are compiled for the dense case only).
 template <typename T, int kHeadDim, bool kSparse = false>
@@ -34,14 +56,7 @@ void run_flash2_bwd(const Flash2BwdParams& p, cudaStream_t stream) {
     using C = Flash2BwdConfig<kHeadDim>;
     using Tr = Flash2BwdTraits<T, kHeadDim, C::kBlockN, C::kBlockM, C::kWarps>;
     static_assert(Tr::kSmemBytes == flash2_bwd_smem_bytes(kHeadDim, C::kBlockN, C::kBlockM));
-    constexpr int kThreads = 256;
-    const int64_t rows = int64_t(p.batch) * p.heads * p.seqlen_q;
-    constexpr int kChunks = kHeadDim / 8;
-    constexpr int kLanes = kChunks <= 4 ? 4 : kChunks <= 8 ? 8 : kChunks <= 16 ? 16 : 32;
-    flash2_bwd_preprocess_kernel<T, kHeadDim>
-        <<<unsigned((rows * kLanes + kThreads - 1) / kThreads), kThreads, 0, stream>>>(p);
-    FLASHIO_CHECK_LAUNCH();
-    FLASHIO_CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, size_t(rows) * kHeadDim * sizeof(float), stream));
+    launch_flash2_bwd_prologue<T, kHeadDim>(p, stream);
 
     // n_block is blockIdx.x, the fastest-varying index: see the deterministic mode below.
     const dim3 grid((p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN, p.kv_heads, p.batch);
@@ -66,10 +81,7 @@ void run_flash2_bwd(const Flash2BwdParams& p, cudaStream_t stream) {
     FLASHIO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
     kernel<<<grid, Tr::kNThreads, Tr::kSmemBytes, stream>>>(p);
     FLASHIO_CHECK_LAUNCH();
-
-    const int64_t elements = rows * kHeadDim;
-    flash2_bwd_convert_dq_kernel<T><<<unsigned((elements / 8 + kThreads - 1) / kThreads), kThreads, 0, stream>>>(p, elements);
-    FLASHIO_CHECK_LAUNCH();
+    launch_flash2_bwd_epilogue<T, kHeadDim>(p, stream);
   }
 }
 

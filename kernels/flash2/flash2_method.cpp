@@ -21,12 +21,18 @@ namespace {
 
 using kernels::Flash2Tile;
 
-// Why the wgmma forward cannot run this point here, or nothing.
-std::optional<std::string> wgmma_refusal(const Problem& p, const DeviceInfo& dev) {
+// Why this build and GPU have no wgmma kernels, or nothing.
+std::optional<std::string> wgmma_absent(const DeviceInfo& dev) {
   if (!kernels::flash2_wgmma_compiled())
     return std::string("this build has no wgmma kernels (CMAKE_CUDA_ARCHITECTURES without 90)");
   if (dev.compute_capability() != 90)
     return fmt::format("wgmma kernels run on compute capability 9.0 only (this GPU: {}.{})", dev.cc_major, dev.cc_minor);
+  return std::nullopt;
+}
+
+// Why the wgmma forward cannot run this point here, or nothing.
+std::optional<std::string> wgmma_refusal(const Problem& p, const DeviceInfo& dev) {
+  if (auto why = wgmma_absent(dev)) return why;
   Flash2Tile buf[1];
   if (kernels::flash2_fwd_wgmma_tiles(int(p.head_dim), p.dropout > 0.0, buf, 1) == 0)
     return fmt::format("no wgmma forward for d={} (64, 128)", p.head_dim);
@@ -35,10 +41,7 @@ std::optional<std::string> wgmma_refusal(const Problem& p, const DeviceInfo& dev
 
 // Why the wgmma backward cannot run this point here, or nothing.
 std::optional<std::string> wgmma_bwd_refusal(const Problem& p, const DeviceInfo& dev) {
-  if (!kernels::flash2_wgmma_compiled())
-    return std::string("this build has no wgmma kernels (CMAKE_CUDA_ARCHITECTURES without 90)");
-  if (dev.compute_capability() != 90)
-    return fmt::format("wgmma kernels run on compute capability 9.0 only (this GPU: {}.{})", dev.cc_major, dev.cc_minor);
+  if (auto why = wgmma_absent(dev)) return why;
   if (p.deterministic) return std::string("the wgmma backward has no deterministic mode (the mma.sync kernel has)");
   Flash2Tile t{};
   if (!kernels::flash2_bwd_wgmma_tile(int(p.head_dim), &t))

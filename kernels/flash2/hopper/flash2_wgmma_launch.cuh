@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "bench/cuda_check.h"
+#include "kernels/flash2/flash2_bwd_launch.cuh"
 #include "kernels/flash2/hopper/flash2_bwd_wgmma.cuh"
 #include "kernels/flash2/hopper/flash2_fwd_wgmma.cuh"
 #include "kernels/flash2/hopper/flash2_fwd_wgmma_configs.h"
@@ -50,18 +51,12 @@ void run_flash2_fwd_wgmma(const Flash2FwdParams& p, const Flash2Tile& tile, cuda
   run_flash2_fwd_wgmma_impl<T, kHeadDim>(p, tile, stream, std::make_index_sequence<n>{});
 }
 
-// The backward: flash2's preprocess (D = rowsum(dO∘O)) and dQ conversion kernels around the
+// The backward: flash2's prologue and epilogue launches (flash2_bwd_launch.cuh) around the
 // wgmma main kernel.
 template <typename T, int kHeadDim>
 void run_flash2_bwd_wgmma(const Flash2BwdParams& p, cudaStream_t stream) {
   using Tr = Flash2BwdWgmmaTraits<T, kHeadDim>;
-  constexpr int kThreads = 256;
-  const int64_t rows = int64_t(p.batch) * p.heads * p.seqlen_q;
-  constexpr int kChunks = kHeadDim / 8;
-  constexpr int kLanes = kChunks <= 4 ? 4 : kChunks <= 8 ? 8 : kChunks <= 16 ? 16 : 32;
-  flash2_bwd_preprocess_kernel<T, kHeadDim><<<unsigned((rows * kLanes + kThreads - 1) / kThreads), kThreads, 0, stream>>>(p);
-  FLASHIO_CHECK_LAUNCH();
-  FLASHIO_CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, size_t(rows) * kHeadDim * sizeof(float), stream));
+  launch_flash2_bwd_prologue<T, kHeadDim>(p, stream);
 
   const dim3 grid((p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN, p.kv_heads, p.batch);
   auto kernel = p.causal ? (p.dropout ? flash2_bwd_wgmma_kernel<Tr, true, true> : flash2_bwd_wgmma_kernel<Tr, true, false>)
@@ -69,10 +64,7 @@ void run_flash2_bwd_wgmma(const Flash2BwdParams& p, cudaStream_t stream) {
   FLASHIO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
   kernel<<<grid, Tr::kNThreads, Tr::kSmemBytes, stream>>>(p);
   FLASHIO_CHECK_LAUNCH();
-
-  const int64_t elements = rows * kHeadDim;
-  flash2_bwd_convert_dq_kernel<T><<<unsigned((elements / 8 + kThreads - 1) / kThreads), kThreads, 0, stream>>>(p, elements);
-  FLASHIO_CHECK_LAUNCH();
+  launch_flash2_bwd_epilogue<T, kHeadDim>(p, stream);
 }
 
 }  // namespace flashio::kernels
