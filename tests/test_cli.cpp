@@ -159,6 +159,7 @@ INSTANTIATE_TEST_SUITE_P(
                     std::vector<std::string>{"run", "--devices", "x"},
                     std::vector<std::string>{"run", "--devices", "0,0"},
                     std::vector<std::string>{"run", "--devices", "0,-1"},
+                    std::vector<std::string>{"run", "--mma", "tensor"},
                     std::vector<std::string>{"run", "--resume", "/nonexistent/run.json"},
                     std::vector<std::string>{"run", "--resume", "@not-json@"},
                     std::vector<std::string>{"run", "--resume", "@unknown-key@"},  // JSON, not a result file
