@@ -14,6 +14,7 @@
 #include "analysis/gpus.h"
 #include "analysis/io_model.h"
 #include "kernels/flash1/flash1_configs.h"
+#include "kernels/flash2/flash2_bwd_config.h"
 #include "kernels/flash2/flash2_fwd_configs.h"
 
 namespace flashio::analysis {
@@ -341,12 +342,13 @@ std::optional<kernels::Flash2TileSpec> pick_tile(const std::string& method, int6
 
 std::vector<Table> predict_tables(const PredictRequest& r) {
   std::vector<Table> out;
-  // The backward kernels' tile (kernels/flash2/flash2_bwd_launch.cuh, Flash2BwdConfig; flash1
-  // shares it) and its shared memory (flash2_bwd_smem_bytes; flash1 adds two O stages).
-  const KernelTiles bwd_tile{64, 64, 4};
+  // The mma.sync backward's tile (kernels/flash2/flash2_bwd_config.h; flash1 shares it up to
+  // d = 128) and its shared memory (flash1 adds two O stages).
   const int64_t d = r.head_dim;
-  const int64_t bwd_smem2 = (2 * 64 * (d + 8) + 4 * 64 * (d + 8) + 64 * (64 + 8)) * 2 + 4 * 64 * 4;
-  const int64_t bwd_smem1 = bwd_smem2 + 2 * 64 * (d + 8) * 2;
+  const kernels::Flash2BwdSpec bwd_spec = kernels::flash2_bwd_spec(int(d));
+  const KernelTiles bwd_tile{bwd_spec.block_m, bwd_spec.block_n, bwd_spec.warps};
+  const int64_t bwd_smem2 = kernels::flash2_bwd_smem_bytes(int(d), bwd_spec.block_n, bwd_spec.block_m, bwd_spec.warps);
+  const int64_t bwd_smem1 = bwd_smem2 + 2 * int64_t(bwd_spec.block_m) * (d + 8) * 2;
   for (const auto& key : r.gpus) {
     const auto g = find_gpu(key);
     if (!g) {
@@ -387,7 +389,8 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
             tile = fmt::format("{}×{}", ft->block_m, ft->block_n);
             const int64_t bs = method == "flash1" ? bwd_smem1 : bwd_smem2;
             const bool fwd_fits = blocks_per_sm(ft->warps * 32, fwd_smem, lim) > 0;
-            const bool bwd_fits = bs <= g->smem_per_block_optin_bytes && d <= 128 && blocks_per_sm(128, bs, lim) > 0;
+            const bool bwd_fits = bs <= g->smem_per_block_optin_bytes && (method == "flash2" || d <= 128) &&
+                                  blocks_per_sm(bwd_spec.warps * 32, bs, lim) > 0;
             if (!fwd_fits) {
               t.rows.push_back(
                   {method, pass_name, std::to_string(n), tile, "forward kernel does not fit", "-", "-", "-", "-"});

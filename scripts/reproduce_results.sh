@@ -8,6 +8,9 @@
 #        flash2 (its default kernels — wgmma on a Hopper GPU — and, in the same file, its
 #        mma.sync kernels), and PyTorch SDPA's four back-ends on the same points in the same
 #        run (one run id in both files).
+#   d256 The same setting at d = 256 (8 heads; N = 512 … 16384, causal off/on), forward,
+#        backward and fwd+bwd: flash2 (mma.sync; its d = 256 backward splits dK, dV over two
+#        warps per 16-key slice) and SDPA's flash, cuDNN and efficient back-ends, one run id.
 #   fa1  FlashAttention's benchmark setting (batch 16, 8 heads, d = 64, fp16,
 #        N = 128 … 16384) for standard, standard_fused and flash1 in the four configurations of its
 #        Tables 14-25 (plain, dropout 0.1, key padding, both), passes fwd, bwd, fwd+bwd.
@@ -24,7 +27,7 @@
 #        backward around N = 2048.
 # Every flashio run reads hardware counters after timing (--counters full, the default).
 set -euo pipefail
-out="${1:?usage: scripts/reproduce_results.sh OUT_DIR [fa2|fa1|memory|io|drift|all]}"
+out="${1:?usage: scripts/reproduce_results.sh OUT_DIR [fa2|d256|fa1|memory|io|drift|all]}"
 what="${2:-all}"
 cd "$(dirname "$0")/.."
 bin="${FLASHIO_BIN:-build/flashio}"
@@ -52,6 +55,16 @@ JSON
   python3 scripts/peers_sdpa.py --seqlen 512,1024,2048,4096 --head-dim 64,128 --causal false,true --pass fwd,fwdbwd \
     --backend math --tokens 16384 --model-dim 2048 --reps 5 --warmup 1 -q --run-id "$run_id" --git-revision "$rev" \
     --out "$out/$gpu-fa2-sdpa-math.json"
+fi
+
+if [ "$what" = d256 ] || [ "$what" = all ]; then
+  axes=(--seqlen 512,1024,2048,4096,8192,16384 --head-dim 256 --causal false,true --pass fwd,bwd,fwdbwd)
+  "$bin" run --method flash2 "${axes[@]}" --tokens 16384 --model-dim 2048 --reps 20 --warmup 3 -q \
+    --out "$out/$gpu-d256.json"
+  run_id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$out/$gpu-d256.json")
+  rev=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["build"]["git_revision"])' "$out/$gpu-d256.json")
+  python3 scripts/peers_sdpa.py "${axes[@]}" --backend flash,cudnn,efficient --tokens 16384 --model-dim 2048 \
+    --reps 20 --warmup 3 -q --run-id "$run_id" --git-revision "$rev" --out "$out/$gpu-d256-sdpa.json"
 fi
 
 if [ "$what" = fa1 ] || [ "$what" = all ]; then

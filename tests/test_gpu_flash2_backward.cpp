@@ -31,11 +31,12 @@ struct Case {
 std::vector<Case> cases() {
   std::vector<Case> out;
   for (int64_t n : {1, 17, 1013})
-    for (int64_t d : {64, 128})
+    for (int64_t d : {64, 128, 256})
       for (DType t : {DType::F16, DType::BF16})
         for (bool causal : {false, true})
           for (double drop : {0.0, 0.17})
-            for (bool sync : {false, true}) out.push_back({n, d, t, causal, drop, sync});
+            for (bool sync : {false, true})
+              if (d != 256 || !sync) out.push_back({n, d, t, causal, drop, sync});  // d 256: mma.sync only
   return out;
 }
 
@@ -66,7 +67,7 @@ TEST_P(Flash2Backward, GradientsMatchReference) {
     EXPECT_EQ(r.check->tensors.size(), 5u) << "o, lse, dq, dk, dv all checked";
   }
   if (r.status == Status::Ok) {  // the backward the method chose: wgmma on Hopper where it can run
-    const bool wgmma = !c.mma_sync && wgmma_here();
+    const bool wgmma = !c.mma_sync && wgmma_here() && c.d != 256;
     ASSERT_TRUE(r.tiles_bwd.has_value());
     EXPECT_EQ(r.tiles_bwd->mma, wgmma ? "wgmma" : "mma.sync");
   }
@@ -77,7 +78,7 @@ INSTANTIATE_TEST_SUITE_P(Grid, Flash2Backward, testing::ValuesIn(cases()), case_
 class Flash2BackwardFeatures : public GpuTest {};
 
 TEST_F(Flash2BackwardFeatures, EveryHeadDimAndBothBackwardPasses) {
-  for (int d : {32, 64, 96, 128}) {
+  for (int d : {32, 64, 96, 128, 256}) {
     Problem p;
     p.batch = 1;
     p.heads = 3;
@@ -108,17 +109,22 @@ TEST_F(Flash2BackwardFeatures, GqaPaddingUnequalLengthsDropout) {
     expect_ok({"flash2", Pass::FwdBwd, p});
     p.dropout = 0.0;  // the wgmma kernels on a Hopper GPU: GQA/MQA, padding, Nq != Nk
     for (int64_t kvh : {2, 1})
-      for (int64_t d : {64, 128}) {
+      for (int64_t d : {64, 128, 256}) {
         p.kv_heads = kvh;
         p.head_dim = d;
         expect_ok({"flash2", Pass::FwdBwd, p});
       }
+    p.head_dim = 256;  // the split kernel (two warps per 16-key slice) with everything at once
+    p.kv_heads = 2;
+    p.dropout = 0.1;
+    p.dtype = DType::F16;
+    expect_ok({"flash2", Pass::FwdBwd, p});
   }
 }
 
 TEST_F(Flash2BackwardFeatures, LongSequenceOddLength) {
   for (bool causal : {false, true})
-    for (int64_t d : {64, 128}) {
+    for (int64_t d : {64, 128, 256}) {
       Problem p;
       p.batch = 1;
       p.heads = 1;
@@ -144,7 +150,7 @@ struct DetCase {
 std::vector<DetCase> det_cases() {
   std::vector<DetCase> out;
   for (int64_t n : {1, 17, 1013})
-    for (int64_t d : {64, 128})
+    for (int64_t d : {64, 128, 256})
       for (DType t : {DType::F16, DType::BF16})
         for (Mask m : {Mask::None, Mask::Causal, Mask::Padding}) out.push_back({n, d, t, m});
   return out;
@@ -211,7 +217,7 @@ TEST_F(Flash2DeterministicFeatures, GqaPaddingUnequalLengthsDropout) {
 // Q tile (N 2049: 33 tiles of 64 keys), so an atomic order would show.
 TEST_F(Flash2DeterministicFeatures, TwoRunsAreBitwiseIdentical) {
   for (DType t : {DType::F16, DType::BF16})
-    for (int64_t d : {64, 128})
+    for (int64_t d : {64, 128, 256})
       for (bool causal : {false, true}) {
         if (t == DType::BF16 && !fused_bf16_available()) {
           std::printf("[ SKIPPED  ] bf16: %s\n", no_bf16_message().c_str());

@@ -112,6 +112,24 @@ TEST(Registry, Flash2PicksATileThatFitsSharedMemory) {
   EXPECT_TRUE(flash2->supports(p, Pass::Fwd, h100()).ok);
 }
 
+// d = 256 backward: the split mma.sync kernel (Bc 64, Br 32, eight warps, 145,920 bytes of shared
+// memory) runs on an H100 or an A100 (164 KiB per block), and is refused with the bytes on a GPU
+// with 99 KiB (RTX 3090).
+TEST(Registry, Flash2BackwardAtHeadDim256) {
+  const Method* flash2 = builtin_registry().find("flash2");
+  Problem p;
+  p.head_dim = 256;
+  EXPECT_TRUE(flash2->supports(p, Pass::FwdBwd, h100()).ok);
+  DeviceInfo a100 = h100();
+  a100.smem_per_block_optin = 163 * 1024;
+  EXPECT_TRUE(flash2->supports(p, Pass::FwdBwd, a100).ok);
+  DeviceInfo rtx3090 = h100();
+  rtx3090.smem_per_block_optin = 99 * 1024;
+  const Support s = flash2->supports(p, Pass::Bwd, rtx3090);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.reason.find("backward needs 145920 bytes"), std::string::npos) << s.reason;
+}
+
 TEST(Registry, ReferenceRefusesLargeShapes) {
   const Method* ref = builtin_registry().find("reference");
   Problem p;

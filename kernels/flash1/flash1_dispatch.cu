@@ -37,7 +37,8 @@ bool flash1_bwd_tile(int head_dim, Flash2Tile* out) {
 #define FLASH1_BWD_TILE_CASE(D)                                                                              \
   case D:                                                                                                    \
     *out = {Flash2BwdConfig<D>::kBlockM, Flash2BwdConfig<D>::kBlockN, Flash2BwdConfig<D>::kWarps, 2,         \
-            flash1_bwd_smem_bytes(D, Flash2BwdConfig<D>::kBlockN, Flash2BwdConfig<D>::kBlockM)};             \
+            flash1_bwd_smem_bytes(D, Flash2BwdConfig<D>::kBlockN, Flash2BwdConfig<D>::kBlockM,                   \
+                                  Flash2BwdConfig<D>::kWarps)};                                          \
     return true;
     FLASH1_HEAD_DIMS(FLASH1_BWD_TILE_CASE)
     default: return false;

@@ -66,14 +66,15 @@ template <typename Tr>
 constexpr int flash1_bwd_smem() {
   return Tr::kSmemBytes + 2 * Tr::kSmemQ * 2;
 }
-constexpr int flash1_bwd_smem_bytes(int head_dim, int block_n, int block_m) {
-  return flash2_bwd_smem_bytes(head_dim, block_n, block_m) + 2 * block_m * (head_dim + 8) * 2;
+constexpr int flash1_bwd_smem_bytes(int head_dim, int block_n, int block_m, int warps) {
+  return flash2_bwd_smem_bytes(head_dim, block_n, block_m, warps) + 2 * block_m * (head_dim + 8) * 2;
 }
 
 template <typename T, int kHeadDim>
 int run_flash1_bwd(const Flash1BwdParams& p, cudaStream_t stream, bool occupancy_only) {
   using C = Flash2BwdConfig<kHeadDim>;
   using Tr = Flash2BwdTraits<T, kHeadDim, C::kBlockN, C::kBlockM, C::kWarps>;
+  static_assert(Tr::kSplit == 1, "flash1's backward keeps a warp's dK and dV whole (d up to 128)");
   constexpr int kSmem = flash1_bwd_smem<Tr>();
   const Flash2BwdParams& b = p.base;
   auto pick = [&](auto atomic) {

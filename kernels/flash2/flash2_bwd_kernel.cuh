@@ -12,6 +12,12 @@
 //      S and dP are computed transposed, Sᵀ = K_j·Q_iᵀ and dPᵀ = V_j·dO_iᵀ, so that Pᵀ and
 //      dSᵀ are already A operands of dV += Pᵀ·dO and dK += dSᵀ·Q. dSᵀ goes through shared
 //      memory for dQ = dS·K, where warps split the query rows instead.
+//      d = 256 (kSplit = 2, flash2_bwd_config.h): a warp's 16 × 256 dK and dV would take 256
+//      fp32 registers per thread, so two warps share each 16-key slice: each computes Sᵀ and
+//      dPᵀ for half of the queries, Pᵀ∘Z and dSᵀ go through shared memory, and each then
+//      accumulates dK and dV for half of the columns over all the queries (128 registers). No
+//      product is computed twice; the cost is one more barrier and Pᵀ's trip through shared
+//      memory per Q tile.
 //   3. convert: dQ = scale · accumulator, in the element type.
 // Deterministic mode (kDeterministic, FlashAttention-2's `deterministic=True` semaphore scheme): no
 // atomics; the K/V tiles that contribute to Q tile i add to dQ_i one at a time, in the order
@@ -47,6 +53,7 @@
 #include "kernels/common/mma.cuh"
 #include "kernels/common/dropout_fragments.cuh"
 #include "kernels/common/philox.h"
+#include "kernels/flash2/flash2_bwd_config.h"
 #include "kernels/flash2/flash2_fwd_kernel.cuh"
 #include "kernels/flash2/flash2_params.h"
 
@@ -60,33 +67,38 @@ struct Flash2BwdTraits {
   static constexpr int kBlockM = kBlockM_;  // Br: query rows per inner iteration (Q_i, dO_i)
   static constexpr int kNWarps = kNWarps_;
   static constexpr int kNThreads = kNWarps * 32;
-  static constexpr int kKeysPerWarp = kBlockN / kNWarps;   // rows of Sᵀ, dPᵀ, dK, dV per warp
-  static constexpr int kQueriesPerWarp = kBlockM / kNWarps;  // rows of dQ per warp
-  static constexpr int kNTilesS = kBlockM / 8;   // n8 tiles of Sᵀ (over the queries)
-  static constexpr int kKStepsD = kHeadDim / 16; // k16 steps over d (Sᵀ, dPᵀ)
-  static constexpr int kNTilesD = kHeadDim / 8;  // n8 tiles of dK, dV (over d)
-  static constexpr int kKStepsQ = kBlockM / 16;  // k16 steps over the queries (dK, dV)
-  static constexpr int kKStepsK = kBlockN / 16;  // k16 steps over the keys (dQ)
-  static constexpr int kDqChunk = 32;            // dQ columns per pass (bounds registers)
-  static constexpr int kStride = kHeadDim + 8;   // smem row, elements: odd number of 16-B chunks
-  static constexpr int kStrideS = kBlockM + 8;   // dSᵀ smem row
+  static constexpr int kKeysPerWarp = 16;                  // rows of Sᵀ, dPᵀ, dK, dV per warp
+  static constexpr int kKeyWarps = kBlockN / kKeysPerWarp;  // warps along the keys
+  // Warps sharing a 16-key slice (flash2_bwd_split): they split the queries of Sᵀ and dPᵀ and
+  // the columns of dK and dV. 1 up to d = 128; 2 at d = 256, where Pᵀ goes through shared memory.
+  static constexpr int kSplit = kNWarps / kKeyWarps;
+  static constexpr int kQueriesPerWarpS = kBlockM / kSplit;  // columns of Sᵀ, dPᵀ per warp
+  static constexpr int kColsPerWarp = kHeadDim / kSplit;     // columns of dK, dV per warp
+  static constexpr int kQueryWarps = kBlockM / 16;           // dQ step: warps along the queries
+  static constexpr int kDqSplit = kNWarps / kQueryWarps;     // … and along its columns
+  static constexpr int kDqColsPerWarp = kHeadDim / kDqSplit;
+  static constexpr int kNTilesS = kQueriesPerWarpS / 8;  // n8 tiles of Sᵀ (over the queries)
+  static constexpr int kKStepsD = kHeadDim / 16;         // k16 steps over d (Sᵀ, dPᵀ)
+  static constexpr int kNTilesD = kColsPerWarp / 8;      // n8 tiles of dK, dV (over d)
+  static constexpr int kKStepsQ = kBlockM / 16;          // k16 steps over the queries (dK, dV)
+  static constexpr int kKStepsK = kBlockN / 16;          // k16 steps over the keys (dQ)
+  static constexpr int kDqChunk = 32;                    // dQ columns per pass (bounds registers)
+  static constexpr int kStride = kHeadDim + 8;           // smem row, elements: odd number of 16-B chunks
+  static constexpr int kStrideS = kBlockM + 8;           // dSᵀ (and Pᵀ) smem row
   static constexpr int kChunksPerRow = kHeadDim / 8;
   static constexpr int kSmemKV = kBlockN * kStride;  // (kBlockN, kStride)
   static constexpr int kSmemQ = kBlockM * kStride;   // (kBlockM, kStride) per stage
   static constexpr int kSmemDs = kBlockN * kStrideS; // (kBlockN, kStrideS)
-  static constexpr int kSmemElements = 2 * kSmemKV + 4 * kSmemQ + kSmemDs;
+  static constexpr int kSmemP = kSplit > 1 ? kSmemDs : 0;  // Pᵀ∘Z when the queries are split
+  static constexpr int kSmemElements = 2 * kSmemKV + 4 * kSmemQ + kSmemDs + kSmemP;
   static constexpr int kSmemBytes = kSmemElements * 2 + 4 * kBlockM * int(sizeof(float));  // + L, D × 2 stages
 
-  static_assert(kKeysPerWarp == 16, "each warp owns one m16 tile of keys");
-  static_assert(kQueriesPerWarp == 16, "each warp owns one m16 tile of queries in the dQ step");
-  static_assert(kHeadDim % kDqChunk == 0 && kNTilesS % 2 == 0 && kNTilesD % 2 == 0, "ldmatrix.x4 pairs");
+  static_assert(kBlockN % kKeysPerWarp == 0 && kNWarps % kKeyWarps == 0, "whole 16-key slices per warp");
+  static_assert(kBlockM % 16 == 0 && kNWarps % kQueryWarps == 0, "each warp owns one m16 tile of queries in the dQ step");
+  static_assert(kDqColsPerWarp % kDqChunk == 0 && kNTilesS % 2 == 0 && kNTilesD % 2 == 0, "ldmatrix.x4 pairs");
   static_assert((kBlockM * kChunksPerRow) % kNThreads == 0, "whole copy rounds");
+  static_assert(kSmemBytes == flash2_bwd_smem_bytes(kHeadDim, kBlockN, kBlockM, kNWarps));
 };
-
-constexpr int flash2_bwd_smem_bytes(int head_dim, int block_n, int block_m) {
-  return (2 * block_n * (head_dim + 8) + 4 * block_m * (head_dim + 8) + block_n * (block_m + 8)) * 2 +
-         4 * block_m * 4;
-}
 
 // D_i = Σ_c dO_ic · O_ic. kLanes lanes per row (a power of two ≥ d/8), 16 bytes each.
 template <typename T, int kHeadDim>
@@ -166,36 +178,47 @@ __device__ __forceinline__ void dq_turn_pass(int* semaphore, int rank) {
 }
 
 // One step of the backward for a resident K/V tile (sK, sV) and one Q tile (sQs, sdOs, with
-// L·log2(e) in sLses and D in sDs): accumulates dK, dV of this warp's 16 keys in registers
-// and hands dQ_i += dS·K_j to `add_dq(float* dst, float x0, float x1)`, two adjacent floats,
-// dst 8-byte aligned (an atomic add when thread
-// blocks share dQ, as in flash2; a plain read-modify-write when one block owns the head, as
-// in flash1). `before_dq()` runs block-wide once dSᵀ is complete, before the first dQ add (the
-// deterministic mode's wait for its turn). Shared by flash2's and flash1's backward kernels; ends
-// with dSᵀ consumed, but without a final barrier.
+// L·log2(e) in sLses and D in sDs): accumulates dK, dV of this warp's 16 keys (and its
+// kColsPerWarp columns) in registers and hands dQ_i += dS·K_j to `add_dq(float* dst, float x0,
+// float x1)`, two adjacent floats, dst 8-byte aligned (an atomic add when thread blocks share dQ,
+// as in flash2; a plain read-modify-write when one block owns the head, as in flash1).
+// `before_dq()` runs block-wide once dSᵀ is complete, before the first dQ add (the deterministic
+// mode's wait for its turn). Shared by flash2's and flash1's backward kernels; ends with dSᵀ
+// (and sPs) consumed, but without a final barrier.
+//
+// Split (Tr::kSplit = 2, d = 256): the two warps of a 16-key slice compute Sᵀ and dPᵀ for one
+// half of the queries each, write Pᵀ∘Z to sPs and dSᵀ to sdS, and after a barrier each
+// accumulates dV and dK over all the queries for one half of the columns, A read back by
+// ldmatrix. Unsplit, Pᵀ∘Z and dSᵀ are used from the registers they were computed in (sPs unused).
 template <typename Tr, bool kCausal, bool kDropout, typename AddDq, typename BeforeDq = NoDqWait>
 __device__ __forceinline__ void bwd_tile_step(const Flash2BwdParams& p, const typename Tr::Element* sK,
                                               const typename Tr::Element* sV, const typename Tr::Element* sQs,
                                               const typename Tr::Element* sdOs, typename Tr::Element* sdS,
                                               const float* sLses, const float* sDs, int b, int h, int n0, int m0,
                                               int nk, float (&acc_dk)[Tr::kNTilesD][4], float (&acc_dv)[Tr::kNTilesD][4],
-                                              AddDq add_dq, BeforeDq before_dq = {}) {
+                                              AddDq add_dq, BeforeDq before_dq = {},
+                                              typename Tr::Element* sPs = nullptr) {
   using T = typename Tr::Element;
+  constexpr bool kSplit = Tr::kSplit > 1;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
-  const int key_row = warp * Tr::kKeysPerWarp;  // first key row of this warp in the tile
+  const int key_row = (warp % Tr::kKeyWarps) * Tr::kKeysPerWarp;  // first key row of this warp in the tile
+  const int query0 = (warp / Tr::kKeyWarps) * Tr::kQueriesPerWarpS;  // first query column of its Sᵀ
+  const int col0 = (warp / Tr::kKeyWarps) * Tr::kColsPerWarp;        // first column of its dK, dV
   const int a_row = lane % 16, a_col = (lane / 16) * 8;                            // A (row-major)
   const int b_row = (lane % 8) + (lane / 16) * 8, b_col = ((lane / 8) % 2) * 8;    // B from [n][k]
   const int t_row = (lane % 8) + ((lane / 8) % 2) * 8, t_col = (lane / 16) * 8;    // B from [k][n] (trans)
   const int at_row = (lane % 8) + (lane / 16) * 8, at_col = ((lane / 8) % 2) * 8;  // A from [k][m] (trans)
 
-    // Sᵀ = K_j·Q_iᵀ and dPᵀ = V_j·dO_iᵀ (Algorithm 2, lines 9 and 13, transposed): (16 keys, kBlockM).
+  // Sᵀ = K_j·Q_iᵀ and dPᵀ = V_j·dO_iᵀ (Algorithm 2, lines 9 and 13, transposed): (16 keys, kQueriesPerWarpS).
   float acc_s[Tr::kNTilesS][4], acc_dp[Tr::kNTilesS][4];
 #pragma unroll
   for (int nt = 0; nt < Tr::kNTilesS; ++nt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc_s[nt][e] = acc_dp[nt][e] = 0.f;
-#pragma unroll
+  // Split (d = 256): unrolled by 4 only, or ptxas hoists enough ldmatrix loads to spill (the
+  // causal kernels: 44–60 bytes at full unrolling, none at 4).
+#pragma unroll(Tr::kSplit > 1 ? 4 : Tr::kKStepsD)
   for (int kk = 0; kk < Tr::kKStepsD; ++kk) {
     uint32_t ak[4], av[4];
     ldmatrix_x4(ak, smem_addr(sK + (key_row + a_row) * Tr::kStride + kk * 16 + a_col));
@@ -203,8 +226,8 @@ __device__ __forceinline__ void bwd_tile_step(const Flash2BwdParams& p, const ty
 #pragma unroll
     for (int np = 0; np < Tr::kNTilesS / 2; ++np) {
       uint32_t bq[4], bdo[4];
-      ldmatrix_x4(bq, smem_addr(sQs + (np * 16 + b_row) * Tr::kStride + kk * 16 + b_col));
-      ldmatrix_x4(bdo, smem_addr(sdOs + (np * 16 + b_row) * Tr::kStride + kk * 16 + b_col));
+      ldmatrix_x4(bq, smem_addr(sQs + (query0 + np * 16 + b_row) * Tr::kStride + kk * 16 + b_col));
+      ldmatrix_x4(bdo, smem_addr(sdOs + (query0 + np * 16 + b_row) * Tr::kStride + kk * 16 + b_col));
       mma_16816<T>(acc_s[2 * np], ak, bq[0], bq[1]);
       mma_16816<T>(acc_s[2 * np + 1], ak, bq[2], bq[3]);
       mma_16816<T>(acc_dp[2 * np], av, bdo[0], bdo[1]);
@@ -215,23 +238,23 @@ __device__ __forceinline__ void bwd_tile_step(const Flash2BwdParams& p, const ty
   // Pᵀ = exp(Sᵀ·scale − L) (line 11), masked; Pᵀ∘Z (dropout) kept in acc_s for dV,
   // dSᵀ = Pᵀ∘(dPᵀ∘Z − D) (line 15) in acc_dp for dK and dQ.
   const bool tail = n0 + Tr::kBlockN > nk;
-  const bool diagonal = kCausal && n0 + key_row + Tr::kKeysPerWarp - 1 > m0;
+  const bool diagonal = kCausal && n0 + key_row + Tr::kKeysPerWarp - 1 > m0 + query0;
   FragmentKeep<true> keep{};  // dropout: n8 tiles in pairs, one Philox draw per lane
 #pragma unroll
   for (int nt = 0; nt < Tr::kNTilesS; ++nt) {
-    if constexpr (kDropout) {  // element e: query m0 + nt·8 + 2t + (e&1), key n0 + key_row + g (+8)
+    if constexpr (kDropout) {  // element e: query m0 + query0 + nt·8 + 2t + (e&1), key n0 + key_row + g (+8)
       static_assert(Tr::kNTilesS % 2 == 0 && Tr::kKeysPerWarp % 16 == 0, "dropout_keep_bwd: tile pairs, 8-key groups");
       if (nt % 2 == 0) {
         const uint32_t group = uint32_t(n0 + key_row) / kDropoutColumnsPerDraw;
-        const uint32_t i0 = uint32_t(m0 + nt * 8 + 2 * t);
+        const uint32_t i0 = uint32_t(m0 + query0 + nt * 8 + 2 * t);
         keep =
             dropout_keep_bwd(p.seed, uint32_t(b), uint32_t(h), group, group + 1, i0, i0 + 8, p.dropout_threshold, lane);
       }
     }
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int r = key_row + g + (e >= 2 ? 8 : 0);  // key row in the tile
-      const int c = nt * 8 + 2 * t + (e & 1);         // query row in the tile
+      const int r = key_row + g + (e >= 2 ? 8 : 0);    // key row in the tile
+      const int c = query0 + nt * 8 + 2 * t + (e & 1);  // query row in the tile
       const int j = n0 + r, i = m0 + c;
       float pe = exp2f(fmaf(acc_s[nt][e], p.scale_log2, -sLses[c]));
       if ((tail || diagonal) && (j >= nk || (kCausal && j > i))) pe = 0.f;
@@ -241,42 +264,65 @@ __device__ __forceinline__ void bwd_tile_step(const Flash2BwdParams& p, const ty
     }
   }
 
-  // dV_j += (P∘Z)ᵀ·dO_i (line 12), dK_j += dSᵀ·Q_i (line 17): A from registers, B by ldmatrix.trans.
+  // Split: Pᵀ∘Z and dSᵀ to shared memory, (key row, query pair) words, for both warps of the
+  // slice (unsplit, dSᵀ is stored in the loop below, for the dQ step only).
+  if constexpr (kSplit) {
+#pragma unroll
+    for (int nt = 0; nt < Tr::kNTilesS; ++nt)
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        const int off = (key_row + g + hr * 8) * Tr::kStrideS + query0 + nt * 8 + 2 * t;
+        *reinterpret_cast<uint32_t*>(sPs + off) = pack2<T>(acc_s[nt][2 * hr], acc_s[nt][2 * hr + 1]);
+        *reinterpret_cast<uint32_t*>(sdS + off) = pack2<T>(acc_dp[nt][2 * hr], acc_dp[nt][2 * hr + 1]);
+      }
+    __syncthreads();  // Pᵀ∘Z and dSᵀ complete: every query of the slice
+  }
+
+  // dV_j += (P∘Z)ᵀ·dO_i (line 12), dK_j += dSᵀ·Q_i (line 17): A from registers (split: from
+  // sPs and sdS by ldmatrix), B by ldmatrix.trans.
 #pragma unroll
   for (int kk = 0; kk < Tr::kKStepsQ; ++kk) {
     uint32_t ap[4], ads[4];
-    ap[0] = pack2<T>(acc_s[2 * kk][0], acc_s[2 * kk][1]);
-    ap[1] = pack2<T>(acc_s[2 * kk][2], acc_s[2 * kk][3]);
-    ap[2] = pack2<T>(acc_s[2 * kk + 1][0], acc_s[2 * kk + 1][1]);
-    ap[3] = pack2<T>(acc_s[2 * kk + 1][2], acc_s[2 * kk + 1][3]);
-    ads[0] = pack2<T>(acc_dp[2 * kk][0], acc_dp[2 * kk][1]);
-    ads[1] = pack2<T>(acc_dp[2 * kk][2], acc_dp[2 * kk][3]);
-    ads[2] = pack2<T>(acc_dp[2 * kk + 1][0], acc_dp[2 * kk + 1][1]);
-    ads[3] = pack2<T>(acc_dp[2 * kk + 1][2], acc_dp[2 * kk + 1][3]);
-    // dSᵀ to shared memory for the dQ step: (key row, query pair) words.
-    *reinterpret_cast<uint32_t*>(sdS + (key_row + g) * Tr::kStrideS + kk * 16 + 2 * t) = ads[0];
-    *reinterpret_cast<uint32_t*>(sdS + (key_row + g + 8) * Tr::kStrideS + kk * 16 + 2 * t) = ads[1];
-    *reinterpret_cast<uint32_t*>(sdS + (key_row + g) * Tr::kStrideS + kk * 16 + 8 + 2 * t) = ads[2];
-    *reinterpret_cast<uint32_t*>(sdS + (key_row + g + 8) * Tr::kStrideS + kk * 16 + 8 + 2 * t) = ads[3];
+    if constexpr (kSplit) {
+      ldmatrix_x4(ap, smem_addr(sPs + (key_row + a_row) * Tr::kStrideS + kk * 16 + a_col));
+      ldmatrix_x4(ads, smem_addr(sdS + (key_row + a_row) * Tr::kStrideS + kk * 16 + a_col));
+    } else {
+      ap[0] = pack2<T>(acc_s[2 * kk][0], acc_s[2 * kk][1]);
+      ap[1] = pack2<T>(acc_s[2 * kk][2], acc_s[2 * kk][3]);
+      ap[2] = pack2<T>(acc_s[2 * kk + 1][0], acc_s[2 * kk + 1][1]);
+      ap[3] = pack2<T>(acc_s[2 * kk + 1][2], acc_s[2 * kk + 1][3]);
+      ads[0] = pack2<T>(acc_dp[2 * kk][0], acc_dp[2 * kk][1]);
+      ads[1] = pack2<T>(acc_dp[2 * kk][2], acc_dp[2 * kk][3]);
+      ads[2] = pack2<T>(acc_dp[2 * kk + 1][0], acc_dp[2 * kk + 1][1]);
+      ads[3] = pack2<T>(acc_dp[2 * kk + 1][2], acc_dp[2 * kk + 1][3]);
+      // dSᵀ to shared memory for the dQ step: (key row, query pair) words.
+      *reinterpret_cast<uint32_t*>(sdS + (key_row + g) * Tr::kStrideS + kk * 16 + 2 * t) = ads[0];
+      *reinterpret_cast<uint32_t*>(sdS + (key_row + g + 8) * Tr::kStrideS + kk * 16 + 2 * t) = ads[1];
+      *reinterpret_cast<uint32_t*>(sdS + (key_row + g) * Tr::kStrideS + kk * 16 + 8 + 2 * t) = ads[2];
+      *reinterpret_cast<uint32_t*>(sdS + (key_row + g + 8) * Tr::kStrideS + kk * 16 + 8 + 2 * t) = ads[3];
+    }
 #pragma unroll
     for (int dp = 0; dp < Tr::kNTilesD / 2; ++dp) {
       uint32_t bdo[4], bq[4];
-      ldmatrix_x4_trans(bdo, smem_addr(sdOs + (kk * 16 + t_row) * Tr::kStride + dp * 16 + t_col));
-      ldmatrix_x4_trans(bq, smem_addr(sQs + (kk * 16 + t_row) * Tr::kStride + dp * 16 + t_col));
+      ldmatrix_x4_trans(bdo, smem_addr(sdOs + (kk * 16 + t_row) * Tr::kStride + col0 + dp * 16 + t_col));
+      ldmatrix_x4_trans(bq, smem_addr(sQs + (kk * 16 + t_row) * Tr::kStride + col0 + dp * 16 + t_col));
       mma_16816<T>(acc_dv[2 * dp], ap, bdo[0], bdo[1]);
       mma_16816<T>(acc_dv[2 * dp + 1], ap, bdo[2], bdo[3]);
       mma_16816<T>(acc_dk[2 * dp], ads, bq[0], bq[1]);
       mma_16816<T>(acc_dk[2 * dp + 1], ads, bq[2], bq[3]);
     }
   }
-  __syncthreads();  // dSᵀ complete
+  if constexpr (!kSplit) __syncthreads();  // dSᵀ complete (split: since the barrier above)
   before_dq();
 
-  // dQ_i += dS·K_j (line 16): warps split the query rows; A = dS from dSᵀ by ldmatrix.trans.
-  const int q_row = warp * Tr::kQueriesPerWarp;
+  // dQ_i += dS·K_j (line 16): warps split the query rows (and, with more warps than m16 tiles of
+  // queries, the columns); A = dS from dSᵀ by ldmatrix.trans.
+  const int q_row = (warp % Tr::kQueryWarps) * 16;
+  const int dq_col0 = (warp / Tr::kQueryWarps) * Tr::kDqColsPerWarp;
   float* dq = p.dq_accum + ((size_t(b) * p.heads + h) * p.seqlen_q) * Tr::kHeadDim;
 #pragma unroll
-  for (int chunk = 0; chunk < Tr::kHeadDim / Tr::kDqChunk; ++chunk) {
+  for (int chunk = 0; chunk < Tr::kDqColsPerWarp / Tr::kDqChunk; ++chunk) {
+    const int col = dq_col0 + chunk * Tr::kDqChunk;
     float acc_dq[Tr::kDqChunk / 8][4];
 #pragma unroll
     for (int nt = 0; nt < Tr::kDqChunk / 8; ++nt)
@@ -289,7 +335,7 @@ __device__ __forceinline__ void bwd_tile_step(const Flash2BwdParams& p, const ty
 #pragma unroll
       for (int dp = 0; dp < Tr::kDqChunk / 16; ++dp) {
         uint32_t bk[4];
-        ldmatrix_x4_trans(bk, smem_addr(sK + (ks * 16 + t_row) * Tr::kStride + chunk * Tr::kDqChunk + dp * 16 + t_col));
+        ldmatrix_x4_trans(bk, smem_addr(sK + (ks * 16 + t_row) * Tr::kStride + col + dp * 16 + t_col));
         mma_16816<T>(acc_dq[2 * dp], a, bk[0], bk[1]);
         mma_16816<T>(acc_dq[2 * dp + 1], a, bk[2], bk[3]);
       }
@@ -300,7 +346,7 @@ __device__ __forceinline__ void bwd_tile_step(const Flash2BwdParams& p, const ty
       for (int hr = 0; hr < 2; ++hr) {
         const int i = m0 + q_row + g + hr * 8;
         if (i < p.seqlen_q) {
-          float* dst = dq + size_t(i) * Tr::kHeadDim + chunk * Tr::kDqChunk + nt * 8 + 2 * t;
+          float* dst = dq + size_t(i) * Tr::kHeadDim + col + nt * 8 + 2 * t;
           add_dq(dst, acc_dq[nt][2 * hr], acc_dq[nt][2 * hr + 1]);
         }
       }
@@ -316,7 +362,9 @@ __device__ __forceinline__ void store_dkdv(const Flash2BwdParams& p, typename Tr
                                            const float (&acc_dv)[Tr::kNTilesD][4], size_t kv_off, int n0) {
   using T = typename Tr::Element;
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int key_row = (threadIdx.x / 32) * Tr::kKeysPerWarp;
+  const int warp = threadIdx.x / 32;
+  const int key_row = (warp % Tr::kKeyWarps) * Tr::kKeysPerWarp;
+  const int col0 = (warp / Tr::kKeyWarps) * Tr::kColsPerWarp;  // this warp's columns of dK, dV
   cp_async_wait<0>();
   __syncthreads();
 #pragma unroll
@@ -324,9 +372,9 @@ __device__ __forceinline__ void store_dkdv(const Flash2BwdParams& p, typename Tr
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
       const int r = key_row + g + hr * 8;
-      *reinterpret_cast<uint32_t*>(sK + r * Tr::kStride + nt * 8 + 2 * t) =
+      *reinterpret_cast<uint32_t*>(sK + r * Tr::kStride + col0 + nt * 8 + 2 * t) =
           pack2<T>(acc_dk[nt][2 * hr] * p.scale, acc_dk[nt][2 * hr + 1] * p.scale);
-      *reinterpret_cast<uint32_t*>(sV + r * Tr::kStride + nt * 8 + 2 * t) =
+      *reinterpret_cast<uint32_t*>(sV + r * Tr::kStride + col0 + nt * 8 + 2 * t) =
           pack2<T>(acc_dv[nt][2 * hr], acc_dv[nt][2 * hr + 1]);
     }
   __syncthreads();
@@ -357,7 +405,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash2_bwd_kernel(const Flash2B
   T* sQ = sV + Tr::kSmemKV;                 // (2, kBlockM, kStride)
   T* sdO = sQ + 2 * Tr::kSmemQ;             // (2, kBlockM, kStride)
   T* sdS = sdO + 2 * Tr::kSmemQ;            // (kBlockN, kStrideS): dSᵀ of this iteration
-  float* sLse = reinterpret_cast<float*>(sdS + Tr::kSmemDs);  // (2, kBlockM) L·log2(e); +inf: no key
+  T* sP = sdS + Tr::kSmemDs;                // (kBlockN, kStrideS) Pᵀ∘Z, split only (kSmemP)
+  float* sLse = reinterpret_cast<float*>(sP + Tr::kSmemP);  // (2, kBlockM) L·log2(e); +inf: no key
   float* sD = sLse + 2 * Tr::kBlockM;                          // (2, kBlockM)
 
   const int n_block = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
@@ -447,11 +496,12 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash2_bwd_kernel(const Flash2B
                                               float2* d2 = reinterpret_cast<float2*>(dst);
                                               const float2 v = __ldcg(d2);
                                               __stcg(d2, make_float2(v.x + x0, v.y + x1));
-                                            }, [&] { dq_turn_wait(semaphore, n_block); });
+                                            }, [&] { dq_turn_wait(semaphore, n_block); }, sP);
       dq_turn_pass(semaphore, n_block);
     } else {
       bwd_tile_step<Tr, kCausal, kDropout>(p, sK, sV, sQs, sdOs, sdS, sLses, sDs, b, h, n0, m0, nk, acc_dk, acc_dv,
-                                            [](float* dst, float x0, float x1) { atomic_add2(dst, x0, x1); });
+                                            [](float* dst, float x0, float x1) { atomic_add2(dst, x0, x1); },
+                                            NoDqWait{}, sP);
     }
     __syncthreads();  // stage and dSᵀ are rewritten next
   }

@@ -7,14 +7,6 @@
 
 namespace flashio::kernels {
 
-// The backward's tile per head dim: Bc = Br = 64, four warps (16 key rows each). d = 256
-// would need 256 accumulator registers per thread for dK and dV: not compiled.
-template <int kHeadDim>
-struct Flash2BwdConfig {
-  static constexpr bool kAvailable = kHeadDim <= 128;
-  static constexpr int kBlockN = 64, kBlockM = 64, kWarps = 4;
-};
-
 // The main kernel for the run-time masks: (causal, dropout) → template arguments.
 template <typename Tr, bool kSparse, bool kDeterministic>
 auto flash2_bwd_kernel_for(bool causal, bool dropout) {
@@ -50,39 +42,34 @@ void launch_flash2_bwd_epilogue(const Flash2BwdParams& p, cudaStream_t stream) {
 // p.deterministic (the deterministic kernels are compiled for the dense case only).
 template <typename T, int kHeadDim, bool kSparse = false>
 void run_flash2_bwd(const Flash2BwdParams& p, cudaStream_t stream) {
-  if constexpr (!Flash2BwdConfig<kHeadDim>::kAvailable) {
-    throw std::invalid_argument("flash2: no backward kernel for this head dim");
-  } else {
-    using C = Flash2BwdConfig<kHeadDim>;
-    using Tr = Flash2BwdTraits<T, kHeadDim, C::kBlockN, C::kBlockM, C::kWarps>;
-    static_assert(Tr::kSmemBytes == flash2_bwd_smem_bytes(kHeadDim, C::kBlockN, C::kBlockM));
-    launch_flash2_bwd_prologue<T, kHeadDim>(p, stream);
+  using C = Flash2BwdConfig<kHeadDim>;  // kernels/flash2/flash2_bwd_config.h
+  using Tr = Flash2BwdTraits<T, kHeadDim, C::kBlockN, C::kBlockM, C::kWarps>;
+  launch_flash2_bwd_prologue<T, kHeadDim>(p, stream);
 
-    // n_block is blockIdx.x, the fastest-varying index: see the deterministic mode below.
-    const dim3 grid((p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN, p.kv_heads, p.batch);
-    auto kernel = flash2_bwd_kernel_for<Tr, kSparse, false>(p.causal, p.dropout);
-    if (p.deterministic) {
-      // Block (n, hk, b) waits only for block (n − 1, hk, b), one lower in linear block order
-      // (n_block fastest). Thread blocks are dispatched in increasing linear order (what
-      // FlashAttention's deterministic backward relies on too; CUDA does not promise it in
-      // words), so when block n is resident, block n − 1 has been dispatched: it is resident or
-      // done, never waiting behind block n for an SM. Block 0 never waits, and by induction on n
-      // each block n − 1 reaches every (head, Q tile) that block n waits on (it visits the same
-      // tiles, in the same order, and more): no deadlock, whatever the occupancy.
-      if constexpr (kSparse) {
-        throw std::invalid_argument("blocksparse_flash: no deterministic backward");
-      } else {
-        if (!p.dq_semaphore) throw std::invalid_argument("flash2: deterministic backward without dq_semaphore");
-        const size_t semaphores = size_t(p.batch) * p.heads * ((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM);
-        FLASHIO_CUDA_CHECK(cudaMemsetAsync(p.dq_semaphore, 0, semaphores * sizeof(int), stream));
-        kernel = flash2_bwd_kernel_for<Tr, false, true>(p.causal, p.dropout);
-      }
+  // n_block is blockIdx.x, the fastest-varying index: see the deterministic mode below.
+  const dim3 grid((p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN, p.kv_heads, p.batch);
+  auto kernel = flash2_bwd_kernel_for<Tr, kSparse, false>(p.causal, p.dropout);
+  if (p.deterministic) {
+    // Block (n, hk, b) waits only for block (n − 1, hk, b), one lower in linear block order
+    // (n_block fastest). Thread blocks are dispatched in increasing linear order (what
+    // FlashAttention's deterministic backward relies on too; CUDA does not promise it in
+    // words), so when block n is resident, block n − 1 has been dispatched: it is resident or
+    // done, never waiting behind block n for an SM. Block 0 never waits, and by induction on n
+    // each block n − 1 reaches every (head, Q tile) that block n waits on (it visits the same
+    // tiles, in the same order, and more): no deadlock, whatever the occupancy.
+    if constexpr (kSparse) {
+      throw std::invalid_argument("blocksparse_flash: no deterministic backward");
+    } else {
+      if (!p.dq_semaphore) throw std::invalid_argument("flash2: deterministic backward without dq_semaphore");
+      const size_t semaphores = size_t(p.batch) * p.heads * ((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM);
+      FLASHIO_CUDA_CHECK(cudaMemsetAsync(p.dq_semaphore, 0, semaphores * sizeof(int), stream));
+      kernel = flash2_bwd_kernel_for<Tr, false, true>(p.causal, p.dropout);
     }
-    FLASHIO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
-    kernel<<<grid, Tr::kNThreads, Tr::kSmemBytes, stream>>>(p);
-    FLASHIO_CHECK_LAUNCH();
-    launch_flash2_bwd_epilogue<T, kHeadDim>(p, stream);
   }
+  FLASHIO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
+  kernel<<<grid, Tr::kNThreads, Tr::kSmemBytes, stream>>>(p);
+  FLASHIO_CHECK_LAUNCH();
+  launch_flash2_bwd_epilogue<T, kHeadDim>(p, stream);
 }
 
 }  // namespace flashio::kernels

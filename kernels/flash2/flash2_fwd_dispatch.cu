@@ -73,8 +73,7 @@ FusedKernelArch fused_kernel_arch() {
 template <int D>
 static bool bwd_tile(Flash2Tile* out) {
   using C = Flash2BwdConfig<D>;
-  if (!C::kAvailable) return false;
-  *out = {C::kBlockM, C::kBlockN, C::kWarps, 2, flash2_bwd_smem_bytes(D, C::kBlockN, C::kBlockM)};
+  *out = {C::kBlockM, C::kBlockN, C::kWarps, 2, flash2_bwd_smem_bytes(D, C::kBlockN, C::kBlockM, C::kWarps)};
   return true;
 }
 

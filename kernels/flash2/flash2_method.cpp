@@ -59,7 +59,7 @@ bool choose_bwd_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile* out, s
     return false;
   }
   if (!kernels::flash2_bwd_tile(int(p.head_dim), out)) {
-    *why = fmt::format("flash2 backward supports head dims up to 128 (got {})", p.head_dim);
+    *why = fmt::format("flash2 has no backward kernel for d={}", p.head_dim);
     return false;
   }
   return true;
@@ -188,7 +188,7 @@ class Flash2 final : public Method {
     i.deterministic = true;
     i.mma = {"mma.sync", "wgmma"};
     i.notes =
-        "backward: head dims up to 128; dQ accumulated with fp32 atomics (not bitwise reproducible), or with "
+        "backward: every head dim (d 256: eight warps, two per 16-key slice); dQ accumulated with fp32 atomics (not bitwise reproducible), or with "
         "--deterministic true by K/V tiles in turn (a semaphore per Q tile); on Hopper, wgmma kernels (d 64, 128; "
         "backward not deterministic), mma.sync otherwise (--mma forces one)";
     return i;

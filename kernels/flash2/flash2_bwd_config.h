@@ -1,0 +1,38 @@
+// The tile compiled for the flash2 (and flash1) mma.sync backward kernel, per head dim, and its
+// shared memory. Plain C++: read by the kernels' instantiations and by host-side code (the
+// methods' tile reports, analysis/tables.cpp's predictions) alike.
+#pragma once
+
+namespace flashio::kernels {
+
+// Bc key rows per thread block, Br query rows per inner iteration, warps. Each warp owns 16
+// key rows of dK and dV, so Bc = 16 · (warps / split) where `split` warps share those rows:
+//   d ≤ 128: Bc = Br = 64, four warps, split 1 — a warp's dK and dV (16 × d fp32 each) stay in
+//            its registers (128 per thread at d = 128);
+//   d = 256: 16 × 256 × 2 fp32 would be 256 registers per thread, so eight warps split the
+//            columns of dK and dV in two (and the queries of Sᵀ, dPᵀ and the columns of dQ):
+//            Bc = 64, Br = 32, eight warps, split 2 (Pᵀ goes through shared memory, see
+//            flash2_bwd_kernel.cuh). Br = 32 keeps the tile within an A100's 164 KiB.
+struct Flash2BwdSpec {
+  int block_n, block_m, warps;
+};
+constexpr Flash2BwdSpec flash2_bwd_spec(int head_dim) { return head_dim <= 128 ? Flash2BwdSpec{64, 64, 4} : Flash2BwdSpec{64, 32, 8}; }
+
+template <int kHeadDim>
+struct Flash2BwdConfig {
+  static constexpr int kBlockN = flash2_bwd_spec(kHeadDim).block_n, kBlockM = flash2_bwd_spec(kHeadDim).block_m,
+                       kWarps = flash2_bwd_spec(kHeadDim).warps;
+};
+
+// Warps sharing one 16-row slice of keys: 1, or 2 at d = 256.
+constexpr int flash2_bwd_split(int block_n, int warps) { return warps / (block_n / 16); }
+
+// Shared memory of one thread block: K_j and V_j, two stages of Q_i and dO_i (rows padded by 8
+// elements), dSᵀ (and Pᵀ when split), and two stages of L and D.
+constexpr int flash2_bwd_smem_bytes(int head_dim, int block_n, int block_m, int warps) {
+  const int transposed = flash2_bwd_split(block_n, warps) > 1 ? 2 : 1;  // dSᵀ, and Pᵀ when split
+  return (2 * block_n * (head_dim + 8) + 4 * block_m * (head_dim + 8) + transposed * block_n * (block_m + 8)) * 2 +
+         4 * block_m * 4;
+}
+
+}  // namespace flashio::kernels
