@@ -321,6 +321,27 @@ std::optional<kernels::Flash2TileSpec> pick_tile(const std::string& method, int6
   return best;
 }
 
+// The backward tile flash2 would pick (kernels/flash2/flash2_method.cpp): the first of the list
+// that fits `optin` bytes, else the smallest (which then does not fit).
+template <int D>
+kernels::Flash2BwdSpec pick_bwd_tile(int64_t optin) {
+  const auto& list = kernels::Flash2BwdConfigs<D>::list;
+  for (const auto& s : list)
+    if (kernels::flash2_bwd_smem_bytes(D, s.block_n, s.block_m, s.warps) <= optin) return s;
+  return list[kernels::flash2_bwd_config_count<D>() - 1];
+}
+
+kernels::Flash2BwdSpec pick_bwd_tile(int64_t d, int64_t optin) {
+  switch (d) {
+    case 32: return pick_bwd_tile<32>(optin);
+    case 64: return pick_bwd_tile<64>(optin);
+    case 96: return pick_bwd_tile<96>(optin);
+    case 128: return pick_bwd_tile<128>(optin);
+    case 256: return pick_bwd_tile<256>(optin);
+    default: return kernels::Flash2BwdConfigs<128>::list[0];  // no kernel: the forward's pick_tile says so
+  }
+}
+
 std::optional<kernels::Flash2TileSpec> pick_tile(const std::string& method, int64_t d, int64_t optin, int64_t* smem) {
   switch (d) {
     case 32:
@@ -342,13 +363,7 @@ std::optional<kernels::Flash2TileSpec> pick_tile(const std::string& method, int6
 
 std::vector<Table> predict_tables(const PredictRequest& r) {
   std::vector<Table> out;
-  // The mma.sync backward's tile (kernels/flash2/flash2_bwd_config.h; flash1 shares it up to
-  // d = 128) and its shared memory (flash1 adds two O stages).
   const int64_t d = r.head_dim;
-  const kernels::Flash2BwdSpec bwd_spec = kernels::flash2_bwd_spec(int(d));
-  const KernelTiles bwd_tile{bwd_spec.block_m, bwd_spec.block_n, bwd_spec.warps};
-  const int64_t bwd_smem2 = kernels::flash2_bwd_smem_bytes(int(d), bwd_spec.block_n, bwd_spec.block_m, bwd_spec.warps);
-  const int64_t bwd_smem1 = bwd_smem2 + 2 * int64_t(bwd_spec.block_m) * (d + 8) * 2;
   for (const auto& key : r.gpus) {
     const auto g = find_gpu(key);
     if (!g) {
@@ -356,6 +371,12 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
       for (const auto& x : gpu_table()) keys.push_back(x.key);
       throw std::invalid_argument(fmt::format("unknown GPU '{}' (known: {})", key, fmt::join(keys, ", ")));
     }
+    // The mma.sync backward's tile on this GPU (kernels/flash2/flash2_bwd_config.h; flash1 shares
+    // the first up to d = 128) and its shared memory (flash1 adds two O stages).
+    const kernels::Flash2BwdSpec bwd_spec = pick_bwd_tile(d, g->smem_per_block_optin_bytes);
+    const KernelTiles bwd_tile{bwd_spec.block_m, bwd_spec.block_n, bwd_spec.warps};
+    const int64_t bwd_smem2 = kernels::flash2_bwd_smem_bytes(int(d), bwd_spec.block_n, bwd_spec.block_m, bwd_spec.warps);
+    const int64_t bwd_smem1 = bwd_smem2 + 2 * int64_t(bwd_spec.block_m) * (d + 8) * 2;
     const GpuLimits lim{g->sm_count, g->smem_per_sm_bytes, g->l2_bytes, g->max_threads_per_sm};
     Table t{
         fmt::format("{}: {} SMs, {} KiB shared memory/SM, L2 {} MiB, {:.0f} GB/s, {:.0f} TFLOP/s fp16 — b {} · h {} · "

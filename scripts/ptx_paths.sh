@@ -30,8 +30,9 @@ cd "$(dirname "$0")/.."
 
 # The fused methods' GPU tests, kept to a few minutes: every flash2 backward and deterministic
 # case, flash2's forward grid, GQA/padding/tiles, flash1 at N 17 and 1013 (d 64), every
-# block-sparse pattern and the density-1 bitwise comparison with flash2.
-FILTER="${FLASHIO_PTX_FILTER:-GpuFeatures.FusedKernelArchIsReported:Grid/Flash2Backward.*:Flash2BackwardFeatures.GqaPaddingUnequalLengthsDropout:Grid/Flash2Deterministic.*:Flash2DeterministicFeatures.*:Forward/GpuMethod.*/flash2_*:GpuFeatures.KeyPaddingGqaAndUnequalLengths:GpuFeatures.EveryFlash2TileAndHeadDim:Grid/Flash1Gpu.*/n17_*:Grid/Flash1Gpu.*/n1013_d64_*:Patterns/BlocksparseFlash.*:BlocksparseFeatures.DensityOneIsBitwiseDenseFlash2}"
+# block-sparse pattern and the density-1 bitwise comparison with flash2. No test that runs the
+# cuBLAS methods: cuBLAS ships SASS only, and CUDA_FORCE_PTX_JIT=1 makes its handle fail.
+FILTER="${FLASHIO_PTX_FILTER:-GpuFeatures.FusedKernelArchIsReported:Grid/Flash2Backward.*:Flash2BackwardFeatures.GqaPaddingUnequalLengthsDropout:Grid/Flash2Deterministic.*:Flash2DeterministicFeatures.*:Forward/GpuMethod.*/flash2_*:GpuFeatures.EveryFlash2TileAndHeadDim:Grid/Flash1Gpu.*/n17_*:Grid/Flash1Gpu.*/n1013_d64_*:Patterns/BlocksparseFlash.*:BlocksparseFeatures.DensityOneIsBitwiseDenseFlash2}"
 
 cmd="${1:-}"
 shift || true

@@ -112,9 +112,9 @@ TEST(Registry, Flash2PicksATileThatFitsSharedMemory) {
   EXPECT_TRUE(flash2->supports(p, Pass::Fwd, h100()).ok);
 }
 
-// d = 256 backward: the split mma.sync kernel (Bc 64, Br 32, eight warps, 145,920 bytes of shared
-// memory) runs on an H100 or an A100 (164 KiB per block), and is refused with the bytes on a GPU
-// with 99 KiB (RTX 3090).
+// d = 256 backward: the split mma.sync kernel (Bc 64, eight warps) with Br 64 (222,208 bytes of
+// shared memory) on an H100, Br 32 (145,920 bytes) on an A100 (164 KiB per block); refused with
+// the smaller tile's bytes on a GPU with 99 KiB (RTX 3090).
 TEST(Registry, Flash2BackwardAtHeadDim256) {
   const Method* flash2 = builtin_registry().find("flash2");
   Problem p;

@@ -15,8 +15,8 @@ namespace flashio::kernels {
   extern template void run_flash2_fwd<half, D, true>(const Flash2FwdParams&, const Flash2Tile&, cudaStream_t); \
   extern template void run_flash2_fwd<__nv_bfloat16, D, true>(const Flash2FwdParams&, const Flash2Tile&,       \
                                                               cudaStream_t);                                   \
-  extern template void run_flash2_bwd<half, D, true>(const Flash2BwdParams&, cudaStream_t);                    \
-  extern template void run_flash2_bwd<__nv_bfloat16, D, true>(const Flash2BwdParams&, cudaStream_t);
+  extern template void run_flash2_bwd<half, D, true>(const Flash2BwdParams&, const Flash2Tile&, cudaStream_t); \
+  extern template void run_flash2_bwd<__nv_bfloat16, D, true>(const Flash2BwdParams&, const Flash2Tile&, cudaStream_t);
 BLOCKSPARSE_HEAD_DIMS(BLOCKSPARSE_DECLARE)
 
 bool blocksparse_head_dim_compiled(int head_dim) {
@@ -64,10 +64,13 @@ static void fwd_head_dim(const Flash2FwdParams& p, const Flash2Tile& tile, cudaS
 template <typename T>
 static void bwd_head_dim(const Flash2BwdParams& p, cudaStream_t stream) {
   switch (p.head_dim) {
-#define BLOCKSPARSE_BWD_CASE(D)            \
-  case D:                                  \
-    run_flash2_bwd<T, D, true>(p, stream); \
-    return;
+#define BLOCKSPARSE_BWD_CASE(D)                                 \
+  case D: {                                                     \
+    Flash2Tile tile{};                                          \
+    flash2_bwd_tile(D, &tile); /* the first: the one compiled */ \
+    run_flash2_bwd<T, D, true>(p, tile, stream);                \
+    return;                                                     \
+  }
     BLOCKSPARSE_HEAD_DIMS(BLOCKSPARSE_BWD_CASE)
     default:
       throw std::invalid_argument("blocksparse_flash: head dim " + std::to_string(p.head_dim) + " not compiled");

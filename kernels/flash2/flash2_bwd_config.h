@@ -5,23 +5,38 @@
 
 namespace flashio::kernels {
 
-// Bc key rows per thread block, Br query rows per inner iteration, warps. Each warp owns 16
-// key rows of dK and dV, so Bc = 16 · (warps / split) where `split` warps share those rows:
+// The tiles compiled for the mma.sync backward, per head dim, preferred first: host code takes
+// the first that fits the GPU's shared memory. Bc key rows per thread block, Br query rows per
+// inner iteration, warps. Each warp owns 16 key rows of dK and dV, so Bc = 16 · warps / split,
+// where `split` warps share those rows:
 //   d ≤ 128: Bc = Br = 64, four warps, split 1 — a warp's dK and dV (16 × d fp32 each) stay in
 //            its registers (128 per thread at d = 128);
 //   d = 256: 16 × 256 × 2 fp32 would be 256 registers per thread, so eight warps split the
-//            columns of dK and dV in two (and the queries of Sᵀ, dPᵀ and the columns of dQ):
-//            Bc = 64, Br = 32, eight warps, split 2 (Pᵀ goes through shared memory, see
-//            flash2_bwd_kernel.cuh). Br = 32 keeps the tile within an A100's 164 KiB.
+//            columns of dK and dV in two (and the queries of Sᵀ, dPᵀ and the columns of dQ;
+//            Pᵀ goes through shared memory, see flash2_bwd_kernel.cuh): Bc = 64 with Br = 64
+//            (222,208 bytes: H100, H200) or Br = 32 (145,920 bytes: an A100's 164 KiB). On an
+//            H100, Br = 64 is 1.18–1.23× faster (kernels/flash2/NOTES.md).
 struct Flash2BwdSpec {
   int block_n, block_m, warps;
 };
-constexpr Flash2BwdSpec flash2_bwd_spec(int head_dim) { return head_dim <= 128 ? Flash2BwdSpec{64, 64, 4} : Flash2BwdSpec{64, 32, 8}; }
+template <int kHeadDim>
+struct Flash2BwdConfigs {
+  static constexpr Flash2BwdSpec list[1] = {{64, 64, 4}};
+};
+template <>
+struct Flash2BwdConfigs<256> {
+  static constexpr Flash2BwdSpec list[2] = {{64, 64, 8}, {64, 32, 8}};
+};
+template <int kHeadDim>
+constexpr int flash2_bwd_config_count() {
+  return int(sizeof(Flash2BwdConfigs<kHeadDim>::list) / sizeof(Flash2BwdSpec));
+}
 
+// The first (preferred) tile: the only one of flash1's backward and the block-sparse one.
 template <int kHeadDim>
 struct Flash2BwdConfig {
-  static constexpr int kBlockN = flash2_bwd_spec(kHeadDim).block_n, kBlockM = flash2_bwd_spec(kHeadDim).block_m,
-                       kWarps = flash2_bwd_spec(kHeadDim).warps;
+  static constexpr Flash2BwdSpec kSpec = Flash2BwdConfigs<kHeadDim>::list[0];
+  static constexpr int kBlockN = kSpec.block_n, kBlockM = kSpec.block_m, kWarps = kSpec.warps;
 };
 
 // Warps sharing one 16-row slice of keys: 1, or 2 at d = 256.

@@ -1,6 +1,7 @@
 // Launch of the flash2 backward for one (element type, head dim): preprocess, main, convert.
 #pragma once
 #include <stdexcept>
+#include <utility>
 
 #include "bench/cuda_check.h"
 #include "kernels/flash2/flash2_bwd_kernel.cuh"
@@ -38,12 +39,12 @@ void launch_flash2_bwd_epilogue(const Flash2BwdParams& p, cudaStream_t stream) {
   FLASHIO_CHECK_LAUNCH();
 }
 
-// kSparse: the block-sparse main kernel (blocksparse_flash), same tile and launches. Not with
-// p.deterministic (the deterministic kernels are compiled for the dense case only).
-template <typename T, int kHeadDim, bool kSparse = false>
-void run_flash2_bwd(const Flash2BwdParams& p, cudaStream_t stream) {
-  using C = Flash2BwdConfig<kHeadDim>;  // kernels/flash2/flash2_bwd_config.h
-  using Tr = Flash2BwdTraits<T, kHeadDim, C::kBlockN, C::kBlockM, C::kWarps>;
+// The main kernel for tile Flash2BwdConfigs<kHeadDim>::list[kIndex], between the prologue and
+// the epilogue.
+template <typename T, int kHeadDim, int kIndex, bool kSparse>
+void launch_flash2_bwd_config(const Flash2BwdParams& p, cudaStream_t stream) {
+  constexpr Flash2BwdSpec s = Flash2BwdConfigs<kHeadDim>::list[kIndex];
+  using Tr = Flash2BwdTraits<T, kHeadDim, s.block_n, s.block_m, s.warps>;
   launch_flash2_bwd_prologue<T, kHeadDim>(p, stream);
 
   // n_block is blockIdx.x, the fastest-varying index: see the deterministic mode below.
@@ -70,6 +71,30 @@ void run_flash2_bwd(const Flash2BwdParams& p, cudaStream_t stream) {
   kernel<<<grid, Tr::kNThreads, Tr::kSmemBytes, stream>>>(p);
   FLASHIO_CHECK_LAUNCH();
   launch_flash2_bwd_epilogue<T, kHeadDim>(p, stream);
+}
+
+template <typename T, int kHeadDim, bool kSparse, size_t... I>
+void run_flash2_bwd_impl(const Flash2BwdParams& p, const Flash2Tile& tile, cudaStream_t stream,
+                         std::index_sequence<I...>) {
+  bool launched = false;
+  auto try_one = [&](auto index) {
+    constexpr Flash2BwdSpec s = Flash2BwdConfigs<kHeadDim>::list[decltype(index)::value];
+    if (!launched && s.block_m == tile.block_m && s.block_n == tile.block_n && s.warps == tile.warps) {
+      launch_flash2_bwd_config<T, kHeadDim, int(decltype(index)::value), kSparse>(p, stream);
+      launched = true;
+    }
+  };
+  (try_one(std::integral_constant<size_t, I>{}), ...);
+  if (!launched) throw std::invalid_argument("flash2: backward tile configuration not compiled");
+}
+
+// The backward with tile `tile` (one of Flash2BwdConfigs<kHeadDim>::list). kSparse: the
+// block-sparse main kernel (blocksparse_flash), compiled for the list's first tile only; not with
+// p.deterministic (the deterministic kernels are compiled for the dense case only).
+template <typename T, int kHeadDim, bool kSparse = false>
+void run_flash2_bwd(const Flash2BwdParams& p, const Flash2Tile& tile, cudaStream_t stream) {
+  constexpr size_t n = kSparse ? 1 : size_t(flash2_bwd_config_count<kHeadDim>());
+  run_flash2_bwd_impl<T, kHeadDim, kSparse>(p, tile, stream, std::make_index_sequence<n>{});
 }
 
 }  // namespace flashio::kernels

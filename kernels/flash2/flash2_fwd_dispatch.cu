@@ -13,8 +13,8 @@ namespace flashio::kernels {
 #define FLASH2_DECLARE(D)                                                                                   \
   extern template void run_flash2_fwd<half, D>(const Flash2FwdParams&, const Flash2Tile&, cudaStream_t);      \
   extern template void run_flash2_fwd<__nv_bfloat16, D>(const Flash2FwdParams&, const Flash2Tile&, cudaStream_t); \
-  extern template void run_flash2_bwd<half, D>(const Flash2BwdParams&, cudaStream_t);                          \
-  extern template void run_flash2_bwd<__nv_bfloat16, D>(const Flash2BwdParams&, cudaStream_t);
+  extern template void run_flash2_bwd<half, D>(const Flash2BwdParams&, const Flash2Tile&, cudaStream_t);       \
+  extern template void run_flash2_bwd<__nv_bfloat16, D>(const Flash2BwdParams&, const Flash2Tile&, cudaStream_t);
 FLASH2_HEAD_DIMS(FLASH2_DECLARE)
 
 template <int D>
@@ -71,38 +71,41 @@ FusedKernelArch fused_kernel_arch() {
 }
 
 template <int D>
-static bool bwd_tile(Flash2Tile* out) {
-  using C = Flash2BwdConfig<D>;
-  *out = {C::kBlockM, C::kBlockN, C::kWarps, 2, flash2_bwd_smem_bytes(D, C::kBlockN, C::kBlockM, C::kWarps)};
-  return true;
+static int list_bwd_tiles(Flash2Tile* out, int max) {
+  int n = 0;
+  for (const auto& s : Flash2BwdConfigs<D>::list)
+    if (n < max) out[n++] = {s.block_m, s.block_n, s.warps, 2, flash2_bwd_smem_bytes(D, s.block_n, s.block_m, s.warps)};
+  return n;
 }
 
-bool flash2_bwd_tile(int head_dim, Flash2Tile* out) {
+int flash2_bwd_tiles(int head_dim, Flash2Tile* out, int max) {
   switch (head_dim) {
-#define FLASH2_BWD_TILE_CASE(D) \
-  case D: return bwd_tile<D>(out);
-    FLASH2_HEAD_DIMS(FLASH2_BWD_TILE_CASE)
-    default: return false;
+#define FLASH2_BWD_TILES_CASE(D) \
+  case D: return list_bwd_tiles<D>(out, max);
+    FLASH2_HEAD_DIMS(FLASH2_BWD_TILES_CASE)
+    default: return 0;
   }
 }
 
+bool flash2_bwd_tile(int head_dim, Flash2Tile* out) { return flash2_bwd_tiles(head_dim, out, 1) == 1; }
+
 template <typename T>
-static void dispatch_bwd_head_dim(const Flash2BwdParams& p, cudaStream_t stream) {
+static void dispatch_bwd_head_dim(const Flash2BwdParams& p, const Flash2Tile& tile, cudaStream_t stream) {
   switch (p.head_dim) {
-#define FLASH2_BWD_CASE(D)               \
-  case D:                                \
-    run_flash2_bwd<T, D>(p, stream);     \
+#define FLASH2_BWD_CASE(D)                 \
+  case D:                                  \
+    run_flash2_bwd<T, D>(p, tile, stream); \
     return;
     FLASH2_HEAD_DIMS(FLASH2_BWD_CASE)
     default: throw std::invalid_argument("flash2: head dim " + std::to_string(p.head_dim) + " not compiled");
   }
 }
 
-void flash2_bwd(const Flash2BwdParams& p, bool bf16, cudaStream_t stream) {
+void flash2_bwd(const Flash2BwdParams& p, const Flash2Tile& tile, bool bf16, cudaStream_t stream) {
   if (bf16) {
-    dispatch_bwd_head_dim<__nv_bfloat16>(p, stream);
+    dispatch_bwd_head_dim<__nv_bfloat16>(p, tile, stream);
   } else {
-    dispatch_bwd_head_dim<half>(p, stream);
+    dispatch_bwd_head_dim<half>(p, tile, stream);
   }
 }
 

@@ -58,10 +58,17 @@ bool choose_bwd_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile* out, s
     *why = "--mma wgmma: " + *refusal;
     return false;
   }
-  if (!kernels::flash2_bwd_tile(int(p.head_dim), out)) {
+  // The first mma.sync tile that fits this GPU's shared memory; if none does, the smallest
+  // (supports() then refuses the point with its bytes).
+  kernels::Flash2Tile tiles[4];
+  const int n = kernels::flash2_bwd_tiles(int(p.head_dim), tiles, 4);
+  if (n == 0) {
     *why = fmt::format("flash2 has no backward kernel for d={}", p.head_dim);
     return false;
   }
+  *out = tiles[n - 1];
+  for (int i = n - 1; i >= 0; --i)
+    if (tiles[i].smem_bytes <= dev.smem_per_block_optin) *out = tiles[i];
   return true;
 }
 
@@ -153,7 +160,7 @@ class Flash2Plan final : public Plan {
     if (bwd_tile_->wgmma) {
       kernels::flash2_bwd_wgmma(k, p_.dtype == DType::BF16, stream);
     } else {
-      kernels::flash2_bwd(k, p_.dtype == DType::BF16, stream);
+      kernels::flash2_bwd(k, *bwd_tile_, p_.dtype == DType::BF16, stream);
     }
   }
   void forward(const AttentionBuffers& buf, cudaStream_t stream) override {
