@@ -15,7 +15,7 @@ namespace flashio::kernels {
 //            columns of dK and dV in two (and the queries of Sᵀ, dPᵀ and the columns of dQ;
 //            Pᵀ goes through shared memory, see flash2_bwd_kernel.cuh): Bc = 64 with Br = 64
 //            (222,208 bytes: H100, H200) or Br = 32 (145,920 bytes: an A100's 164 KiB). On an
-//            H100, Br = 64 is 1.18–1.23× faster (kernels/flash2/NOTES.md).
+//            H100, Br = 64 is 1.13–1.22× faster (kernels/flash2/NOTES.md).
 struct Flash2BwdSpec {
   int block_n, block_m, warps;
 };
