@@ -308,9 +308,9 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_bwd_kernel(const Flash1B
     const bool any = n0 < nk && i_first < m_blocks;
     if (any) load_q_tile(i_first, 0);
     cp_async_commit();
-    float acc_dk[Tr::kNTilesD][4], acc_dv[Tr::kNTilesD][4];  // line 8: dK_j = dV_j = 0 on chip
+    float acc_dk[Tr::kAccTilesD][4], acc_dv[Tr::kAccTilesD][4];  // line 8: dK_j = dV_j = 0 on chip
 #pragma unroll
-    for (int nt = 0; nt < Tr::kNTilesD; ++nt)
+    for (int nt = 0; nt < Tr::kAccTilesD; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc_dk[nt][e] = acc_dv[nt][e] = 0.f;
 

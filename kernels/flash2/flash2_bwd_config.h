@@ -7,13 +7,13 @@ namespace flashio::kernels {
 
 // The tiles compiled for the mma.sync backward, per head dim, preferred first: host code takes
 // the first that fits the GPU's shared memory. Bc key rows per thread block, Br query rows per
-// inner iteration, warps. Each warp owns 16 key rows of dK and dV, so Bc = 16 · warps / split,
-// where `split` warps share those rows:
+// inner iteration, warps. Each warp computes 16 key rows of Sᵀ and dPᵀ, so Bc = 16 · warps / split,
+// where `split` warps share those rows (flash2_bwd_split):
 //   d ≤ 128: Bc = Br = 64, four warps, split 1 — a warp's dK and dV (16 × d fp32 each) stay in
 //            its registers (128 per thread at d = 128);
-//   d = 256: 16 × 256 × 2 fp32 would be 256 registers per thread, so eight warps split the
-//            columns of dK and dV in two (and the queries of Sᵀ, dPᵀ and the columns of dQ;
-//            Pᵀ goes through shared memory, see flash2_bwd_kernel.cuh): Bc = 64 with Br = 64
+//   d = 256: 16 × 256 × 2 fp32 would be 256 registers per thread, so eight warps share the
+//            work: two per 16-key slice of Sᵀ and dPᵀ, then 32 × 64 warp tiles of dK, dV and
+//            dQ (Pᵀ goes through shared memory, see flash2_bwd_kernel.cuh): Bc = 64 with Br = 64
 //            (222,208 bytes: H100, H200) or Br = 32 (145,920 bytes: an A100's 164 KiB). On an
 //            H100, Br = 64 is 1.13–1.22× faster (kernels/flash2/NOTES.md).
 struct Flash2BwdSpec {

@@ -13,11 +13,11 @@
 //      dSᵀ are already A operands of dV += Pᵀ·dO and dK += dSᵀ·Q. dSᵀ goes through shared
 //      memory for dQ = dS·K, where warps split the query rows instead.
 //      d = 256 (kSplit = 2, flash2_bwd_config.h): a warp's 16 × 256 dK and dV would take 256
-//      fp32 registers per thread, so two warps share each 16-key slice: each computes Sᵀ and
-//      dPᵀ for half of the queries, Pᵀ∘Z and dSᵀ go through shared memory, and each then
-//      accumulates dK and dV for half of the columns over all the queries (128 registers). No
-//      product is computed twice; the cost is one more barrier and Pᵀ's trip through shared
-//      memory per Q tile.
+//      fp32 registers per thread, so two warps share each 16-key slice of Sᵀ and dPᵀ, one half
+//      of the queries each; Pᵀ∘Z and dSᵀ go through shared memory, and every warp then
+//      accumulates a 32-key × 64-column tile of dK and dV (128 registers) and a 32-query ×
+//      64-column tile of dQ. No product is computed twice; the cost is one more barrier and
+//      Pᵀ's trip through shared memory per Q tile.
 //   3. convert: dQ = scale · accumulator, in the element type.
 // Deterministic mode (kDeterministic, FlashAttention-2's `deterministic=True` semaphore scheme): no
 // atomics; the K/V tiles that contribute to Q tile i add to dQ_i one at a time, in the order
@@ -67,19 +67,25 @@ struct Flash2BwdTraits {
   static constexpr int kBlockM = kBlockM_;  // Br: query rows per inner iteration (Q_i, dO_i)
   static constexpr int kNWarps = kNWarps_;
   static constexpr int kNThreads = kNWarps * 32;
-  static constexpr int kKeysPerWarp = 16;                  // rows of Sᵀ, dPᵀ, dK, dV per warp
+  static constexpr int kKeysPerWarp = 16;                  // rows of Sᵀ, dPᵀ per warp
   static constexpr int kKeyWarps = kBlockN / kKeysPerWarp;  // warps along the keys
-  // Warps sharing a 16-key slice (flash2_bwd_split): they split the queries of Sᵀ and dPᵀ and
-  // the columns of dK and dV. 1 up to d = 128; 2 at d = 256, where Pᵀ goes through shared memory.
+  // Warps sharing a 16-key slice of Sᵀ, dPᵀ (flash2_bwd_split): 1 up to d = 128; 2 at d = 256,
+  // where they split its queries and Pᵀ∘Z, dSᵀ go through shared memory. Split, the products
+  // after it have warp tiles of their own: dK, dV and dQ in 32 rows × d/4 columns.
   static constexpr int kSplit = kNWarps / kKeyWarps;
   static constexpr int kQueriesPerWarpS = kBlockM / kSplit;  // columns of Sᵀ, dPᵀ per warp
-  static constexpr int kColsPerWarp = kHeadDim / kSplit;     // columns of dK, dV per warp
-  static constexpr int kQueryWarps = kBlockM / 16;           // dQ step: warps along the queries
-  static constexpr int kDqSplit = kNWarps / kQueryWarps;     // … and along its columns
-  static constexpr int kDqColsPerWarp = kHeadDim / kDqSplit;
+  static constexpr int kRowsPerWarp = kSplit > 1 ? 32 : 16;  // rows of dK, dV (keys) and of dQ (queries) per warp
+  static constexpr int kMTiles = kRowsPerWarp / 16;          // m16 tiles per warp in those products
+  static constexpr int kKVWarps = kBlockN / kRowsPerWarp;    // dK, dV: warps along the keys
+  static constexpr int kColsPerWarp = kHeadDim / (kNWarps / kKVWarps);  // … columns of dK, dV per warp
+  static constexpr int kQueryWarps = kBlockM < kRowsPerWarp ? 1 : kBlockM / kRowsPerWarp;  // dQ: warps along the queries
+  static constexpr int kDqRowsPerWarp = kBlockM / kQueryWarps;         // … rows of dQ per warp (16 or 32)
+  static constexpr int kDqMTiles = kDqRowsPerWarp / 16;
+  static constexpr int kDqColsPerWarp = kHeadDim / (kNWarps / kQueryWarps);  // … columns of dQ per warp
   static constexpr int kNTilesS = kQueriesPerWarpS / 8;  // n8 tiles of Sᵀ (over the queries)
   static constexpr int kKStepsD = kHeadDim / 16;         // k16 steps over d (Sᵀ, dPᵀ)
-  static constexpr int kNTilesD = kColsPerWarp / 8;      // n8 tiles of dK, dV (over d)
+  static constexpr int kNTilesD = kColsPerWarp / 8;      // n8 tiles of dK, dV (over d) per m16 tile
+  static constexpr int kAccTilesD = kMTiles * kNTilesD;  // dK, dV accumulator tiles per warp: [m16][n8]
   static constexpr int kKStepsQ = kBlockM / 16;          // k16 steps over the queries (dK, dV)
   static constexpr int kKStepsK = kBlockN / 16;          // k16 steps over the keys (dQ)
   static constexpr int kDqChunk = 32;                    // dQ columns per pass (bounds registers)
@@ -94,7 +100,9 @@ struct Flash2BwdTraits {
   static constexpr int kSmemBytes = kSmemElements * 2 + 4 * kBlockM * int(sizeof(float));  // + L, D × 2 stages
 
   static_assert(kBlockN % kKeysPerWarp == 0 && kNWarps % kKeyWarps == 0, "whole 16-key slices per warp");
-  static_assert(kBlockM % 16 == 0 && kNWarps % kQueryWarps == 0, "each warp owns one m16 tile of queries in the dQ step");
+  static_assert(kBlockN % kRowsPerWarp == 0 && kNWarps % kKVWarps == 0, "whole warp tiles of dK, dV");
+  static_assert(kSplit > 1 || kRowsPerWarp == kKeysPerWarp, "unsplit, dK and dV take Pᵀ, dSᵀ from the warp's registers");
+  static_assert(kBlockM % 16 == 0 && kNWarps % kQueryWarps == 0 && kDqRowsPerWarp % 16 == 0, "whole m16 tiles of dQ");
   static_assert(kDqColsPerWarp % kDqChunk == 0 && kNTilesS % 2 == 0 && kNTilesD % 2 == 0, "ldmatrix.x4 pairs");
   static_assert((kBlockM * kChunksPerRow) % kNThreads == 0, "whole copy rounds");
   static_assert(kSmemBytes == flash2_bwd_smem_bytes(kHeadDim, kBlockN, kBlockM, kNWarps));
@@ -148,6 +156,20 @@ __device__ __forceinline__ void atomic_add2(float* dst, float x0, float x1) {
 #endif
 }
 
+// for (i = 0; i < kN; ++i) f(i), fully unrolled, or unrolled by kUnroll where kUnroll > 0 (the
+// d = 256 backward's loops: see bwd_tile_step). Two loops so that the fully unrolled one is
+// exactly `#pragma unroll`: a `#pragma unroll(kN)` changes ptxas' register allocation.
+template <int kN, int kUnroll, typename F>
+__device__ __forceinline__ void unrolled_for(F&& f) {
+  if constexpr (kUnroll == 0) {
+#pragma unroll
+    for (int i = 0; i < kN; ++i) f(i);
+  } else {
+#pragma unroll(kUnroll)
+    for (int i = 0; i < kN; ++i) f(i);
+  }
+}
+
 // The default `before_dq` of bwd_tile_step: nothing to wait for.
 struct NoDqWait {
   __device__ __forceinline__ void operator()() const {}
@@ -187,15 +209,16 @@ __device__ __forceinline__ void dq_turn_pass(int* semaphore, int rank) {
 // (and sPs) consumed, but without a final barrier.
 //
 // Split (Tr::kSplit = 2, d = 256): the two warps of a 16-key slice compute Sᵀ and dPᵀ for one
-// half of the queries each, write Pᵀ∘Z to sPs and dSᵀ to sdS, and after a barrier each
-// accumulates dV and dK over all the queries for one half of the columns, A read back by
-// ldmatrix. Unsplit, Pᵀ∘Z and dSᵀ are used from the registers they were computed in (sPs unused).
+// half of the queries each and write Pᵀ∘Z to sPs and dSᵀ to sdS; after a barrier every warp
+// accumulates dV and dK over all the queries for a 32-key × d/4 tile, A read back by ldmatrix
+// (32 rows: each B fragment feeds two m16 tiles), and dQ for a 32-query × d/4 tile likewise.
+// Unsplit, Pᵀ∘Z and dSᵀ are used from the registers they were computed in (sPs unused).
 template <typename Tr, bool kCausal, bool kDropout, typename AddDq, typename BeforeDq = NoDqWait>
 __device__ __forceinline__ void bwd_tile_step(const Flash2BwdParams& p, const typename Tr::Element* sK,
                                               const typename Tr::Element* sV, const typename Tr::Element* sQs,
                                               const typename Tr::Element* sdOs, typename Tr::Element* sdS,
                                               const float* sLses, const float* sDs, int b, int h, int n0, int m0,
-                                              int nk, float (&acc_dk)[Tr::kNTilesD][4], float (&acc_dv)[Tr::kNTilesD][4],
+                                              int nk, float (&acc_dk)[Tr::kAccTilesD][4], float (&acc_dv)[Tr::kAccTilesD][4],
                                               AddDq add_dq, BeforeDq before_dq = {},
                                               typename Tr::Element* sPs = nullptr) {
   using T = typename Tr::Element;
@@ -204,7 +227,8 @@ __device__ __forceinline__ void bwd_tile_step(const Flash2BwdParams& p, const ty
   const int g = lane / 4, t = lane % 4;
   const int key_row = (warp % Tr::kKeyWarps) * Tr::kKeysPerWarp;  // first key row of this warp in the tile
   const int query0 = (warp / Tr::kKeyWarps) * Tr::kQueriesPerWarpS;  // first query column of its Sᵀ
-  const int col0 = (warp / Tr::kKeyWarps) * Tr::kColsPerWarp;        // first column of its dK, dV
+  const int kv_row = (warp % Tr::kKVWarps) * Tr::kRowsPerWarp;       // first key row of its dK, dV (unsplit: key_row)
+  const int col0 = (warp / Tr::kKVWarps) * Tr::kColsPerWarp;         // first column of its dK, dV
   const int a_row = lane % 16, a_col = (lane / 16) * 8;                            // A (row-major)
   const int b_row = (lane % 8) + (lane / 16) * 8, b_col = ((lane / 8) % 2) * 8;    // B from [n][k]
   const int t_row = (lane % 8) + ((lane / 8) % 2) * 8, t_col = (lane / 16) * 8;    // B from [k][n] (trans)
@@ -216,10 +240,9 @@ __device__ __forceinline__ void bwd_tile_step(const Flash2BwdParams& p, const ty
   for (int nt = 0; nt < Tr::kNTilesS; ++nt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc_s[nt][e] = acc_dp[nt][e] = 0.f;
-  // Split (d = 256): unrolled by 4 only, or ptxas hoists enough ldmatrix loads to spill (the
-  // causal kernels: 44–60 bytes at full unrolling, none at 4).
-#pragma unroll(Tr::kSplit > 1 ? 4 : Tr::kKStepsD)
-  for (int kk = 0; kk < Tr::kKStepsD; ++kk) {
+  // Split (d = 256), this loop and the two product loops below are unrolled partly (by 4, 1, 1)
+  // or ptxas hoists enough ldmatrix loads to spill (up to 60 bytes at full unrolling, none so).
+  unrolled_for<Tr::kKStepsD, (Tr::kSplit > 1 ? 4 : 0)>([&](int kk) {
     uint32_t ak[4], av[4];
     ldmatrix_x4(ak, smem_addr(sK + (key_row + a_row) * Tr::kStride + kk * 16 + a_col));
     ldmatrix_x4(av, smem_addr(sV + (key_row + a_row) * Tr::kStride + kk * 16 + a_col));
@@ -233,7 +256,7 @@ __device__ __forceinline__ void bwd_tile_step(const Flash2BwdParams& p, const ty
       mma_16816<T>(acc_dp[2 * np], av, bdo[0], bdo[1]);
       mma_16816<T>(acc_dp[2 * np + 1], av, bdo[2], bdo[3]);
     }
-  }
+  });
 
   // Pᵀ = exp(Sᵀ·scale − L) (line 11), masked; Pᵀ∘Z (dropout) kept in acc_s for dV,
   // dSᵀ = Pᵀ∘(dPᵀ∘Z − D) (line 15) in acc_dp for dK and dQ.
@@ -279,78 +302,92 @@ __device__ __forceinline__ void bwd_tile_step(const Flash2BwdParams& p, const ty
   }
 
   // dV_j += (P∘Z)ᵀ·dO_i (line 12), dK_j += dSᵀ·Q_i (line 17): A from registers (split: from
-  // sPs and sdS by ldmatrix), B by ldmatrix.trans.
-#pragma unroll
-  for (int kk = 0; kk < Tr::kKStepsQ; ++kk) {
-    uint32_t ap[4], ads[4];
+  // sPs and sdS by ldmatrix, kMTiles m16 tiles of keys), B by ldmatrix.trans.
+  unrolled_for<Tr::kKStepsQ, (Tr::kSplit > 1 ? 1 : 0)>([&](int kk) {
+    uint32_t ap[Tr::kMTiles][4], ads[Tr::kMTiles][4];
     if constexpr (kSplit) {
-      ldmatrix_x4(ap, smem_addr(sPs + (key_row + a_row) * Tr::kStrideS + kk * 16 + a_col));
-      ldmatrix_x4(ads, smem_addr(sdS + (key_row + a_row) * Tr::kStrideS + kk * 16 + a_col));
+#pragma unroll
+      for (int mt = 0; mt < Tr::kMTiles; ++mt) {
+        ldmatrix_x4(ap[mt], smem_addr(sPs + (kv_row + mt * 16 + a_row) * Tr::kStrideS + kk * 16 + a_col));
+        ldmatrix_x4(ads[mt], smem_addr(sdS + (kv_row + mt * 16 + a_row) * Tr::kStrideS + kk * 16 + a_col));
+      }
     } else {
-      ap[0] = pack2<T>(acc_s[2 * kk][0], acc_s[2 * kk][1]);
-      ap[1] = pack2<T>(acc_s[2 * kk][2], acc_s[2 * kk][3]);
-      ap[2] = pack2<T>(acc_s[2 * kk + 1][0], acc_s[2 * kk + 1][1]);
-      ap[3] = pack2<T>(acc_s[2 * kk + 1][2], acc_s[2 * kk + 1][3]);
-      ads[0] = pack2<T>(acc_dp[2 * kk][0], acc_dp[2 * kk][1]);
-      ads[1] = pack2<T>(acc_dp[2 * kk][2], acc_dp[2 * kk][3]);
-      ads[2] = pack2<T>(acc_dp[2 * kk + 1][0], acc_dp[2 * kk + 1][1]);
-      ads[3] = pack2<T>(acc_dp[2 * kk + 1][2], acc_dp[2 * kk + 1][3]);
+      ap[0][0] = pack2<T>(acc_s[2 * kk][0], acc_s[2 * kk][1]);
+      ap[0][1] = pack2<T>(acc_s[2 * kk][2], acc_s[2 * kk][3]);
+      ap[0][2] = pack2<T>(acc_s[2 * kk + 1][0], acc_s[2 * kk + 1][1]);
+      ap[0][3] = pack2<T>(acc_s[2 * kk + 1][2], acc_s[2 * kk + 1][3]);
+      ads[0][0] = pack2<T>(acc_dp[2 * kk][0], acc_dp[2 * kk][1]);
+      ads[0][1] = pack2<T>(acc_dp[2 * kk][2], acc_dp[2 * kk][3]);
+      ads[0][2] = pack2<T>(acc_dp[2 * kk + 1][0], acc_dp[2 * kk + 1][1]);
+      ads[0][3] = pack2<T>(acc_dp[2 * kk + 1][2], acc_dp[2 * kk + 1][3]);
       // dSᵀ to shared memory for the dQ step: (key row, query pair) words.
-      *reinterpret_cast<uint32_t*>(sdS + (key_row + g) * Tr::kStrideS + kk * 16 + 2 * t) = ads[0];
-      *reinterpret_cast<uint32_t*>(sdS + (key_row + g + 8) * Tr::kStrideS + kk * 16 + 2 * t) = ads[1];
-      *reinterpret_cast<uint32_t*>(sdS + (key_row + g) * Tr::kStrideS + kk * 16 + 8 + 2 * t) = ads[2];
-      *reinterpret_cast<uint32_t*>(sdS + (key_row + g + 8) * Tr::kStrideS + kk * 16 + 8 + 2 * t) = ads[3];
+      *reinterpret_cast<uint32_t*>(sdS + (key_row + g) * Tr::kStrideS + kk * 16 + 2 * t) = ads[0][0];
+      *reinterpret_cast<uint32_t*>(sdS + (key_row + g + 8) * Tr::kStrideS + kk * 16 + 2 * t) = ads[0][1];
+      *reinterpret_cast<uint32_t*>(sdS + (key_row + g) * Tr::kStrideS + kk * 16 + 8 + 2 * t) = ads[0][2];
+      *reinterpret_cast<uint32_t*>(sdS + (key_row + g + 8) * Tr::kStrideS + kk * 16 + 8 + 2 * t) = ads[0][3];
     }
 #pragma unroll
     for (int dp = 0; dp < Tr::kNTilesD / 2; ++dp) {
       uint32_t bdo[4], bq[4];
       ldmatrix_x4_trans(bdo, smem_addr(sdOs + (kk * 16 + t_row) * Tr::kStride + col0 + dp * 16 + t_col));
       ldmatrix_x4_trans(bq, smem_addr(sQs + (kk * 16 + t_row) * Tr::kStride + col0 + dp * 16 + t_col));
-      mma_16816<T>(acc_dv[2 * dp], ap, bdo[0], bdo[1]);
-      mma_16816<T>(acc_dv[2 * dp + 1], ap, bdo[2], bdo[3]);
-      mma_16816<T>(acc_dk[2 * dp], ads, bq[0], bq[1]);
-      mma_16816<T>(acc_dk[2 * dp + 1], ads, bq[2], bq[3]);
+#pragma unroll
+      for (int mt = 0; mt < Tr::kMTiles; ++mt) {
+        const int a0 = mt * Tr::kNTilesD + 2 * dp;  // accumulator tile [mt][2·dp]
+        mma_16816<T>(acc_dv[a0], ap[mt], bdo[0], bdo[1]);
+        mma_16816<T>(acc_dv[a0 + 1], ap[mt], bdo[2], bdo[3]);
+        mma_16816<T>(acc_dk[a0], ads[mt], bq[0], bq[1]);
+        mma_16816<T>(acc_dk[a0 + 1], ads[mt], bq[2], bq[3]);
+      }
     }
-  }
+  });
   if constexpr (!kSplit) __syncthreads();  // dSᵀ complete (split: since the barrier above)
   before_dq();
 
-  // dQ_i += dS·K_j (line 16): warps split the query rows (and, with more warps than m16 tiles of
-  // queries, the columns); A = dS from dSᵀ by ldmatrix.trans.
-  const int q_row = (warp % Tr::kQueryWarps) * 16;
+  // dQ_i += dS·K_j (line 16): warps split the query rows (kDqMTiles m16 tiles each) and, with
+  // warps to spare, the columns; A = dS from dSᵀ by ldmatrix.trans.
+  const int q_row = (warp % Tr::kQueryWarps) * Tr::kDqRowsPerWarp;
   const int dq_col0 = (warp / Tr::kQueryWarps) * Tr::kDqColsPerWarp;
   float* dq = p.dq_accum + ((size_t(b) * p.heads + h) * p.seqlen_q) * Tr::kHeadDim;
-#pragma unroll
-  for (int chunk = 0; chunk < Tr::kDqColsPerWarp / Tr::kDqChunk; ++chunk) {
+  unrolled_for<Tr::kDqColsPerWarp / Tr::kDqChunk, (Tr::kSplit > 1 ? 1 : 0)>([&](int chunk) {
     const int col = dq_col0 + chunk * Tr::kDqChunk;
-    float acc_dq[Tr::kDqChunk / 8][4];
+    float acc_dq[Tr::kDqMTiles][Tr::kDqChunk / 8][4];
 #pragma unroll
-    for (int nt = 0; nt < Tr::kDqChunk / 8; ++nt)
+    for (int mt = 0; mt < Tr::kDqMTiles; ++mt)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) acc_dq[nt][e] = 0.f;
+      for (int nt = 0; nt < Tr::kDqChunk / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_dq[mt][nt][e] = 0.f;
 #pragma unroll
     for (int ks = 0; ks < Tr::kKStepsK; ++ks) {
-      uint32_t a[4];
-      ldmatrix_x4_trans(a, smem_addr(sdS + (ks * 16 + at_row) * Tr::kStrideS + q_row + at_col));
+      uint32_t a[Tr::kDqMTiles][4];
+#pragma unroll
+      for (int mt = 0; mt < Tr::kDqMTiles; ++mt)
+        ldmatrix_x4_trans(a[mt], smem_addr(sdS + (ks * 16 + at_row) * Tr::kStrideS + q_row + mt * 16 + at_col));
 #pragma unroll
       for (int dp = 0; dp < Tr::kDqChunk / 16; ++dp) {
         uint32_t bk[4];
         ldmatrix_x4_trans(bk, smem_addr(sK + (ks * 16 + t_row) * Tr::kStride + col + dp * 16 + t_col));
-        mma_16816<T>(acc_dq[2 * dp], a, bk[0], bk[1]);
-        mma_16816<T>(acc_dq[2 * dp + 1], a, bk[2], bk[3]);
+#pragma unroll
+        for (int mt = 0; mt < Tr::kDqMTiles; ++mt) {
+          mma_16816<T>(acc_dq[mt][2 * dp], a[mt], bk[0], bk[1]);
+          mma_16816<T>(acc_dq[mt][2 * dp + 1], a[mt], bk[2], bk[3]);
+        }
       }
     }
 #pragma unroll
-    for (int nt = 0; nt < Tr::kDqChunk / 8; ++nt)
+    for (int mt = 0; mt < Tr::kDqMTiles; ++mt)
 #pragma unroll
-      for (int hr = 0; hr < 2; ++hr) {
-        const int i = m0 + q_row + g + hr * 8;
-        if (i < p.seqlen_q) {
-          float* dst = dq + size_t(i) * Tr::kHeadDim + col + nt * 8 + 2 * t;
-          add_dq(dst, acc_dq[nt][2 * hr], acc_dq[nt][2 * hr + 1]);
+      for (int nt = 0; nt < Tr::kDqChunk / 8; ++nt)
+#pragma unroll
+        for (int hr = 0; hr < 2; ++hr) {
+          const int i = m0 + q_row + mt * 16 + g + hr * 8;
+          if (i < p.seqlen_q) {
+            float* dst = dq + size_t(i) * Tr::kHeadDim + col + nt * 8 + 2 * t;
+            add_dq(dst, acc_dq[mt][nt][2 * hr], acc_dq[mt][nt][2 * hr + 1]);
+          }
         }
-      }
-  }
+  });
 }
 
 // Writes this block's dK_j = scale·acc_dk and dV_j = acc_dv (rows n0 … n0 + kBlockN of the K/V
@@ -358,25 +395,27 @@ __device__ __forceinline__ void bwd_tile_step(const Flash2BwdParams& p, const ty
 // thread calls it; it waits for outstanding copies and synchronises.
 template <typename Tr>
 __device__ __forceinline__ void store_dkdv(const Flash2BwdParams& p, typename Tr::Element* sK, typename Tr::Element* sV,
-                                           const float (&acc_dk)[Tr::kNTilesD][4],
-                                           const float (&acc_dv)[Tr::kNTilesD][4], size_t kv_off, int n0) {
+                                           const float (&acc_dk)[Tr::kAccTilesD][4],
+                                           const float (&acc_dv)[Tr::kAccTilesD][4], size_t kv_off, int n0) {
   using T = typename Tr::Element;
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int warp = threadIdx.x / 32;
-  const int key_row = (warp % Tr::kKeyWarps) * Tr::kKeysPerWarp;
-  const int col0 = (warp / Tr::kKeyWarps) * Tr::kColsPerWarp;  // this warp's columns of dK, dV
+  const int kv_row = (warp % Tr::kKVWarps) * Tr::kRowsPerWarp;  // this warp's dK, dV rows (bwd_tile_step)
+  const int col0 = (warp / Tr::kKVWarps) * Tr::kColsPerWarp;     // … and columns
   cp_async_wait<0>();
   __syncthreads();
 #pragma unroll
-  for (int nt = 0; nt < Tr::kNTilesD; ++nt)
+  for (int mt = 0; mt < Tr::kMTiles; ++mt)
 #pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      const int r = key_row + g + hr * 8;
-      *reinterpret_cast<uint32_t*>(sK + r * Tr::kStride + col0 + nt * 8 + 2 * t) =
-          pack2<T>(acc_dk[nt][2 * hr] * p.scale, acc_dk[nt][2 * hr + 1] * p.scale);
-      *reinterpret_cast<uint32_t*>(sV + r * Tr::kStride + col0 + nt * 8 + 2 * t) =
-          pack2<T>(acc_dv[nt][2 * hr], acc_dv[nt][2 * hr + 1]);
-    }
+    for (int nt = 0; nt < Tr::kNTilesD; ++nt)
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        const int r = kv_row + mt * 16 + g + hr * 8, a = mt * Tr::kNTilesD + nt;
+        *reinterpret_cast<uint32_t*>(sK + r * Tr::kStride + col0 + nt * 8 + 2 * t) =
+            pack2<T>(acc_dk[a][2 * hr] * p.scale, acc_dk[a][2 * hr + 1] * p.scale);
+        *reinterpret_cast<uint32_t*>(sV + r * Tr::kStride + col0 + nt * 8 + 2 * t) =
+            pack2<T>(acc_dv[a][2 * hr], acc_dv[a][2 * hr + 1]);
+      }
   __syncthreads();
   T* dk = static_cast<T*>(p.dk) + kv_off;
   T* dv = static_cast<T*>(p.dv) + kv_off;
@@ -460,10 +499,10 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash2_bwd_kernel(const Flash2B
     }
   };
 
-  float acc_dk[Tr::kNTilesD][4];  // (this warp's 16 keys, kHeadDim), without the softmax scale
-  float acc_dv[Tr::kNTilesD][4];
+  float acc_dk[Tr::kAccTilesD][4];  // [m16][n8] of this warp's dK rows × columns, without the softmax scale
+  float acc_dv[Tr::kAccTilesD][4];
 #pragma unroll
-  for (int nt = 0; nt < Tr::kNTilesD; ++nt)
+  for (int nt = 0; nt < Tr::kAccTilesD; ++nt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc_dk[nt][e] = acc_dv[nt][e] = 0.f;
 
