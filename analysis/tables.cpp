@@ -321,23 +321,15 @@ std::optional<kernels::Flash2TileSpec> pick_tile(const std::string& method, int6
   return best;
 }
 
-// The backward tile flash2 would pick (kernels/flash2/flash2_method.cpp): the first of the list
-// that fits `optin` bytes, else the smallest (which then does not fit).
-template <int D>
-kernels::Flash2BwdSpec pick_bwd_tile(int64_t optin) {
-  const auto& list = kernels::Flash2BwdConfigs<D>::list;
-  for (const auto& s : list)
-    if (kernels::flash2_bwd_smem_bytes(D, s.block_n, s.block_m, s.warps) <= optin) return s;
-  return list[kernels::flash2_bwd_config_count<D>() - 1];
-}
-
+// The backward tile flash2 picks on a GPU with `optin` bytes per block (flash2_bwd_pick, the
+// method's rule).
 kernels::Flash2BwdSpec pick_bwd_tile(int64_t d, int64_t optin) {
   switch (d) {
-    case 32: return pick_bwd_tile<32>(optin);
-    case 64: return pick_bwd_tile<64>(optin);
-    case 96: return pick_bwd_tile<96>(optin);
-    case 128: return pick_bwd_tile<128>(optin);
-    case 256: return pick_bwd_tile<256>(optin);
+    case 32: return kernels::flash2_bwd_pick<32>(optin);
+    case 64: return kernels::flash2_bwd_pick<64>(optin);
+    case 96: return kernels::flash2_bwd_pick<96>(optin);
+    case 128: return kernels::flash2_bwd_pick<128>(optin);
+    case 256: return kernels::flash2_bwd_pick<256>(optin);
     default: return kernels::Flash2BwdConfigs<128>::list[0];  // no kernel: the forward's pick_tile says so
   }
 }

@@ -50,4 +50,17 @@ constexpr int flash2_bwd_smem_bytes(int head_dim, int block_n, int block_m, int 
          4 * block_m * 4;
 }
 
+// The tile a GPU with `optin` bytes of shared memory per block runs: the first of the list that
+// fits, else the last (the smallest, which the caller then refuses with its bytes). The one rule
+// of the flash2 method (flash2_bwd_tile_for) and of `flashio predict` (analysis/tables.cpp).
+template <int kHeadDim>
+constexpr Flash2BwdSpec flash2_bwd_pick(long long optin) {
+  constexpr int n = flash2_bwd_config_count<kHeadDim>();
+  for (int i = 0; i < n - 1; ++i) {
+    const Flash2BwdSpec s = Flash2BwdConfigs<kHeadDim>::list[i];
+    if (flash2_bwd_smem_bytes(kHeadDim, s.block_n, s.block_m, s.warps) <= optin) return s;
+  }
+  return Flash2BwdConfigs<kHeadDim>::list[n - 1];
+}
+
 }  // namespace flashio::kernels

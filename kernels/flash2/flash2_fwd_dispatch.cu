@@ -71,23 +71,29 @@ FusedKernelArch fused_kernel_arch() {
 }
 
 template <int D>
-static int list_bwd_tiles(Flash2Tile* out, int max) {
-  int n = 0;
-  for (const auto& s : Flash2BwdConfigs<D>::list)
-    if (n < max) out[n++] = {s.block_m, s.block_n, s.warps, 2, flash2_bwd_smem_bytes(D, s.block_n, s.block_m, s.warps)};
-  return n;
+static Flash2Tile bwd_tile_of(Flash2BwdSpec s) {
+  return {s.block_m, s.block_n, s.warps, 2, flash2_bwd_smem_bytes(D, s.block_n, s.block_m, s.warps)};
 }
 
-int flash2_bwd_tiles(int head_dim, Flash2Tile* out, int max) {
+bool flash2_bwd_tile_for(int head_dim, long long smem_optin, Flash2Tile* out) {
   switch (head_dim) {
-#define FLASH2_BWD_TILES_CASE(D) \
-  case D: return list_bwd_tiles<D>(out, max);
-    FLASH2_HEAD_DIMS(FLASH2_BWD_TILES_CASE)
-    default: return 0;
+#define FLASH2_BWD_TILE_FOR_CASE(D)                              \
+  case D: *out = bwd_tile_of<D>(flash2_bwd_pick<D>(smem_optin)); \
+    return true;
+    FLASH2_HEAD_DIMS(FLASH2_BWD_TILE_FOR_CASE)
+    default: return false;
   }
 }
 
-bool flash2_bwd_tile(int head_dim, Flash2Tile* out) { return flash2_bwd_tiles(head_dim, out, 1) == 1; }
+bool flash2_bwd_tile(int head_dim, Flash2Tile* out) {
+  switch (head_dim) {
+#define FLASH2_BWD_TILE_CASE(D)                               \
+  case D: *out = bwd_tile_of<D>(Flash2BwdConfigs<D>::list[0]); \
+    return true;
+    FLASH2_HEAD_DIMS(FLASH2_BWD_TILE_CASE)
+    default: return false;
+  }
+}
 
 template <typename T>
 static void dispatch_bwd_head_dim(const Flash2BwdParams& p, const Flash2Tile& tile, cudaStream_t stream) {

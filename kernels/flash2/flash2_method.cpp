@@ -60,15 +60,10 @@ bool choose_bwd_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile* out, s
   }
   // The first mma.sync tile that fits this GPU's shared memory; if none does, the smallest
   // (supports() then refuses the point with its bytes).
-  kernels::Flash2Tile tiles[4];
-  const int n = kernels::flash2_bwd_tiles(int(p.head_dim), tiles, 4);
-  if (n == 0) {
+  if (!kernels::flash2_bwd_tile_for(int(p.head_dim), dev.smem_per_block_optin, out)) {
     *why = fmt::format("flash2 has no backward kernel for d={}", p.head_dim);
     return false;
   }
-  *out = tiles[n - 1];
-  for (int i = n - 1; i >= 0; --i)
-    if (tiles[i].smem_bytes <= dev.smem_per_block_optin) *out = tiles[i];
   return true;
 }
 

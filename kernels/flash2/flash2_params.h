@@ -77,13 +77,14 @@ int flash2_fwd_tiles(int head_dim, Flash2Tile* out, int max);
 // `bf16` selects the element type. Throws CudaError on a launch failure.
 void flash2_fwd(const Flash2FwdParams& params, const Flash2Tile& tile, bool bf16, cudaStream_t stream);
 
-// The backward's tile configurations for `head_dim` (flash2_bwd_config.h), preferred first;
-// returns the count written to `out` (at most `max`). flash2_bwd_tile: the first (the only one
-// below d = 256, and the one the block-sparse backward is compiled for); false if none.
-int flash2_bwd_tiles(int head_dim, Flash2Tile* out, int max);
+// The backward's tile for `head_dim` (flash2_bwd_config.h) on a GPU with `smem_optin` bytes of
+// shared memory per block: the first that fits, else the smallest (flash2_bwd_pick). false if
+// `head_dim` has none. flash2_bwd_tile: the first of the list (the only one below d = 256, and the
+// one the block-sparse backward is compiled for).
+bool flash2_bwd_tile_for(int head_dim, long long smem_optin, Flash2Tile* out);
 bool flash2_bwd_tile(int head_dim, Flash2Tile* out);
 
-// Backward with tile `tile` (one of flash2_bwd_tiles(head_dim)): preprocess (D, zero dQ
+// Backward with tile `tile` (one of flash2_bwd_config.h's for head_dim): preprocess (D, zero dQ
 // accumulator), main kernel, dQ conversion.
 void flash2_bwd(const Flash2BwdParams& params, const Flash2Tile& tile, bool bf16, cudaStream_t stream);
 
