@@ -18,7 +18,7 @@
 #include <stdexcept>
 
 #include "analysis/tables.h"
-#include "bench/sparsity.h"
+#include "bench/core/sparsity.h"
 
 namespace flashio::analysis {
 

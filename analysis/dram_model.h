@@ -38,7 +38,7 @@
 #include <string>
 
 #include "analysis/io_model.h"
-#include "bench/counters.h"
+#include "bench/core/counters.h"
 
 namespace flashio::analysis {
 
@@ -97,7 +97,7 @@ inline constexpr int kRegisterAllocationUnit = 256;
 int blocks_per_sm(int threads, int64_t smem_bytes, const GpuLimits& gpu, int registers_per_thread = 0);
 
 // What the records say about the streaming kernels beyond their tiles (counters.kernels[].resources,
-// bench/counters.h): the occupancy API's resident blocks, registers and local memory. Absent in
+// bench/core/counters.h): the occupancy API's resident blocks, registers and local memory. Absent in
 // the files written before the records carried them.
 struct StreamingKernels {
   std::optional<KernelResources> fwd, bwd;

@@ -31,8 +31,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/method.h"
-#include "bench/problem.h"
+#include "bench/core/method.h"
+#include "bench/core/problem.h"
 
 namespace flashio::analysis {
 

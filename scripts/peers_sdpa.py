@@ -31,24 +31,24 @@ model-dim rules), --dtype fp16,bf16, --causal false,true, --seed, --reps (30), -
 and exits 2 without writing anything; no torch, no GPU or a failed start-up self-test exits
 1; a failing point never stops the sweep (it becomes a record with its status).
 
-Protocol (as bench/runner.cpp, bench/timing.cpp, bench/check.cpp)
+Protocol (as bench/measure/runner.cpp, bench/measure/timing.cpp, bench/measure/check.cpp)
 -----------------------------------------------------------------
 * Inputs: Q, K, V (and dO for backward passes) standard normal rounded to the dtype,
   layout [batch, heads, seqlen, head_dim] (SDPA's (B, H, N, d)), contiguous. They are
-  generated on the GPU with the suite's own generator (bench/inputs.cpp: SplitMix64 per
+  generated on the GPU with the suite's own generator (bench/core/inputs.cpp: SplitMix64 per
   chunk of 2^18 elements, Box-Muller, double -> float -> fp16/bf16 round-to-nearest-even;
   streams 1, 2, 3, 4 for Q, K, V, dO), so both producers see the same values. A self-test
   at start-up compares the GPU generator with an exact Python emulation.
 * Check before timing: the back-end's O (and for bwd and fwdbwd also dQ, dK, dV) is
   compared with a float64 reference computed with torch on the GPU. The (batch, head)
-  pairs are those of bench/check.cpp's rows_to_check: every pair when the reference costs
+  pairs are those of bench/measure/check.cpp's rows_to_check: every pair when the reference costs
   at most 4e9 multiply-adds (scope "all rows"), else (0,0), (B-1,H-1) and two pseudo-random
   pairs drawn from SplitMix64(seed ^ 0xc0ffee) (scope "sampled rows"); all rows of the
   chosen pairs are compared (for dK and dV: those pairs' heads, all keys). Per element
   |out - ref| <= atol + rtol*|ref| with atol = f_atol * RMS(ref over the checked elements);
   f_atol/rtol = 1e-2/1e-2 for fp16, 8e-2/8e-2 for bf16 (tolerance_for), and for the
   gradients twice that, 2e-2/2e-2 and 1.6e-1/1.6e-1 (gradient_tolerance_for: dS = P*(dP-D)
-  cancels). As bench/check.cpp, the check object's max_abs_err, max_rel_err and
+  cancels). As bench/measure/check.cpp, the check object's max_abs_err, max_rel_err and
   worst_ratio are the worst over the tensors, atol/rtol are O's, "tensors" holds each
   tensor's figures (o, dq, dk, dv), backward passes add "grad_scope"; a NaN or infinity
   fails the check and nulls the error figures (the C++ writes NaN as null). SDPA does not
@@ -118,7 +118,7 @@ BACKENDS = {
 PASSES = ("fwd", "bwd", "fwdbwd")
 DTYPES = ("fp16", "bf16")
 
-# The suite's default sweep (bench/sweep.cpp default_sweep, bench/sweep.h SweepSpec).
+# The suite's default sweep (bench/sweep/sweep.cpp default_sweep, bench/sweep/sweep.h SweepSpec).
 DEFAULT_SEED = 0x5EED
 DEFAULT_SEQLEN = (512, 1024, 2048, 4096)
 DEFAULT_HEAD_DIM = (64, 128)
@@ -127,10 +127,10 @@ DEFAULT_MODEL_DIM = 2048
 DEFAULT_BATCH = (1,)   # SweepSpec's batch axis: used only when the tokens rule is off
 DEFAULT_HEADS = (16,)  # SweepSpec's heads axis: used only when the model-dim rule is off
 
-# Correctness (bench/check.cpp): atol as a fraction of the reference RMS, and rtol.
+# Correctness (bench/measure/check.cpp): atol as a fraction of the reference RMS, and rtol.
 TOLERANCE = {"fp16": (1e-2, 1e-2), "bf16": (8e-2, 8e-2)}
-GRAD_TOLERANCE_FACTOR = 2.0        # dQ, dK, dV: bench/check.cpp gradient_tolerance_for
-CHECK_BUDGET_MACS = 4e9            # bench/runner.h check_budget_macs
+GRAD_TOLERANCE_FACTOR = 2.0        # dQ, dK, dV: bench/measure/check.cpp gradient_tolerance_for
+CHECK_BUDGET_MACS = 4e9            # bench/measure/runner.h check_budget_macs
 REFERENCE_BLOCK_ELEMENTS = 1 << 25  # float64 score elements per reference block (256 MiB)
 
 # Messages by which a back-end refuses a point (rather than failing on it).
@@ -155,7 +155,7 @@ class RuntimeFailure(Exception):
 
 
 # --------------------------------------------------------------------------------------
-# Problems and points: naming and FLOPs exactly as bench/problem.cpp
+# Problems and points: naming and FLOPs exactly as bench/core/problem.cpp
 # --------------------------------------------------------------------------------------
 
 
@@ -205,7 +205,7 @@ class Problem:
 
 
 def flops(p: Problem, pass_: str) -> float:
-    """FlashAttention-2 convention (bench/problem.cpp flops): forward 4*B*H*Nq*Nk*d, halved
+    """FlashAttention-2 convention (bench/core/problem.cpp flops): forward 4*B*H*Nq*Nk*d, halved
     when causal; backward 2.5x forward; forward+backward 3.5x."""
     fwd = 4.0 * float(p.batch) * float(p.heads) * float(p.seqlen) * float(p.seqlen) * float(p.head_dim)
     if p.causal:
@@ -367,7 +367,7 @@ class Config:
 def expand(backends: Sequence[str], passes: Sequence[str], batch: Sequence[int], heads: Sequence[int],
            seqlen: Sequence[int], head_dim: Sequence[int], dtypes: Sequence[str], causal: Sequence[bool],
            tokens: Optional[int], model_dim: Optional[int], seed: int) -> list:
-    """The points in bench/sweep.cpp expand()'s order: dtype, d, causal, heads, batch, N,
+    """The points in bench/sweep/sweep.cpp expand()'s order: dtype, d, causal, heads, batch, N,
     then back-end (method) and pass. tokens/model_dim replace the batch/heads axes."""
     for axis, values in (("backend", backends), ("pass", passes), ("batch", batch), ("heads", heads),
                          ("seqlen", seqlen), ("head-dim", head_dim), ("dtype", dtypes), ("causal", causal)):
@@ -462,7 +462,7 @@ def join_command_line(args: Sequence[str]) -> str:
 
 
 # --------------------------------------------------------------------------------------
-# Inputs: the suite's generator (bench/inputs.cpp, bench/rng.h), written once for Python
+# Inputs: the suite's generator (bench/core/inputs.cpp, bench/core/rng.h), written once for Python
 # ints (signed 64-bit wrap emulated) and torch int64 tensors (which wrap natively).
 # --------------------------------------------------------------------------------------
 
@@ -512,7 +512,7 @@ def _round_f32(x: float) -> float:
 
 
 def f32_to_bits16(x: float, dtype: str) -> int:
-    """float -> fp16/bf16 bit pattern, round to nearest even (bench/dtype.h)."""
+    """float -> fp16/bf16 bit pattern, round to nearest even (bench/core/dtype.h)."""
     if dtype == "fp16":
         return struct.unpack("<H", struct.pack("<e", x))[0]
     bits = struct.unpack("<I", struct.pack("<f", x))[0]
@@ -559,7 +559,7 @@ def _torch_dtype(torch, dtype: str):
 
 
 # --------------------------------------------------------------------------------------
-# Correctness: which (batch, head) pairs, and the tolerance rule (bench/check.cpp)
+# Correctness: which (batch, head) pairs, and the tolerance rule (bench/measure/check.cpp)
 # --------------------------------------------------------------------------------------
 
 
@@ -600,7 +600,7 @@ def tolerance_for(dtype: str, gradient: bool = False) -> tuple:
 
 def make_check(tensor_stats: Sequence[dict], rows_checked: int, rows_total: int, scope: str,
                grad_scope: Optional[str] = None) -> dict:
-    """The record's check object from per-tensor comparisons, as bench/check.cpp add_tensor():
+    """The record's check object from per-tensor comparisons, as bench/measure/check.cpp add_tensor():
     tensor_stats are dicts {name, max_abs_err, max_rel_err, worst_ratio, atol, rtol,
     elements, finite}, O ("o") first. The overall max_abs_err, max_rel_err and worst_ratio
     are the worst over the tensors (null when any tensor saw a NaN or an infinity); atol and
@@ -641,7 +641,7 @@ def make_check(tensor_stats: Sequence[dict], rows_checked: int, rows_total: int,
 
 
 def check_failure_reason(check: dict) -> str:
-    """As bench/runner.cpp: the failing tensors and their |err|/tol."""
+    """As bench/measure/runner.cpp: the failing tensors and their |err|/tol."""
     worst = ""
     for name, t in check.get("tensors", {}).items():
         r = t["worst_ratio"]
@@ -651,13 +651,13 @@ def check_failure_reason(check: dict) -> str:
 
 
 def grad_scope_text(scope: str, pairs: int, all_pairs: int) -> str:
-    """bench/runner.cpp's grad_scope wording for what this script checks: dQ on the rows of
+    """bench/measure/runner.cpp's grad_scope wording for what this script checks: dQ on the rows of
     the checked (batch, head) pairs, dK and dV on those pairs' K/V heads (all keys)."""
     return f"dq: {'all' if scope == 'all rows' else 'sampled'} rows; dk, dv: {pairs} of {all_pairs} K/V heads"
 
 
 # --------------------------------------------------------------------------------------
-# Timing statistics (bench/timing.cpp summarize)
+# Timing statistics (bench/measure/timing.cpp summarize)
 # --------------------------------------------------------------------------------------
 
 
@@ -683,7 +683,7 @@ def summarize(seconds: Sequence[float], warmup: int, flushed: bool, clock: str =
 
 
 # --------------------------------------------------------------------------------------
-# Records and the result file (bench/record.cpp to_json)
+# Records and the result file (bench/core/record.cpp to_json)
 # --------------------------------------------------------------------------------------
 
 COUNTERS_NOT_COLLECTED = {"status": "not_collected", "reason": "peers are measured without counters"}
@@ -773,7 +773,7 @@ def new_run_id() -> str:
 
 
 def format_time(s: float) -> str:
-    """bench/table.cpp format_time."""
+    """bench/sweep/table.cpp format_time."""
     if s >= 1.0:
         return f"{s:.3f} s"
     if s >= 1e-3:
@@ -850,7 +850,7 @@ def classify_failure(exc: BaseException, warning_messages: Sequence[str] = (),
 
 class L2Flusher:
     """Evicts L2 by READING a buffer of max(2 x L2, 8 MiB) bytes (torch.sum into a 0-d
-    tensor: only the reduction's few bytes are written), as bench/device_util.cu. The
+    tensor: only the reduction's few bytes are written), as bench/cuda/device_util.cu. The
     buffer is written once, at construction, never per repetition."""
 
     def __init__(self, torch, l2_bytes: int, device):
@@ -866,7 +866,7 @@ class L2Flusher:
 
 
 def time_gpu(torch, call: Callable[[], Any], warmup: int, reps: int, flusher: Optional[L2Flusher]) -> dict:
-    """bench/timing.cpp time_gpu: warm-up, then per repetition flush (untimed) and CUDA
+    """bench/measure/timing.cpp time_gpu: warm-up, then per repetition flush (untimed) and CUDA
     events around the call on the current stream; one synchronize at the end."""
     for _ in range(warmup):
         call()
@@ -988,7 +988,7 @@ def reference_attention(torch, q, k, v, do, scale: float, causal: bool,
 
 
 def compare_tensor(torch, name: str, got, ref, atol_rms: float, rtol: float) -> dict:
-    """bench/check.cpp compare_tensor on one tensor, in float64 on the GPU: atol =
+    """bench/measure/check.cpp compare_tensor on one tensor, in float64 on the GPU: atol =
     atol_rms * max(RMS(ref), 1e-6); max |err|, max |err|/max(|ref|, 1e-6), max |err|/(atol +
     rtol*|ref|); a NaN or an infinity in either makes the tensor non-finite (it fails)."""
     got = got.to(torch.float64)

@@ -1,6 +1,6 @@
 #include "tests/gpu_calibration_kernels.h"
 
-#include "bench/cuda_check.h"
+#include "bench/cuda/cuda_check.h"
 
 namespace flashio::testing_util {
 

@@ -8,12 +8,12 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
-#include "bench/cuda_check.h"
-#include "bench/device_info.h"
-#include "bench/device_memory.h"
-#include "bench/inputs.h"
-#include "bench/method.h"
-#include "bench/runner.h"
+#include "bench/cuda/cuda_check.h"
+#include "bench/cuda/device_query.h"
+#include "bench/cuda/device_memory.h"
+#include "bench/core/inputs.h"
+#include "bench/core/method.h"
+#include "bench/measure/runner.h"
 #include "kernels/flash2/flash2_params.h"
 
 namespace flashio::testing_util {

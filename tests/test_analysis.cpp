@@ -21,8 +21,8 @@
 #include "analysis/schedule_sim.h"
 #include "analysis/tables.h"
 #include "bench/cli/commands.h"
-#include "bench/record.h"
-#include "bench/schema.h"
+#include "bench/core/record.h"
+#include "bench/core/schema.h"
 
 using namespace flashio;
 using namespace flashio::analysis;

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "bench/check.h"
-#include "bench/inputs.h"
+#include "bench/measure/check.h"
+#include "bench/core/inputs.h"
 
 using namespace flashio;
 

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "bench/cli/commands.h"
-#include "bench/device_info.h"
+#include "bench/cuda/device_query.h"
 
 using namespace flashio;
 

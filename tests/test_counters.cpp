@@ -1,13 +1,14 @@
 // The counter side that needs no GPU: the metric table per architecture, the record's
-// counters object built from per-kernel values, its schema, and the unavailable path.
+// counters object built from per-kernel values and its schema (the profiler's unavailable path:
+// test_counter_session.cpp, in a build with CUDA).
 #include <gtest/gtest.h>
 
 #include <fstream>
 
-#include "bench/counters.h"
-#include "bench/cupti_profiler.h"
-#include "bench/record.h"
-#include "bench/schema.h"
+#include "bench/core/counters.h"
+#include "bench/core/record.h"
+#include "bench/core/schema.h"
+#include "tests/schema_test_util.h"
 
 using namespace flashio;
 
@@ -17,13 +18,6 @@ const MetricDef* find_key(const MetricTable& t, const std::string& key) {
   for (const auto& d : t.defs)
     if (d.key == key) return &d;
   return nullptr;
-}
-
-// The result schema's record definition, as a schema of its own.
-nlohmann::json record_schema() {
-  std::ifstream in(std::string(FLASHIO_SOURCE_DIR) + "/results/schema.json");
-  const nlohmann::json full = nlohmann::json::parse(in);
-  return {{"$defs", full["$defs"]}, {"$ref", "#/$defs/record"}};
 }
 
 }  // namespace
@@ -132,29 +126,6 @@ TEST(CountersJson, SchemaRejectsUnknownByteLevel) {
   EXPECT_FALSE(validate_schema(record_schema(), to_json(r)).empty());
 }
 
-TEST(CountersUnavailable, MissingLibrarySaysWhyAndRecordsValidate) {
-  DeviceInfo dev;
-  dev.cc_major = 9;
-  std::string why;
-  auto session = CounterSession::open(dev, CounterSet::Full, why, "libflashio-no-such-cupti.so");
-  EXPECT_EQ(session, nullptr);
-  EXPECT_NE(why.find("CUPTI library not loadable"), std::string::npos) << why;
-  EXPECT_NE(why.find("libflashio-no-such-cupti.so"), std::string::npos) << why;
-
-  Record r;
-  r.method = "flash2";
-  r.counters = counters_unavailable(why);
-  const nlohmann::json j = to_json(r);
-  EXPECT_TRUE(validate_schema(record_schema(), j).empty());
-  EXPECT_EQ(record_from_json(j).counters["status"], "unavailable");
-}
-
-TEST(CountersUnavailable, OffIsNotCollected) {
-  std::string why;
-  EXPECT_EQ(CounterSession::open(DeviceInfo{}, CounterSet::Off, why), nullptr);
-  EXPECT_NE(why.find("off"), std::string::npos);
-}
-
 namespace {
 
 KernelResources resources(int regs, int64_t local, int64_t dyn_smem, int threads, int grid_x, int blocks) {
@@ -223,13 +194,4 @@ TEST(CountersUnavailable, KernelsWithResourcesButNoCountersValidate) {
   EXPECT_EQ(kernels[0]["launches"], 2);
   EXPECT_EQ(kernels[0]["resources"]["registers_per_thread"], 240);
   EXPECT_FALSE(kernels[0].contains("bytes"));
-}
-
-// Without a loadable CUPTI the capture still runs the launch, once, and reports no kernels.
-TEST(CountersUnavailable, CaptureWithoutCuptiRunsTheLaunchOnceAndReportsNothing) {
-  int runs = 0;
-  const nlohmann::json k = capture_kernels([&] { ++runs; }, nullptr, "libflashio-no-such-cupti.so");
-  EXPECT_EQ(runs, 1);
-  EXPECT_TRUE(k.is_array());
-  EXPECT_TRUE(k.empty());
 }

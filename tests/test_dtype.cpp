@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "bench/dtype.h"
+#include "bench/core/dtype.h"
 
 using namespace flashio;
 

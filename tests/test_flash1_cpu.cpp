@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "baselines/reference/reference.h"
-#include "bench/check.h"
-#include "bench/inputs.h"
+#include "bench/core/reference.h"
+#include "bench/measure/check.h"
+#include "bench/core/inputs.h"
 #include "kernels/flash1/flash1_cpu.h"
 
 using namespace flashio;
@@ -85,7 +85,7 @@ double rms_of_nonzero(const std::vector<double>& v) {
   return rms(nonzero);
 }
 
-// The suite's checks (bench/check.cpp, bench/runner.cpp): O with tolerance_for, LSE to 1e-3
+// The suite's checks (bench/measure/check.cpp, bench/measure/runner.cpp): O with tolerance_for, LSE to 1e-3
 // absolute + 1e-4 relative, gradients with gradient_tolerance_for and atol floored at a tenth
 // of the largest gradient's RMS — here the RMS of its non-zero elements. The runner takes the
 // RMS over every element, and at Nq = 1, Nk = 100, causal, the 99 masked keys' zero gradients

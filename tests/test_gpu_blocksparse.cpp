@@ -10,11 +10,11 @@
 #include <fstream>
 #include <vector>
 
-#include "bench/cuda_check.h"
-#include "bench/device_memory.h"
-#include "bench/inputs.h"
-#include "bench/method.h"
-#include "bench/sparsity.h"
+#include "bench/cuda/cuda_check.h"
+#include "bench/cuda/device_memory.h"
+#include "bench/core/inputs.h"
+#include "bench/core/method.h"
+#include "bench/core/sparsity.h"
 #include "tests/gpu_test_util.h"
 
 using namespace flashio;

@@ -4,11 +4,11 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
-#include "bench/cuda_check.h"
-#include "bench/cupti_profiler.h"
-#include "bench/device_memory.h"
-#include "bench/method.h"
-#include "bench/timing.h"
+#include "bench/cuda/cuda_check.h"
+#include "bench/measure/cupti_profiler.h"
+#include "bench/cuda/device_memory.h"
+#include "bench/core/method.h"
+#include "bench/measure/timing.h"
 #include "tests/gpu_calibration_kernels.h"
 #include "tests/gpu_test_util.h"
 

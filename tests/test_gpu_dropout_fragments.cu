@@ -1,5 +1,5 @@
 // The fused kernels' dropout helpers (kernels/common/dropout_fragments.cuh) against the mask's
-// definition (kernels/common/philox.h, dropout_keeps) on every lane and element of the m16n8
+// definition (bench/core/philox.h, dropout_keeps) on every lane and element of the m16n8
 // C-fragment layout, forward (rows = queries) and backward (rows = keys), at row and column
 // offsets that are not tile-aligned beyond what the helpers require. Skips without a GPU.
 #include <cuda_runtime.h>
@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "bench/cuda_check.h"
+#include "bench/cuda/cuda_check.h"
 #include "kernels/common/dropout_fragments.cuh"
 #include "tests/gpu_test_util.h"
 

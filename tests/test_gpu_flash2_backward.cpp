@@ -8,10 +8,10 @@
 #include <cstring>
 #include <vector>
 
-#include "bench/cuda_check.h"
-#include "bench/device_memory.h"
-#include "bench/inputs.h"
-#include "bench/method.h"
+#include "bench/cuda/cuda_check.h"
+#include "bench/cuda/device_memory.h"
+#include "bench/core/inputs.h"
+#include "bench/core/method.h"
 #include "kernels/flash2/flash2_params.h"
 #include "tests/gpu_test_util.h"
 

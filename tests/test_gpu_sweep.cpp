@@ -4,8 +4,8 @@
 #include <atomic>
 #include <set>
 
-#include "bench/shard.h"
-#include "bench/sweep_runner.h"
+#include "bench/sweep/shard.h"
+#include "bench/measure/sweep_runner.h"
 #include "tests/gpu_test_util.h"
 
 using namespace flashio;

@@ -10,17 +10,20 @@
 #include <gtest/gtest.h>
 
 #include "bench/cli/commands.h"
-#include "bench/journal.h"
-#include "bench/shard.h"
-#include "bench/sweep_file.h"
+#include "bench/sweep/journal.h"
+#include "bench/sweep/shard.h"
+#include "bench/sweep/sweep_file.h"
 
 using namespace flashio;
 namespace fs = std::filesystem;
 
 namespace {
 
+// A path of this test's own: ctest runs the tests of one binary as parallel processes, and two
+// fixtures writing the same file name would race.
 std::string temp(const std::string& name) {
-  const std::string p = ::testing::TempDir() + "flashio_journal_" + name;
+  const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string p = ::testing::TempDir() + "flashio_journal_" + test->test_suite_name() + "_" + test->name() + "_" + name;
   fs::remove(p);
   return p;
 }

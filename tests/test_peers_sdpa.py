@@ -5,8 +5,8 @@ Run: python3 tests/test_peers_sdpa.py   (no pytest; exits 1 if a test fails)
 
 Checks point names and FLOPs against the C++ suite's conventions, argument parsing
 (bad input -> one line on stderr, exit 2, no file), the input generator and the checked
-(batch, head) pairs against values produced by the C++ code (bench/inputs.cpp,
-bench/check.cpp), and that records built by the script validate against
+(batch, head) pairs against values produced by the C++ code (bench/core/inputs.cpp,
+bench/measure/check.cpp), and that records built by the script validate against
 results/schema.json with the small validator below (no jsonschema package needed).
 """
 from __future__ import annotations
@@ -171,7 +171,7 @@ def test_problem_json():
 def test_default_sweep_and_axes():
     cfg = ps.parse_config(["--out", "x.json"])
     names = [pt.name() for pt in cfg.points]
-    # bench/sweep.cpp default_sweep: 16384 tokens, model dim 2048, N 512..4096, d 64, 128;
+    # bench/sweep/sweep.cpp default_sweep: 16384 tokens, model dim 2048, N 512..4096, d 64, 128;
     # order dtype, d, causal, heads, batch, N, then method, then pass.
     expect = []
     for d in (64, 128):
@@ -274,7 +274,7 @@ def test_parse_errors_subprocess():
         assert r.returncode == 0 and r.stdout == "sdpa_flash/fwd/b:32/h:32/n:512/d:64/fp16\n", (r.stdout, r.stderr)
 
 
-# 16-bit words of fill_normal(dtype, seed, stream) from the C++ code (bench/inputs.cpp),
+# 16-bit words of fill_normal(dtype, seed, stream) from the C++ code (bench/core/inputs.cpp),
 # at element indices 0, 1, 2, 3, 1000, 2^18-1, 2^18, 2^18+1 (chunk boundary).
 CPP_INDICES = [0, 1, 2, 3, 1000, 262143, 262144, 262145]
 CPP_INPUT_WORDS = {
@@ -303,7 +303,7 @@ def test_bits16_rounding():
     assert ps.f32_to_bits16(1.0 + 3 * 2.0 ** -8, "bf16") == 0x3F82
 
 
-# (batch, head) pairs of rows_to_check() from the C++ code (bench/check.cpp).
+# (batch, head) pairs of rows_to_check() from the C++ code (bench/measure/check.cpp).
 CPP_PAIRS = [
     ((32, 32, 512, 64, 0x5EED), "sampled rows", [(0, 0), (9, 3), (13, 12), (31, 31)]),
     ((4, 16, 4096, 128, 0x5EED), "sampled rows", [(0, 0), (1, 3), (1, 12), (3, 15)]),
@@ -331,7 +331,7 @@ CHECK_SCHEMA = SCHEMA["$defs"]["record"]["properties"]["check"]
 
 def test_tolerances_and_check_object():
     assert ps.tolerance_for("fp16") == (1e-2, 1e-2) and ps.tolerance_for("bf16") == (8e-2, 8e-2)
-    # bench/check.cpp gradient_tolerance_for
+    # bench/measure/check.cpp gradient_tolerance_for
     assert ps.tolerance_for("fp16", gradient=True) == (2e-2, 2e-2)
     assert ps.tolerance_for("bf16", gradient=True) == (1.6e-1, 1.6e-1)
     # forward: O only, no grad_scope
@@ -340,7 +340,7 @@ def test_tolerances_and_check_object():
     assert set(c["tensors"]) == {"o"} and c["tensors"]["o"]["elements"] == 64
     assert c["lse_checked"] is False and c["rows_checked"] == 2048 and c["rows_total"] == 65536
     assert not validate(c, CHECK_SCHEMA, SCHEMA)
-    # backward: the worst over tensors, atol/rtol of O (bench/check.cpp add_tensor)
+    # backward: the worst over tensors, atol/rtol of O (bench/measure/check.cpp add_tensor)
     scope = ps.grad_scope_text("sampled rows", 4, 1024)
     assert scope == "dq: sampled rows; dk, dv: 4 of 1024 K/V heads"
     c = ps.make_check([_stats("o", 0.2), _stats("dq", 0.5, atol=4e-3, rtol=2e-2), _stats("dk", 0.7, atol=5e-3),

@@ -1,4 +1,4 @@
-// The dropout RNG (kernels/common/philox.h): Philox4x32-10 against Random123's known-answer
+// The dropout RNG (bench/core/philox.h): Philox4x32-10 against Random123's known-answer
 // vectors, the element → counter mapping every method must reproduce, and the mask's
 // statistics (keep rate, independence across seeds and heads, determinism).
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/common/philox.h"
+#include "bench/core/philox.h"
 
 using namespace flashio;
 

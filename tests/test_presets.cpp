@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include "bench/method.h"
-#include "bench/presets.h"
-#include "bench/sweep_file.h"
+#include "bench/core/method.h"
+#include "bench/sweep/presets.h"
+#include "bench/sweep/sweep_file.h"
 
 using namespace flashio;
 

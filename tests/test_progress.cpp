@@ -1,8 +1,8 @@
 // Progress lines and the time estimate behind --dry-run and the ETA.
 #include <gtest/gtest.h>
 
-#include "bench/progress.h"
-#include "bench/sweep_file.h"
+#include "bench/sweep/progress.h"
+#include "bench/sweep/sweep_file.h"
 
 using namespace flashio;
 

@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "bench/record.h"
-#include "bench/schema.h"
+#include "bench/core/record.h"
+#include "bench/core/schema.h"
 
 using namespace flashio;
 using nlohmann::json;

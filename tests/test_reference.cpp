@@ -5,9 +5,9 @@
 
 #include <gtest/gtest.h>
 
-#include "baselines/reference/reference.h"
-#include "bench/inputs.h"
-#include "kernels/common/philox.h"
+#include "bench/core/reference.h"
+#include "bench/core/inputs.h"
+#include "bench/core/philox.h"
 
 using namespace flashio;
 

@@ -2,17 +2,13 @@
 // lost registration line fails here.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <regex>
+
 #include "baselines/standard/standard_plan.h"
-#include "bench/method.h"
+#include "bench/core/method.h"
 
 using namespace flashio;
-
-TEST(Registry, HoldsEveryBuiltinMethod) {
-  const auto names = builtin_registry().names();
-  for (const char* want :
-       {"reference", "standard", "standard_fused", "flash1", "flash2", "blocksparse_flash", "blocksparse_standard"})
-    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want << " is not registered";
-}
 
 TEST(Registry, EveryMethodDescribesItself) {
   for (const Method* m : builtin_registry().all()) {
@@ -35,6 +31,44 @@ DeviceInfo h100() {
   return d;
 }
 }  // namespace
+
+namespace {
+
+// The methods the build registers: NAME of every `flashio_add_method(NAME FOLDER)` line of the
+// top-level CMakeLists.txt, in order (cmake/FlashioMethods.cmake generates the registry from them).
+std::vector<std::string> registration_lines() {
+  std::ifstream in(std::string(FLASHIO_SOURCE_DIR) + "/CMakeLists.txt");
+  const std::regex line(R"(^\s*flashio_add_method\((\w+)\s+\S+\))");
+  std::vector<std::string> names;
+  for (std::string text; std::getline(in, text);)
+    if (std::smatch m; std::regex_search(text, m, line)) names.push_back(m[1]);
+  return names;
+}
+
+}  // namespace
+
+TEST(Registry, HoldsEveryMethodOfTheRegistrationLinesInTheirOrder) {
+  const auto lines = registration_lines();
+  ASSERT_GE(lines.size(), 7u) << "CMakeLists.txt's flashio_add_method() lines were not found";
+  EXPECT_EQ(builtin_registry().names(), lines);
+  for (const char* want :
+       {"reference", "standard", "standard_fused", "flash1", "flash2", "blocksparse_flash", "blocksparse_standard"})
+    EXPECT_NE(std::find(lines.begin(), lines.end(), want), lines.end()) << want << " has no registration line";
+}
+
+// In a build with CUDA every method has its launch side; without, none has, and plan() says why.
+TEST(Registry, LaunchSideMatchesTheBuild) {
+  for (const Method* m : builtin_registry().all()) EXPECT_EQ(m->can_launch(), bool(FLASHIO_HAS_CUDA)) << m->name();
+#if !FLASHIO_HAS_CUDA
+  static char storage[1];  // never used: plan() refuses before it would allocate
+  try {
+    builtin_registry().find("flash2")->plan(Problem{}, Pass::Fwd, h100(), reinterpret_cast<DeviceAllocator&>(storage));
+    ADD_FAILURE() << "plan() ran without CUDA";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("built without CUDA"), std::string::npos) << e.what();
+  }
+#endif
+}
 
 TEST(Registry, SupportsSaysNoInWords) {
   const Method* flash2 = builtin_registry().find("flash2");

@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "bench/presets.h"
-#include "bench/shard.h"
+#include "bench/sweep/presets.h"
+#include "bench/sweep/shard.h"
 
 using namespace flashio;
 

@@ -1,4 +1,4 @@
-// Block-sparsity patterns (bench/sparsity.h), their mapping to kernel tiles, the reference
+// Block-sparsity patterns (bench/core/sparsity.h), their mapping to kernel tiles, the reference
 // with the expanded element mask, and the sparsity fields of problems, records and sweeps.
 #include <gtest/gtest.h>
 
@@ -9,16 +9,16 @@
 #include <limits>
 #include <stdexcept>
 
-#include "baselines/reference/reference.h"
+#include "bench/core/reference.h"
 #include "bench/cli/commands.h"
-#include "bench/device_info.h"
-#include "bench/inputs.h"
-#include "bench/method.h"
-#include "bench/record.h"
-#include "bench/schema.h"
-#include "bench/sparsity.h"
-#include "bench/sweep.h"
-#include "kernels/common/philox.h"
+#include "bench/core/device_info.h"
+#include "bench/core/inputs.h"
+#include "bench/core/method.h"
+#include "bench/core/record.h"
+#include "bench/core/schema.h"
+#include "bench/core/sparsity.h"
+#include "bench/sweep/sweep.h"
+#include "bench/core/philox.h"
 
 using namespace flashio;
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "bench/sweep.h"
+#include "bench/sweep/sweep.h"
 
 using namespace flashio;
 

@@ -7,8 +7,8 @@
 #include <type_traits>
 
 #include "baselines/blocksparse_standard/blocksparse_standard_kernels.h"
-#include "bench/cuda_check.h"
-#include "kernels/common/philox.h"
+#include "bench/cuda/cuda_check.h"
+#include "bench/core/philox.h"
 
 namespace flashio::baselines {
 namespace {
@@ -133,7 +133,7 @@ __device__ __forceinline__ T* row_in_block(void* base, const BlocksparseShape& s
   return static_cast<T*>(base) + ((v.bh * s.nnz + e) * s.block + v.lr) * int64_t(s.block);
 }
 
-// Z_ij: keep(b, h, i, j)/(1 − p) or 0 (kernels/common/philox.h, offset 0); 1 without dropout.
+// Z_ij: keep(b, h, i, j)/(1 − p) or 0 (bench/core/philox.h, offset 0); 1 without dropout.
 __device__ __forceinline__ float dropout_factor(const BlocksparseSoftmaxParams& p, const RowView& v, int j) {
   if (!p.dropout) return 1.f;
   const Philox4x32 w =

@@ -2,7 +2,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "bench/cuda_check.h"
+#include "bench/cuda/cuda_check.h"
 
 namespace flashio {
 

@@ -8,13 +8,14 @@
 
 #include <cublas_v2.h>
 
-#include "bench/device_memory.h"
+#include "baselines/common/cublas_workspace.h"
+#include "bench/cuda/device_memory.h"
 
 namespace flashio {
 
 class CublasHandle {
  public:
-  static constexpr size_t kWorkspaceBytes = size_t(32) << 20;  // cuBLAS's recommendation for Hopper
+  static constexpr size_t kWorkspaceBytes = kCublasWorkspaceBytes;
 
   explicit CublasHandle(DeviceAllocator& alloc);
   ~CublasHandle();

@@ -15,7 +15,7 @@
 
 #include "baselines/standard/standard_elementwise.h"
 #include "baselines/standard/standard_rows.cuh"
-#include "bench/cuda_check.h"
+#include "bench/cuda/cuda_check.h"
 
 namespace flashio::baselines {
 namespace {

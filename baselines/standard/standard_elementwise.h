@@ -8,7 +8,7 @@
 //   dropout_backward  dP = dP_drop∘Z from the stored mask: reads dP_drop and the mask, writes dP
 //                     (may be in place over dP_drop).
 // Z_ij = keep(b, h, i, j)/(1 − p): the mask is *drawn* from the shared Philox generator
-// (kernels/common/philox.h, offset 0), so outputs match every other method exactly; the
+// (bench/core/philox.h, offset 0), so outputs match every other method exactly; the
 // backward reads it back from HBM instead of redrawing it. The softmax (S → P) and the softmax
 // backward (dS = P∘(dP − D)) are standard_softmax.h's row kernels with masks and dropout off.
 #pragma once

@@ -24,7 +24,7 @@
 #include <memory>
 
 #include "baselines/standard/standard_plan.h"
-#include "bench/method.h"
+#include "bench/core/method.h"
 
 namespace flashio {
 namespace {
@@ -44,9 +44,6 @@ class StandardFused final : public Method {
   }
   Support supports(const Problem& p, Pass pass, const DeviceInfo& dev) const override {
     return standard_supports(info(), p, pass, dev, StandardKernels::Fused);
-  }
-  std::unique_ptr<Plan> plan(const Problem& p, Pass pass, const DeviceInfo&, DeviceAllocator& alloc) const override {
-    return make_standard_plan(p, pass, alloc, StandardKernels::Fused);
   }
 };
 

@@ -14,7 +14,7 @@
 //   dP = dP_drop∘Z                     dropout backward: reads dP_drop and the mask, writes dP
 //   dS = P∘(dP − D), D = rowsum(P∘dP)  softmax backward: reads P and dP, writes dS (line 3)
 //   dQ = scale·dS·K, dK = scale·dSᵀ·Q  cuBLAS
-// Z_ij = keep(b, h, i, j)/(1 − p) is *drawn* from the shared Philox mask (kernels/common/philox.h),
+// Z_ij = keep(b, h, i, j)/(1 − p) is *drawn* from the shared Philox mask (bench/core/philox.h),
 // so outputs match every other method exactly; the backward reads it back, never redraws it.
 // The plan (GEMMs, buffers) is shared with `standard_fused` (baselines/standard/standard_plan.cpp),
 // which fuses the elementwise steps; records say which as tiles.elementwise = "separate".
@@ -34,7 +34,7 @@
 #include <memory>
 
 #include "baselines/standard/standard_plan.h"
-#include "bench/method.h"
+#include "bench/core/method.h"
 
 namespace flashio {
 namespace {
@@ -55,9 +55,6 @@ class Standard final : public Method {
   }
   Support supports(const Problem& p, Pass pass, const DeviceInfo& dev) const override {
     return standard_supports(info(), p, pass, dev, StandardKernels::Separate);
-  }
-  std::unique_ptr<Plan> plan(const Problem& p, Pass pass, const DeviceInfo&, DeviceAllocator& alloc) const override {
-    return make_standard_plan(p, pass, alloc, StandardKernels::Separate);
   }
 };
 

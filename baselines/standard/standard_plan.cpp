@@ -9,7 +9,7 @@
 //              softmax backward P, dP → dS (in place)
 //   Fused:     softmax(mask(S)) → P [and P_drop over S] in one kernel; backward: one kernel
 //              reading P and dP_drop, redrawing Z from Philox, writing dS (in place)
-// Z_ij = keep(b, h, i, j)/(1 − p) comes from the shared Philox mask (kernels/common/philox.h,
+// Z_ij = keep(b, h, i, j)/(1 − p) comes from the shared Philox mask (bench/core/philox.h,
 // seed = Problem::seed, offset 0) in both: outputs are bit-compatible masks across methods.
 // P, P_drop, dP and dS are kept in the input type as in PyTorch's reference implementation;
 // GEMMs accumulate in fp32. The backward never overwrites P, P_drop or the mask, so it can run
@@ -33,51 +33,11 @@
 #include "baselines/standard/standard_elementwise.h"
 #include "baselines/standard/standard_softmax.h"
 #include "baselines/standard/standard_softmax_backward.h"
-#include "bench/cuda_check.h"
-#include "bench/device_memory.h"
-#include "kernels/common/philox.h"
+#include "bench/cuda/cuda_check.h"
+#include "bench/cuda/device_memory.h"
+#include "bench/core/philox.h"
 
 namespace flashio {
-
-const char* to_string(StandardKernels k) { return k == StandardKernels::Separate ? "separate" : "fused"; }
-
-StandardWorkspace standard_workspace(const Problem& p, Pass pass, StandardKernels k) {
-  const bool dropout = p.dropout > 0.0;
-  const int64_t elements = p.batch * p.heads * p.seqlen_q * p.nk();
-  StandardWorkspace w;
-  w.score_bytes = elements * bytes_of(p.dtype);
-  w.score_buffers = pass != Pass::Fwd && dropout ? 3 : 2;
-  w.mask_bytes = k == StandardKernels::Separate && dropout ? elements : 0;
-  return w;
-}
-
-MethodInfo standard_common_info() {
-  MethodInfo i;
-  i.where = "gpu";
-  i.passes = {Pass::Fwd, Pass::Bwd, Pass::FwdBwd};
-  i.dtypes = {DType::F16, DType::BF16};
-  i.head_dims = {};  // any head dim cuBLAS accepts
-  i.masks = {"none", "causal", "padding"};
-  i.dropout = true;
-  i.gqa = true;
-  i.deterministic = true;  // no atomics: cuBLAS GEMMs (atomics mode off) and row-wise / elementwise kernels
-  return i;
-}
-
-Support standard_supports(const MethodInfo& info, const Problem& p, Pass pass, const DeviceInfo& dev,
-                          StandardKernels k) {
-  if (Support s = check_common(info, p, pass, dev); !s) return s;
-  if (p.head_dim % 8 != 0) return Support::no(info.name + " needs head_dim % 8 == 0 (16-byte aligned GEMM rows)");
-  const StandardWorkspace w = standard_workspace(p, pass, k);
-  const double need = double(w.total()) + double(CublasHandle::kWorkspaceBytes);
-  if (need > double(dev.global_memory_bytes))
-    return Support::no(fmt::format("{} workspace ({} score-sized buffers{}) needs {:.1f} GiB; the GPU has {:.1f} GiB",
-                                   to_string(pass), w.score_buffers, w.mask_bytes ? " and the dropout mask" : "",
-                                   need / (1 << 30), double(dev.global_memory_bytes) / (1 << 30)));
-  if (double(p.heads / p.kvh()) * double(p.seqlen_q) * double(p.nk()) > 2147483647.0)
-    return Support::no("one GEMM's S exceeds 2^31 elements (cuBLAS int dimensions)");
-  return Support::yes();
-}
 
 namespace {
 
@@ -272,6 +232,14 @@ class StandardPlan final : public Plan {
 
 std::unique_ptr<Plan> make_standard_plan(const Problem& p, Pass pass, DeviceAllocator& alloc, StandardKernels k) {
   return std::make_unique<StandardPlan>(p, pass, alloc, k);
+}
+
+std::unique_ptr<Plan> plan_standard(const Problem& p, Pass pass, const DeviceInfo&, DeviceAllocator& alloc) {
+  return make_standard_plan(p, pass, alloc, StandardKernels::Separate);
+}
+
+std::unique_ptr<Plan> plan_standard_fused(const Problem& p, Pass pass, const DeviceInfo&, DeviceAllocator& alloc) {
+  return make_standard_plan(p, pass, alloc, StandardKernels::Fused);
 }
 
 }  // namespace flashio

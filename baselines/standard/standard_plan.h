@@ -12,7 +12,7 @@
 #pragma once
 #include <memory>
 
-#include "bench/method.h"
+#include "bench/core/method.h"
 
 namespace flashio {
 

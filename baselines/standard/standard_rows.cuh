@@ -13,7 +13,7 @@
 #include <cuda_fp16.h>
 
 #include "baselines/standard/standard_softmax.h"
-#include "kernels/common/philox.h"
+#include "bench/core/philox.h"
 
 namespace flashio::baselines::rows {
 
@@ -71,7 +71,7 @@ __device__ __forceinline__ RowCoords row_coords(const RowShape& s, int64_t row) 
   return c;
 }
 
-// The dropout factors Z of one row (kernels/common/philox.h): keep → 1/(1 − p), drop → 0.
+// The dropout factors Z of one row (bench/core/philox.h): keep → 1/(1 − p), drop → 0.
 struct RowDropout {
   DropoutParams d;
   RowCoords c;

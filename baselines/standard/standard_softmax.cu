@@ -1,7 +1,7 @@
 // Row softmax of standard attention (FlashAttention Algorithm 0, line 2). standard_fused uses it
 // with the masks and dropout fused in: P = softmax(mask(S)), and with p > 0 also P_drop = P∘Z
 // for the P·V GEMM, where Z_ij = keep(b, h, i, j)/(1 − p) from the shared Philox mask
-// (kernels/common/philox.h). The normalisation uses the undropped P, as the reference does; Z
+// (bench/core/philox.h). The normalisation uses the undropped P, as the reference does; Z
 // multiplies afterwards. `standard` uses it plain (no mask, no dropout: separate kernels in
 // standard_elementwise.cu), on scores already masked to −∞; a row that is −∞ throughout gives
 // P = 0 (as a row with no visible key does here), where PyTorch's softmax would give NaN.
@@ -18,7 +18,7 @@
 
 #include "baselines/standard/standard_rows.cuh"
 #include "baselines/standard/standard_softmax.h"
-#include "bench/cuda_check.h"
+#include "bench/cuda/cuda_check.h"
 
 namespace flashio::baselines {
 namespace {

@@ -20,7 +20,7 @@ struct RowShape {
   bool causal = false;               // top-left: key j visible to query i iff j <= i
 };
 
-// Dropout as kernels/common/philox.h defines it (offset 0, h = query head).
+// Dropout as bench/core/philox.h defines it (offset 0, h = query head).
 struct DropoutParams {
   bool enabled = false;  // p > 0
   uint64_t seed = 0;

@@ -1,7 +1,7 @@
 // Softmax backward of standard attention (FlashAttention Algorithm 3, line 3), dropout
 // included (standard_fused; `standard` runs it with dropout off, after a separate dropout
 // backward kernel, standard_elementwise.cu): per row i, with Z_ij = keep(b, h, i, j)/(1 − p)
-// redrawn from the shared Philox mask (kernels/common/philox.h; Z = 1 without dropout),
+// redrawn from the shared Philox mask (bench/core/philox.h; Z = 1 without dropout),
 //   dP_ij = dP_drop_ij · Z_ij,   D_i = Σ_j P_ij · dP_ij,   dS_ij = P_ij · (dP_ij − D_i).
 // D is the paper's Σ_l P_il dP_il, reduced over the row in fp32 from the stored P and dP_drop
 // (the same value as rowsum(dO∘O), without O's rounding).
@@ -16,7 +16,7 @@
 
 #include "baselines/standard/standard_rows.cuh"
 #include "baselines/standard/standard_softmax_backward.h"
-#include "bench/cuda_check.h"
+#include "bench/cuda/cuda_check.h"
 
 namespace flashio::baselines {
 namespace {

@@ -15,21 +15,21 @@
 #include <fmt/format.h>
 
 #include "analysis/cli_analysis.h"
-#include "bench/build_info.h"
+#include "bench/core/build_info.h"
 #include "bench/cli/bad_input.h"
 #include "bench/cli/sweep_commands.h"
-#include "bench/device_info.h"
-#include "bench/journal.h"
-#include "bench/method.h"
-#include "bench/presets.h"
-#include "bench/progress.h"
-#include "bench/record.h"
-#include "bench/runner.h"
-#include "bench/shard.h"
-#include "bench/sweep.h"
-#include "bench/sweep_file.h"
-#include "bench/sweep_runner.h"
-#include "bench/table.h"
+#include "bench/cuda/device_query.h"
+#include "bench/sweep/journal.h"
+#include "bench/core/method.h"
+#include "bench/sweep/presets.h"
+#include "bench/sweep/progress.h"
+#include "bench/core/record.h"
+#include "bench/measure/runner.h"
+#include "bench/sweep/shard.h"
+#include "bench/sweep/sweep.h"
+#include "bench/sweep/sweep_file.h"
+#include "bench/measure/sweep_runner.h"
+#include "bench/sweep/table.h"
 
 namespace flashio {
 namespace {
@@ -116,7 +116,7 @@ void add_shape_options(CLI::App* app, AxisOptions& a) {
   app->add_option("--tokens", a.tokens, "batch = tokens / N (FlashAttention-2's setting: 16384)");
   app->add_option("--model-dim", a.model_dim, "heads = model-dim / d (FlashAttention-2's setting: 2048)");
   app->add_option("--seed", a.seed, "input and dropout seed");
-  // Block sparsity (bench/sparsity.h).
+  // Block sparsity (bench/core/sparsity.h).
   app->add_option("--pattern", a.pattern, "block-sparse patterns: none, butterfly, local, random, causal_block, file:PATH")
       ->delimiter(',');
   app->add_option("--density", a.density, "random pattern: fractions of non-zero blocks, in (0, 1]")->delimiter(',');

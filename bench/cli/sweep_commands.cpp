@@ -9,12 +9,12 @@
 
 #include <fmt/format.h>
 
-#include "bench/build_info.h"
+#include "bench/core/build_info.h"
 #include "bench/cli/bad_input.h"
-#include "bench/journal.h"
-#include "bench/method.h"
-#include "bench/presets.h"
-#include "bench/progress.h"
+#include "bench/sweep/journal.h"
+#include "bench/core/method.h"
+#include "bench/sweep/presets.h"
+#include "bench/sweep/progress.h"
 
 namespace flashio {
 

@@ -20,13 +20,13 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
-#include "bench/cuda_check.h"
-#include "bench/device_info.h"
-#include "bench/method.h"
-#include "bench/presets.h"
-#include "bench/runner.h"
-#include "bench/sweep_file.h"
-#include "bench/timing.h"
+#include "bench/cuda/cuda_check.h"
+#include "bench/cuda/device_query.h"
+#include "bench/core/method.h"
+#include "bench/sweep/presets.h"
+#include "bench/measure/runner.h"
+#include "bench/sweep/sweep_file.h"
+#include "bench/measure/timing.h"
 
 namespace {
 

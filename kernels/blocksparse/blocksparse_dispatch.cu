@@ -3,13 +3,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/blocksparse/blocksparse_configs.h"
 #include "kernels/blocksparse/blocksparse_params.h"
 #include "kernels/flash2/flash2_bwd_launch.cuh"
 #include "kernels/flash2/flash2_fwd_launch.cuh"
 
 namespace flashio::kernels {
-
-#define BLOCKSPARSE_HEAD_DIMS(X) X(64) X(128)
 
 #define BLOCKSPARSE_DECLARE(D)                                                                                 \
   extern template void run_flash2_fwd<half, D, true>(const Flash2FwdParams&, const Flash2Tile&, cudaStream_t); \
@@ -18,35 +17,6 @@ namespace flashio::kernels {
   extern template void run_flash2_bwd<half, D, true>(const Flash2BwdParams&, const Flash2Tile&, cudaStream_t); \
   extern template void run_flash2_bwd<__nv_bfloat16, D, true>(const Flash2BwdParams&, const Flash2Tile&, cudaStream_t);
 BLOCKSPARSE_HEAD_DIMS(BLOCKSPARSE_DECLARE)
-
-bool blocksparse_head_dim_compiled(int head_dim) {
-  switch (head_dim) {
-#define BLOCKSPARSE_COMPILED_CASE(D) \
-  case D:                            \
-    return true;
-    BLOCKSPARSE_HEAD_DIMS(BLOCKSPARSE_COMPILED_CASE)
-    default:
-      return false;
-  }
-}
-
-template <int D>
-static bool first_tile(Flash2Tile* out) {
-  const Flash2TileSpec s = Flash2FwdConfigs<D>::list[0];  // run_flash2_fwd<.., true> compiles only this one
-  *out = {s.block_m, s.block_n, s.warps, s.stages, flash2_fwd_smem_bytes(D, s)};
-  return true;
-}
-
-bool blocksparse_fwd_tile(int head_dim, Flash2Tile* out) {
-  switch (head_dim) {
-#define BLOCKSPARSE_TILE_CASE(D) \
-  case D:                        \
-    return first_tile<D>(out);
-    BLOCKSPARSE_HEAD_DIMS(BLOCKSPARSE_TILE_CASE)
-    default:
-      return false;
-  }
-}
 
 template <typename T>
 static void fwd_head_dim(const Flash2FwdParams& p, const Flash2Tile& tile, cudaStream_t stream) {

@@ -8,7 +8,7 @@
 // across thread blocks, non-zero Q tiles of the K/V tile's column inside (FA-2 Algorithm 2
 // order). Zero blocks are never loaded or computed in either pass.
 //
-// Mask: the problem's pattern (bench/sparsity.h) over sparse_block × sparse_block blocks, the
+// Mask: the problem's pattern (bench/core/sparsity.h) over sparse_block × sparse_block blocks, the
 // same for every batch and head, mapped to each kernel's tiles (forward Br × Bc, backward
 // 64 × 64): the pattern block must be a multiple of both, else the point is skipped. The row
 // lists (forward) and column lists (backward) of non-zero tiles are built on the host at plan
@@ -20,40 +20,20 @@
 //   backward: K, V read and dK, dV written once; Q, dO, L, D read and dQ accumulated s·Tc·G
 //             times.
 // Run: build/flashio run --method blocksparse_flash,flash2 --pattern butterfly --seqlen 4096
-#include <cuda_runtime.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <vector>
 
-#include "bench/cuda_check.h"
-#include "bench/device_memory.h"
-#include "bench/method.h"
-#include "bench/sparsity.h"
+#include "bench/core/method.h"
+#include "bench/core/sparsity.h"
+#include "kernels/blocksparse/blocksparse_configs.h"
 #include "kernels/blocksparse/blocksparse_params.h"
-#include "kernels/flash2/flash2_call_params.h"
 
 namespace flashio {
 namespace {
 
 using kernels::Flash2Tile;
-
-// Device copy of a BlockLists (ptr then idx, one buffer).
-struct DeviceLists {
-  DeviceBuffer buf;
-  const int* ptr = nullptr;
-  const int* idx = nullptr;
-
-  DeviceLists() = default;
-  DeviceLists(const BlockLists& l, DeviceAllocator& alloc) {
-    std::vector<int32_t> flat(l.ptr);
-    flat.insert(flat.end(), l.idx.begin(), l.idx.end());
-    buf = DeviceBuffer(alloc, flat.size() * sizeof(int32_t));
-    FLASHIO_CUDA_CHECK(cudaMemcpy(buf.get(), flat.data(), flat.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
-    ptr = buf.as<int>();
-    idx = ptr + l.ptr.size();
-  }
-};
 
 // Why the pattern's block cannot be mapped onto the kernel tiles, or yes.
 Support check_block(const Problem& p, int block_r, int block_c, const char* pass) {
@@ -65,43 +45,6 @@ Support check_block(const Problem& p, int block_r, int block_c, const char* pass
   return Support::yes();
 }
 
-class BlocksparseFlashPlan final : public Plan {
- public:
-  BlocksparseFlashPlan(const Problem& p, Pass pass, Flash2Tile fwd, Flash2Tile bwd, DeviceAllocator& alloc)
-      : p_(p), tile_(fwd) {
-    const BlockMask mask = make_block_mask(p);
-    fwd_lists_ = DeviceLists(by_rows(tile_mask(mask, p.seqlen_q, p.nk(), fwd.block_m, fwd.block_n)), alloc);
-    if (pass != Pass::Fwd) {
-      bwd_lists_ = DeviceLists(by_cols(tile_mask(mask, p.seqlen_q, p.nk(), bwd.block_m, bwd.block_n)), alloc);
-      d_sum_ = DeviceBuffer(alloc, size_t(p.batch * p.heads * p.seqlen_q) * sizeof(float));
-      dq_accum_ = DeviceBuffer(alloc, size_t(p.q_elements()) * sizeof(float));
-    }
-  }
-  Tiles tiles() const override {
-    return {tile_.block_m, tile_.block_n, tile_.warps, tile_.stages, tile_.smem_bytes, 0, "mma.sync", "padded"};
-  }
-  bool writes_lse() const override { return true; }
-
-  void forward(const AttentionBuffers& buf, cudaStream_t stream) override {
-    kernels::Flash2FwdParams k = flash2_fwd_params(p_, buf);
-    k.sparse_ptr = fwd_lists_.ptr;
-    k.sparse_idx = fwd_lists_.idx;
-    kernels::blocksparse_flash_fwd(k, tile_, p_.dtype == DType::BF16, stream);
-  }
-  void backward(const AttentionBuffers& buf, cudaStream_t stream) override {
-    kernels::Flash2BwdParams k = flash2_bwd_params(p_, buf, d_sum_.as<float>(), dq_accum_.as<float>());
-    k.sparse_ptr = bwd_lists_.ptr;
-    k.sparse_idx = bwd_lists_.idx;
-    kernels::blocksparse_flash_bwd(k, p_.dtype == DType::BF16, stream);
-  }
-
- private:
-  Problem p_;
-  Flash2Tile tile_;
-  DeviceLists fwd_lists_, bwd_lists_;
-  DeviceBuffer d_sum_, dq_accum_;
-};
-
 class BlocksparseFlash final : public Method {
  public:
   MethodInfo info() const override {
@@ -111,7 +54,9 @@ class BlocksparseFlash final : public Method {
     i.where = "gpu";
     i.passes = {Pass::Fwd, Pass::Bwd, Pass::FwdBwd};
     i.dtypes = {DType::F16, DType::BF16};
-    i.head_dims = {64, 128};
+    #define BLOCKSPARSE_HEAD_DIM_ITEM(D) D,
+    i.head_dims = {BLOCKSPARSE_HEAD_DIMS(BLOCKSPARSE_HEAD_DIM_ITEM)};
+#undef BLOCKSPARSE_HEAD_DIM_ITEM
     i.masks = {"blocksparse", "causal", "padding"};
     i.dropout = true;
     i.gqa = true;
@@ -149,12 +94,6 @@ class BlocksparseFlash final : public Method {
       if (Support s = check_block(p, bwd.block_m, bwd.block_n, "backward"); !s) return s;
     }
     return Support::yes();
-  }
-  std::unique_ptr<Plan> plan(const Problem& p, Pass pass, const DeviceInfo&, DeviceAllocator& alloc) const override {
-    Flash2Tile fwd{}, bwd{};
-    kernels::blocksparse_fwd_tile(int(p.head_dim), &fwd);
-    kernels::flash2_bwd_tile(int(p.head_dim), &bwd);
-    return std::make_unique<BlocksparseFlashPlan>(p, pass, fwd, bwd, alloc);
   }
 };
 

@@ -1,6 +1,6 @@
 // Dropout keep decisions for tensor-core accumulator fragments, each Philox call drawn once.
 //
-// The mask is the suite's (kernels/common/philox.h): element (b, h, query i, key j) keeps iff
+// The mask is the suite's (bench/core/philox.h): element (b, h, query i, key j) keeps iff
 // the 16-bit value (j % 8) of Philox(i, j / 8) is at least the threshold — word (j % 8) / 2,
 // low half for even j, high half for odd j — bit for bit the CPU reference's.
 //
@@ -31,7 +31,7 @@
 #pragma once
 #include <cstdint>
 
-#include "kernels/common/philox.h"
+#include "bench/core/philox.h"
 
 namespace flashio::kernels {
 

@@ -1,8 +1,8 @@
 // Fills the fields every fused kernel's argument block shares (shape, masks, softmax scale,
 // dropout) from a Problem: host-only, used by the flash1 and flash2 methods.
 #pragma once
-#include "bench/problem.h"
-#include "kernels/common/philox.h"
+#include "bench/core/problem.h"
+#include "bench/core/philox.h"
 
 namespace flashio {
 

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/common/philox.h"
+#include "bench/core/philox.h"
 
 namespace flashio {
 

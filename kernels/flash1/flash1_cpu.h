@@ -18,7 +18,7 @@
 //   - O, ℓ, m and dQ stay float in HBM; the backward reads the forward's O rounded to the dtype
 //     (as the output tensor a GPU method returns) and the forward's ℓ, m.
 // ℓ̃ is the row sum of P̃ before dropout; dropout multiplies P̃ by keep/(1−p), with the shared
-// Philox mask (kernels/common/philox.h, offset 0). Masks are the suite's (reference.h): causal
+// Philox mask (bench/core/philox.h, offset 0). Masks are the suite's (reference.h): causal
 // top-left (key j visible to query i iff j ≤ i), key padding by HostTensors::key_lengths.
 // A row that sees no key keeps O = 0, ℓ = 0, m = −inf and gets LSE = −inf and zero gradients.
 //
@@ -56,8 +56,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "baselines/reference/reference.h"
-#include "bench/problem.h"
+#include "bench/core/reference.h"
+#include "bench/core/problem.h"
 
 namespace flashio {
 

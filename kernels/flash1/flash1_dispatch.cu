@@ -6,44 +6,12 @@
 
 namespace flashio::kernels {
 
-#define FLASH1_HEAD_DIMS(X) X(32) X(64) X(96) X(128)
-
 #define FLASH1_DECLARE(D)                                                                                           \
   extern template int run_flash1_fwd<half, D>(const Flash1FwdParams&, const Flash2Tile&, cudaStream_t, bool);          \
   extern template int run_flash1_fwd<__nv_bfloat16, D>(const Flash1FwdParams&, const Flash2Tile&, cudaStream_t, bool); \
   extern template int run_flash1_bwd<half, D>(const Flash1BwdParams&, cudaStream_t, bool);                             \
   extern template int run_flash1_bwd<__nv_bfloat16, D>(const Flash1BwdParams&, cudaStream_t, bool);
 FLASH1_HEAD_DIMS(FLASH1_DECLARE)
-
-template <int D>
-static int list_tiles(Flash2Tile* out, int max) {
-  int n = 0;
-  for (const auto& s : Flash1FwdConfigs<D>::list)
-    if (n < max) out[n++] = {s.block_m, s.block_n, s.warps, 1, flash1_fwd_smem_bytes(D, s)};
-  return n;
-}
-
-int flash1_fwd_tiles(int head_dim, Flash2Tile* out, int max) {
-  switch (head_dim) {
-#define FLASH1_TILES_CASE(D) \
-  case D: return list_tiles<D>(out, max);
-    FLASH1_HEAD_DIMS(FLASH1_TILES_CASE)
-    default: return 0;
-  }
-}
-
-bool flash1_bwd_tile(int head_dim, Flash2Tile* out) {
-  switch (head_dim) {
-#define FLASH1_BWD_TILE_CASE(D)                                                                              \
-  case D:                                                                                                    \
-    *out = {Flash2BwdConfig<D>::kBlockM, Flash2BwdConfig<D>::kBlockN, Flash2BwdConfig<D>::kWarps, 2,         \
-            flash1_bwd_smem_bytes(D, Flash2BwdConfig<D>::kBlockN, Flash2BwdConfig<D>::kBlockM,                   \
-                                  Flash2BwdConfig<D>::kWarps)};                                          \
-    return true;
-    FLASH1_HEAD_DIMS(FLASH1_BWD_TILE_CASE)
-    default: return false;
-  }
-}
 
 template <typename T>
 static int fwd_head_dim(const Flash1FwdParams& p, const Flash2Tile& tile, cudaStream_t stream, bool occupancy_only) {

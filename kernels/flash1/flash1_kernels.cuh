@@ -28,7 +28,7 @@
 
 #include "kernels/common/mma.cuh"
 #include "kernels/common/dropout_fragments.cuh"
-#include "kernels/common/philox.h"
+#include "bench/core/philox.h"
 #include "kernels/flash1/flash1_configs.h"
 #include "kernels/flash1/flash1_params.h"
 #include "kernels/flash2/flash2_bwd_kernel.cuh"

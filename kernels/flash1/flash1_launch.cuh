@@ -5,7 +5,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "bench/cuda_check.h"
+#include "bench/cuda/cuda_check.h"
 #include "kernels/flash1/flash1_kernels.cuh"
 #include "kernels/flash2/flash2_bwd_launch.cuh"
 
@@ -65,9 +65,6 @@ int run_flash1_fwd(const Flash1FwdParams& p, const Flash2Tile& tile, cudaStream_
 template <typename Tr>
 constexpr int flash1_bwd_smem() {
   return Tr::kSmemBytes + 2 * Tr::kSmemQ * 2;
-}
-constexpr int flash1_bwd_smem_bytes(int head_dim, int block_n, int block_m, int warps) {
-  return flash2_bwd_smem_bytes(head_dim, block_n, block_m, warps) + 2 * block_m * (head_dim + 8) * 2;
 }
 
 template <typename T, int kHeadDim>

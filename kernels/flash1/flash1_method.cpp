@@ -17,10 +17,9 @@
 
 #include <fmt/format.h>
 
-#include "bench/device_memory.h"
-#include "bench/method.h"
-#include "kernels/common/problem_params.h"
-#include "kernels/flash1/flash1_params.h"
+#include "bench/core/method.h"
+#include "kernels/flash1/flash1_configs.h"
+#include "kernels/flash1/flash1_method.h"
 
 namespace flashio {
 namespace {
@@ -33,7 +32,9 @@ std::vector<Flash2Tile> compiled_tiles(int head_dim) {
   return {buf, buf + n};
 }
 
-Support choose_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile* out) {
+}  // namespace
+
+Support flash1_choose_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile* out) {
   const auto tiles = compiled_tiles(int(p.head_dim));
   if (p.block_r > 0 || p.block_c > 0) {
     std::vector<std::string> names;
@@ -65,91 +66,7 @@ Support choose_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile* out) {
   return Support::yes();
 }
 
-// Thread blocks per head so that B·H·splits fill one wave of the GPU (at most `tiles`).
-int one_wave_splits(const Problem& p, const DeviceInfo& dev, int blocks_per_sm, int64_t tiles) {
-  const int64_t heads = p.batch * p.heads;
-  const int64_t wave = int64_t(dev.sm_count) * std::max(blocks_per_sm, 1);
-  return int(std::clamp<int64_t>(wave / heads, 1, std::max<int64_t>(tiles, 1)));
-}
-
-class Flash1Plan final : public Plan {
- public:
-  Flash1Plan(const Problem& p, Pass pass, Flash2Tile tile, const DeviceInfo& dev, DeviceAllocator& alloc)
-      : p_(p), tile_(tile) {
-    kernels::Flash1FwdParams f{};
-    fill_problem_params(p_, f.base);
-    const bool bf16 = p.dtype == DType::BF16;
-    fwd_splits_ = one_wave_splits(p, dev, kernels::flash1_fwd_blocks_per_sm(f, tile_, bf16),
-                                  (p.seqlen_q + tile_.block_m - 1) / tile_.block_m);
-    if (pass != Pass::Fwd) {
-      kernels::Flash1BwdParams b{};
-      fill_problem_params(p_, b.base);
-      kernels::Flash2Tile bt{};
-      kernels::flash1_bwd_tile(int(p.head_dim), &bt);
-      // Deterministic: one block per head adds dQ without atomics, in K/V-tile order.
-      bwd_splits_ = p.deterministic ? 1
-                                    : one_wave_splits(p, dev, kernels::flash1_bwd_blocks_per_sm(b, bf16),
-                                                      (p.nk() + bt.block_n - 1) / bt.block_n);
-    }
-    const size_t rows = size_t(p.batch * p.heads * p.seqlen_q);
-    o_accum_ = DeviceBuffer(alloc, size_t(p.q_elements()) * sizeof(float));  // O, ℓ, m in HBM (Algorithm 1)
-    row_max_ = DeviceBuffer(alloc, rows * sizeof(float));
-    row_sum_ = DeviceBuffer(alloc, rows * sizeof(float));
-    if (pass != Pass::Fwd) dq_accum_ = DeviceBuffer(alloc, size_t(p.q_elements()) * sizeof(float));
-  }
-  Tiles tiles() const override {
-    return {tile_.block_m, tile_.block_n, tile_.warps, tile_.stages, tile_.smem_bytes, fwd_splits_, "mma.sync", "padded"};
-  }
-  std::optional<Tiles> backward_tiles() const override {
-    kernels::Flash2Tile t{};
-    if (!kernels::flash1_bwd_tile(int(p_.head_dim), &t)) return std::nullopt;
-    return Tiles{t.block_m, t.block_n, t.warps, t.stages, t.smem_bytes, bwd_splits_, "mma.sync", "padded"};
-  }
-  bool writes_lse() const override { return true; }
-
-  void forward(const AttentionBuffers& buf, cudaStream_t stream) override {
-    kernels::Flash1FwdParams k{};
-    k.base.q = buf.q;
-    k.base.k = buf.k;
-    k.base.v = buf.v;
-    k.base.o = buf.o;
-    k.base.lse = buf.lse;
-    k.base.key_lengths = buf.key_lengths;
-    fill_problem_params(p_, k.base);
-    k.o_accum = o_accum_.as<float>();
-    k.row_max = row_max_.as<float>();
-    k.row_sum = row_sum_.as<float>();
-    k.splits = fwd_splits_;
-    kernels::flash1_fwd(k, tile_, p_.dtype == DType::BF16, stream);
-  }
-
-  void backward(const AttentionBuffers& buf, cudaStream_t stream) override {
-    kernels::Flash1BwdParams k{};
-    k.base.q = buf.q;
-    k.base.k = buf.k;
-    k.base.v = buf.v;
-    k.base.o = buf.o;
-    k.base.d_o = buf.d_o;
-    k.base.lse = buf.lse;
-    k.base.dq_accum = dq_accum_.as<float>();
-    k.base.dq = buf.dq;
-    k.base.dk = buf.dk;
-    k.base.dv = buf.dv;
-    k.base.key_lengths = buf.key_lengths;
-    fill_problem_params(p_, k.base);
-    k.base.scale = float(p_.scale());
-    k.row_max = row_max_.as<float>();
-    k.row_sum = row_sum_.as<float>();
-    k.splits = bwd_splits_;
-    kernels::flash1_bwd(k, p_.dtype == DType::BF16, stream);
-  }
-
- private:
-  Problem p_;
-  Flash2Tile tile_;
-  int fwd_splits_ = 1, bwd_splits_ = 1;
-  DeviceBuffer o_accum_, row_max_, row_sum_, dq_accum_;
-};
+namespace {
 
 class Flash1 final : public Method {
  public:
@@ -160,7 +77,9 @@ class Flash1 final : public Method {
     i.where = "gpu";
     i.passes = {Pass::Fwd, Pass::Bwd, Pass::FwdBwd};
     i.dtypes = {DType::F16, DType::BF16};
-    i.head_dims = {32, 64, 96, 128};
+    #define FLASH1_HEAD_DIM_ITEM(D) D,
+    i.head_dims = {FLASH1_HEAD_DIMS(FLASH1_HEAD_DIM_ITEM)};
+#undef FLASH1_HEAD_DIM_ITEM
     i.masks = {"none", "causal", "padding"};
     i.dropout = true;
     i.gqa = false;
@@ -182,12 +101,7 @@ class Flash1 final : public Method {
                                        bwd.smem_bytes, dev.smem_per_block_optin));
     }
     Flash2Tile t{};
-    return choose_tile(p, dev, &t);
-  }
-  std::unique_ptr<Plan> plan(const Problem& p, Pass pass, const DeviceInfo& dev, DeviceAllocator& alloc) const override {
-    Flash2Tile t{};
-    choose_tile(p, dev, &t);
-    return std::make_unique<Flash1Plan>(p, pass, t, dev, alloc);
+    return flash1_choose_tile(p, dev, &t);
   }
 };
 

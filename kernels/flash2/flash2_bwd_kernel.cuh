@@ -31,7 +31,7 @@
 // has its own semaphores. Block-sparse columns are not prefixes: blocksparse_flash refuses it.
 // Causal (top-left): Q tiles entirely above the diagonal of key tile j are skipped; the mask is
 // applied only on tiles crossing the diagonal or the key tail. Dropout regenerates the
-// forward's Philox mask (kernels/common/philox.h), one call per eight elements (dropout_keep_bwd).
+// forward's Philox mask (bench/core/philox.h), one call per eight elements (dropout_keep_bwd).
 //
 // IO per (batch, K/V head) with G query heads per K/V head, Tc = ⌈Nk/Bc⌉: K, V read once and
 // dK, dV written once; Q, dO read Tc·G times, L and D read Tc·G times; dQ accumulated
@@ -52,7 +52,7 @@
 
 #include "kernels/common/mma.cuh"
 #include "kernels/common/dropout_fragments.cuh"
-#include "kernels/common/philox.h"
+#include "bench/core/philox.h"
 #include "kernels/flash2/flash2_bwd_config.h"
 #include "kernels/flash2/flash2_fwd_kernel.cuh"
 #include "kernels/flash2/flash2_params.h"

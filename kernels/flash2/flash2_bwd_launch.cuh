@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "bench/cuda_check.h"
+#include "bench/cuda/cuda_check.h"
 #include "kernels/flash2/flash2_bwd_kernel.cuh"
 
 namespace flashio::kernels {

@@ -2,8 +2,8 @@
 // problem's shape, masks, scale and dropout. Host-only; shared by flash2 and
 // blocksparse_flash (which adds its block lists), so both fill them the same way.
 #pragma once
-#include "bench/method.h"
-#include "bench/problem.h"
+#include "bench/core/method.h"
+#include "bench/core/problem.h"
 #include "kernels/common/problem_params.h"
 #include "kernels/flash2/flash2_params.h"
 

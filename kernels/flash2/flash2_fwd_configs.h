@@ -4,6 +4,11 @@
 // Plain C++: read by the kernel's instantiations and by the host-side selection alike.
 #pragma once
 
+// The head dims flash2 is compiled for: the one list that CMake's instantiations
+// (kernels/flash2/CMakeLists.txt reads this line), the dispatch, the method's info() and the
+// analysis all expand.
+#define FLASH2_HEAD_DIMS(X) X(32) X(64) X(96) X(128) X(256)
+
 namespace flashio::kernels {
 
 struct Flash2TileSpec {

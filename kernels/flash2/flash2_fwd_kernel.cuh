@@ -9,7 +9,7 @@
 // log-sum-exp L = m + log ℓ is the only statistic written.
 //
 // Dropout: P is normalised with the undropped row sum ℓ, then each element is kept or
-// dropped by the shared Philox mask (kernels/common/philox.h) before P·V; the 1/(1−p) scale
+// dropped by the shared Philox mask (bench/core/philox.h) before P·V; the 1/(1−p) scale
 // joins the final 1/ℓ. One Philox call serves eight elements (dropout_keep_fwd).
 //
 // Causal (top-left aligned): tiles entirely above the diagonal are never loaded; the K/V
@@ -33,7 +33,7 @@
 
 #include "kernels/common/mma.cuh"
 #include "kernels/common/dropout_fragments.cuh"
-#include "kernels/common/philox.h"
+#include "bench/core/philox.h"
 #include "kernels/flash2/flash2_fwd_configs.h"
 #include "kernels/flash2/flash2_params.h"
 

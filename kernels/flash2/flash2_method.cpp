@@ -6,15 +6,14 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "bench/device_memory.h"
-#include "bench/method.h"
-#include "kernels/flash2/flash2_call_params.h"
+#include "bench/core/method.h"
+#include "kernels/flash2/flash2_fwd_configs.h"
+#include "kernels/flash2/flash2_method.h"
 
 namespace flashio {
 namespace {
@@ -47,24 +46,6 @@ std::optional<std::string> wgmma_bwd_refusal(const Problem& p, const DeviceInfo&
   if (!kernels::flash2_bwd_wgmma_tile(int(p.head_dim), &t))
     return fmt::format("no wgmma backward for d={} (64, 128)", p.head_dim);
   return std::nullopt;
-}
-
-// The backward's tile: wgmma where it can run (and --mma allows), else mma.sync; false with
-// `why` when neither can.
-bool choose_bwd_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile* out, std::string* why) {
-  const auto refusal = wgmma_bwd_refusal(p, dev);
-  if (!refusal && p.mma != "mma.sync") return kernels::flash2_bwd_wgmma_tile(int(p.head_dim), out);
-  if (p.mma == "wgmma") {
-    *why = "--mma wgmma: " + *refusal;
-    return false;
-  }
-  // The first mma.sync tile that fits this GPU's shared memory; if none does, the smallest
-  // (supports() then refuses the point with its bytes).
-  if (!kernels::flash2_bwd_tile_for(int(p.head_dim), dev.smem_per_block_optin, out)) {
-    *why = fmt::format("flash2 has no backward kernel for d={}", p.head_dim);
-    return false;
-  }
-  return true;
 }
 
 // The forward tiles this point may use, in order of preference: wgmma (Hopper) first unless
@@ -100,8 +81,28 @@ std::string describe(const std::vector<Flash2Tile>& tiles) {
   return fmt::format("{}", fmt::join(s, ", "));
 }
 
+}  // namespace
+
+// The backward's tile: wgmma where it can run (and --mma allows), else mma.sync; false with
+// `why` when neither can.
+bool flash2_choose_bwd_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile* out, std::string* why) {
+  const auto refusal = wgmma_bwd_refusal(p, dev);
+  if (!refusal && p.mma != "mma.sync") return kernels::flash2_bwd_wgmma_tile(int(p.head_dim), out);
+  if (p.mma == "wgmma") {
+    *why = "--mma wgmma: " + *refusal;
+    return false;
+  }
+  // The first mma.sync tile that fits this GPU's shared memory; if none does, the smallest
+  // (supports() then refuses the point with its bytes).
+  if (!kernels::flash2_bwd_tile_for(int(p.head_dim), dev.smem_per_block_optin, out)) {
+    *why = fmt::format("flash2 has no backward kernel for d={}", p.head_dim);
+    return false;
+  }
+  return true;
+}
+
 // The tile for this problem on this GPU: the forced one, else the first (fastest) that fits.
-Support choose_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile* out) {
+Support flash2_choose_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile* out) {
   std::string why_not_wgmma;
   const auto tiles = candidate_tiles(p, dev, &why_not_wgmma);
   if (p.mma == "wgmma" && tiles.empty()) return Support::no("--mma wgmma: " + why_not_wgmma);
@@ -124,55 +125,7 @@ Support choose_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile* out) {
                                  dev.smem_per_block_optin));
 }
 
-class Flash2Plan final : public Plan {
- public:
-  Flash2Plan(const Problem& p, Pass pass, Flash2Tile tile, std::optional<Flash2Tile> bwd_tile, DeviceAllocator& alloc)
-      : p_(p), tile_(tile), bwd_tile_(bwd_tile) {
-    if (pass != Pass::Fwd) {  // D and the fp32 dQ accumulator
-      d_sum_ = DeviceBuffer(alloc, size_t(p.batch * p.heads * p.seqlen_q) * sizeof(float));
-      dq_accum_ = DeviceBuffer(alloc, size_t(p.q_elements()) * sizeof(float));
-      if (p.deterministic && bwd_tile_)  // a semaphore per Q tile
-        dq_semaphore_ = DeviceBuffer(
-            alloc, size_t(p.batch * p.heads * ((p.seqlen_q + bwd_tile_->block_m - 1) / bwd_tile_->block_m)) * sizeof(int));
-    }
-  }
-  Tiles tiles() const override {
-    return {tile_.block_m,    tile_.block_n, tile_.warps, tile_.stages, tile_.smem_bytes, 0,
-            tile_.wgmma ? "wgmma" : "mma.sync", tile_.wgmma ? "swizzle128" : "padded"};
-  }
-  std::optional<Tiles> backward_tiles() const override {
-    if (!bwd_tile_) return std::nullopt;
-    const Flash2Tile& t = *bwd_tile_;
-    return Tiles{t.block_m, t.block_n, t.warps, t.stages, t.smem_bytes, 0,
-                 t.wgmma ? "wgmma" : "mma.sync", t.wgmma ? "swizzle128" : "padded"};
-  }
-  bool writes_lse() const override { return true; }
-
-  void backward(const AttentionBuffers& buf, cudaStream_t stream) override {
-    const kernels::Flash2BwdParams k =
-        flash2_bwd_params(p_, buf, d_sum_.as<float>(), dq_accum_.as<float>(), dq_semaphore_.as<int>());
-    if (!bwd_tile_) throw std::logic_error("flash2: a plan made for the forward pass has no backward tile");
-    if (bwd_tile_->wgmma) {
-      kernels::flash2_bwd_wgmma(k, p_.dtype == DType::BF16, stream);
-    } else {
-      kernels::flash2_bwd(k, *bwd_tile_, p_.dtype == DType::BF16, stream);
-    }
-  }
-  void forward(const AttentionBuffers& buf, cudaStream_t stream) override {
-    const kernels::Flash2FwdParams k = flash2_fwd_params(p_, buf);
-    if (tile_.wgmma) {
-      kernels::flash2_fwd_wgmma(k, tile_, p_.dtype == DType::BF16, stream);
-    } else {
-      kernels::flash2_fwd(k, tile_, p_.dtype == DType::BF16, stream);
-    }
-  }
-
- private:
-  Problem p_;
-  Flash2Tile tile_;
-  std::optional<Flash2Tile> bwd_tile_;  // none for a forward-only plan
-  DeviceBuffer d_sum_, dq_accum_, dq_semaphore_;
-};
+namespace {
 
 class Flash2 final : public Method {
  public:
@@ -183,7 +136,9 @@ class Flash2 final : public Method {
     i.where = "gpu";
     i.passes = {Pass::Fwd, Pass::Bwd, Pass::FwdBwd};
     i.dtypes = {DType::F16, DType::BF16};
-    i.head_dims = {32, 64, 96, 128, 256};
+    #define FLASH2_HEAD_DIM_ITEM(D) D,
+    i.head_dims = {FLASH2_HEAD_DIMS(FLASH2_HEAD_DIM_ITEM)};
+#undef FLASH2_HEAD_DIM_ITEM
     i.masks = {"none", "causal", "padding"};
     i.dropout = true;
     i.gqa = true;
@@ -203,21 +158,13 @@ class Flash2 final : public Method {
     if (pass != Pass::Fwd) {
       Flash2Tile bwd{};
       std::string why;
-      if (!choose_bwd_tile(p, dev, &bwd, &why)) return Support::no(why);
+      if (!flash2_choose_bwd_tile(p, dev, &bwd, &why)) return Support::no(why);
       if (bwd.smem_bytes > dev.smem_per_block_optin)
         return Support::no(fmt::format("flash2 backward needs {} bytes of shared memory; this GPU allows {} per block",
                                        bwd.smem_bytes, dev.smem_per_block_optin));
     }
     Flash2Tile t{};
-    return choose_tile(p, dev, &t);
-  }
-  std::unique_ptr<Plan> plan(const Problem& p, Pass pass, const DeviceInfo& dev, DeviceAllocator& alloc) const override {
-    Flash2Tile t{};
-    choose_tile(p, dev, &t);
-    std::optional<Flash2Tile> bwd;
-    std::string why;
-    if (Flash2Tile b{}; pass != Pass::Fwd && choose_bwd_tile(p, dev, &b, &why)) bwd = b;
-    return std::make_unique<Flash2Plan>(p, pass, t, bwd, alloc);
+    return flash2_choose_tile(p, dev, &t);
   }
 };
 

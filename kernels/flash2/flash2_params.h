@@ -16,13 +16,13 @@ struct Flash2FwdParams {
   int batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim;
   float scale_log2;  // softmax scale · log2(e): scores live in base 2 inside the kernel
   bool causal;
-  // Dropout (kernels/common/philox.h): keep iff the 16-bit Philox value >= dropout_threshold (⌊p·2^16⌋).
+  // Dropout (bench/core/philox.h): keep iff the 16-bit Philox value >= dropout_threshold (⌊p·2^16⌋).
   bool dropout;
   uint32_t dropout_threshold;
   float dropout_scale;  // 1 / (1 - p)
   uint64_t seed;
   // Block-sparse only (blocksparse_flash; ignored by the dense kernels): the non-zero K/V tiles
-  // of Q tile i are sparse_idx[sparse_ptr[i] .. sparse_ptr[i+1]), increasing (bench/sparsity.h
+  // of Q tile i are sparse_idx[sparse_ptr[i] .. sparse_ptr[i+1]), increasing (bench/core/sparsity.h
   // by_rows of the mask at the forward's tile size).
   const int* sparse_ptr;  // [⌈Nq/Br⌉ + 1]
   const int* sparse_idx;  // [non-zero tiles]
@@ -118,15 +118,5 @@ bool flash2_bwd_wgmma_tile(int head_dim, Flash2Tile* out);
 // Preprocess (D, zero dQ accumulator), main kernel, dQ conversion.
 void flash2_bwd_wgmma(const Flash2BwdParams& params, bool bf16, cudaStream_t stream);
 
-// The fused kernels' code as loaded on the current GPU, as cudaFuncGetAttributes reports it for
-// a kernel compiled with the same flags: `ptx` = the virtual architecture it was generated for
-// (__CUDA_ARCH__ / 10: 75 selects mma.m16n8k8, plain copies and bf16 traps in
-// kernels/common/mma.cuh), `binary` = the architecture of the machine code that runs (equal to
-// the GPU's when the driver JIT-compiled PTX). {0, 0} when it cannot be read.
-struct FusedKernelArch {
-  int ptx = 0;
-  int binary = 0;
-};
-FusedKernelArch fused_kernel_arch();
 
 }  // namespace flashio::kernels

@@ -19,23 +19,6 @@ extern template void run_flash2_bwd_wgmma<__nv_bfloat16, 128>(const Flash2BwdPar
 
 bool flash2_wgmma_compiled() { return true; }
 
-template <int D>
-static int list_wgmma_tiles(bool dropout, Flash2Tile* out, int max) {
-  int n = 0;
-  for (const auto& s : Flash2FwdWgmmaConfigs<D>::list)
-    if (n < max && (s.dropout || !dropout))
-      out[n++] = {s.block_m, s.block_n, s.block_m / 16, 2, flash2_fwd_wgmma_smem_bytes(D, s.block_m, s.block_n), true};
-  return n;
-}
-
-int flash2_fwd_wgmma_tiles(int head_dim, bool dropout, Flash2Tile* out, int max) {
-  switch (head_dim) {
-    case 64: return list_wgmma_tiles<64>(dropout, out, max);
-    case 128: return list_wgmma_tiles<128>(dropout, out, max);
-    default: return 0;
-  }
-}
-
 template <typename T>
 static void dispatch_wgmma(const Flash2FwdParams& p, const Flash2Tile& tile, cudaStream_t stream) {
   switch (p.head_dim) {
@@ -51,12 +34,6 @@ void flash2_fwd_wgmma(const Flash2FwdParams& p, const Flash2Tile& tile, bool bf1
   } else {
     dispatch_wgmma<half>(p, tile, stream);
   }
-}
-
-bool flash2_bwd_wgmma_tile(int head_dim, Flash2Tile* out) {
-  if (head_dim != 64 && head_dim != 128) return false;
-  *out = {64, 128, 8, 2, flash2_bwd_wgmma_smem_bytes(head_dim), true};  // Br × Bc, two warpgroups
-  return true;
 }
 
 template <typename T>

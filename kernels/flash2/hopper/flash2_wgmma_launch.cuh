@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "bench/cuda_check.h"
+#include "bench/cuda/cuda_check.h"
 #include "kernels/flash2/flash2_bwd_launch.cuh"
 #include "kernels/flash2/hopper/flash2_bwd_wgmma.cuh"
 #include "kernels/flash2/hopper/flash2_fwd_wgmma.cuh"

@@ -1,0 +1,193 @@
+#include "bench/core/problem.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "bench/core/rng.h"
+#include "bench/core/sparsity.h"
+
+namespace flashio {
+
+const char* to_string(Pass p) {
+  switch (p) {
+    case Pass::Fwd: return "fwd";
+    case Pass::Bwd: return "bwd";
+    case Pass::FwdBwd: return "fwdbwd";
+  }
+  return "?";
+}
+
+std::optional<Pass> parse_pass(const std::string& s) {
+  if (s == "fwd") return Pass::Fwd;
+  if (s == "bwd") return Pass::Bwd;
+  if (s == "fwdbwd" || s == "fwd+bwd") return Pass::FwdBwd;
+  return std::nullopt;
+}
+
+const char* to_string(Padding p) { return p == Padding::None ? "none" : "random"; }
+
+std::optional<DType> parse_dtype(const std::string& s) {
+  if (s == "fp16" || s == "f16" || s == "half" || s == "float16") return DType::F16;
+  if (s == "bf16" || s == "bfloat16") return DType::BF16;
+  return std::nullopt;
+}
+
+double Problem::scale() const {
+  return softmax_scale > 0.0 ? softmax_scale : 1.0 / std::sqrt(double(head_dim));
+}
+
+std::string Problem::name() const {
+  std::string s = fmt::format("b:{}/h:{}", batch, heads);
+  if (kvh() != heads) s += fmt::format("/kvh:{}", kvh());
+  s += fmt::format("/n:{}", seqlen_q);
+  if (nk() != seqlen_q) s += fmt::format("/nk:{}", nk());
+  s += fmt::format("/d:{}/{}", head_dim, to_string(dtype));
+  if (causal) s += "/causal";
+  if (padding != Padding::None) s += "/pad";
+  if (dropout > 0.0) s += fmt::format("/drop:{}", dropout);
+  if (deterministic) s += "/det";
+  if (block_r > 0 || block_c > 0) s += fmt::format("/tile:{}x{}", block_r, block_c);
+  if (!mma.empty()) s += "/mma:" + mma;
+  if (sparse()) {
+    const auto kind = parse_pattern(pattern);
+    if (kind == PatternKind::File) {  // the file's base name: a path's slashes would split the name
+      const auto slash = pattern.find_last_of('/');
+      s += "/sparse:file:" + (slash == std::string::npos ? pattern.substr(5) : pattern.substr(slash + 1));
+    } else {
+      s += "/sparse:" + pattern;
+    }
+    if (kind == PatternKind::Random) s += fmt::format("/s:{}", sparse_density);
+    if (kind == PatternKind::Local) s += fmt::format("/w:{}/g:{}", sparse_window, sparse_global);
+    s += fmt::format("/bs:{}", sparse_block);
+  }
+  return s;
+}
+
+std::optional<std::string> Problem::invalid_reason() const {
+  if (batch < 1) return fmt::format("batch must be >= 1 (got {})", batch);
+  if (heads < 1) return fmt::format("heads must be >= 1 (got {})", heads);
+  if (kv_heads < 0) return fmt::format("kv-heads must be >= 0 (got {})", kv_heads);
+  if (heads % kvh() != 0) return fmt::format("heads ({}) must be divisible by kv-heads ({})", heads, kvh());
+  if (seqlen_q < 1) return fmt::format("seqlen must be >= 1 (got {})", seqlen_q);
+  if (seqlen_k < 0) return fmt::format("seqlen-k must be >= 0 (got {})", seqlen_k);
+  if (head_dim < 1) return fmt::format("head-dim must be >= 1 (got {})", head_dim);
+  if (!(dropout >= 0.0 && dropout < 1.0)) return fmt::format("dropout must be in [0, 1) (got {})", dropout);
+  if (softmax_scale < 0.0) return fmt::format("softmax-scale must be > 0 (got {})", softmax_scale);
+  if (block_r < 0 || block_c < 0) return "block sizes must be >= 0";
+  if (!mma.empty() && mma != "mma.sync" && mma != "wgmma")
+    return fmt::format("mma must be mma.sync or wgmma (got '{}')", mma);
+  if (auto why = pattern_invalid_reason(*this)) return why;
+  return std::nullopt;
+}
+
+std::vector<int32_t> key_lengths(const Problem& p) {
+  std::vector<int32_t> lengths(size_t(p.batch), int32_t(p.nk()));
+  if (p.padding == Padding::Random) {
+    SplitMix64 rng(p.seed ^ 0x9ad0ull);
+    const int64_t lo = std::max<int64_t>(1, p.nk() - 20);
+    for (auto& len : lengths) len = int32_t(lo + int64_t(rng.next() % uint64_t(p.nk() - lo + 1)));
+  }
+  return lengths;
+}
+
+// The measured density s of the problem's block mask; 1 when the pattern cannot be made
+// (an invalid problem is rejected before it runs, but its record still needs a number).
+static double sparse_density_or_one(const Problem& p) {
+  try {
+    return make_block_mask(p).density();
+  } catch (const std::exception&) {
+    return 1.0;
+  }
+}
+
+double flops(const Problem& p, Pass pass) {
+  double fwd = 4.0 * double(p.batch) * double(p.heads) * double(p.seqlen_q) * double(p.nk()) * double(p.head_dim);
+  if (p.causal) fwd *= 0.5;
+  if (p.sparse()) fwd *= sparse_density_or_one(p);
+  switch (pass) {
+    case Pass::Fwd: return fwd;
+    case Pass::Bwd: return 2.5 * fwd;
+    case Pass::FwdBwd: return 3.5 * fwd;
+  }
+  return fwd;
+}
+
+std::string point_name(const std::string& method, Pass pass, const Problem& p) {
+  return fmt::format("{}/{}/{}", method, to_string(pass), p.name());
+}
+
+nlohmann::json to_json(const Problem& p) {
+  nlohmann::json j = {{"batch", p.batch},
+          {"heads", p.heads},
+          {"kv_heads", p.kvh()},
+          {"seqlen_q", p.seqlen_q},
+          {"seqlen_k", p.nk()},
+          {"head_dim", p.head_dim},
+          {"dtype", to_string(p.dtype)},
+          {"causal", p.causal},
+          {"padding", to_string(p.padding)},
+          {"dropout", p.dropout},
+          {"seed", p.seed},
+          {"softmax_scale", p.scale()},
+          {"block_r", p.block_r},
+          {"block_c", p.block_c}};
+  if (p.deterministic) j["deterministic"] = true;  // only when set, so other records are unchanged
+  if (!p.mma.empty()) j["mma"] = p.mma;             // likewise
+  if (p.sparse()) {  // only with a pattern, so dense records are unchanged
+    j["pattern"] = p.pattern;
+    j["sparse_block"] = p.sparse_block;
+    try {
+      const BlockMask m = make_block_mask(p);
+      j["density"] = m.density();  // measured: the fraction s of non-zero blocks
+      j["sparse_blocks"] = {m.rows, m.cols};
+    } catch (const std::exception&) {
+      j["density"] = nullptr;
+    }
+    const auto kind = parse_pattern(p.pattern);
+    if (kind == PatternKind::Random) j["sparse_target_density"] = p.sparse_density;
+    if (kind == PatternKind::Local) {
+      j["sparse_window"] = p.sparse_window;
+      j["sparse_global"] = p.sparse_global;
+    }
+  }
+  return j;
+}
+
+Problem problem_from_json(const nlohmann::json& j) {
+  Problem p;
+  try {
+    p.batch = j.at("batch").get<int64_t>();
+    p.heads = j.at("heads").get<int64_t>();
+    p.kv_heads = j.value("kv_heads", p.heads);
+    p.seqlen_q = j.at("seqlen_q").get<int64_t>();
+    p.seqlen_k = j.value("seqlen_k", p.seqlen_q);
+    p.head_dim = j.at("head_dim").get<int64_t>();
+    const auto dt = parse_dtype(j.at("dtype").get<std::string>());
+    if (!dt) throw std::runtime_error("unknown dtype " + j.at("dtype").dump());
+    p.dtype = *dt;
+    p.causal = j.value("causal", false);
+    p.padding = j.value("padding", std::string("none")) == "random" ? Padding::Random : Padding::None;
+    p.dropout = j.value("dropout", 0.0);
+    p.deterministic = j.value("deterministic", false);
+    p.seed = j.value("seed", p.seed);
+    p.softmax_scale = j.value("softmax_scale", 0.0);
+    p.block_r = j.value("block_r", 0);
+    p.block_c = j.value("block_c", 0);
+    p.mma = j.value("mma", std::string());
+    p.pattern = j.value("pattern", std::string());
+    p.sparse_block = j.value("sparse_block", p.sparse_block);
+    p.sparse_density = j.value("sparse_target_density", p.sparse_density);
+    p.sparse_window = j.value("sparse_window", p.sparse_window);
+    p.sparse_global = j.value("sparse_global", p.sparse_global);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(std::string("bad problem in record: ") + e.what());
+  }
+  if (p.kv_heads == p.heads) p.kv_heads = 0;
+  if (p.seqlen_k == p.seqlen_q) p.seqlen_k = 0;
+  if (std::abs(p.softmax_scale - 1.0 / std::sqrt(double(p.head_dim))) < 1e-12) p.softmax_scale = 0.0;
+  return p;
+}
+
+}  // namespace flashio

@@ -1,0 +1,80 @@
+// Problem: one attention call's shape and options — the axes of a sweep point.
+// Tensors are laid out [batch, heads, seqlen, head_dim] (BHND), contiguous.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/core/dtype.h"
+
+namespace flashio {
+
+enum class Pass { Fwd, Bwd, FwdBwd };
+const char* to_string(Pass p);
+std::optional<Pass> parse_pass(const std::string& s);  // fwd, bwd, fwdbwd (also fwd+bwd)
+
+// Key padding: each sequence b attends only to its first key_lengths[b] keys.
+enum class Padding { None, Random };  // Random: lengths uniform in [N-20, N] (FlashAttention's benchmark)
+const char* to_string(Padding p);
+
+struct Problem {
+  int64_t batch = 1;
+  int64_t heads = 1;
+  int64_t kv_heads = 0;  // 0 = same as heads; fewer = GQA/MQA (must divide heads)
+  int64_t seqlen_q = 1;
+  int64_t seqlen_k = 0;  // 0 = same as seqlen_q
+  int64_t head_dim = 64;
+  DType dtype = DType::F16;
+  bool causal = false;  // top-left aligned: query i attends keys j <= i (as torch's is_causal)
+  Padding padding = Padding::None;
+  double dropout = 0.0;
+  uint64_t seed = 0x5eed;
+  // Bitwise-reproducible backward: dQ accumulated in a fixed order instead of with atomics
+  // (flash2: K/V tiles add in turn, FlashAttention-2's deterministic mode). Methods that cannot
+  // honour it give a `skipped` record; the forward passes of every method are deterministic.
+  bool deterministic = false;
+  double softmax_scale = 0.0;  // 0 = 1/sqrt(head_dim)
+  int block_r = 0;             // forced tile rows (Br); 0 = the method's choice for the GPU
+  int block_c = 0;             // forced tile columns (Bc); 0 = the method's choice
+  // Forced tensor-core instruction of the fused kernels: "" (the method's choice: wgmma on a
+  // Hopper GPU where the kernel has such a variant), "mma.sync" or "wgmma".
+  std::string mma;
+  // Block sparsity (bench/core/sparsity.h): "" or "none" = dense; butterfly, local, random,
+  // causal_block, file:PATH. The mask is over sparse_block × sparse_block element blocks.
+  std::string pattern;
+  int sparse_block = 128;
+  double sparse_density = 0.5;  // random: target fraction of non-zero blocks, in (0, 1]
+  int sparse_window = 1;        // local: blocks on each side of the diagonal
+  int sparse_global = 1;        // local: leading rows and columns that are all ones
+
+  bool sparse() const { return !pattern.empty() && pattern != "none"; }
+  int64_t kvh() const { return kv_heads > 0 ? kv_heads : heads; }
+  int64_t nk() const { return seqlen_k > 0 ? seqlen_k : seqlen_q; }
+  double scale() const;
+  int64_t q_elements() const { return batch * heads * seqlen_q * head_dim; }
+  int64_t kv_elements() const { return batch * kvh() * nk() * head_dim; }
+
+  // The point's name, Google Benchmark style: b:4/h:16/n:4096/d:64/fp16[/causal]...[/det]
+  std::string name() const;
+  // Why the problem is impossible (d <= 0, heads not divisible by kv_heads, ...), or nullopt.
+  std::optional<std::string> invalid_reason() const;
+};
+
+// Valid key count per sequence for the problem's padding (deterministic in seed).
+std::vector<int32_t> key_lengths(const Problem& p);
+
+// Floating-point operations of one pass (FlashAttention-2 convention): forward
+// 4·B·H·Nq·Nk·d, halved when causal; backward 2.5× forward; fwd+bwd 3.5×. With a block-sparse
+// pattern, scaled by its density s (the work of the non-zero blocks).
+double flops(const Problem& p, Pass pass);
+
+// The point name: method/pass/problem-name.
+std::string point_name(const std::string& method, Pass pass, const Problem& p);
+
+nlohmann::json to_json(const Problem& p);
+Problem problem_from_json(const nlohmann::json& j);  // throws std::runtime_error on a bad field
+
+}  // namespace flashio

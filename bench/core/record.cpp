@@ -1,0 +1,263 @@
+#include "bench/core/record.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <random>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "bench/core/build_info.h"
+
+namespace flashio {
+
+using nlohmann::json;
+
+// JSON has no NaN: nlohmann writes it as null, and a null reads back as NaN.
+static double number_or_nan(const json& obj, const char* key) {
+  if (!obj.contains(key) || obj[key].is_null()) return std::nan("");
+  return obj[key].get<double>();
+}
+
+const char* to_string(Status s) {
+  switch (s) {
+    case Status::Ok: return "ok";
+    case Status::Skipped: return "skipped";
+    case Status::Oom: return "oom";
+    case Status::Error: return "error";
+  }
+  return "?";
+}
+
+std::optional<Status> parse_status(const std::string& s) {
+  for (Status st : {Status::Ok, Status::Skipped, Status::Oom, Status::Error})
+    if (s == to_string(st)) return st;
+  return std::nullopt;
+}
+
+std::optional<double> Record::tflops() const {
+  if (!time || time->median_s <= 0) return std::nullopt;
+  return flops() / time->median_s / 1e12;
+}
+
+json to_json(const Record& r) {
+  json j = {{"name", r.name()},
+            {"method", r.method},
+            {"pass", to_string(r.pass)},
+            {"problem", to_json(r.problem)},
+            {"status", to_string(r.status)},
+            {"device_index", r.device_index},
+            {"flops", r.flops()}};
+  if (!r.reason.empty()) j["reason"] = r.reason;
+  if (r.point_index >= 0) j["point_index"] = r.point_index;
+  if (r.tiles) j["tiles"] = r.tiles->to_json();
+  if (r.tiles_bwd) j["tiles_bwd"] = r.tiles_bwd->to_json();
+  if (r.check) {
+    const auto& c = *r.check;
+    j["check"] = {{"passed", c.passed},         {"max_abs_err", c.max_abs_err}, {"max_rel_err", c.max_rel_err},
+                  {"worst_ratio", c.worst_ratio}, {"atol", c.atol},             {"rtol", c.rtol},
+                  {"rows_checked", c.rows_checked}, {"rows_total", c.rows_total},
+                  {"lse_checked", c.lse_checked}, {"scope", c.scope}};
+    if (!c.grad_scope.empty()) j["check"]["grad_scope"] = c.grad_scope;
+    json tensors = json::object();
+    for (const auto& t : c.tensors)
+      tensors[t.name] = {{"max_abs_err", t.max_abs_err}, {"max_rel_err", t.max_rel_err}, {"worst_ratio", t.worst_ratio},
+                         {"atol", t.atol}, {"rtol", t.rtol}, {"elements", t.elements}};
+    if (!c.tensors.empty()) j["check"]["tensors"] = tensors;
+  }
+  if (r.time) {
+    const auto& t = *r.time;
+    j["time"] = {{"median_s", t.median_s}, {"min_s", t.min_s},   {"max_s", t.max_s},
+                 {"mean_s", t.mean_s},     {"stddev_s", t.stddev_s}, {"reps", t.reps},
+                 {"warmup", t.warmup},     {"l2_flushed", t.l2_flushed}, {"clock", t.clock}};
+    if (auto tf = r.tflops()) j["tflops"] = *tf;
+  }
+  if (r.memory) {
+    j["memory"] = {{"inputs_bytes", r.memory->inputs_bytes},
+                   {"outputs_bytes", r.memory->outputs_bytes},
+                   {"workspace_bytes", r.memory->workspace_bytes},
+                   {"total_bytes", r.memory->total_bytes},
+                   {"library_bytes", r.memory->library_bytes}};
+  }
+  j["counters"] = r.counters;
+  return j;
+}
+
+Record record_from_json(const json& j) {
+  Record r;
+  try {
+    r.method = j.at("method").get<std::string>();
+    const auto pass = parse_pass(j.at("pass").get<std::string>());
+    if (!pass) throw std::runtime_error("unknown pass " + j.at("pass").dump());
+    r.pass = *pass;
+    r.problem = problem_from_json(j.at("problem"));
+    const auto st = parse_status(j.at("status").get<std::string>());
+    if (!st) throw std::runtime_error("unknown status " + j.at("status").dump());
+    r.status = *st;
+    r.reason = j.value("reason", std::string());
+    r.device_index = j.value("device_index", 0);
+    r.point_index = j.value("point_index", int64_t(-1));
+    for (const char* key : {"tiles", "tiles_bwd"}) {
+      if (!j.contains(key)) continue;
+      const auto& t = j[key];
+      (std::string(key) == "tiles" ? r.tiles : r.tiles_bwd) =
+          Tiles{t.value("block_r", 0), t.value("block_c", 0), t.value("warps", 0), t.value("stages", 0),
+                t.value("smem_bytes", int64_t(0)), t.value("splits", 0), t.value("mma", std::string()),
+                t.value("smem_layout", std::string()), t.value("elementwise", std::string())};
+    }
+    if (j.contains("check")) {
+      const auto& c = j["check"];
+      CheckResult cr;
+      cr.passed = c.at("passed").get<bool>();
+      cr.max_abs_err = number_or_nan(c, "max_abs_err");
+      cr.max_rel_err = number_or_nan(c, "max_rel_err");
+      cr.worst_ratio = number_or_nan(c, "worst_ratio");
+      cr.atol = c.value("atol", 0.0);
+      cr.rtol = c.value("rtol", 0.0);
+      cr.rows_checked = c.value("rows_checked", int64_t(0));
+      cr.rows_total = c.value("rows_total", int64_t(0));
+      cr.lse_checked = c.value("lse_checked", false);
+      cr.scope = c.value("scope", std::string());
+      cr.grad_scope = c.value("grad_scope", std::string());
+      if (c.contains("tensors"))
+        for (auto it = c["tensors"].begin(); it != c["tensors"].end(); ++it) {
+          TensorCheck t;
+          t.name = it.key();
+          t.max_abs_err = number_or_nan(it.value(), "max_abs_err");
+          t.max_rel_err = number_or_nan(it.value(), "max_rel_err");
+          t.worst_ratio = number_or_nan(it.value(), "worst_ratio");
+          t.nan = std::isnan(t.worst_ratio);
+          t.atol = it.value().value("atol", 0.0);
+          t.rtol = it.value().value("rtol", 0.0);
+          t.elements = it.value().value("elements", int64_t(0));
+          cr.tensors.push_back(t);
+        }
+      r.check = cr;
+    }
+    if (j.contains("time")) {
+      const auto& t = j["time"];
+      TimeStats ts;
+      ts.median_s = t.at("median_s").get<double>();
+      ts.min_s = t.value("min_s", 0.0);
+      ts.max_s = t.value("max_s", 0.0);
+      ts.mean_s = t.value("mean_s", 0.0);
+      ts.stddev_s = t.value("stddev_s", 0.0);
+      ts.reps = t.value("reps", 0);
+      ts.warmup = t.value("warmup", 0);
+      ts.l2_flushed = t.value("l2_flushed", true);
+      ts.clock = t.value("clock", std::string("cuda_events"));
+      r.time = ts;
+    }
+    if (j.contains("memory")) {
+      const auto& m = j["memory"];
+      MemoryStats ms{m.value("inputs_bytes", int64_t(0)), m.value("outputs_bytes", int64_t(0)),
+                     m.value("workspace_bytes", int64_t(0)), 0};
+      // Files written before total_bytes existed: the same sum.
+      ms.total_bytes = m.value("total_bytes", ms.inputs_bytes + ms.outputs_bytes + ms.workspace_bytes);
+      ms.library_bytes = m.value("library_bytes", int64_t(0));
+      r.memory = ms;
+    }
+    if (j.contains("counters")) r.counters = j["counters"];
+  } catch (const json::exception& e) {
+    throw std::runtime_error(std::string("bad record: ") + e.what());
+  }
+  return r;
+}
+
+json to_json(const ResultFile& f) {
+  json records = json::array();
+  for (const auto& r : f.records) records.push_back(to_json(r));
+  json j = {{"schema", "flashio/result"},
+            {"schema_version", f.schema_version},
+            {"run_id", f.run_id},
+            {"created", f.created},
+            {"producer", f.producer},
+            {"command_line", f.command_line},
+            {"build", f.build},
+            {"device", f.device},
+            {"records", records}};
+  if (!f.devices.empty()) j["devices"] = f.devices;
+  return j;
+}
+
+ResultFile result_file_from_json(const json& j) {
+  ResultFile f;
+  try {
+    if (j.value("schema", std::string()) != "flashio/result")
+      throw std::runtime_error("not a flashio result file (no \"schema\": \"flashio/result\")");
+    f.schema_version = j.at("schema_version").get<int>();
+    if (f.schema_version > kSchemaVersion)
+      throw std::runtime_error(fmt::format("schema version {} is newer than this build's {}", f.schema_version, kSchemaVersion));
+    f.run_id = j.value("run_id", std::string());
+    f.created = j.value("created", std::string());
+    f.producer = j.value("producer", std::string("flashio"));
+    f.command_line = j.value("command_line", std::string());
+    f.build = j.value("build", json::object());
+    f.device = j.value("device", json::object());
+    f.devices = j.value("devices", json::array());
+    for (const auto& r : j.at("records")) f.records.push_back(record_from_json(r));
+  } catch (const json::exception& e) {
+    throw std::runtime_error(std::string("bad result file: ") + e.what());
+  }
+  return f;
+}
+
+void write_result_file(const ResultFile& f, const std::string& path) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) throw std::runtime_error(fmt::format("cannot write {}", tmp));
+    out << to_json(f).dump(1) << '\n';
+    out.flush();
+    if (!out) throw std::runtime_error(fmt::format("error writing {}", tmp));
+  }
+  // On disk before the rename makes it visible: a crash never leaves an empty final file.
+  const int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error(fmt::format("cannot rename {} to {}", tmp, path));
+  }
+}
+
+ResultFile read_result_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(fmt::format("cannot read {}", path));
+  json j;
+  try {
+    in >> j;
+  } catch (const json::exception& e) {
+    throw std::runtime_error(fmt::format("{}: not valid JSON ({})", path, e.what()));
+  }
+  try {
+    return result_file_from_json(j);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+std::string utc_timestamp() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string new_run_id() {
+  std::random_device rd;
+  const uint64_t v = (uint64_t(rd()) << 32) ^ rd() ^ uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  return fmt::format("{:016x}", v);
+}
+
+}  // namespace flashio

@@ -1,0 +1,258 @@
+#include "bench/core/reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <thread>
+
+#include "bench/core/sparsity.h"
+#include "bench/core/philox.h"
+
+namespace flashio {
+
+std::vector<RowId> all_rows(const Problem& p) {
+  std::vector<RowId> rows;
+  rows.reserve(size_t(p.batch * p.heads * p.seqlen_q));
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t h = 0; h < p.heads; ++h)
+      for (int64_t i = 0; i < p.seqlen_q; ++i) rows.push_back({b, h, i});
+  return rows;
+}
+
+double reference_cost(const Problem& p, int64_t nrows) {
+  return 2.0 * double(nrows) * double(p.nk()) * double(p.head_dim);
+}
+
+namespace {
+
+// Every method draws its dropout mask at Philox offset 0 (a fresh mask comes from a fresh
+// seed); Problem has no offset field.
+constexpr uint64_t kDropoutOffset = 0;
+
+// One query row: scores over visible keys, max-subtracted exp, normalised sum of V; with
+// dropout, each normalised weight is then kept (scaled by 1/(1-p)) or dropped.
+// The problem's block mask, or none when dense (Algorithm 5's M, expanded to elements on use).
+std::optional<BlockMask> mask_of(const Problem& p) {
+  if (!p.sparse()) return std::nullopt;
+  return make_block_mask(p);
+}
+
+// Keys j < visible of row r that the block mask allows (all of them when dense); false when
+// the row sees no key at all.
+bool any_allowed(const BlockMask* mask, const RowId& r, int64_t visible) {
+  if (!mask) return visible > 0;
+  for (int64_t j = 0; j < visible; ++j)
+    if (mask->allows(r.i, j)) return true;
+  return false;
+}
+
+void reference_row(const Problem& p, const HostTensors& t, const RowId& r, double* out, double* lse,
+                   std::vector<double>& scores, std::vector<double>& qrow, const BlockMask* mask) {
+  const int64_t d = p.head_dim, nk = p.nk();
+  const int64_t group = p.heads / p.kvh();
+  const int64_t hk = r.h / group;
+  const uint16_t* q = t.q + ((r.b * p.heads + r.h) * p.seqlen_q + r.i) * d;
+  const uint16_t* k = t.k + (r.b * p.kvh() + hk) * nk * d;
+  const uint16_t* v = t.v + (r.b * p.kvh() + hk) * nk * d;
+  int64_t visible = t.key_lengths ? std::min<int64_t>(nk, t.key_lengths[r.b]) : nk;
+  if (p.causal) visible = std::min<int64_t>(visible, r.i + 1);
+
+  std::fill(out, out + d, 0.0);
+  if (!any_allowed(mask, r, visible)) {  // no key at all (causal, padding, or all blocks zero)
+    *lse = -std::numeric_limits<double>::infinity();
+    return;
+  }
+  for (int64_t c = 0; c < d; ++c) qrow[size_t(c)] = to_float(p.dtype, q[c]);
+  const double scale = p.scale();
+  double row_max = -std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j < visible; ++j) {
+    if (mask && !mask->allows(r.i, j)) {  // a zero block: excluded from the softmax
+      scores[size_t(j)] = -std::numeric_limits<double>::infinity();
+      continue;
+    }
+    const uint16_t* kj = k + j * d;
+    double s = 0.0;
+    for (int64_t c = 0; c < d; ++c) s += qrow[size_t(c)] * double(to_float(p.dtype, kj[c]));
+    s *= scale;
+    scores[size_t(j)] = s;
+    row_max = std::max(row_max, s);
+  }
+  double sum = 0.0;
+  for (int64_t j = 0; j < visible; ++j) {
+    const double e = std::exp(scores[size_t(j)] - row_max);
+    scores[size_t(j)] = e;
+    sum += e;
+  }
+  const bool dropout = p.dropout > 0.0;
+  const double keep_scale = dropout ? dropout_scale(p.dropout) : 1.0;
+  for (int64_t j = 0; j < visible; ++j) {
+    if (dropout &&
+        !dropout_keeps(p.seed, kDropoutOffset, p.dropout, uint32_t(r.b), uint32_t(r.h), uint32_t(r.i), uint32_t(j)))
+      continue;
+    const double w = scores[size_t(j)] / sum * keep_scale;
+    const uint16_t* vj = v + j * d;
+    for (int64_t c = 0; c < d; ++c) out[c] += w * double(to_float(p.dtype, vj[c]));
+  }
+  *lse = row_max + std::log(sum);
+}
+
+}  // namespace
+
+namespace {
+
+// One query row's backward quantities: the visible keys, P (no dropout), Z and dS.
+struct RowGrad {
+  int64_t visible = 0;
+  std::vector<double> prob, keep, ds;  // size visible
+};
+
+void backward_row(const Problem& p, const HostTensors& t, const uint16_t* d_o, const RowId& r, RowGrad& g,
+                  std::vector<double>& qrow, const BlockMask* mask) {
+  const int64_t d = p.head_dim, nk = p.nk();
+  const int64_t hk = r.h / (p.heads / p.kvh());
+  const uint16_t* q = t.q + ((r.b * p.heads + r.h) * p.seqlen_q + r.i) * d;
+  const uint16_t* k = t.k + (r.b * p.kvh() + hk) * nk * d;
+  const uint16_t* v = t.v + (r.b * p.kvh() + hk) * nk * d;
+  const uint16_t* dorow = d_o + ((r.b * p.heads + r.h) * p.seqlen_q + r.i) * d;
+  int64_t visible = t.key_lengths ? std::min<int64_t>(nk, t.key_lengths[r.b]) : nk;
+  if (p.causal) visible = std::min<int64_t>(visible, r.i + 1);
+  g.visible = std::max<int64_t>(visible, 0);
+  g.prob.assign(size_t(g.visible), 0.0);
+  g.keep.assign(size_t(g.visible), 1.0);
+  g.ds.assign(size_t(g.visible), 0.0);
+  if (!any_allowed(mask, r, g.visible)) return;  // P = 0: zero gradients
+  for (int64_t c = 0; c < d; ++c) qrow[size_t(c)] = to_float(p.dtype, q[c]);
+  double row_max = -std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j < g.visible; ++j) {
+    if (mask && !mask->allows(r.i, j)) {  // a zero block: P = 0 there
+      g.prob[size_t(j)] = -std::numeric_limits<double>::infinity();
+      continue;
+    }
+    double s = 0.0;
+    for (int64_t c = 0; c < d; ++c) s += qrow[size_t(c)] * double(to_float(p.dtype, k[j * d + c]));
+    g.prob[size_t(j)] = s * p.scale();
+    row_max = std::max(row_max, g.prob[size_t(j)]);
+  }
+  double sum = 0.0;
+  for (auto& x : g.prob) sum += (x = std::exp(x - row_max));
+  for (auto& x : g.prob) x /= sum;
+  if (p.dropout > 0.0)
+    for (int64_t j = 0; j < g.visible; ++j)
+      g.keep[size_t(j)] = dropout_keeps(p.seed, kDropoutOffset, p.dropout, uint32_t(r.b), uint32_t(r.h),
+                                        uint32_t(r.i), uint32_t(j))
+                              ? dropout_scale(p.dropout)
+                              : 0.0;
+  double dsum = 0.0;  // D_i = Σ_j P_ij dP_ij
+  for (int64_t j = 0; j < g.visible; ++j) {
+    double dp = 0.0;
+    for (int64_t c = 0; c < d; ++c) dp += double(to_float(p.dtype, dorow[c])) * double(to_float(p.dtype, v[j * d + c]));
+    g.ds[size_t(j)] = dp * g.keep[size_t(j)];
+    dsum += g.prob[size_t(j)] * g.ds[size_t(j)];
+  }
+  for (int64_t j = 0; j < g.visible; ++j) g.ds[size_t(j)] = g.prob[size_t(j)] * (g.ds[size_t(j)] - dsum);
+}
+
+template <typename Work>
+void parallel_for(size_t n, int threads, Work work) {
+  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  threads = int(std::min<size_t>(size_t(threads), std::max<size_t>(1, n)));
+  if (threads == 1) {
+    work(0, 1);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (int tid = 0; tid < threads; ++tid) pool.emplace_back(work, tid, threads);
+  for (auto& th : pool) th.join();
+}
+
+}  // namespace
+
+void reference_dq_rows(const Problem& p, const HostTensors& t, const uint16_t* d_o, const std::vector<RowId>& rows,
+                       std::vector<double>& dq, int threads) {
+  const int64_t d = p.head_dim, nk = p.nk();
+  dq.assign(rows.size() * size_t(d), 0.0);
+  const auto mask = mask_of(p);
+  parallel_for(rows.size(), threads, [&](int tid, int nthreads) {
+    RowGrad g;
+    std::vector<double> qrow(static_cast<size_t>(d));
+    for (size_t r = size_t(tid); r < rows.size(); r += size_t(nthreads)) {
+      backward_row(p, t, d_o, rows[r], g, qrow, mask ? &*mask : nullptr);
+      const int64_t hk = rows[r].h / (p.heads / p.kvh());
+      const uint16_t* k = t.k + (rows[r].b * p.kvh() + hk) * nk * d;
+      double* out = dq.data() + r * size_t(d);
+      for (int64_t j = 0; j < g.visible; ++j)
+        for (int64_t c = 0; c < d; ++c) out[c] += p.scale() * g.ds[size_t(j)] * double(to_float(p.dtype, k[j * d + c]));
+    }
+  });
+}
+
+void reference_dkdv_head(const Problem& p, const HostTensors& t, const uint16_t* d_o, int64_t b, int64_t hk,
+                         std::vector<double>& dk, std::vector<double>& dv, int threads) {
+  const int64_t d = p.head_dim, nk = p.nk(), group = p.heads / p.kvh();
+  std::vector<RowId> rows;
+  for (int64_t h = hk * group; h < (hk + 1) * group; ++h)
+    for (int64_t i = 0; i < p.seqlen_q; ++i) rows.push_back({b, h, i});
+  const auto mask = mask_of(p);
+  // Each thread accumulates its own dK, dV; summed at the end (deterministic order).
+  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  threads = int(std::min<size_t>(size_t(threads), std::max<size_t>(1, rows.size())));
+  std::vector<std::vector<double>> part_k(static_cast<size_t>(threads)), part_v(static_cast<size_t>(threads));
+  parallel_for(rows.size(), threads, [&](int tid, int nthreads) {
+    auto& pk = part_k[size_t(tid)];
+    auto& pv = part_v[size_t(tid)];
+    pk.assign(size_t(nk * d), 0.0);
+    pv.assign(size_t(nk * d), 0.0);
+    RowGrad g;
+    std::vector<double> qrow(static_cast<size_t>(d));
+    for (size_t r = size_t(tid); r < rows.size(); r += size_t(nthreads)) {
+      backward_row(p, t, d_o, rows[r], g, qrow, mask ? &*mask : nullptr);
+      const uint16_t* dorow = d_o + ((rows[r].b * p.heads + rows[r].h) * p.seqlen_q + rows[r].i) * d;
+      for (int64_t j = 0; j < g.visible; ++j) {
+        const double wv = g.prob[size_t(j)] * g.keep[size_t(j)];
+        const double wk = p.scale() * g.ds[size_t(j)];
+        for (int64_t c = 0; c < d; ++c) {
+          pv[size_t(j * d + c)] += wv * double(to_float(p.dtype, dorow[c]));
+          pk[size_t(j * d + c)] += wk * qrow[size_t(c)];
+        }
+      }
+    }
+  });
+  dk.assign(size_t(nk * d), 0.0);
+  dv.assign(size_t(nk * d), 0.0);
+  for (int tid = 0; tid < threads; ++tid) {
+    if (part_k[size_t(tid)].empty()) continue;
+    for (size_t e = 0; e < dk.size(); ++e) {
+      dk[e] += part_k[size_t(tid)][e];
+      dv[e] += part_v[size_t(tid)][e];
+    }
+  }
+}
+
+double reference_dkdv_cost(const Problem& p) {
+  return 4.0 * double(p.heads / p.kvh()) * double(p.seqlen_q) * double(p.nk()) * double(p.head_dim);
+}
+
+void reference_rows(const Problem& p, const HostTensors& t, const std::vector<RowId>& rows,
+                    std::vector<double>& out, std::vector<double>& lse, int threads) {
+  const int64_t d = p.head_dim;
+  out.assign(rows.size() * size_t(d), 0.0);
+  lse.assign(rows.size(), 0.0);
+  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  threads = int(std::min<size_t>(size_t(threads), std::max<size_t>(1, rows.size())));
+  const auto mask = mask_of(p);
+  auto work = [&](int tid) {
+    std::vector<double> scores(static_cast<size_t>(p.nk())), qrow(static_cast<size_t>(d));
+    for (size_t r = size_t(tid); r < rows.size(); r += size_t(threads))
+      reference_row(p, t, rows[r], out.data() + r * size_t(d), &lse[r], scores, qrow, mask ? &*mask : nullptr);
+  };
+  if (threads == 1) {
+    work(0);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (int tid = 0; tid < threads; ++tid) pool.emplace_back(work, tid);
+  for (auto& th : pool) th.join();
+}
+
+}  // namespace flashio

@@ -1,0 +1,47 @@
+// Correctness check of a method's outputs against the float64 reference.
+// Tolerance per element: |out - ref| <= atol + rtol·|ref|, where atol is a fraction of
+// the RMS of the reference tensor over the checked elements (attention outputs shrink like
+// 1/sqrt(N), so a fixed atol would pass garbage at long sequences). NaN never passes.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bench/core/reference.h"
+#include "bench/core/record.h"
+
+namespace flashio {
+
+struct Tolerance {
+  double atol_rms;  // atol as a fraction of the reference RMS
+  double rtol;
+};
+Tolerance tolerance_for(DType t);           // O
+Tolerance gradient_tolerance_for(DType t);  // dQ, dK, dV
+
+// Rows to check: all of them when the reference is cheap enough, else a sample that
+// always includes the first and last rows, tile-boundary rows, and random rows of a few
+// (batch, head) pairs.
+std::vector<RowId> rows_to_check(const Problem& p, double budget_macs = 4e9);
+
+// Root mean square of the finite values (only the non-zero ones when asked: masked keys'
+// gradients are exactly zero and would shrink it).
+double rms(const std::vector<double>& v, bool nonzero_only = false);
+
+// One tensor's comparison; `atol` absolute when `atol_is_absolute`, else atol_rms·RMS(ref).
+TensorCheck compare_tensor(const std::string& name, const std::vector<double>& got, const std::vector<double>& ref,
+                           double atol, double rtol, bool atol_is_absolute = false);
+
+// Adds a tensor's result to `c`, updating the overall figures (worst over tensors).
+void add_tensor(CheckResult& c, const TensorCheck& t);
+
+// Gathers the O rows (rows.size() × d) of a full BHND tensor of 16-bit words.
+std::vector<double> gather_rows(const Problem& p, const std::vector<uint16_t>& full, const std::vector<RowId>& rows);
+
+// Compares O rows (and LSE, when given) of a method with the reference values for `rows`.
+CheckResult compare_with_reference(const Problem& p, const std::vector<RowId>& rows,
+                                   const std::vector<double>& ref_out, const std::vector<double>& ref_lse,
+                                   const std::vector<uint16_t>& out,       // full O of the method
+                                   const std::vector<float>* lse);          // full LSE or null
+
+}  // namespace flashio

@@ -1,0 +1,53 @@
+// Runner: turns points into records. For each point: supports()? → inputs (shared by
+// the points of one problem) → plan → check against the float64 reference → time.
+// A failing point becomes a record (skipped / oom / error) and the sweep goes on.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/core/counters.h"
+#include "bench/core/device_info.h"
+#include "bench/core/record.h"
+#include "bench/sweep/sweep.h"
+
+namespace flashio {
+
+struct RunOptions {
+  int device = 0;
+  int reps = 30;
+  int warmup = 5;
+  bool flush_l2 = true;
+  double check_budget_macs = 4e9;  // reference work per problem before rows are sampled
+  CounterSet counters = CounterSet::Off;  // the hardware-counter pass after timing
+  std::string cupti_library;              // empty: CounterSession::default_library()
+};
+
+class L2Flusher;
+
+class Runner {
+ public:
+  // Times the launches of a point that passed its check: `launch` only enqueues work on
+  // `stream`; `flusher` is null when L2 is not to be cleaned. (Google Benchmark's front end
+  // times through this; the default is time_gpu's warm-up and median of repetitions.)
+  using Timer = std::function<TimeStats(const std::function<void()>& launch, cudaStream_t stream, const L2Flusher* flusher)>;
+
+  Runner(const DeviceInfo& dev, RunOptions opt);
+  ~Runner();
+  Record run(const Point& point);  // never throws for a failing point
+  Record run(const Point& point, const Timer& timer);
+  // True after a sticky CUDA error (an illegal address, a launch failure): the context is
+  // unusable, and every later run() returns an error record without touching the GPU.
+  bool poisoned() const;
+  // "counters: full set on GH100 (hopper), 8 metrics, 1 replay pass…" or why there are none.
+  std::string counters_description() const;
+  std::vector<Record> run_all(const std::vector<Point>& points,
+                              const std::function<void(const Record&, size_t index, size_t total)>& on_record = {});
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace flashio

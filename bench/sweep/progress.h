@@ -1,0 +1,53 @@
+// Progress of a sweep on stderr: points done / total, the current point, elapsed time and
+// an ETA. On a terminal one status line is redrawn in place; otherwise (a log file, a
+// Slurm job) each finished point is one plain line. `--quiet` turns it off.
+//
+// The ETA weighs the points by estimate_seconds(), so a sweep whose long sequences come
+// last is not promised an early finish; the same estimate is `--dry-run`'s total.
+#pragma once
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bench/core/record.h"
+#include "bench/sweep/sweep.h"
+
+namespace flashio {
+
+// A rough wall-clock estimate of one point on an H100/H200-class GPU: the timed launches
+// (warm-up, repetitions, two checks) at the method's typical throughput on the committed
+// H200 results, the float64 reference check on the host, and a fixed overhead. Good to a
+// factor of a few: for planning.
+double estimate_seconds(const Point& p, int reps, int warmup);
+
+std::string format_duration(double seconds);  // 42s, 3m05s, 2h07m
+
+class Progress {
+ public:
+  enum class Mode { Quiet, Lines, Terminal };
+  static Mode mode_for(bool quiet, std::FILE* out);  // Terminal when `out` is a tty
+
+  // `estimates[i]` is the estimate of the i-th point to run.
+  Progress(Mode mode, std::FILE* out, std::vector<double> estimates);
+  void started(size_t i, const std::string& name);
+  void finished(size_t i, const Record& r);
+  void close();  // ends the terminal status line
+
+  // One progress line (tested): "[3/40] 7% flash2/fwd/... ok 1.23 ms | elapsed 12s, eta 2m40s".
+  static std::string line(size_t done, size_t total, const std::string& name, const std::string& outcome,
+                          double elapsed_s, double eta_s);
+
+ private:
+  double eta(double elapsed) const;
+  Mode mode_;
+  std::FILE* out_;
+  std::vector<double> estimates_;
+  double estimate_total_ = 0, estimate_done_ = 0;
+  size_t done_ = 0;
+  std::chrono::steady_clock::time_point start_;
+  std::mutex mu_;
+};
+
+}  // namespace flashio

@@ -1,0 +1,31 @@
+// Sharding: a deterministic slice of a sweep, so that n jobs (Slurm array tasks, machines)
+// together run every point exactly once. The unit is a problem group — the consecutive
+// points that share a problem (methods × passes) — so each shard generates a problem's
+// inputs and reference once. Groups are dealt round-robin: group g goes to shard g mod n,
+// which spreads the long sequence lengths over the shards instead of giving them all to
+// the last one.
+#pragma once
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/sweep/sweep.h"
+
+namespace flashio {
+
+struct Shard {
+  int index = 0;  // 0 … count − 1
+  int count = 1;
+};
+
+// Parses "i/n" (0 <= i < n); nullopt with *why set on anything else.
+std::optional<Shard> parse_shard(const std::string& s, std::string* why);
+
+// Index ranges [begin, end) of consecutive points that share a problem (and seed).
+std::vector<std::pair<size_t, size_t>> problem_groups(const std::vector<Point>& points);
+
+// The indices into `points` of the shard's points, in sweep order.
+std::vector<size_t> shard_indices(const std::vector<Point>& points, Shard shard);
+
+}  // namespace flashio

@@ -1,0 +1,121 @@
+#include "bench/sweep/sweep.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace flashio {
+
+SweepSpec default_sweep() {
+  SweepSpec s;
+  s.seqlen = {512, 1024, 2048, 4096};
+  s.head_dim = {64, 128};
+  s.tokens = 16384;
+  s.model_dim = 2048;
+  return s;
+}
+
+template <typename T>
+static void require_nonempty(const std::vector<T>& v, const char* axis) {
+  if (v.empty()) throw std::invalid_argument(fmt::format("axis --{} has no values", axis));
+}
+
+std::vector<Point> expand(const SweepSpec& s) {
+  require_nonempty(s.methods, "method");
+  require_nonempty(s.passes, "pass");
+  require_nonempty(s.batch, "batch");
+  require_nonempty(s.heads, "heads");
+  require_nonempty(s.kv_heads, "kv-heads");
+  require_nonempty(s.seqlen, "seqlen");
+  require_nonempty(s.seqlen_k, "seqlen-k");
+  require_nonempty(s.head_dim, "head-dim");
+  require_nonempty(s.dtypes, "dtype");
+  require_nonempty(s.causal, "causal");
+  require_nonempty(s.padding, "padding");
+  require_nonempty(s.dropout, "dropout");
+  require_nonempty(s.deterministic, "deterministic");
+  require_nonempty(s.block_r, "block-r");
+  require_nonempty(s.block_c, "block-c");
+  require_nonempty(s.mma, "mma");
+  require_nonempty(s.pattern, "pattern");
+  require_nonempty(s.density, "density");
+  require_nonempty(s.sparse_block, "sparse-block");
+
+  struct Sparsity {
+    std::string pattern;
+    double density;
+    int block;
+  };
+  std::vector<Sparsity> sparsity;
+  for (const auto& pat : s.pattern) {
+    if (pat.empty() || pat == "none") {
+      sparsity.push_back({"", s.density[0], s.sparse_block[0]});
+      continue;
+    }
+    for (int bs : s.sparse_block) {
+      if (pat == "random") {
+        for (double dens : s.density) sparsity.push_back({pat, dens, bs});
+      } else {
+        sparsity.push_back({pat, s.density[0], bs});
+      }
+    }
+  }
+
+  std::vector<int64_t> batches = s.tokens ? std::vector<int64_t>{0} : s.batch;
+  std::vector<int64_t> heads = s.model_dim ? std::vector<int64_t>{0} : s.heads;
+  std::vector<Point> points;
+  for (DType dt : s.dtypes)
+    for (int64_t d : s.head_dim)
+      for (bool causal : s.causal)
+        for (Padding pad : s.padding)
+          for (double drop : s.dropout)
+            for (int64_t h0 : heads)
+              for (int64_t kvh : s.kv_heads)
+                for (int64_t b0 : batches)
+                  for (int64_t n : s.seqlen)
+                    for (int64_t nk : s.seqlen_k)
+                      for (int br : s.block_r)
+                        for (int bc : s.block_c)
+                          for (const std::string& mma : s.mma)
+                          for (const Sparsity& sp : sparsity) {
+                            Problem p;
+                            p.pattern = sp.pattern;
+                            p.sparse_density = sp.density;
+                            p.sparse_block = sp.block;
+                            p.sparse_window = s.sparse_window;
+                            p.sparse_global = s.sparse_global;
+                            p.dtype = dt;
+                            p.head_dim = d;
+                            p.causal = causal;
+                            p.padding = pad;
+                            p.dropout = drop;
+                            p.seqlen_q = n;
+                            p.seqlen_k = nk;
+                            p.kv_heads = kvh;
+                            p.block_r = br;
+                            p.block_c = bc;
+                            p.mma = mma;
+                            p.seed = s.seed;
+                            p.batch = b0;
+                            p.heads = h0;
+                            if (s.tokens) {
+                              if (n <= 0 || *s.tokens % n != 0 || *s.tokens < n)
+                                throw std::invalid_argument(fmt::format("--tokens {} is not a positive multiple of seqlen {}", *s.tokens, n));
+                              p.batch = *s.tokens / n;
+                            }
+                            if (s.model_dim) {
+                              if (d <= 0 || *s.model_dim % d != 0 || *s.model_dim < d)
+                                throw std::invalid_argument(fmt::format("--model-dim {} is not a positive multiple of head-dim {}", *s.model_dim, d));
+                              p.heads = *s.model_dim / d;
+                            }
+                            if (auto why = p.invalid_reason()) throw std::invalid_argument(*why);
+                            for (bool det : s.deterministic) {  // innermost: one problem's inputs shared
+                              p.deterministic = det;
+                              for (const auto& m : s.methods)
+                                for (Pass pass : s.passes) points.push_back({m, pass, p});
+                            }
+                          }
+  return points;
+}
+
+}  // namespace flashio

@@ -1,0 +1,60 @@
+// SweepSpec: the axes of a sweep as data; expand() turns them into points
+// (problem × method × pass). Points that share a problem are adjacent, so the runner
+// generates each problem's inputs and reference once.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/core/problem.h"
+
+namespace flashio {
+
+struct SweepSpec {
+  std::vector<std::string> methods = {"standard", "flash2"};
+  std::vector<Pass> passes = {Pass::Fwd};
+  std::vector<int64_t> batch = {1};
+  std::vector<int64_t> heads = {16};
+  std::vector<int64_t> kv_heads = {0};  // 0 = heads
+  std::vector<int64_t> seqlen = {1024};
+  std::vector<int64_t> seqlen_k = {0};  // 0 = seqlen
+  std::vector<int64_t> head_dim = {64};
+  std::vector<DType> dtypes = {DType::F16};
+  std::vector<bool> causal = {false};
+  std::vector<Padding> padding = {Padding::None};
+  std::vector<double> dropout = {0.0};
+  std::vector<bool> deterministic = {false};
+  std::vector<int> block_r = {0};
+  std::vector<int> block_c = {0};
+  std::vector<std::string> mma = {""};  // "" = the method's choice, "mma.sync", "wgmma"
+  // Block sparsity (bench/core/sparsity.h): "" or "none" = dense. density applies to the random
+  // pattern only and sparse_block to patterns only, so they add no duplicate dense points.
+  std::vector<std::string> pattern = {""};
+  std::vector<double> density = {0.5};
+  std::vector<int> sparse_block = {128};
+  int sparse_window = 1;  // local pattern
+  int sparse_global = 1;
+  // FlashAttention-2's benchmark ties batch to N and heads to d: when set, these
+  // replace the batch and heads axes (batch = tokens / seqlen, heads = model_dim / head_dim).
+  std::optional<int64_t> tokens;
+  std::optional<int64_t> model_dim;
+  uint64_t seed = 0x5eed;
+};
+
+struct Point {
+  std::string method;
+  Pass pass = Pass::Fwd;
+  Problem problem;
+  std::string name() const { return point_name(method, pass, problem); }
+};
+
+// Throws std::invalid_argument naming the first impossible value (d = 0, tokens not
+// divisible by seqlen, heads not divisible by kv-heads, ...).
+std::vector<Point> expand(const SweepSpec& spec);
+
+// The default sweep of `flashio run` with no arguments: FlashAttention-2's setting
+// (16k tokens, model dim 2048), N = 512 … 4096, d = 64 and 128, standard and flash2, forward.
+SweepSpec default_sweep();
+
+}  // namespace flashio

@@ -1,0 +1,14 @@
+// The table `flashio run` prints: one line per record, formatted only here.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "bench/core/record.h"
+
+namespace flashio {
+
+std::string format_records_table(const std::vector<Record>& records);
+std::string format_time(double seconds);   // "1.234 ms"
+std::string format_bytes(double bytes);    // "1.50 GiB"
+
+}  // namespace flashio

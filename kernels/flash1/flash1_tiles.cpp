@@ -1,0 +1,42 @@
+// flash1's tiles as host code lists them, from the one table (flash1_configs.h; the backward
+// runs flash2's backward tile, kernels/flash2/flash2_bwd_config.h). Plain C++.
+#include "kernels/flash1/flash1_configs.h"
+#include "kernels/flash1/flash1_params.h"
+#include "kernels/flash2/flash2_bwd_config.h"
+
+namespace flashio::kernels {
+
+template <int D>
+static int list_tiles(Flash2Tile* out, int max) {
+  int n = 0;
+  for (const auto& s : Flash1FwdConfigs<D>::list)
+    if (n < max) out[n++] = {s.block_m, s.block_n, s.warps, 1, flash1_fwd_smem_bytes(D, s)};
+  return n;
+}
+
+int flash1_fwd_tiles(int head_dim, Flash2Tile* out, int max) {
+  switch (head_dim) {
+#define FLASH1_TILES_CASE(D) \
+  case D:                    \
+    return list_tiles<D>(out, max);
+    FLASH1_HEAD_DIMS(FLASH1_TILES_CASE)
+    default:
+      return 0;
+  }
+}
+
+bool flash1_bwd_tile(int head_dim, Flash2Tile* out) {
+  switch (head_dim) {
+#define FLASH1_BWD_TILE_CASE(D)                                                                      \
+  case D:                                                                                            \
+    *out = {Flash2BwdConfig<D>::kBlockM, Flash2BwdConfig<D>::kBlockN, Flash2BwdConfig<D>::kWarps, 2, \
+            flash1_bwd_smem_bytes(D, Flash2BwdConfig<D>::kBlockN, Flash2BwdConfig<D>::kBlockM,       \
+                                  Flash2BwdConfig<D>::kWarps)};                                      \
+    return true;
+    FLASH1_HEAD_DIMS(FLASH1_BWD_TILE_CASE)
+    default:
+      return false;
+  }
+}
+
+}  // namespace flashio::kernels

@@ -1,0 +1,58 @@
+// The flash2 mma.sync kernels' tiles as host code lists them: read from the one table of each
+// head dim (flash2_fwd_configs.h, flash2_bwd_config.h). Plain C++, so the method describes
+// itself and `flashio predict` works in a build without CUDA.
+#include "kernels/flash2/flash2_bwd_config.h"
+#include "kernels/flash2/flash2_fwd_configs.h"
+#include "kernels/flash2/flash2_params.h"
+
+namespace flashio::kernels {
+
+template <int D>
+static int list_tiles(Flash2Tile* out, int max) {
+  int n = 0;
+  for (const auto& s : Flash2FwdConfigs<D>::list)
+    if (n < max) out[n++] = {s.block_m, s.block_n, s.warps, s.stages, flash2_fwd_smem_bytes(D, s)};
+  return n;
+}
+
+int flash2_fwd_tiles(int head_dim, Flash2Tile* out, int max) {
+  switch (head_dim) {
+#define FLASH2_TILES_CASE(D) \
+  case D:                    \
+    return list_tiles<D>(out, max);
+    FLASH2_HEAD_DIMS(FLASH2_TILES_CASE)
+    default:
+      return 0;
+  }
+}
+
+template <int D>
+static Flash2Tile bwd_tile_of(Flash2BwdSpec s) {
+  return {s.block_m, s.block_n, s.warps, 2, flash2_bwd_smem_bytes(D, s.block_n, s.block_m, s.warps)};
+}
+
+bool flash2_bwd_tile_for(int head_dim, long long smem_optin, Flash2Tile* out) {
+  switch (head_dim) {
+#define FLASH2_BWD_TILE_FOR_CASE(D)                        \
+  case D:                                                  \
+    *out = bwd_tile_of<D>(flash2_bwd_pick<D>(smem_optin)); \
+    return true;
+    FLASH2_HEAD_DIMS(FLASH2_BWD_TILE_FOR_CASE)
+    default:
+      return false;
+  }
+}
+
+bool flash2_bwd_tile(int head_dim, Flash2Tile* out) {
+  switch (head_dim) {
+#define FLASH2_BWD_TILE_CASE(D)                          \
+  case D:                                                \
+    *out = bwd_tile_of<D>(Flash2BwdConfigs<D>::list[0]); \
+    return true;
+    FLASH2_HEAD_DIMS(FLASH2_BWD_TILE_CASE)
+    default:
+      return false;
+  }
+}
+
+}  // namespace flashio::kernels
