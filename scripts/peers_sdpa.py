@@ -11,25 +11,44 @@ forced one at a time with ``torch.nn.attention.sdpa_kernel``:
     efficient  SDPBackend.EFFICIENT_ATTENTION -> method "sdpa_efficient"
     math       SDPBackend.MATH               -> method "sdpa_math"
 
-on the points of the C++ suite (same axes, same default sweep, same point names, same
-FLOP counts) and with its protocol, and writes a result file in the suite's JSON schema
-(results/schema.json), so tables can show these peers beside the suite's kernels.
+on the points of a flashio sweep and with the suite's protocol, and writes a result file in
+the suite's JSON schema (results/schema.json), so tables can show these peers beside the
+suite's kernels.
 
-How to run (on a machine with a CUDA GPU and PyTorch >= 2.3)
-------------------------------------------------------------
+Where the points come from
+--------------------------
+flashio expands the sweep, once: the script runs ``flashio run --dry-run --json`` with the
+sweep's options as given (``--preset``, ``--sweep`` and every axis of ``flashio run``:
+--pass, --batch, --heads, --kv-heads, --seqlen, --seqlen-k, --head-dim, --dtype, --causal,
+--padding, --dropout, --deterministic, --block-r, --block-c, --mma, --pattern, --density,
+--sparse-block, --tokens, --model-dim, --seed, --sparse-window, --sparse-global; not
+--method) and takes each (problem, pass) of the points it lists once, whatever flashio
+methods they came with: problems in flashio's order, under each the back-ends, then the
+passes. A record's name is flashio's with the method replaced (``sdpa_flash/fwd/b:4/h:16/
+n:4096/d:64/fp16``), its problem object and FLOPs are flashio's as printed. The binary is
+``--flashio PATH``, else $FLASHIO_BIN, else build/flashio in this repository; flashio's
+bad-input line (exit 2) becomes this script's. A point the back-end cannot run as this
+script drives it (unsupported_reason: block-sparse patterns; dropout, whose mask SDPA draws
+itself so the output cannot be checked; key padding; GQA/MQA; seqlen_k != seqlen_q; a
+deterministic backward; forced tiles or mma) is a ``skipped`` record with the reason, and
+nothing is run for it.
+
+How to run (on a machine with a CUDA GPU and PyTorch >= 2.3, and a flashio build)
+---------------------------------------------------------------------------------
     python3 scripts/peers_sdpa.py --tokens 16384 --model-dim 2048 \\
         --seqlen 512,1024 --head-dim 64,128 --out results/x.json
     python3 scripts/peers_sdpa.py --pass fwd,bwd,fwdbwd --causal false,true --out results/y.json
+    python3 scripts/peers_sdpa.py --preset fa2-figure5 --backend flash,cudnn --out results/z.json
     python3 scripts/peers_sdpa.py --dry-run            # list the points; needs no GPU, no torch
 
-With no shape options the sweep is the suite's default: 16384 tokens (batch = 16384/N),
-model dim 2048 (heads = 2048/d), N = 512, 1024, 2048, 4096, d = 64, 128, fp16, not causal,
-forward, all four back-ends. ``--run-id`` lets the file share its id with a flashio file
-of the same run. Other options as the C++ tool: --batch/--heads (replace the tokens /
-model-dim rules), --dtype fp16,bf16, --causal false,true, --seed, --reps (30), --warmup (5),
---device (0), --no-l2-flush, --quiet. Bad input prints one line ``peers_sdpa: error: ...``
-and exits 2 without writing anything; no torch, no GPU or a failed start-up self-test exits
-1; a failing point never stops the sweep (it becomes a record with its status).
+With no axes the sweep is flashio's default: 16384 tokens (batch = 16384/N), model dim
+2048 (heads = 2048/d), N = 512, 1024, 2048, 4096, d = 64, 128, fp16, not causal, forward;
+all four back-ends unless --backend. ``--run-id`` lets the file share its id with a flashio
+file of the same run. Other options: --reps (30), --warmup (5), --device (0),
+--no-l2-flush, --quiet. Bad input prints one line ``peers_sdpa: error: ...`` and exits 2
+without writing anything (a missing flashio binary too); no torch, no GPU or a failed
+start-up self-test exits 1; a failing point never stops the sweep (it becomes a record with
+its status).
 
 Protocol (as bench/measure/runner.cpp, bench/measure/timing.cpp, bench/measure/check.cpp)
 -----------------------------------------------------------------
@@ -80,8 +99,9 @@ Protocol (as bench/measure/runner.cpp, bench/measure/timing.cpp, bench/measure/c
   gives "oom" (memory is freed and the sweep goes on); any other exception gives "error"
   with the message.
 
-The module imports torch only inside functions, so tests/test_peers_sdpa.py can test
-naming, FLOP counting, argument parsing and record building without torch or a GPU.
+The module imports torch only inside functions, so tests/test_peers_sdpa.py can test the
+points (against the flashio binary), argument parsing and record building without torch or
+a GPU.
 """
 from __future__ import annotations
 
@@ -115,17 +135,9 @@ BACKENDS = {
     "efficient": "EFFICIENT_ATTENTION",
     "math": "MATH",
 }
-PASSES = ("fwd", "bwd", "fwdbwd")
 DTYPES = ("fp16", "bf16")
 
-# The suite's default sweep (bench/sweep/sweep.cpp default_sweep, bench/sweep/sweep.h SweepSpec).
-DEFAULT_SEED = 0x5EED
-DEFAULT_SEQLEN = (512, 1024, 2048, 4096)
-DEFAULT_HEAD_DIM = (64, 128)
-DEFAULT_TOKENS = 16384
-DEFAULT_MODEL_DIM = 2048
-DEFAULT_BATCH = (1,)   # SweepSpec's batch axis: used only when the tokens rule is off
-DEFAULT_HEADS = (16,)  # SweepSpec's heads axis: used only when the model-dim rule is off
+DEFAULT_SEED = 0x5EED  # bench/sweep/sweep.h SweepSpec::seed (Problem's default here)
 
 # Correctness (bench/measure/check.cpp): atol as a fraction of the reference RMS, and rtol.
 TOLERANCE = {"fp16": (1e-2, 1e-2), "bf16": (8e-2, 8e-2)}
@@ -155,12 +167,15 @@ class RuntimeFailure(Exception):
 
 
 # --------------------------------------------------------------------------------------
-# Problems and points: naming and FLOPs exactly as bench/core/problem.cpp
+# Points: flashio's own expansion (`flashio run --dry-run --json`), re-labelled per back-end
 # --------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Problem:
+    """What the GPU side needs of a point's problem: dense, kv_heads = heads, seqlen_k =
+    seqlen, no padding, no dropout (the points the peers can run; see unsupported_reason).
+    The record's problem object is flashio's, verbatim (Point.problem_json)."""
     batch: int
     heads: int
     seqlen: int
@@ -173,68 +188,130 @@ class Problem:
     def softmax_scale(self) -> float:
         return 1.0 / math.sqrt(float(self.head_dim))
 
-    def name(self) -> str:
-        """Problem::name(): b:4/h:16/n:4096/d:64/fp16[/causal] (kv_heads = heads,
-        seqlen_k = seqlen, no padding, no dropout, no forced tile add nothing)."""
-        s = f"b:{self.batch}/h:{self.heads}/n:{self.seqlen}/d:{self.head_dim}/{self.dtype}"
-        if self.causal:
-            s += "/causal"
-        return s
-
-    def to_json(self) -> dict:
-        """to_json(const Problem&): every field the schema requires."""
-        return {
-            "batch": self.batch,
-            "heads": self.heads,
-            "kv_heads": self.heads,
-            "seqlen_q": self.seqlen,
-            "seqlen_k": self.seqlen,
-            "head_dim": self.head_dim,
-            "dtype": self.dtype,
-            "causal": self.causal,
-            "padding": "none",
-            "dropout": 0.0,
-            "seed": self.seed,
-            "softmax_scale": self.softmax_scale,
-            "block_r": 0,
-            "block_c": 0,
-        }
-
     def elements(self) -> int:
         return self.batch * self.heads * self.seqlen * self.head_dim
 
-
-def flops(p: Problem, pass_: str) -> float:
-    """FlashAttention-2 convention (bench/core/problem.cpp flops): forward 4*B*H*Nq*Nk*d, halved
-    when causal; backward 2.5x forward; forward+backward 3.5x."""
-    fwd = 4.0 * float(p.batch) * float(p.heads) * float(p.seqlen) * float(p.seqlen) * float(p.head_dim)
-    if p.causal:
-        fwd *= 0.5
-    return {"fwd": 1.0, "bwd": 2.5, "fwdbwd": 3.5}[pass_] * fwd
+    @staticmethod
+    def from_json(pj: dict) -> "Problem":
+        return Problem(batch=int(pj["batch"]), heads=int(pj["heads"]), seqlen=int(pj["seqlen_q"]),
+                       head_dim=int(pj["head_dim"]), dtype=str(pj["dtype"]), causal=bool(pj["causal"]),
+                       seed=int(pj["seed"]))
 
 
 def method_name(backend: str) -> str:
     return "sdpa_" + backend
 
 
+def unsupported_reason(backend: str, pass_: str, pj: dict) -> str:
+    """Why this back-end (as this script drives it) cannot run the problem `pj` (flashio's
+    problem JSON), or "" when it can. Decided without torch or a GPU; each becomes a
+    `skipped` record with this reason. Limits of SDPA itself say so; the others are limits
+    of this script (it checks every output against its float64 reference before timing, so
+    it runs only what that reference and its inputs reproduce)."""
+    if pj.get("pattern") not in (None, "", "none"):
+        return "SDPA has no block-sparse attention (pattern " + str(pj["pattern"]) + ")"
+    if float(pj.get("dropout", 0.0)) > 0.0:
+        return ("dropout: SDPA draws its own dropout mask, which the float64 reference cannot reproduce, "
+                "so the output cannot be checked (and an unchecked point is not timed)")
+    if pj.get("padding", "none") != "none":
+        if backend == "flash":
+            return "key padding: SDPA's flash back-end takes no attn_mask"
+        return "key padding: peers_sdpa.py passes no attn_mask to SDPA (not implemented)"
+    if int(pj.get("kv_heads", pj["heads"])) != int(pj["heads"]):
+        return "GQA/MQA (kv_heads < heads): peers_sdpa.py runs kv_heads = heads only (enable_gqa not implemented)"
+    if int(pj.get("seqlen_k", pj["seqlen_q"])) != int(pj["seqlen_q"]):
+        return "seqlen_k != seqlen_q: peers_sdpa.py runs seqlen_k = seqlen_q only"
+    if pj.get("deterministic") and pass_ != "fwd":
+        return "deterministic backward: peers_sdpa.py does not ask SDPA for one"
+    if int(pj.get("block_r", 0)) or int(pj.get("block_c", 0)):
+        return "forced tiles (block_r, block_c): SDPA chooses its own"
+    if pj.get("mma"):
+        return "forced tensor-core instruction (mma " + str(pj["mma"]) + "): SDPA chooses its own"
+    if not math.isclose(float(pj.get("softmax_scale", 0.0)), 1.0 / math.sqrt(float(pj["head_dim"])), rel_tol=1e-12):
+        return "softmax scale other than 1/sqrt(d): peers_sdpa.py uses 1/sqrt(d)"
+    return ""
+
+
 @dataclass(frozen=True)
 class Point:
+    """One peer point: flashio's point (problem, pass, FLOPs) with the back-end as method."""
     backend: str
     pass_: str
-    problem: Problem
+    problem_name: str  # flashio's name without method/pass: b:4/h:16/n:4096/d:64/fp16[/causal]...
+    problem_json: dict  # flashio's problem object, as its records write it
+    flops: float        # flashio's FLOPs of (problem, pass)
+    skip: str = ""      # unsupported_reason(): non-empty = a `skipped` record, nothing run
 
     @property
     def method(self) -> str:
         return method_name(self.backend)
 
+    @property
+    def problem(self) -> Problem:
+        return Problem.from_json(self.problem_json)
+
     def name(self) -> str:
         """point_name(): method/pass/problem-name."""
-        return f"{self.method}/{self.pass_}/{self.problem.name()}"
+        return f"{self.method}/{self.pass_}/{self.problem_name}"
+
+
+def peer_points(doc: dict, backends: Sequence[str]) -> list:
+    """The peer points of a `flashio run --dry-run --json` document: each (problem, pass) of
+    flashio's points once (whatever flashio methods it came with), problems in flashio's
+    order, and under each problem the back-ends, then its passes (as flashio orders methods,
+    then passes). Names, problem objects and FLOPs are flashio's."""
+    problems: dict = {}  # problem name -> (problem json, {pass: flops}) in first-seen order
+    for pt in doc.get("points", []):
+        prefix = f"{pt['method']}/{pt['pass']}/"
+        if not pt["name"].startswith(prefix):
+            raise RuntimeFailure(f"flashio point '{pt['name']}' does not start with '{prefix}'")
+        pname = pt["name"][len(prefix):]
+        pj, passes = problems.setdefault(pname, (pt["problem"], {}))
+        passes.setdefault(pt["pass"], float(pt["flops"]))
+    points = []
+    for pname, (pj, passes) in problems.items():
+        for be in backends:
+            for ps, f in passes.items():
+                points.append(Point(be, ps, pname, pj, f, unsupported_reason(be, ps, pj)))
+    return points
 
 
 # --------------------------------------------------------------------------------------
-# Command line (axes named and parsed as bench/cli/commands.cpp)
+# Command line: the sweep's axes go to flashio as given (bench/cli/commands.cpp)
 # --------------------------------------------------------------------------------------
+
+# flashio run's axes, passed through: (option, short aliases, takes a list, help).
+FLASHIO_AXES = (
+    ("--pass", (), True, "fwd, bwd, fwdbwd (default: fwd)"),
+    ("--batch", ("-b",), True, "batch sizes (overrides --tokens)"),
+    ("--heads", (), True, "query heads (overrides --model-dim)"),
+    ("--kv-heads", (), True, "K/V heads (GQA/MQA; such points are skipped)"),
+    ("--seqlen", ("-n",), True, "sequence lengths N"),
+    ("--seqlen-k", (), True, "key sequence lengths (other than N: skipped)"),
+    ("--head-dim", ("-d",), True, "head dimensions d"),
+    ("--dtype", (), True, "fp16, bf16"),
+    ("--causal", (), True, "causal mask: false, true (or both: false,true)"),
+    ("--padding", (), True, "key padding: none, random (random: skipped)"),
+    ("--dropout", (), True, "dropout probabilities (> 0: skipped)"),
+    ("--deterministic", (), True, "bitwise-reproducible backward: false, true (true: backward skipped)"),
+    ("--block-r", (), True, "forced tile rows (> 0: skipped)"),
+    ("--block-c", (), True, "forced tile columns (> 0: skipped)"),
+    ("--mma", (), True, "forced tensor-core instruction (other than auto: skipped)"),
+    ("--pattern", (), True, "block-sparse patterns (other than none: skipped)"),
+    ("--density", (), True, "random pattern densities"),
+    ("--sparse-block", (), True, "pattern block sizes"),
+    ("--tokens", (), False, "batch = tokens / N (FlashAttention-2's setting: 16384)"),
+    ("--model-dim", (), False, "heads = model-dim / d (FlashAttention-2's setting: 2048)"),
+    ("--seed", (), False, f"input seed (default {DEFAULT_SEED})"),
+    ("--sparse-window", (), False, "local pattern: window"),
+    ("--sparse-global", (), False, "local pattern: global blocks"),
+    ("--preset", (), False, "a paper's experiment (flashio presets lists them); axes given override it"),
+    ("--sweep", (), False, "a flashio sweep file (README, section Sweeps); axes given override it"),
+)
+
+
+def _dest(opt: str) -> str:
+    return "axis_" + opt[2:].replace("-", "_")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -249,24 +326,23 @@ def _make_parser() -> _Parser:
         prog=PROG,
         allow_abbrev=False,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Measure torch SDPA back-ends (flash, cudnn, efficient, math) on the flashio "
-        "suite's points and protocol; write a flashio result file.",
-        epilog="Axes take comma-separated lists (an option may also repeat); the sweep is their\n"
-        "cartesian product. With no shape options: 16384 tokens (batch = 16384/N), model dim\n"
-        "2048 (heads = 2048/d), N = 512..4096, d = 64, 128, fp16, forward, all back-ends.",
+        description="Measure torch SDPA back-ends (flash, cudnn, efficient, math) on the points of a flashio "
+        "sweep (`flashio run --dry-run --json` with the same axes) and with its protocol; write a flashio "
+        "result file.",
+        epilog="The sweep's axes, --preset and --sweep are flashio run's: flashio expands them (names,\n"
+        "problems, FLOPs) and each of its (problem, pass) pairs is run once per back-end. With no\n"
+        "axes: flashio's default sweep (16384 tokens, model dim 2048, N = 512..4096, d = 64, 128,\n"
+        "fp16, forward). Points a back-end cannot run become `skipped` records with the reason.",
     )
-    lst = dict(action="append", default=[], metavar="LIST")
-    p.add_argument("--backend", help="flash, cudnn, efficient, math (default: all four)", **lst)
-    p.add_argument("--pass", dest="pass_", help="fwd, bwd, fwdbwd (default: fwd)", **lst)
-    p.add_argument("--batch", "-b", help="batch sizes (overrides --tokens)", **lst)
-    p.add_argument("--heads", help="query heads (overrides --model-dim)", **lst)
-    p.add_argument("--seqlen", "-n", help="sequence lengths N", **lst)
-    p.add_argument("--head-dim", "-d", help="head dimensions d", **lst)
-    p.add_argument("--dtype", help="fp16, bf16", **lst)
-    p.add_argument("--causal", help="causal mask: false, true (or both: false,true)", **lst)
-    p.add_argument("--tokens", help="batch = tokens / N (FlashAttention-2's setting: 16384)")
-    p.add_argument("--model-dim", help="heads = model-dim / d (FlashAttention-2's setting: 2048)")
-    p.add_argument("--seed", help=f"input seed (default {DEFAULT_SEED})")
+    p.add_argument("--backend", action="append", default=[], metavar="LIST",
+                   help="flash, cudnn, efficient, math (default: all four)")
+    for opt, aliases, is_list, text in FLASHIO_AXES:
+        if is_list:
+            p.add_argument(opt, *aliases, dest=_dest(opt), action="append", default=[], metavar="LIST", help=text)
+        else:
+            p.add_argument(opt, *aliases, dest=_dest(opt), help=text)
+    p.add_argument("--flashio", help="the flashio binary that expands the sweep (default: $FLASHIO_BIN, else "
+                                     "build/flashio in the repository)")
     p.add_argument("--reps", default="30", help="timed repetitions per point (median reported)")
     p.add_argument("--warmup", default="5", help="untimed calls before timing")
     p.add_argument("--no-l2-flush", action="store_true", help="do not clean L2 before each repetition")
@@ -307,32 +383,6 @@ def _split(opt: str, values: Sequence[str]) -> list:
     return out
 
 
-def _parse_dtype(s: str) -> str:
-    l = s.lower()
-    if l in ("fp16", "f16", "half", "float16"):
-        return "fp16"
-    if l in ("bf16", "bfloat16"):
-        return "bf16"
-    raise BadInput(f"--dtype: '{s}' is not one of fp16, bf16")
-
-
-def _parse_bool(opt: str, s: str) -> bool:
-    l = s.lower()
-    if l in ("1", "true", "on", "yes", "causal"):
-        return True
-    if l in ("0", "false", "off", "no", "none"):
-        return False
-    raise BadInput(f"--{opt}: '{s}' is not a boolean (use true/false)")
-
-
-def _parse_pass(s: str) -> str:
-    if s in ("fwd", "bwd", "fwdbwd"):
-        return s
-    if s == "fwd+bwd":
-        return "fwdbwd"
-    raise BadInput(f"--pass: '{s}' is not one of fwd, bwd, fwdbwd")
-
-
 def _parse_backend(s: str) -> str:
     l = s.lower()
     if l.startswith("sdpa_"):
@@ -350,6 +400,53 @@ def _dedupe(seq: Iterable) -> list:
     return out
 
 
+def default_flashio() -> str:
+    """$FLASHIO_BIN (as scripts/reproduce_results.sh), else build/flashio in this repository."""
+    env = os.environ.get("FLASHIO_BIN")
+    if env:
+        return env
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build", "flashio")
+
+
+def flashio_axes_args(a: argparse.Namespace) -> list:
+    """The axes given, as flashio run options (--opt=value, so a value may start with '-')."""
+    args = []
+    for opt, _, is_list, _ in FLASHIO_AXES:
+        v = getattr(a, _dest(opt))
+        if is_list and v:
+            args.append(f"{opt}={','.join(_split(opt[2:], v))}")
+        elif not is_list and v is not None:
+            if not v.strip():
+                raise BadInput(f"{opt}: empty value")
+            args.append(f"{opt}={v}")
+    return args
+
+
+def flashio_points(flashio: str, axes_args: Sequence[str]) -> dict:
+    """`flashio run --dry-run --json AXES`: the sweep's points as flashio runs them. flashio's
+    bad-input line (exit 2) becomes ours; any other failure is a runtime failure."""
+    if not (os.path.isfile(flashio) and os.access(flashio, os.X_OK)):
+        raise BadInput(f"--flashio: no flashio binary at '{flashio}' "
+                       "(build it: scripts/build.sh; or give --flashio PATH)")
+    cmd = [flashio, "run", "--dry-run", "--json"] + list(axes_args)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise RuntimeFailure(f"cannot run {flashio}: {_first_line(str(e))}") from None
+    if r.returncode == EXIT_BAD_INPUT:
+        msg = _first_line(r.stderr) or "bad input"
+        raise BadInput(msg[len("flashio: error: "):] if msg.startswith("flashio: error: ") else msg)
+    if r.returncode != 0:
+        raise RuntimeFailure(f"{' '.join(cmd)} failed (exit {r.returncode}): {_first_line(r.stderr)}")
+    try:
+        doc = json.loads(r.stdout)
+    except ValueError as e:
+        raise RuntimeFailure(f"{' '.join(cmd)} did not print JSON ({e}); is {flashio} older than --dry-run --json?")
+    if not isinstance(doc, dict) or doc.get("schema") != "flashio/points":
+        raise RuntimeFailure(f"{' '.join(cmd)} printed no flashio/points document")
+    return doc
+
+
 @dataclass
 class Config:
     points: list
@@ -364,66 +461,11 @@ class Config:
     git_revision: Optional[str] = None
 
 
-def expand(backends: Sequence[str], passes: Sequence[str], batch: Sequence[int], heads: Sequence[int],
-           seqlen: Sequence[int], head_dim: Sequence[int], dtypes: Sequence[str], causal: Sequence[bool],
-           tokens: Optional[int], model_dim: Optional[int], seed: int) -> list:
-    """The points in bench/sweep/sweep.cpp expand()'s order: dtype, d, causal, heads, batch, N,
-    then back-end (method) and pass. tokens/model_dim replace the batch/heads axes."""
-    for axis, values in (("backend", backends), ("pass", passes), ("batch", batch), ("heads", heads),
-                         ("seqlen", seqlen), ("head-dim", head_dim), ("dtype", dtypes), ("causal", causal)):
-        if not values:
-            raise BadInput(f"axis --{axis} has no values")
-    batches = [0] if tokens is not None else list(batch)
-    heads_axis = [0] if model_dim is not None else list(heads)
-    points = []
-    for dt in dtypes:
-        for d in head_dim:
-            for c in causal:
-                for h0 in heads_axis:
-                    for b0 in batches:
-                        for n in seqlen:
-                            b, h = b0, h0
-                            if tokens is not None:
-                                if n <= 0 or tokens % n != 0 or tokens < n:
-                                    raise BadInput(f"--tokens {tokens} is not a positive multiple of seqlen {n}")
-                                b = tokens // n
-                            if model_dim is not None:
-                                if d <= 0 or model_dim % d != 0 or model_dim < d:
-                                    raise BadInput(f"--model-dim {model_dim} is not a positive multiple of head-dim {d}")
-                                h = model_dim // d
-                            p = Problem(batch=b, heads=h, seqlen=n, head_dim=d, dtype=dt, causal=c, seed=seed)
-                            for be in backends:
-                                for ps in passes:
-                                    points.append(Point(be, ps, p))
-    return points
-
-
 def parse_config(argv: Sequence[str]) -> Config:
-    """Options -> Config; raises BadInput on the first bad value (before any GPU work)."""
+    """Options -> Config; raises BadInput on the first bad value (before any GPU work). The
+    points come from flashio (flashio_points), which checks the axes."""
     a = _make_parser().parse_args(list(argv))
     backends = _dedupe(_parse_backend(s) for s in _split("backend", a.backend)) if a.backend else list(BACKENDS)
-    passes = _dedupe(_parse_pass(s) for s in _split("pass", a.pass_)) if a.pass_ else ["fwd"]
-    # As build_spec(): --batch clears the default tokens rule, --heads the model-dim rule;
-    # an explicit --tokens / --model-dim sets it again (and then wins).
-    tokens: Optional[int] = DEFAULT_TOKENS
-    model_dim: Optional[int] = DEFAULT_MODEL_DIM
-    batch: list = list(DEFAULT_BATCH)
-    heads: list = list(DEFAULT_HEADS)
-    if a.batch:
-        batch = [_parse_int("batch", s, 1) for s in _split("batch", a.batch)]
-        tokens = None
-    if a.heads:
-        heads = [_parse_int("heads", s, 1) for s in _split("heads", a.heads)]
-        model_dim = None
-    if a.tokens is not None:
-        tokens = _parse_int("tokens", a.tokens, 1)
-    if a.model_dim is not None:
-        model_dim = _parse_int("model-dim", a.model_dim, 1)
-    seqlen = [_parse_int("seqlen", s, 1) for s in _split("seqlen", a.seqlen)] if a.seqlen else list(DEFAULT_SEQLEN)
-    head_dim = [_parse_int("head-dim", s, 1) for s in _split("head-dim", a.head_dim)] if a.head_dim else list(DEFAULT_HEAD_DIM)
-    dtypes = [_parse_dtype(s) for s in _split("dtype", a.dtype)] if a.dtype else ["fp16"]
-    causal = [_parse_bool("causal", s) for s in _split("causal", a.causal)] if a.causal else [False]
-    seed = _parse_int("seed", a.seed, 0) if a.seed is not None else DEFAULT_SEED
     reps = _parse_int("reps", a.reps)
     if reps < 1:
         raise BadInput("--reps must be >= 1")
@@ -435,7 +477,8 @@ def parse_config(argv: Sequence[str]) -> Config:
         raise BadInput("--run-id: empty value")
     if not a.dry_run and not a.out:
         raise BadInput("--out is required")
-    points = expand(backends, passes, batch, heads, seqlen, head_dim, dtypes, causal, tokens, model_dim, seed)
+    doc = flashio_points(a.flashio or default_flashio(), flashio_axes_args(a))
+    points = peer_points(doc, backends)
     return Config(points=points, reps=reps, warmup=warmup, device=device, flush_l2=not a.no_l2_flush,
                   out=a.out, run_id=a.run_id, dry_run=a.dry_run, quiet=a.quiet, git_revision=a.git_revision)
 
@@ -696,12 +739,12 @@ def build_record(pt: Point, device_index: int, status: str, reason: Optional[str
     tflops is added when there is a time; tiles are omitted (SDPA does not expose them)."""
     if status not in ("ok", "skipped", "oom", "error"):
         raise ValueError(f"bad status {status!r}")
-    f = flops(pt.problem, pt.pass_)
+    f = pt.flops
     r: dict = {
         "name": pt.name(),
         "method": pt.method,
         "pass": pt.pass_,
-        "problem": pt.problem.to_json(),
+        "problem": dict(pt.problem_json),
         "status": status,
         "device_index": int(device_index),
         "flops": f,
@@ -1201,7 +1244,9 @@ def run(cfg: Config, argv: Sequence[str]) -> int:
     shown_warnings: set = set()
     total = len(cfg.points)
     for i, pt in enumerate(cfg.points):
-        if poisoned:
+        if pt.skip:  # known before any GPU work: the back-end (as driven here) cannot run it
+            rec = build_record(pt, cfg.device, "skipped", pt.skip)
+        elif poisoned:
             rec = build_record(pt, cfg.device, "error",
                                f"not run: the CUDA context was lost after an earlier error ({poisoned})")
         else:
@@ -1257,8 +1302,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         cfg = parse_config(argv)
         if cfg.dry_run:
             for pt in cfg.points:
-                print(pt.name())
-            print(f"{len(cfg.points)} points", file=sys.stderr)
+                print(f"{pt.name()}  skipped: {pt.skip}" if pt.skip else pt.name())
+            skipped = sum(1 for pt in cfg.points if pt.skip)
+            print(f"{len(cfg.points)} points" + (f" ({skipped} to be skipped)" if skipped else ""), file=sys.stderr)
             return 0
         check_writable(cfg.out)
     except BadInput as e:

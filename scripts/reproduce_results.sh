@@ -49,10 +49,10 @@ JSON
   rm -f "$sweep"
   run_id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$out/$gpu-fa2.json")
   rev=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["build"]["git_revision"])' "$out/$gpu-fa2.json")
-  python3 scripts/peers_sdpa.py "${axes[@]}" --backend flash,cudnn,efficient --tokens 16384 --model-dim 2048 \
+  python3 scripts/peers_sdpa.py --flashio "$bin" "${axes[@]}" --backend flash,cudnn,efficient --tokens 16384 --model-dim 2048 \
     --reps 20 --warmup 3 -q --run-id "$run_id" --git-revision "$rev" --out "$out/$gpu-fa2-sdpa.json"
   # The math back-end materializes S in fp32 and is slow: up to N = 4096 only.
-  python3 scripts/peers_sdpa.py --seqlen 512,1024,2048,4096 --head-dim 64,128 --causal false,true --pass fwd,fwdbwd \
+  python3 scripts/peers_sdpa.py --flashio "$bin" --seqlen 512,1024,2048,4096 --head-dim 64,128 --causal false,true --pass fwd,fwdbwd \
     --backend math --tokens 16384 --model-dim 2048 --reps 5 --warmup 1 -q --run-id "$run_id" --git-revision "$rev" \
     --out "$out/$gpu-fa2-sdpa-math.json"
 fi
@@ -63,7 +63,7 @@ if [ "$what" = d256 ] || [ "$what" = all ]; then
     --out "$out/$gpu-d256.json"
   run_id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$out/$gpu-d256.json")
   rev=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["build"]["git_revision"])' "$out/$gpu-d256.json")
-  python3 scripts/peers_sdpa.py "${axes[@]}" --backend flash,cudnn,efficient --tokens 16384 --model-dim 2048 \
+  python3 scripts/peers_sdpa.py --flashio "$bin" "${axes[@]}" --backend flash,cudnn,efficient --tokens 16384 --model-dim 2048 \
     --reps 20 --warmup 3 -q --run-id "$run_id" --git-revision "$rev" --out "$out/$gpu-d256-sdpa.json"
 fi
 

@@ -3,10 +3,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "bench/cli/commands.h"
+#include "bench/core/record.h"
 #include "bench/cuda/device_query.h"
 
 using namespace flashio;
@@ -226,6 +228,77 @@ TEST(Cli, DryRunOfAShard) {
   EXPECT_EQ(std::count(s0.begin(), s0.end(), '\n') + std::count(s1.begin(), s1.end(), '\n'),
             std::count(all.begin(), all.end(), '\n'));
   EXPECT_EQ(s0.find(s1.substr(0, s1.find('\n'))), std::string::npos) << "a point in both shards";
+}
+
+// The first word of each line of the plain dry run: the point names.
+static std::vector<std::string> dry_run_names(const std::string& out) {
+  std::vector<std::string> names;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) names.push_back(line.substr(0, line.find("  ~")));
+  return names;
+}
+
+TEST(Cli, DryRunJsonHasThePlainDryRunsPointsWithTheRecordsProblemsAndFlops) {
+  const std::vector<std::vector<std::string>> sweeps = {
+      {"--preset", "fa1-table16", "--seqlen", "1024,2048"},  // padding and dropout
+      {"--method", "flash2,standard", "--pass", "fwd,bwd", "--seqlen", "17,1013", "--batch", "2", "--heads", "8",
+       "--kv-heads", "8,2", "--causal", "false,true", "--deterministic", "false,true", "--dtype", "bf16"},
+      {"--method", "blocksparse_flash", "--pattern", "random,local", "--density", "0.25", "--seqlen", "512",
+       "--block-c", "64", "--mma", "mma.sync"},
+      {"--method", "standard", "--seqlen", "100", "--seqlen-k", "300", "--padding", "none,random", "--tokens", "200"}};
+  for (const auto& axes : sweeps) {
+    std::vector<std::string> plain_args = {"run", "--dry-run"}, json_args = {"run", "--dry-run", "--json"};
+    plain_args.insert(plain_args.end(), axes.begin(), axes.end());
+    json_args.insert(json_args.end(), axes.begin(), axes.end());
+    std::string plain, text, err;
+    ASSERT_EQ(run_cli(plain_args, nullptr, &plain), 0) << axes[1];
+    ASSERT_EQ(run_cli(json_args, &err, &text), 0) << axes[1];
+    EXPECT_EQ(err, "") << "--json writes nothing but the document";
+    const nlohmann::json doc = nlohmann::json::parse(text);  // throws (fails) unless the whole stdout is JSON
+    EXPECT_EQ(doc.at("schema"), "flashio/points");
+    const auto names = dry_run_names(plain);
+    ASSERT_EQ(doc.at("points").size(), names.size()) << axes[1];
+    EXPECT_EQ(doc.at("points_total").get<size_t>(), names.size());
+    EXPECT_FALSE(doc.contains("shard"));
+    for (size_t i = 0; i < names.size(); ++i) {
+      const nlohmann::json& pt = doc["points"][i];
+      EXPECT_EQ(pt.at("point_index").get<size_t>(), i);
+      EXPECT_EQ(pt.at("name"), names[i]);
+      Record r;  // the record of this point, from the listed problem
+      r.method = pt.at("method").get<std::string>();
+      r.pass = *parse_pass(pt.at("pass").get<std::string>());
+      r.problem = problem_from_json(pt.at("problem"));
+      const nlohmann::json rj = to_json(r);
+      EXPECT_EQ(rj.at("name"), names[i]);
+      EXPECT_EQ(rj.at("problem"), pt.at("problem")) << names[i];
+      EXPECT_EQ(rj.at("flops").get<double>(), pt.at("flops").get<double>()) << names[i];
+      EXPECT_GT(pt.at("flops").get<double>(), 0.0);
+      EXPECT_GT(pt.at("estimate_s").get<double>(), 0.0);
+    }
+  }
+}
+
+TEST(Cli, DryRunJsonOfAShardSaysWhichSlice) {
+  std::string all, s1;
+  ASSERT_EQ(run_cli({"run", "--dry-run", "--json", "--preset", "fa1-table23"}, nullptr, &all), 0);
+  ASSERT_EQ(run_cli({"run", "--dry-run", "--json", "--preset", "fa1-table23", "--shard", "1/2"}, nullptr, &s1), 0);
+  const auto a = nlohmann::json::parse(all), b = nlohmann::json::parse(s1);
+  EXPECT_EQ(b.at("shard"), "1/2");
+  EXPECT_EQ(b.at("points_total"), a.at("points_total"));
+  ASSERT_LT(b.at("points").size(), a.at("points").size());
+  for (const auto& pt : b["points"]) {  // each as in the whole sweep, at its index there
+    const auto& same = a["points"][pt.at("point_index").get<size_t>()];
+    EXPECT_EQ(pt, same);
+  }
+}
+
+TEST(Cli, JsonWithoutDryRunIsBadInput) {
+  std::string err, out;
+  EXPECT_EQ(run_cli({"run", "--json", "--seqlen", "128", "--out", ::testing::TempDir() + "j.json"}, &err, &out), 2);
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_EQ(err.rfind("flashio: error: --json: only with --dry-run", 0), 0u) << err;
+  EXPECT_EQ(out, "");
+  EXPECT_FALSE(std::filesystem::exists(::testing::TempDir() + "j.json"));
 }
 
 TEST(Cli, UnwritableOutputIsBadInput) {

@@ -317,7 +317,7 @@ int cmd_list(const AxisOptions& axes, bool shape_given) {
 struct RunArgs {
   AxisOptions axes;
   int reps = 30, warmup = 5, device = 0;
-  bool no_flush = false, dry_run = false, quiet = false, verbose = false;
+  bool no_flush = false, dry_run = false, json = false, quiet = false, verbose = false;
   std::string out, preset, sweep, resume, devices, shard;
   std::string counters = "full";
 };
@@ -422,7 +422,30 @@ extern "C" void on_stop_signal(int sig) {
   std::signal(sig, SIG_DFL);
 }
 
+// `--dry-run --json`: the points to run as one JSON document, each with its problem and FLOPs as
+// its record would write them (to_json(Problem), flops()), so other producers (scripts/peers_sdpa.py)
+// measure the same points under the same names.
+nlohmann::json dry_run_json(const std::vector<Point>& points, const std::vector<size_t>& todo,
+                            const std::optional<Shard>& shard, const RunArgs& a) {
+  nlohmann::json list = nlohmann::json::array();
+  for (size_t i : todo) {
+    const Point& pt = points[i];
+    list.push_back({{"point_index", i},
+                    {"name", pt.name()},
+                    {"method", pt.method},
+                    {"pass", to_string(pt.pass)},
+                    {"problem", to_json(pt.problem)},
+                    {"flops", flops(pt.problem, pt.pass)},
+                    {"estimate_s", estimate_seconds(pt, a.reps, a.warmup)}});
+  }
+  nlohmann::json doc = {{"schema", "flashio/points"}, {"schema_version", 1}, {"points_total", points.size()}};
+  if (shard) doc["shard"] = fmt::format("{}/{}", shard->index, shard->count);
+  doc["points"] = std::move(list);
+  return doc;
+}
+
 int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
+  if (a.json && !a.dry_run) throw BadInput("--json: only with --dry-run (a run writes its records to --out)");
   if (a.reps < 1) throw BadInput("--reps must be >= 1");
   if (a.warmup < 0) throw BadInput("--warmup must be >= 0");
   const auto counter_set = parse_counter_set(a.counters);
@@ -464,6 +487,10 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
     if (out.size() > 6 && out.compare(out.size() - 6, 6, ".jsonl") == 0) out.pop_back();
   }
 
+  if (a.dry_run && a.json) {
+    fmt::print("{}\n", dry_run_json(points, todo, shard, a).dump(1));
+    return 0;
+  }
   if (a.dry_run) {
     double total = 0;
     for (size_t i : todo) {
@@ -621,6 +648,8 @@ int flashio_main(const std::vector<std::string>& args) {
   run->add_option("--out,-o", run_args.out, "result file (default: results/<gpu>-<date>.json)");
   run->add_option("--device", run_args.device, "GPU index");
   run->add_flag("--dry-run", run_args.dry_run, "list the points and exit (no GPU needed)");
+  run->add_flag("--json", run_args.json,
+                "with --dry-run: the points as JSON (name, method, pass, problem, flops as records write them)");
   run->add_flag("--quiet,-q", run_args.quiet, "no progress on stderr");
   run->add_flag("--verbose,-v", run_args.verbose, "also print the counter set, its metrics and replay passes");
   run->add_option("--counters", run_args.counters,
