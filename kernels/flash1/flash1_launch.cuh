@@ -61,13 +61,11 @@ int run_flash1_fwd(const Flash1FwdParams& p, const Flash2Tile& tile, cudaStream_
   return run_flash1_fwd_impl<T, kHeadDim>(p, tile, stream, occupancy_only, std::make_index_sequence<n>{});
 }
 
-// The backward's shared memory: flash2's plus the O tile stages (D is computed in the loop).
+// The backward's shared memory: flash2's plus the O tile stages (D is computed in the loop);
+// flash1_bwd_smem_bytes (flash1_configs.h) is the same from the tile sizes.
 template <typename Tr>
 constexpr int flash1_bwd_smem() {
   return Tr::kSmemBytes + 2 * Tr::kSmemQ * 2;
-}
-constexpr int flash1_bwd_smem_bytes(int head_dim, int block_n, int block_m, int warps) {
-  return flash2_bwd_smem_bytes(head_dim, block_n, block_m, warps) + 2 * block_m * (head_dim + 8) * 2;
 }
 
 template <typename T, int kHeadDim>
