@@ -17,6 +17,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "analysis/models/model.h"
 #include "analysis/tables.h"
 #include "bench/sparsity.h"
 
@@ -104,7 +105,7 @@ std::string sweep_label(std::string name, const std::string& axis, const ModelPo
   if (axis == "N") star("n"), star("nk");
   if (axis == "d") star("d");
   if (axis == "N" && m.fwd_tiles) name += fmt::format(" (tile {}×{})", m.fwd_tiles->block_r, m.fwd_tiles->block_c);
-  if (axis == "tile") name += m.method == "flash1" ? " (Bc = *)" : " (Br = *)";
+  if (axis == "tile") name += fmt::format(" ({} = *)", model_of(m).reread_tile_name());
   return name;
 }
 
@@ -151,13 +152,14 @@ int kernel_sm_arch(const json& file) {
 RecordModel model_point_of(const json& rec, const json& file, DqAdds dq_adds) {
   RecordModel out;
   const std::string method = rec.value("method", "");
-  if (!has_exact_model(method) && !is_standard(method)) {
+  const IoModel* model = find_model(method);
+  if (!model) {
     out.why_not = method + ": no IO model (peers and the CPU reference are not modelled)";
     return out;
   }
   ModelPoint m;
-  m.method = is_standard(method) ? "standard" : method;  // both materialized methods; `elementwise` tells them apart
-  if (is_standard(method)) m.elementwise = standard_elementwise(rec, file);
+  m.method = method;
+  model->read_record(rec, file, m);
   const auto pass = parse_pass(rec.value("pass", ""));
   if (!pass) {
     out.why_not = "unknown pass";
@@ -198,7 +200,7 @@ RecordModel model_point_of(const json& rec, const json& file, DqAdds dq_adds) {
       return out;
     }
   }
-  if (has_exact_model(method)) {
+  if (model->exact()) {
     if (m.pass != Pass::Bwd && !m.fwd_tiles) out.why_not = "the record carries no forward tiles";
     if (m.pass != Pass::Fwd && !m.bwd_tiles)
       out.why_not = "the record carries no backward tiles (tiles_bwd): the backward kernel's Br, Bc are unknown";
@@ -404,7 +406,7 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
         }
         out["dram_over_compulsory"] = *dram_meas / double(dram_model->compulsory);
       }
-      if (!fused && rm.point && counted) note = "standard: compulsory matrices only, not judged";
+      if (!fused && rm.point && counted) note = model_of(*rm.point).unjudged_note();
       if (dram_model && !dram_model->note.empty() && note.empty()) note = dram_model->note;
       if (!dram_scope.empty()) note = note.empty() ? dram_scope : dram_scope + "; " + note;
       if (!rm.local.empty()) {
@@ -457,7 +459,7 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
         if (m.fwd_tiles && m.pass == Pass::Fwd) {
           json kt = key_problem;
           kt.erase("block_r"), kt.erase("block_c");
-          add("tile", double(m.method == "flash1" ? m.fwd_tiles->block_c : m.fwd_tiles->block_r), kt, false);
+          add("tile", double(model_of(m).reread_tile(*m.fwd_tiles)), kt, false);
         }
       }
     }
