@@ -118,8 +118,12 @@ std::string format_bytes(double b) {
   return fmt::format("{:.0f} B", b);
 }
 
-// The committed result files' revisions (results/README.md): all precede 9077f49, whose kernels
-// add dQ in pairs. A file with `tiles_bwd` from any later revision is read as pairs.
+// ---- COMPATIBILITY: result files written before records carried tiles_bwd.dq_adds ------------
+// The one place analysis infers a kernel fact from the producing git revision instead of reading
+// it from the record. The committed result files' revisions (results/README.md) all precede
+// 9077f49, whose kernels add dQ in pairs; a file from any later revision that lacks the field is
+// read as pairs. Records written since carry `tiles_bwd.dq_adds` (bench/method.h, Tiles), and
+// this list must not grow.
 constexpr const char* kPreVectorDqRevisions[] = {"7559f47", "c023967", "87aa547", "a873ad9",
                                                  "67ad155", "68bb4c3", "b0e10ab"};
 
@@ -127,6 +131,17 @@ bool scalar_dq_revision(const std::string& rev) {
   for (const char* r : kPreVectorDqRevisions)
     if (rev.rfind(r, 0) == 0) return true;
   return false;
+}
+// ---- end of COMPATIBILITY ------------------------------------------------------------------
+
+std::optional<bool> scalar_dq_adds(const json& rec, const json& file) {
+  const json tiles = rec.value("tiles_bwd", json::object());
+  if (!tiles.is_object() || !tiles.contains("dq_adds"))  // older files: by their revision
+    return scalar_dq_revision(file.value("build", json::object()).value("git_revision", std::string()));
+  const std::string adds = tiles.value("dq_adds", std::string());
+  if (adds == "scalar") return true;
+  if (adds == "pairs") return false;
+  return std::nullopt;
 }
 
 int kernel_sm_arch(const json& file) {
@@ -180,8 +195,17 @@ RecordModel model_point_of(const json& rec, const json& file, DqAdds dq_adds) {
     return out;
   }
   m.sm_arch = kernel_sm_arch(file);
-  const std::string rev = file.value("build", json::object()).value("git_revision", std::string());
-  m.dq_scalar_kernel = dq_adds == DqAdds::Scalar || (dq_adds == DqAdds::Auto && scalar_dq_revision(rev));
+  if (dq_adds == DqAdds::Auto) {
+    const auto scalar = scalar_dq_adds(rec, file);
+    if (!scalar) {
+      out.why_not = fmt::format("tiles_bwd.dq_adds \"{}\": no IO model for these dQ adds",
+                                rec["tiles_bwd"].value("dq_adds", std::string()));
+      return out;
+    }
+    m.dq_scalar_kernel = *scalar;
+  } else {
+    m.dq_scalar_kernel = dq_adds == DqAdds::Scalar;
+  }
   if (m.problem.sparse()) {
     // The pattern regenerated from the problem (deterministic in its seed), at each kernel's tiles.
     auto at_tiles = [&](const std::optional<KernelTiles>& t) {

@@ -930,6 +930,42 @@ TEST(AnalyzeCommand, DqAddWidthFollowsTheProducingRevisionAndArchitecture) {
   EXPECT_EQ(model_point_of(to_json(r), h100, DqAdds::Scalar).point->dq().atomic, 1);
 }
 
+// Records written since tiles_bwd.dq_adds existed say how their backward added dQ, whatever the
+// revision; only files without it are read by their revision (the compatibility list).
+TEST(AnalyzeCommand, DqAddsFromTheRecordOverrideTheRevisionList) {
+  const json h100 = {{"device", {{"compute_capability", "9.0"}}}, {"build", {{"cuda_architectures", "80;90"}}}};
+  json old_file = h100;
+  old_file["build"]["git_revision"] = "87aa5470f20efdfe6a456d838e1c975aa05c9fd9";
+  Record r;
+  r.method = "flash2";
+  r.pass = Pass::Bwd;
+  r.problem = shape(1, 2, 2, 300, 300, 64, false, false);
+  r.tiles_bwd = Tiles{64, 64, 4, 2, 65536};
+  r.tiles_bwd->dq_adds = "pairs";
+  const json pairs = to_json(r);
+  ASSERT_EQ(pairs["tiles_bwd"].value("dq_adds", ""), "pairs");
+  EXPECT_EQ(record_from_json(pairs).tiles_bwd->dq_adds, "pairs");
+  EXPECT_EQ(scalar_dq_adds(pairs, old_file), false);
+  json scalar = pairs;
+  scalar["tiles_bwd"]["dq_adds"] = "scalar";
+  EXPECT_EQ(scalar_dq_adds(scalar, h100), true);
+  json absent = pairs;
+  absent["tiles_bwd"].erase("dq_adds");
+  EXPECT_EQ(scalar_dq_adds(absent, old_file), true);
+  EXPECT_EQ(scalar_dq_adds(absent, h100), false);
+
+  const RecordModel p = model_point_of(pairs, old_file), s = model_point_of(scalar, h100);
+  ASSERT_TRUE(p.point && s.point);
+  EXPECT_FALSE(p.point->dq_scalar_kernel);
+  EXPECT_TRUE(s.point->dq_scalar_kernel);
+  EXPECT_EQ(predict_sm_l2(*s.point).red, 2 * predict_sm_l2(*p.point).red);
+  EXPECT_TRUE(model_point_of(pairs, old_file, DqAdds::Scalar).point->dq_scalar_kernel);  // --dq-adds wins
+  json unknown = pairs;
+  unknown["tiles_bwd"]["dq_adds"] = "quads";
+  EXPECT_FALSE(scalar_dq_adds(unknown, h100).has_value());
+  EXPECT_NE(model_point_of(unknown, h100).why_not.find("quads"), std::string::npos);
+}
+
 // The committed H100 DRAM sweep with the backward's tiles put in (64 × 64, 4 warps, its shared
 // memory; the records predate tiles_bwd): the single-head backward past 16k streams more than
 // the usable L2 per head, 16k fwd+bwd and 32k fwd sit between the usable and the whole L2. Those
