@@ -17,6 +17,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "analysis/models/model.h"
 #include "analysis/tables.h"
 #include "bench/core/sparsity.h"
 
@@ -104,7 +105,7 @@ std::string sweep_label(std::string name, const std::string& axis, const ModelPo
   if (axis == "N") star("n"), star("nk");
   if (axis == "d") star("d");
   if (axis == "N" && m.fwd_tiles) name += fmt::format(" (tile {}×{})", m.fwd_tiles->block_r, m.fwd_tiles->block_c);
-  if (axis == "tile") name += m.method == "flash1" ? " (Bc = *)" : " (Br = *)";
+  if (axis == "tile") name += fmt::format(" ({} = *)", model_of(m).reread_tile_name());
   return name;
 }
 
@@ -117,8 +118,12 @@ std::string format_bytes(double b) {
   return fmt::format("{:.0f} B", b);
 }
 
-// The committed result files' revisions (results/README.md): all precede 9077f49, whose kernels
-// add dQ in pairs. A file with `tiles_bwd` from any later revision is read as pairs.
+// ---- COMPATIBILITY: result files written before records carried tiles_bwd.dq_adds ------------
+// The one place analysis infers a kernel fact from the producing git revision instead of reading
+// it from the record. The committed result files' revisions (results/README.md) all precede
+// 9077f49, whose kernels add dQ in pairs; a file from any later revision that lacks the field is
+// read as pairs. Records written since carry `tiles_bwd.dq_adds` (bench/core/method.h, Tiles), and
+// this list must not grow.
 constexpr const char* kPreVectorDqRevisions[] = {"7559f47", "c023967", "87aa547", "a873ad9",
                                                  "67ad155", "68bb4c3", "b0e10ab"};
 
@@ -126,6 +131,17 @@ bool scalar_dq_revision(const std::string& rev) {
   for (const char* r : kPreVectorDqRevisions)
     if (rev.rfind(r, 0) == 0) return true;
   return false;
+}
+// ---- end of COMPATIBILITY ------------------------------------------------------------------
+
+std::optional<bool> scalar_dq_adds(const json& rec, const json& file) {
+  const json tiles = rec.value("tiles_bwd", json::object());
+  if (!tiles.is_object() || !tiles.contains("dq_adds"))  // older files: by their revision
+    return scalar_dq_revision(file.value("build", json::object()).value("git_revision", std::string()));
+  const std::string adds = tiles.value("dq_adds", std::string());
+  if (adds == "scalar") return true;
+  if (adds == "pairs") return false;
+  return std::nullopt;
 }
 
 int kernel_sm_arch(const json& file) {
@@ -151,13 +167,14 @@ int kernel_sm_arch(const json& file) {
 RecordModel model_point_of(const json& rec, const json& file, DqAdds dq_adds) {
   RecordModel out;
   const std::string method = rec.value("method", "");
-  if (!has_exact_model(method) && !is_standard(method)) {
+  const IoModel* model = find_model(method);
+  if (!model) {
     out.why_not = method + ": no IO model (peers and the CPU reference are not modelled)";
     return out;
   }
   ModelPoint m;
-  m.method = is_standard(method) ? "standard" : method;  // both materialized methods; `elementwise` tells them apart
-  if (is_standard(method)) m.elementwise = standard_elementwise(rec, file);
+  m.method = method;
+  model->read_record(rec, file, m);
   const auto pass = parse_pass(rec.value("pass", ""));
   if (!pass) {
     out.why_not = "unknown pass";
@@ -178,8 +195,17 @@ RecordModel model_point_of(const json& rec, const json& file, DqAdds dq_adds) {
     return out;
   }
   m.sm_arch = kernel_sm_arch(file);
-  const std::string rev = file.value("build", json::object()).value("git_revision", std::string());
-  m.dq_scalar_kernel = dq_adds == DqAdds::Scalar || (dq_adds == DqAdds::Auto && scalar_dq_revision(rev));
+  if (dq_adds == DqAdds::Auto) {
+    const auto scalar = scalar_dq_adds(rec, file);
+    if (!scalar) {
+      out.why_not = fmt::format("tiles_bwd.dq_adds \"{}\": no IO model for these dQ adds",
+                                rec["tiles_bwd"].value("dq_adds", std::string()));
+      return out;
+    }
+    m.dq_scalar_kernel = *scalar;
+  } else {
+    m.dq_scalar_kernel = dq_adds == DqAdds::Scalar;
+  }
   if (m.problem.sparse()) {
     // The pattern regenerated from the problem (deterministic in its seed), at each kernel's tiles.
     auto at_tiles = [&](const std::optional<KernelTiles>& t) {
@@ -198,7 +224,7 @@ RecordModel model_point_of(const json& rec, const json& file, DqAdds dq_adds) {
       return out;
     }
   }
-  if (has_exact_model(method)) {
+  if (model->exact()) {
     if (m.pass != Pass::Bwd && !m.fwd_tiles) out.why_not = "the record carries no forward tiles";
     if (m.pass != Pass::Fwd && !m.bwd_tiles)
       out.why_not = "the record carries no backward tiles (tiles_bwd): the backward kernel's Br, Bc are unknown";
@@ -404,7 +430,7 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
         }
         out["dram_over_compulsory"] = *dram_meas / double(dram_model->compulsory);
       }
-      if (!fused && rm.point && counted) note = "standard: compulsory matrices only, not judged";
+      if (!fused && rm.point && counted) note = model_of(*rm.point).unjudged_note();
       if (dram_model && !dram_model->note.empty() && note.empty()) note = dram_model->note;
       if (!dram_scope.empty()) note = note.empty() ? dram_scope : dram_scope + "; " + note;
       if (!rm.local.empty()) {
@@ -457,7 +483,7 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
         if (m.fwd_tiles && m.pass == Pass::Fwd) {
           json kt = key_problem;
           kt.erase("block_r"), kt.erase("block_c");
-          add("tile", double(m.method == "flash1" ? m.fwd_tiles->block_c : m.fwd_tiles->block_r), kt, false);
+          add("tile", double(model_of(m).reread_tile(*m.fwd_tiles)), kt, false);
         }
       }
     }

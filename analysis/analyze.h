@@ -13,10 +13,11 @@
 
 namespace flashio::analysis {
 
-// How the backward kernels that produced a file add into dQ (io_model.h, DqWidth). `Auto`:
-// scalar for the files of the kernels before 9077f49 (kPreVectorDqRevisions: the committed
-// results/ files; records without `tiles_bwd` get no backward model anyway), pairs otherwise,
-// their atomics vectorised when the kernels ran as sm_90 or later (kernel_sm_arch).
+// How the backward kernels that produced a record add into dQ (io_model.h, DqWidth). `Auto`: as
+// the record's `tiles_bwd.dq_adds` says ("pairs" or "scalar"); in files written before that
+// field existed, scalar for the kernels before 9077f49 (scalar_dq_revision: the committed
+// results/ files; records without `tiles_bwd` get no backward model anyway), pairs otherwise.
+// Pairs' atomics are vectorised when the kernels ran as sm_90 or later (kernel_sm_arch).
 enum class DqAdds { Auto, Scalar, Pairs };
 
 struct AnalyzeOptions {
@@ -35,7 +36,12 @@ struct AnalyzeOptions {
 // build's `cuda_architectures` at or below the device's compute capability (a lower one runs
 // as its own PTX, JIT-compiled), else the device's; 90 when the file says neither.
 int kernel_sm_arch(const nlohmann::json& file);
-// Revisions (prefixes of `build.git_revision`) whose kernels added dQ one float at a time.
+// Whether a record's backward kernel added dQ one float at a time: its `tiles_bwd.dq_adds`, else
+// (older files) scalar_dq_revision of the file's `build.git_revision`; nullopt for a value the
+// model does not know.
+std::optional<bool> scalar_dq_adds(const nlohmann::json& record, const nlohmann::json& file);
+// COMPATIBILITY, for files without tiles_bwd.dq_adds only: revisions (prefixes of
+// `build.git_revision`) whose kernels added dQ one float at a time (kPreVectorDqRevisions).
 bool scalar_dq_revision(const std::string& git_revision);
 
 // A kernel of the record that uses local memory (counters.kernels[].resources).

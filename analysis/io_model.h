@@ -10,6 +10,9 @@
 // scalar dQ atomics of sm_80 touch one sector per row per instruction with 16 of its 32 bytes:
 // 2× the data; DqWidth).
 //
+// Each method's model lives in analysis/models/<method>.cpp, registered under the method's name
+// (analysis/models/model.h); the functions below dispatch to it by ModelPoint::method.
+//
 // Exactness: `predict_sm_l2` is a closed form per (batch, head) — sums over tiles only where a
 // causal mask or a block mask makes tiles differ — and tests/test_analysis.cpp checks it
 // equals analysis/schedule_sim.h, which walks each kernel's own loops instruction by
@@ -109,22 +112,16 @@ DqWidth dq_width(int sm_arch, bool scalar_kernel = false);
 //             stored mask, softmax backward — each its own pass over HBM.
 //   Fused     `standard_fused`: mask + softmax + dropout in one pass (P and P_drop written), the
 //             dropout redrawn inside the softmax backward. Also every `standard` record without
-//             tiles.elementwise: the files written before the split hold the fused code's records.
+//             tiles.elementwise: the files written before the split hold the fused code's records
+//             (analysis/models/standard.cpp reads a record's variant).
 enum class Elementwise { Separate, Fused };
-
-// Whether a record's method is one of the materialized ones (standard, standard_fused), and
-// which elementwise variant a record ran: standard_fused → Fused; standard → its
-// tiles.elementwise, else (absent) Fused for flashio's own files (the code before the split)
-// and Separate for a `"producer": "published"` file (the paper's PyTorch baseline).
-bool is_standard(const std::string& method);
-Elementwise standard_elementwise(const nlohmann::json& record, const nlohmann::json& file);
 
 // Everything the exact model needs about one point.
 struct ModelPoint {
-  // flash1, flash2, blocksparse_flash, standard (others: no model). Both materialized methods are
-  // "standard" here (the DRAM model's name for them), `elementwise` says which.
+  // The method whose registered model (analysis/models/model.h) reads the point: flash1, flash2,
+  // blocksparse_flash, standard, standard_fused (others: no model).
   std::string method;
-  Elementwise elementwise = Elementwise::Separate;  // standard only
+  Elementwise elementwise = Elementwise::Separate;  // standard only (standard_fused: always Fused)
   Pass pass = Pass::Fwd;
   Problem problem;
   std::optional<KernelTiles> fwd_tiles, bwd_tiles;
@@ -135,13 +132,16 @@ struct ModelPoint {
   DqWidth dq() const { return dq_width(sm_arch, dq_scalar_kernel); }
 };
 
-bool has_exact_model(const std::string& method);  // the fused kernels: flash1, flash2, blocksparse_flash
+// Whether the method's registered model is an exact schedule model (the fused kernels: flash1,
+// flash2, blocksparse_flash), judged at SM↔L2 and DRAM.
+bool has_exact_model(const std::string& method);
 
 // SM↔L2 bytes of the whole pass (fwdbwd = fwd + bwd). Throws std::invalid_argument with a
 // sentence when the point lacks what the model needs (e.g. a backward pass without tiles).
 Traffic predict_sm_l2(const ModelPoint& m);
 
-// The kernels of one pass, each with its own traffic (the closed forms, per kernel).
+// The kernels of one pass, each with its own traffic (the closed forms, per kernel; defined in
+// analysis/models/flash2.cpp, flash1.cpp, standard.cpp).
 Traffic flash2_fwd_traffic(const Problem& p, const KernelTiles& t, const BlockMask& mask);
 Traffic flash2_bwd_traffic(const Problem& p, const KernelTiles& t, const BlockMask& mask, DqWidth dq = {});
 Traffic flash1_fwd_traffic(const Problem& p, const KernelTiles& t);
@@ -150,7 +150,7 @@ Traffic standard_fwd_traffic(const Problem& p, Elementwise k);
 Traffic standard_bwd_traffic(const Problem& p, Elementwise k);
 
 // Compulsory DRAM bytes: every input read once, every output (and every workspace buffer
-// that must be written back) written once.
+// that must be written back) written once (the method's model says which those are).
 Traffic compulsory_dram(const ModelPoint& m);
 
 // The fp32 dQ adds (flash2's backward: atomics, or ld/st.cg when deterministic; flash1's: a

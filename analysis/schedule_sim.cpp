@@ -1,12 +1,14 @@
 // The schedule simulator: each function mirrors one kernel's loops (grid, tile loops, the
 // copy loops' chunk-per-thread rounds, the epilogues' per-lane stores) and asks `Warp` for the
-// sectors each warp instruction touches. Term names match analysis/io_model.cpp so tests can
+// sectors each warp instruction touches. Term names match analysis/models/*.cpp so tests can
 // compare term by term.
 #include "analysis/schedule_sim.h"
 
 #include <algorithm>
 #include <set>
 #include <stdexcept>
+
+#include "analysis/models/model.h"
 
 namespace flashio::analysis {
 
@@ -438,19 +440,6 @@ Traffic simulate_flash1_bwd(const Problem& p, const KernelTiles& t, DqWidth dq) 
   return c.traffic;
 }
 
-Traffic simulate_sm_l2(const ModelPoint& m) {
-  const bool fwd = m.pass != Pass::Bwd, bwd = m.pass != Pass::Fwd;
-  Traffic out;
-  if (m.method == "flash2" || m.method == "blocksparse_flash") {
-    if (fwd) out += simulate_flash2_fwd(m.problem, m.fwd_tiles.value(), m.mask);
-    if (bwd) out += simulate_flash2_bwd(m.problem, m.bwd_tiles.value(), m.bwd_mask, m.dq());
-  } else if (m.method == "flash1") {
-    if (fwd) out += simulate_flash1_fwd(m.problem, m.fwd_tiles.value());
-    if (bwd) out += simulate_flash1_bwd(m.problem, m.bwd_tiles.value(), m.dq());
-  } else {
-    throw std::invalid_argument(m.method + ": no schedule simulator");
-  }
-  return out;
-}
+Traffic simulate_sm_l2(const ModelPoint& m) { return model_of(m).simulate_sm_l2(m); }
 
 }  // namespace flashio::analysis

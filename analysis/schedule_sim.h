@@ -13,7 +13,7 @@ Traffic simulate_flash2_bwd(const Problem& p, const KernelTiles& t, const BlockM
 Traffic simulate_flash1_fwd(const Problem& p, const KernelTiles& t);
 Traffic simulate_flash1_bwd(const Problem& p, const KernelTiles& t, DqWidth dq = {});
 
-// The whole pass, dispatched like predict_sm_l2 (fused methods only).
+// The whole pass: the point's model's simulator hook (analysis/models/, fused methods only).
 Traffic simulate_sm_l2(const ModelPoint& m);
 
 }  // namespace flashio::analysis

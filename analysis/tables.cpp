@@ -13,9 +13,7 @@
 #include "analysis/dram_model.h"
 #include "analysis/gpus.h"
 #include "analysis/io_model.h"
-#include "kernels/flash1/flash1_configs.h"
-#include "kernels/flash2/flash2_bwd_config.h"
-#include "kernels/flash2/flash2_fwd_configs.h"
+#include "analysis/models/model.h"
 
 namespace flashio::analysis {
 
@@ -45,12 +43,22 @@ std::string setting_of(const json& rec) {
   return s;
 }
 
-// The record's method; `standard` records of flashio files written before standard_fused
-// existed ran the fused code, which the label says (analysis/README.md).
+// The record's model, if its method has one.
+const IoModel* model_of_record(const json& rec) { return find_model(rec.value("method", "")); }
+
+// The method the papers' speedups are over ("standard attention").
+bool speedup_baseline(const json& rec) {
+  const IoModel* m = model_of_record(rec);
+  return m && m->speedup_baseline();
+}
+
+// The record's method, with what its model says it ran where the name does not (`standard`
+// records of flashio files written before standard_fused existed ran the fused code:
+// analysis/README.md).
 std::string method_label(const json& rec, const json& doc) {
   const json& p = rec["problem"];
   std::string m = rec.value("method", "");
-  if (m == "standard" && standard_elementwise(rec, doc) == Elementwise::Fused) m += " (fused kernels)";
+  if (const IoModel* model = model_of_record(rec)) m += model->label_note(rec, doc);
   if (p.value("block_r", 0) > 0 || p.value("block_c", 0) > 0)
     m += fmt::format(" ({}×{})", p.value("block_r", 0), p.value("block_c", 0));
   return m;
@@ -102,7 +110,7 @@ std::vector<Table> grid(const Documents& docs, const std::string& what, Value va
 std::map<std::string, double> standard_times(const json& doc) {
   std::map<std::string, double> t;
   for (const auto& rec : doc.value("records", json::array()))
-    if (rec.value("status", "") == "ok" && rec.value("method", "") == "standard" && median_s(rec) > 0) {
+    if (rec.value("status", "") == "ok" && speedup_baseline(rec) && median_s(rec) > 0) {
       std::string name = rec.value("name", "");
       t[name.substr(name.find('/'))] = median_s(rec);
     }
@@ -194,7 +202,7 @@ std::vector<Table> report_tables(const Documents& docs) {
   append(grid(docs, "Speedup over standard", [&](const json& r, const json& doc) -> std::optional<std::string> {
     const auto& st = std_times[&doc];
     const auto it = st.find(point_key(r));
-    if (r.value("method", "") == "standard" || it == st.end() || median_s(r) <= 0) return std::nullopt;
+    if (speedup_baseline(r) || it == st.end() || median_s(r) <= 0) return std::nullopt;
     return fixed(it->second / median_s(r), 2) + "×";
   }));
   append(grid(docs, "TFLOP/s", [](const json& r, const json&) -> std::optional<std::string> {
@@ -233,14 +241,15 @@ std::vector<Table> report_tables(const Documents& docs) {
 
 namespace {
 
-// The point a record is matched on across files: its name, except that a `standard` record of
-// the fused code (flashio files from before standard_fused existed) is matched with
-// standard_fused, not with the separate-kernel `standard` of newer files or the paper's PyTorch.
+// The point a record is matched on across files: its name, with the method its model says it
+// is matched as where that differs (a `standard` record of the fused code, flashio files from
+// before standard_fused existed, is matched with standard_fused, not with the separate-kernel
+// `standard` of newer files or the paper's PyTorch).
 std::string compare_key(const json& rec, const json& doc) {
   const std::string name = rec.value("name", "");
-  if (rec.value("method", "") == "standard" && standard_elementwise(rec, doc) == Elementwise::Fused)
-    return "standard_fused" + name.substr(name.find('/'));
-  return name;
+  const IoModel* model = model_of_record(rec);
+  const std::string as = model ? model->matched_as(rec, doc) : std::string();
+  return as.empty() ? name : as + name.substr(name.find('/'));
 }
 
 }  // namespace
@@ -284,74 +293,12 @@ std::vector<Table> compare_tables(const Documents& docs) {
       row.push_back(fixed(tf / 1e12, 1));
       row.push_back(peak > 0 ? fixed(100 * tf / peak, 1) : "-");
       row.push_back(dram);
-      row.push_back(sit != st[i].end() && r.value("method", "") != "standard" ? fixed(sit->second / s, 2) + "×" : "-");
+      row.push_back(sit != st[i].end() && !speedup_baseline(r) ? fixed(sit->second / s, 2) + "×" : "-");
     }
     t.rows.push_back(row);
   }
   return {t};
 }
-
-namespace {
-
-// The forward tile the method would pick on a GPU with `optin` bytes of shared memory per
-// block, from the kernels' own tile lists (flash2: the first that fits; flash1: Algorithm 1's
-// rule, as kernels/flash1/flash1_method.cpp).
-template <int D>
-std::optional<kernels::Flash2TileSpec> pick_tile(const std::string& method, int64_t optin, int64_t* smem) {
-  std::optional<kernels::Flash2TileSpec> best;
-  if (method == "flash2") {
-    for (const auto& t : kernels::Flash2FwdConfigs<D>::list)
-      if (kernels::flash2_fwd_smem_bytes(D, t) <= optin) {
-        *smem = kernels::flash2_fwd_smem_bytes(D, t);
-        return t;
-      }
-    return best;
-  }
-  if constexpr (D != 256) {
-    const int64_t bc_rule = (optin / 2 + 4 * D - 1) / (4 * D), br_rule = std::min<int64_t>(bc_rule, D);
-    for (const auto& t : kernels::Flash1FwdConfigs<D>::list) {
-      const int64_t s = kernels::flash1_fwd_smem_bytes(D, t);
-      if (s > optin || t.block_m > br_rule || t.block_n > bc_rule) continue;
-      if (!best || t.block_m > best->block_m || (t.block_m == best->block_m && t.block_n > best->block_n)) {
-        best = t;
-        *smem = s;
-      }
-    }
-  }
-  return best;
-}
-
-// The backward tile flash2 picks on a GPU with `optin` bytes per block (flash2_bwd_pick, the
-// method's rule).
-kernels::Flash2BwdSpec pick_bwd_tile(int64_t d, int64_t optin) {
-  switch (d) {
-    case 32: return kernels::flash2_bwd_pick<32>(optin);
-    case 64: return kernels::flash2_bwd_pick<64>(optin);
-    case 96: return kernels::flash2_bwd_pick<96>(optin);
-    case 128: return kernels::flash2_bwd_pick<128>(optin);
-    case 256: return kernels::flash2_bwd_pick<256>(optin);
-    default: return kernels::Flash2BwdConfigs<128>::list[0];  // no kernel: the forward's pick_tile says so
-  }
-}
-
-std::optional<kernels::Flash2TileSpec> pick_tile(const std::string& method, int64_t d, int64_t optin, int64_t* smem) {
-  switch (d) {
-    case 32:
-      return pick_tile<32>(method, optin, smem);
-    case 64:
-      return pick_tile<64>(method, optin, smem);
-    case 96:
-      return pick_tile<96>(method, optin, smem);
-    case 128:
-      return pick_tile<128>(method, optin, smem);
-    case 256:
-      return pick_tile<256>(method, optin, smem);
-    default:
-      return std::nullopt;
-  }
-}
-
-}  // namespace
 
 std::vector<Table> predict_tables(const PredictRequest& r) {
   std::vector<Table> out;
@@ -363,12 +310,6 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
       for (const auto& x : gpu_table()) keys.push_back(x.key);
       throw std::invalid_argument(fmt::format("unknown GPU '{}' (known: {})", key, fmt::join(keys, ", ")));
     }
-    // The mma.sync backward's tile on this GPU (kernels/flash2/flash2_bwd_config.h; flash1 shares
-    // the first up to d = 128) and its shared memory (flash1 adds two O stages).
-    const kernels::Flash2BwdSpec bwd_spec = pick_bwd_tile(d, g->smem_per_block_optin_bytes);
-    const KernelTiles bwd_tile{bwd_spec.block_m, bwd_spec.block_n, bwd_spec.warps};
-    const int64_t bwd_smem2 = kernels::flash2_bwd_smem_bytes(int(d), bwd_spec.block_n, bwd_spec.block_m, bwd_spec.warps);
-    const int64_t bwd_smem1 = bwd_smem2 + 2 * int64_t(bwd_spec.block_m) * (d + 8) * 2;
     const GpuLimits lim{g->sm_count, g->smem_per_sm_bytes, g->l2_bytes, g->max_threads_per_sm};
     Table t{
         fmt::format("{}: {} SMs, {} KiB shared memory/SM, L2 {} MiB, {:.0f} GB/s, {:.0f} TFLOP/s fp16 — b {} · h {} · "
@@ -384,26 +325,27 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
           const auto pass = parse_pass(pass_name);
           if (!pass) throw std::invalid_argument("unknown pass " + pass_name);
           ModelPoint m;
-          m.method = is_standard(method) ? "standard" : method;
-          if (method == "standard_fused") m.elementwise = Elementwise::Fused;
+          m.method = method;
+          const IoModel& model = model_of(m);
           m.pass = *pass;
           m.problem.batch = r.batch, m.problem.heads = r.heads, m.problem.seqlen_q = n, m.problem.head_dim = d;
           m.problem.causal = r.causal;
-          int64_t fwd_smem = 0;
+          int64_t fwd_smem = 0, bwd_smem = 0;
           std::string tile = "-";
-          if (!is_standard(method)) {
-            const auto ft = pick_tile(method, d, g->smem_per_block_optin_bytes, &fwd_smem);
-            if (!ft) {
+          if (model.exact()) {  // the tiles the method's kernels would run (the kernels' config headers)
+            const PredictedTiles pt = model.predict_tiles(d, g->smem_per_block_optin_bytes);
+            if (!pt.fwd) {
               t.rows.push_back({method, pass_name, std::to_string(n), "no tile fits", "-", "-", "-", "-", "-"});
               continue;
             }
-            m.fwd_tiles = KernelTiles{ft->block_m, ft->block_n, ft->warps};
-            m.bwd_tiles = bwd_tile;
-            tile = fmt::format("{}×{}", ft->block_m, ft->block_n);
-            const int64_t bs = method == "flash1" ? bwd_smem1 : bwd_smem2;
-            const bool fwd_fits = blocks_per_sm(ft->warps * 32, fwd_smem, lim) > 0;
-            const bool bwd_fits = bs <= g->smem_per_block_optin_bytes && (method == "flash2" || d <= 128) &&
-                                  blocks_per_sm(bwd_spec.warps * 32, bs, lim) > 0;
+            const KernelTiles& ft = *pt.fwd;
+            m.fwd_tiles = ft;
+            m.bwd_tiles = pt.bwd;
+            fwd_smem = pt.fwd_smem, bwd_smem = pt.bwd_smem;
+            tile = fmt::format("{}×{}", ft.block_r, ft.block_c);
+            const bool fwd_fits = blocks_per_sm(ft.warps * 32, fwd_smem, lim) > 0;
+            const bool bwd_fits = bwd_smem <= g->smem_per_block_optin_bytes && pt.bwd_kernel &&
+                                  blocks_per_sm(pt.bwd.warps * 32, bwd_smem, lim) > 0;
             if (!fwd_fits) {
               t.rows.push_back(
                   {method, pass_name, std::to_string(n), tile, "forward kernel does not fit", "-", "-", "-", "-"});
@@ -416,8 +358,7 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
             }
           }
           const Traffic sm = predict_sm_l2(m);
-          const DramPrediction dram =
-              predict_dram(m, fwd_smem, method == "flash1" ? bwd_smem1 : bwd_smem2, lim, r.l2_usable_fraction);
+          const DramPrediction dram = predict_dram(m, fwd_smem, bwd_smem, lim, r.l2_usable_fraction);
           const double t_compute = flops(m.problem, *pass) / g->peak_fp16_tensor_flops;
           const double t_memory = double(dram.predicted) / g->dram_bytes_per_s;
           t.rows.push_back({method, pass_name, std::to_string(n), tile, format_bytes(double(sm.total())),

@@ -18,11 +18,14 @@
 #include "analysis/dram_model.h"
 #include "analysis/gpus.h"
 #include "analysis/io_model.h"
+#include "analysis/models/model.h"
 #include "analysis/schedule_sim.h"
 #include "analysis/tables.h"
 #include "bench/cli/commands.h"
 #include "bench/core/record.h"
 #include "bench/core/schema.h"
+#include "kernels/flash1/flash1_configs.h"
+#include "kernels/flash2/flash2_fwd_configs.h"
 
 using namespace flashio;
 using namespace flashio::analysis;
@@ -489,7 +492,7 @@ TEST(IoModel, StandardRecordsSayWhichKernelsTheyRan) {
   auto kernels = [&](const Record& rec, const json& file) {
     const RecordModel rm = model_point_of(to_json(rec), file);
     EXPECT_TRUE(rm.point.has_value()) << rm.why_not;
-    EXPECT_EQ(rm.point->method, "standard");
+    EXPECT_EQ(rm.point->method, rec.method);  // read by the model registered under the record's method
     return rm.point->elementwise;
   };
   EXPECT_EQ(kernels(r, flashio_file), Elementwise::Fused);
@@ -927,6 +930,42 @@ TEST(AnalyzeCommand, DqAddWidthFollowsTheProducingRevisionAndArchitecture) {
   EXPECT_EQ(model_point_of(to_json(r), h100, DqAdds::Scalar).point->dq().atomic, 1);
 }
 
+// Records written since tiles_bwd.dq_adds existed say how their backward added dQ, whatever the
+// revision; only files without it are read by their revision (the compatibility list).
+TEST(AnalyzeCommand, DqAddsFromTheRecordOverrideTheRevisionList) {
+  const json h100 = {{"device", {{"compute_capability", "9.0"}}}, {"build", {{"cuda_architectures", "80;90"}}}};
+  json old_file = h100;
+  old_file["build"]["git_revision"] = "87aa5470f20efdfe6a456d838e1c975aa05c9fd9";
+  Record r;
+  r.method = "flash2";
+  r.pass = Pass::Bwd;
+  r.problem = shape(1, 2, 2, 300, 300, 64, false, false);
+  r.tiles_bwd = Tiles{64, 64, 4, 2, 65536};
+  r.tiles_bwd->dq_adds = "pairs";
+  const json pairs = to_json(r);
+  ASSERT_EQ(pairs["tiles_bwd"].value("dq_adds", ""), "pairs");
+  EXPECT_EQ(record_from_json(pairs).tiles_bwd->dq_adds, "pairs");
+  EXPECT_EQ(scalar_dq_adds(pairs, old_file), false);
+  json scalar = pairs;
+  scalar["tiles_bwd"]["dq_adds"] = "scalar";
+  EXPECT_EQ(scalar_dq_adds(scalar, h100), true);
+  json absent = pairs;
+  absent["tiles_bwd"].erase("dq_adds");
+  EXPECT_EQ(scalar_dq_adds(absent, old_file), true);
+  EXPECT_EQ(scalar_dq_adds(absent, h100), false);
+
+  const RecordModel p = model_point_of(pairs, old_file), s = model_point_of(scalar, h100);
+  ASSERT_TRUE(p.point && s.point);
+  EXPECT_FALSE(p.point->dq_scalar_kernel);
+  EXPECT_TRUE(s.point->dq_scalar_kernel);
+  EXPECT_EQ(predict_sm_l2(*s.point).red, 2 * predict_sm_l2(*p.point).red);
+  EXPECT_TRUE(model_point_of(pairs, old_file, DqAdds::Scalar).point->dq_scalar_kernel);  // --dq-adds wins
+  json unknown = pairs;
+  unknown["tiles_bwd"]["dq_adds"] = "quads";
+  EXPECT_FALSE(scalar_dq_adds(unknown, h100).has_value());
+  EXPECT_NE(model_point_of(unknown, h100).why_not.find("quads"), std::string::npos);
+}
+
 // The committed H100 DRAM sweep with the backward's tiles put in (64 × 64, 4 warps, its shared
 // memory; the records predate tiles_bwd): the single-head backward past 16k streams more than
 // the usable L2 per head, 16k fwd+bwd and 32k fwd sit between the usable and the whole L2. Those
@@ -961,4 +1000,91 @@ TEST(AnalyzeCommand, DramVerdictsCoverOnlyTheModelsScopeAndListTheRest) {
   EXPECT_NE(md.out.find("DRAM: 12 judged, 6 outside the model's scope (listed):"), std::string::npos) << md.out;
   EXPECT_EQ(run_cli({"analyze", file, "--dq-adds", "scalar"}).rc, 1);  // measured with vector dQ atomics (9077f49)
   std::filesystem::remove(file);
+}
+
+// Every method with an IO model has it registered under its name (explicit registration: a model
+// file the linker dropped, or a registration line lost, fails here); methods without a model
+// (peers, the CPU reference, blocksparse_standard) get none and say so in words.
+TEST(ModelRegistry, EveryModelledMethodIsRegisteredUnderItsName) {
+  const std::vector<std::string> modelled = {"blocksparse_flash", "flash1", "flash2", "standard", "standard_fused"};
+  EXPECT_EQ(builtin_models().names(), modelled);
+  for (const auto& name : modelled) {
+    const IoModel* m = find_model(name);
+    ASSERT_NE(m, nullptr) << name;
+    EXPECT_EQ(m->method(), name);
+  }
+  for (const char* exact : {"flash1", "flash2", "blocksparse_flash"}) {
+    EXPECT_TRUE(find_model(exact)->exact()) << exact;
+    EXPECT_TRUE(has_exact_model(exact)) << exact;
+  }
+  for (const char* compulsory : {"standard", "standard_fused"}) {
+    EXPECT_FALSE(find_model(compulsory)->exact()) << compulsory;
+    EXPECT_FALSE(find_model(compulsory)->unjudged_note().empty()) << compulsory;
+  }
+  EXPECT_TRUE(find_model("standard")->speedup_baseline());
+  EXPECT_FALSE(find_model("standard_fused")->speedup_baseline());
+  for (const char* none : {"sdpa_flash", "sdpa_math", "reference", "blocksparse_standard"}) {
+    EXPECT_EQ(find_model(none), nullptr) << none;
+    ModelPoint m;
+    m.method = none;
+    try {
+      predict_sm_l2(m);
+      ADD_FAILURE() << none << " has no model and must say so";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("no IO model"), std::string::npos) << e.what();
+    }
+  }
+  ModelRegistry twice;
+  register_flash2_model(twice);
+  EXPECT_THROW(register_flash2_model(twice), std::logic_error);
+}
+
+// A `standard` record of the fused code (flashio files before standard_fused, no
+// tiles.elementwise) is labelled and matched as the fused variant; with tiles.elementwise, or in
+// a published file, it is what its name says.
+TEST(ModelRegistry, StandardRecordsAreMatchedAsTheKernelsTheyRan) {
+  const IoModel& standard = *find_model("standard");
+  const json flashio_file = {{"producer", "flashio"}}, published = {{"producer", "published"}};
+  const json legacy = {{"method", "standard"}, {"tiles", {{"block_r", 0}, {"block_c", 0}}}};
+  json separate = legacy;
+  separate["tiles"]["elementwise"] = "separate";
+  EXPECT_EQ(standard.matched_as(legacy, flashio_file), "standard_fused");
+  EXPECT_EQ(standard.label_note(legacy, flashio_file), " (fused kernels)");
+  EXPECT_EQ(standard.matched_as(separate, flashio_file), "");
+  EXPECT_EQ(standard.matched_as(legacy, published), "");
+  EXPECT_EQ(find_model("standard_fused")->matched_as({{"method", "standard_fused"}}, flashio_file), "");
+}
+
+// The tiles `flashio predict` assumes are the kernels' own rules (the config headers): flash2 the
+// first compiled forward tile that fits, flash1 Algorithm 1's rule rounded down to a compiled
+// tile, on every GPU of the table.
+TEST(PredictCommand, TilePicksFollowTheKernelsConfigHeaders) {
+  static_assert(kernels::flash2_fwd_pick<128>(232448)->block_n == 64, "H100: 128 × 64 first");
+  static_assert(!kernels::flash2_fwd_pick<256>(1024).has_value(), "nothing fits 1 KiB");
+  static_assert(kernels::flash1_fwd_pick<64>(232448)->block_n == 256, "H100, d 64: Bc = 256 (rule: 454)");
+  for (const auto& g : gpu_table()) {
+    const int64_t optin = g.smem_per_block_optin_bytes;
+    for (int64_t d : {32, 64, 96, 128, 256}) {
+      const PredictedTiles f2 = find_model("flash2")->predict_tiles(d, optin);
+      const PredictedTiles f1 = find_model("flash1")->predict_tiles(d, optin);
+      if (f2.fwd) {
+        EXPECT_LE(f2.fwd_smem, optin) << g.key << " d " << d;
+      }
+      if (d == 256) {
+        EXPECT_FALSE(f1.fwd.has_value());
+        EXPECT_FALSE(f1.bwd_kernel);
+        continue;
+      }
+      ASSERT_TRUE(f1.fwd.has_value()) << g.key << " d " << d;
+      const int64_t bc_rule = (optin / 2 + 4 * d - 1) / (4 * d), br_rule = std::min<int64_t>(bc_rule, d);
+      EXPECT_LE(f1.fwd->block_r, br_rule) << g.key << " d " << d;
+      EXPECT_LE(f1.fwd->block_c, bc_rule) << g.key << " d " << d;
+      EXPECT_LE(f1.fwd_smem, optin) << g.key << " d " << d;
+      EXPECT_GT(f1.bwd_smem, f2.bwd_smem) << "flash1's backward adds its O stages";
+    }
+  }
+  const PredictedTiles h100 = find_model("flash2")->predict_tiles(128, 232448);
+  ASSERT_TRUE(h100.fwd.has_value());
+  EXPECT_EQ(h100.fwd->block_r, 128);
+  EXPECT_EQ(h100.fwd->block_c, 64);
 }

@@ -14,6 +14,7 @@ nlohmann::json Tiles::to_json() const {
   if (!mma.empty()) j["mma"] = mma;
   if (!smem_layout.empty()) j["smem_layout"] = smem_layout;
   if (!elementwise.empty()) j["elementwise"] = elementwise;
+  if (!dq_adds.empty()) j["dq_adds"] = dq_adds;
   return j;
 }
 

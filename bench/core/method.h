@@ -88,6 +88,13 @@ struct Tiles {
   // softmax backward) or "fused" (mask + softmax + dropout in one row kernel per pass). Empty in
   // records written before it existed, whose `standard` was the fused code.
   std::string elementwise;
+  // The backward kernels (tiles_bwd): how they add into the fp32 dQ accumulator — "pairs": two
+  // adjacent columns per lane and instruction (red.global.add.v2.f32 where compiled for sm_90 or
+  // later, two scalar atomics below; one 8-byte load and store for flash1's read-modify-write and
+  // flash2's deterministic mode), the kernels since 9077f49; "scalar": one float per instruction,
+  // the kernels before. Empty in records written before it existed (analysis reads those through
+  // one compatibility function, analysis/analyze.cpp).
+  std::string dq_adds;
   nlohmann::json to_json() const;
 };
 

@@ -109,7 +109,8 @@ Record record_from_json(const json& j) {
       (std::string(key) == "tiles" ? r.tiles : r.tiles_bwd) =
           Tiles{t.value("block_r", 0), t.value("block_c", 0), t.value("warps", 0), t.value("stages", 0),
                 t.value("smem_bytes", int64_t(0)), t.value("splits", 0), t.value("mma", std::string()),
-                t.value("smem_layout", std::string()), t.value("elementwise", std::string())};
+                t.value("smem_layout", std::string()), t.value("elementwise", std::string()),
+                t.value("dq_adds", std::string())};
     }
     if (j.contains("check")) {
       const auto& c = j["check"];

@@ -61,7 +61,8 @@ int run_flash1_fwd(const Flash1FwdParams& p, const Flash2Tile& tile, cudaStream_
   return run_flash1_fwd_impl<T, kHeadDim>(p, tile, stream, occupancy_only, std::make_index_sequence<n>{});
 }
 
-// The backward's shared memory: flash2's plus the O tile stages (D is computed in the loop).
+// The backward's shared memory: flash2's plus the O tile stages (D is computed in the loop);
+// flash1_bwd_smem_bytes (flash1_configs.h) is the same from the tile sizes.
 template <typename Tr>
 constexpr int flash1_bwd_smem() {
   return Tr::kSmemBytes + 2 * Tr::kSmemQ * 2;

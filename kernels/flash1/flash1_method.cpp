@@ -50,19 +50,11 @@ Support flash1_choose_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile* 
     return Support::no(fmt::format("flash1 has no {}x{} tile for d={} (compiled: {})", p.block_r, p.block_c,
                                    p.head_dim, fmt::join(names, ", ")));
   }
-  // Algorithm 1, line 1: Bc = ⌈M/4d⌉, Br = min(⌈M/4d⌉, d), M in elements.
-  const int64_t m_elements = dev.smem_per_block_optin / bytes_of(p.dtype);
-  const int64_t bc_rule = (m_elements + 4 * p.head_dim - 1) / (4 * p.head_dim);
-  const int64_t br_rule = std::min<int64_t>(bc_rule, p.head_dim);
-  const Flash2Tile* best = nullptr;
-  for (const auto& t : tiles) {
-    if (t.smem_bytes > dev.smem_per_block_optin || t.block_m > br_rule || t.block_n > bc_rule) continue;
-    if (!best || t.block_m > best->block_m || (t.block_m == best->block_m && t.block_n > best->block_n)) best = &t;
-  }
-  if (!best)
-    return Support::no(fmt::format("no flash1 tile for d={} fits Algorithm 1's rule (Br <= {}, Bc <= {}) and {} bytes",
-                                   p.head_dim, br_rule, bc_rule, dev.smem_per_block_optin));
-  *out = *best;
+  // Algorithm 1, line 1 (flash1_fwd_pick, the rule `flashio predict` applies too).
+  if (!kernels::flash1_fwd_tile_for(int(p.head_dim), dev.smem_per_block_optin, bytes_of(p.dtype), out))
+    return Support::no(fmt::format("no flash1 tile for d={} fits Algorithm 1's rule (Bc <= M/4d, Br <= min(M/4d, d)) "
+                                   "in {} bytes of shared memory",
+                                   p.head_dim, dev.smem_per_block_optin));
   return Support::yes();
 }
 

@@ -28,6 +28,9 @@ struct Flash1BwdParams {
 int flash1_fwd_tiles(int head_dim, Flash2Tile* out, int max);
 // The backward's tile for `head_dim` (Bc = Br = 64); false when none.
 bool flash1_bwd_tile(int head_dim, Flash2Tile* out);
+// The default forward tile on a GPU with `optin` bytes of shared memory per block: Algorithm 1's
+// rule (flash1_fwd_pick in flash1_configs.h); false if no compiled tile fits it.
+bool flash1_fwd_tile_for(int head_dim, long long optin, int element_bytes, Flash2Tile* out);
 
 void flash1_fwd(const Flash1FwdParams& params, const Flash2Tile& tile, bool bf16, cudaStream_t stream);
 void flash1_bwd(const Flash1BwdParams& params, bool bf16, cudaStream_t stream);

@@ -51,7 +51,9 @@ class Flash1Plan final : public Plan {
   std::optional<Tiles> backward_tiles() const override {
     kernels::Flash2Tile t{};
     if (!kernels::flash1_bwd_tile(int(p_.head_dim), &t)) return std::nullopt;
-    return Tiles{t.block_m, t.block_n, t.warps, t.stages, t.smem_bytes, bwd_splits_, "mma.sync", "padded"};
+    Tiles out{t.block_m, t.block_n, t.warps, t.stages, t.smem_bytes, bwd_splits_, "mma.sync", "padded"};
+    out.dq_adds = "pairs";  // float2 read-modify-write (S = 1), atomic_add2 (S > 1)
+    return out;
   }
   bool writes_lse() const override { return true; }
 

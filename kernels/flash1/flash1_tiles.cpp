@@ -39,4 +39,18 @@ bool flash1_bwd_tile(int head_dim, Flash2Tile* out) {
   }
 }
 
+bool flash1_fwd_tile_for(int head_dim, long long optin, int element_bytes, Flash2Tile* out) {
+  switch (head_dim) {
+#define FLASH1_PICK_CASE(D)                                                              \
+  case D:                                                                                \
+    if (const auto s = flash1_fwd_pick<D>(optin, element_bytes)) {                      \
+      *out = {s->block_m, s->block_n, s->warps, 1, flash1_fwd_smem_bytes(D, *s)};        \
+      return true;                                                                       \
+    }                                                                                    \
+    return false;
+    FLASH1_HEAD_DIMS(FLASH1_PICK_CASE)
+    default: return false;
+  }
+}
+
 }  // namespace flashio::kernels

@@ -1,6 +1,6 @@
 // The tile compiled for the flash2 (and flash1) mma.sync backward kernel, per head dim, and its
 // shared memory. Plain C++: read by the kernels' instantiations and by host-side code (the
-// methods' tile reports, analysis/tables.cpp's predictions) alike.
+// methods' tile reports, `flashio predict`'s tiles in analysis/models/) alike.
 #pragma once
 
 namespace flashio::kernels {
@@ -52,7 +52,7 @@ constexpr int flash2_bwd_smem_bytes(int head_dim, int block_n, int block_m, int 
 
 // The tile a GPU with `optin` bytes of shared memory per block runs: the first of the list that
 // fits, else the last (the smallest, which the caller then refuses with its bytes). The one rule
-// of the flash2 method (flash2_bwd_tile_for) and of `flashio predict` (analysis/tables.cpp).
+// of the flash2 method (flash2_bwd_tile_for) and of `flashio predict` (analysis/models/flash2.cpp).
 template <int kHeadDim>
 constexpr Flash2BwdSpec flash2_bwd_pick(long long optin) {
   constexpr int n = flash2_bwd_config_count<kHeadDim>();

@@ -3,6 +3,7 @@
 // that fits the GPU's shared memory, or the one forced with --block-r/--block-c.
 // Plain C++: read by the kernel's instantiations and by the host-side selection alike.
 #pragma once
+#include <optional>
 
 // The head dims flash2 is compiled for: the one list that CMake's instantiations
 // (kernels/flash2/CMakeLists.txt reads this line), the dispatch, the method's info() and the
@@ -37,5 +38,23 @@ template <> struct Flash2FwdConfigs<128> {
 template <> struct Flash2FwdConfigs<256> {
   static constexpr Flash2TileSpec list[] = {{64, 32, 4, 2}};
 };
+
+template <int kHeadDim>
+constexpr int flash2_fwd_config_count() {
+  return int(sizeof(Flash2FwdConfigs<kHeadDim>::list) / sizeof(Flash2TileSpec));
+}
+
+// The mma.sync tile a GPU with `optin` bytes of shared memory per block runs when none is
+// forced: the first of the list (fastest first) that fits; none if none does. The rule the
+// flash2 method's choose_tile applies to its mma.sync tiles (it walks them in this order, after
+// the wgmma ones on Hopper), and `flashio predict`'s (analysis/models/flash2.cpp).
+template <int kHeadDim>
+constexpr std::optional<Flash2TileSpec> flash2_fwd_pick(long long optin) {
+  for (int i = 0; i < flash2_fwd_config_count<kHeadDim>(); ++i) {
+    const Flash2TileSpec s = Flash2FwdConfigs<kHeadDim>::list[i];
+    if (flash2_fwd_smem_bytes(kHeadDim, s) <= optin) return s;
+  }
+  return std::nullopt;
+}
 
 }  // namespace flashio::kernels

@@ -106,11 +106,13 @@ Support flash2_choose_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile* 
   std::string why_not_wgmma;
   const auto tiles = candidate_tiles(p, dev, &why_not_wgmma);
   if (p.mma == "wgmma" && tiles.empty()) return Support::no("--mma wgmma: " + why_not_wgmma);
+  const bool forced = p.block_r > 0 || p.block_c > 0;
   for (const auto& t : tiles) {
+    if (!forced && !t.wgmma) break;  // mma.sync: flash2_fwd_pick below
     if (p.block_r > 0 && t.block_m != p.block_r) continue;
     if (p.block_c > 0 && t.block_n != p.block_c) continue;
     if (t.smem_bytes > dev.smem_per_block_optin) {
-      if (p.block_r > 0 || p.block_c > 0)
+      if (forced)
         return Support::no(fmt::format("tile {}x{} needs {} bytes of shared memory; this GPU allows {} per block",
                                        t.block_m, t.block_n, t.smem_bytes, dev.smem_per_block_optin));
       continue;
@@ -118,7 +120,10 @@ Support flash2_choose_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile* 
     *out = t;
     return Support::yes();
   }
-  if (p.block_r > 0 || p.block_c > 0)
+  // The mma.sync tile: the first of the one list that fits (flash2_fwd_pick, as `flashio predict`).
+  if (!forced && p.mma != "wgmma" && kernels::flash2_fwd_tile_for(int(p.head_dim), dev.smem_per_block_optin, out))
+    return Support::yes();
+  if (forced)
     return Support::no(fmt::format("flash2 has no {}x{} tile for d={} (compiled: {})", p.block_r, p.block_c,
                                    p.head_dim, describe(tiles)));
   return Support::no(fmt::format("no flash2 tile for d={} fits in {} bytes of shared memory", p.head_dim,

@@ -72,6 +72,9 @@ struct Flash2Tile {
 // Tile configurations compiled for `head_dim`, in order of preference (fastest first).
 // Returns the count written to `out` (at most `max`).
 int flash2_fwd_tiles(int head_dim, Flash2Tile* out, int max);
+// The default mma.sync forward tile on a GPU with `optin` bytes of shared memory per block: the
+// first of the list that fits (flash2_fwd_pick in flash2_fwd_configs.h); false if none does.
+bool flash2_fwd_tile_for(int head_dim, long long optin, Flash2Tile* out);
 
 // Launches the forward kernel with tile `tile` (one of flash2_fwd_tiles(head_dim)).
 // `bf16` selects the element type. Throws CudaError on a launch failure.

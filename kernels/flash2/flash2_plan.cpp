@@ -41,14 +41,10 @@ class Flash2Plan final : public Plan {
   std::optional<Tiles> backward_tiles() const override {
     if (!bwd_tile_) return std::nullopt;
     const Flash2Tile& t = *bwd_tile_;
-    return Tiles{t.block_m,
-                 t.block_n,
-                 t.warps,
-                 t.stages,
-                 t.smem_bytes,
-                 0,
-                 t.wgmma ? "wgmma" : "mma.sync",
-                 t.wgmma ? "swizzle128" : "padded"};
+    Tiles out{t.block_m, t.block_n, t.warps, t.stages, t.smem_bytes, 0,
+              t.wgmma ? "wgmma" : "mma.sync", t.wgmma ? "swizzle128" : "padded"};
+    out.dq_adds = "pairs";  // atomic_add2 (both kernels), ld/st.cg float2 (deterministic)
+    return out;
   }
   bool writes_lse() const override { return true; }
 

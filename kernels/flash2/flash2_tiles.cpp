@@ -55,4 +55,18 @@ bool flash2_bwd_tile(int head_dim, Flash2Tile* out) {
   }
 }
 
+bool flash2_fwd_tile_for(int head_dim, long long optin, Flash2Tile* out) {
+  switch (head_dim) {
+#define FLASH2_PICK_CASE(D)                                                        \
+  case D:                                                                          \
+    if (const auto s = flash2_fwd_pick<D>(optin)) {                                \
+      *out = {s->block_m, s->block_n, s->warps, s->stages, flash2_fwd_smem_bytes(D, *s)}; \
+      return true;                                                                 \
+    }                                                                              \
+    return false;
+    FLASH2_HEAD_DIMS(FLASH2_PICK_CASE)
+    default: return false;
+  }
+}
+
 }  // namespace flashio::kernels

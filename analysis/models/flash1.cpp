@@ -1,0 +1,298 @@
+// flash1 (FlashAttention, Algorithms 1, 2 and 4; kernels/flash1/): the exact SM↔L2 model of its
+// forward and backward schedules (kernels/flash1/flash1_kernels.cuh), checked against
+// analysis/schedule_sim.cpp; its DRAM re-reads; Theorem 2's form; its tiles (Algorithm 1's rule).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "analysis/models/model.h"
+#include "analysis/models/model_parts.h"
+#include "analysis/schedule_sim.h"
+#include "kernels/flash1/flash1_configs.h"
+#include "kernels/flash2/flash2_bwd_config.h"
+
+namespace flashio::analysis {
+
+using namespace parts;
+
+// flash1 forward (grid (heads, batch, S): block z of a head takes the Q tiles i ≡ z (mod S);
+// outer loop over K/V tiles j, inner over its Q tiles i ≥ i_first(j)): K_j, V_j once per block
+// that has a Q tile for j (rows < seqlen_k; S = 1 loads them even when it has none, as the
+// kernel without splits does), Q_i once per visit, and per visited (i, j): m_i, ℓ_i, O_i (fp32)
+// read when j > 0; written back, or on the last visit O (element type, 16 of 32 bytes per
+// sector) and L instead of the fp32 O. Everything per (i, j) is independent of S.
+Traffic flash1_fwd_traffic(const Problem& p, const KernelTiles& t) {
+  check_tiles(t, "flash1 forward");
+  require(t.splits >= 1, "flash1 forward: splits must be >= 1");
+  const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, nkmax = p.nk(), row_bytes = d * e;
+  const int64_t br = t.block_r, bc = t.block_c, m_blocks = ceil_div(nq, br), splits = t.splits;
+  const auto lens = key_lengths(p);
+  Traffic out;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t nk = std::min<int64_t>(lens[size_t(b)], nkmax);
+    const int64_t n_blocks = ceil_div(nk, bc);
+    for (int64_t h = 0; h < p.heads; ++h) {
+      const int64_t head = (b * p.heads + h) * nq;
+      if (n_blocks == 0) {  // O = 0, L = −∞: S = 1 over the head, S > 1 per own Q tile
+        out.add("O", 0, nq * row_bytes);
+        int64_t l_sectors = 0;
+        if (splits == 1) {
+          l_sectors = grouped_fp32_sectors(head, nq, 32);
+        } else {
+          for (int64_t i = 0; i < m_blocks; ++i)
+            l_sectors += grouped_fp32_sectors(head + i * br, std::min(br, nq - i * br), 32);
+        }
+        out.add("L (log-sum-exp)", 0, l_sectors * kSector);
+        continue;
+      }
+      int64_t kv_rows = 0;
+      for (int64_t j = 0; j < n_blocks; ++j) {
+        const int64_t i_first = p.causal ? std::min(j * bc / br, m_blocks) : 0;
+        const int64_t loaders = splits == 1 ? 1 : std::min(splits, m_blocks - i_first);  // blocks with a Q tile
+        kv_rows += loaders * smem_row_deliveries(std::min(bc, nkmax - j * bc), t.smem_layout);
+      }
+      out.add("K,V tiles", 2 * kv_rows * row_bytes, 0);
+      // K/V tile j visits Q tile i iff j <= last_j(i) (i >= i_first(j) = ⌊j·Bc/Br⌋ ⇔ j·Bc <= i·Br + Br − 1):
+      // v_i visits; the first writes back without reading, the last writes O, L (and l, m).
+      int64_t q = 0, reread = 0, writeback = 0, final_write = 0;
+      for (int64_t i = 0; i < m_blocks; ++i) {
+        const int64_t m0 = i * br, rows = std::min(br, nq - m0);
+        const int64_t last_j = p.causal ? std::min(n_blocks - 1, (m0 + br - 1) / bc) : n_blocks - 1;
+        const int64_t visits = last_j + 1;
+        const int64_t vec = tile_vector_bytes(head, m0, rows, 8);
+        const int64_t o_fp32 = rows * d * kF32;  // one sector per row per 8 columns (float2 × 4 lanes)
+        q += visits * smem_row_deliveries(rows, t.smem_layout) * row_bytes;
+        reread += (visits - 1) * (o_fp32 + 2 * vec);
+        writeback += (visits - 1) * (o_fp32 + 2 * vec);
+        final_write += rows * (d / 8) * kSector + 3 * vec;  // O in the element type: 16 of 32 bytes per sector
+      }
+      out.add("Q tiles", q, 0);
+      out.add("O, l, m re-read", reread, 0);
+      out.add("O, L, l, m final write", 0, final_write);
+      out.add("O, l, m write-back", 0, writeback);
+    }
+  }
+  return out;
+}
+
+// flash1 backward (grid (heads, batch, S): block z of a head takes the K/V tiles j ≡ z (mod S),
+// inner loop over the Q tiles each sees): K_j, V_j once in all; Q_i, dO_i, O_i tiles, ℓ_i and
+// m_i per visit; dQ_i (fp32) per visit read-modify-written with plain loads and stores when
+// S = 1 (one 8-byte load and store per row and 8 columns: a sector each; before 9077f49 two
+// 4-byte ones, the second load hitting L1, both stores reaching L2), added with flash2's fp32
+// atomics when S > 1 (dq_sectors_per_row); dK_j, dV_j written; dQ accumulator zeroed
+// before, converted after.
+Traffic flash1_bwd_traffic(const Problem& p, const KernelTiles& t, DqWidth dq) {
+  check_tiles(t, "flash1 backward");
+  require(t.splits >= 1, "flash1 backward: splits must be >= 1");
+  const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, nkmax = p.nk(), row_bytes = d * e;
+  const int64_t br = t.block_r, bc = t.block_c, m_blocks = ceil_div(nq, br), n_blocks = ceil_div(nkmax, bc);
+  const int64_t vec_group = std::min<int64_t>(32, br);
+  const int64_t rows_total = p.batch * p.heads * nq;
+  const auto lens = key_lengths(p);
+  Traffic out;
+  // The dQ accumulator's cudaMemsetAsync is no kernel of the pass: the counters' per-kernel
+  // ranges do not see it (H100: l2_write = the kernels' stores exactly, without it).
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t nk = std::min<int64_t>(lens[size_t(b)], nkmax);
+    for (int64_t h = 0; h < p.heads; ++h) {
+      const int64_t head = (b * p.heads + h) * nq;
+      out.add("K,V tiles", 2 * kv_xbar_rows(n_blocks, nkmax, bc, t.smem_layout) * row_bytes, 0);
+      out.add("dK, dV", 0, 2 * nkmax * row_bytes);
+      // Rows and L/D-vector bytes of Q tiles i..m_blocks−1, as suffix sums.
+      std::vector<int64_t> rows_from(size_t(m_blocks + 1), 0), vec_from(size_t(m_blocks + 1), 0);
+      std::vector<int64_t> xrows_from(size_t(m_blocks + 1), 0);
+      for (int64_t i = m_blocks - 1; i >= 0; --i) {
+        const int64_t r = std::min(br, nq - i * br);
+        rows_from[size_t(i)] = rows_from[size_t(i + 1)] + r;
+        xrows_from[size_t(i)] = xrows_from[size_t(i + 1)] + smem_row_deliveries(r, t.smem_layout);
+        vec_from[size_t(i)] = vec_from[size_t(i + 1)] + tile_vector_bytes(head, i * br, r, vec_group);
+      }
+      int64_t rows = 0, xrows = 0, vec = 0;
+      for (int64_t j = 0; j < n_blocks && j * bc < nk; ++j) {
+        const int64_t i_first = p.causal ? std::min(j * bc / br, m_blocks) : 0;
+        rows += rows_from[size_t(i_first)];
+        xrows += xrows_from[size_t(i_first)];
+        vec += vec_from[size_t(i_first)];
+      }
+      out.add("Q, dO, O tiles", 3 * xrows * row_bytes, 0);
+      out.add("l, m", 2 * vec, 0);
+      if (t.splits == 1) {
+        out.add("dQ read-modify-write", rows * d * kF32, rows * dq_sectors_per_row(d, dq.plain) * kSector);
+      } else {
+        out.add("dQ accumulate (atomic)", 0, 0, rows * dq_sectors_per_row(d, dq.atomic) * kSector);
+      }
+    }
+  }
+  out.add("dQ convert", rows_total * d * kF32, rows_total * row_bytes);
+  return out;
+}
+
+namespace {
+
+class Flash1Model final : public IoModel {
+ public:
+  std::string method() const override { return "flash1"; }
+  bool exact() const override { return true; }
+
+  Traffic sm_l2(const ModelPoint& m) const override {
+    const bool fwd = m.pass != Pass::Bwd, bwd = m.pass != Pass::Fwd;
+    require(m.mask.empty() && m.bwd_mask.empty(), "flash1: no block-sparse schedule");
+    Traffic out;
+    if (fwd) out += flash1_fwd_traffic(m.problem, need_tiles(m.fwd_tiles, m, "forward"));
+    if (bwd) out += flash1_bwd_traffic(m.problem, need_tiles(m.bwd_tiles, m, "backward"), m.dq());
+    return out;
+  }
+
+  Traffic simulate_sm_l2(const ModelPoint& m) const override {
+    const bool fwd = m.pass != Pass::Bwd, bwd = m.pass != Pass::Fwd;
+    Traffic out;
+    if (fwd) out += simulate_flash1_fwd(m.problem, m.fwd_tiles.value());
+    if (bwd) out += simulate_flash1_bwd(m.problem, m.bwd_tiles.value(), m.dq());
+    return out;
+  }
+
+  // The forward also writes ℓ and m for the backward; the backward computes D in its main
+  // kernel and reads ℓ, m instead of L.
+  Traffic compulsory_dram(const ModelPoint& m) const override {
+    const Problem& p = m.problem;
+    Traffic out;
+    if (m.pass != Pass::Bwd) {
+      add_forward_compulsory(p, out);
+      out.add("l, m (kept for the backward)", 0, 2 * p.batch * p.heads * p.seqlen_q * kF32);
+    }
+    if (m.pass != Pass::Fwd) add_fused_backward_compulsory(p, /*d_in_main_kernel=*/true, out);
+    return out;
+  }
+
+  int64_t dram_beyond_compulsory(const ModelPoint& m, const DramContext& c, DramPrediction& out) const override;
+
+  // The forward's fp32 O accumulator and its ℓ, m.
+  int64_t forward_workspace_bytes(const Problem& p) const override {
+    const int64_t rows = p.batch * p.heads * p.seqlen_q;
+    return rows * p.head_dim * kF32 + 2 * rows * kF32;
+  }
+
+  // Algorithm 1's loop order re-reads Q, O, ℓ, m once per K/V tile: the forward divides by Bc.
+  int reread_tile(const KernelTiles& fwd) const override { return fwd.block_c; }
+  const char* reread_tile_name() const override { return "Bc"; }
+  std::string asymptotic_formula(const ModelPoint& m) const override {
+    const std::string s = m.mask.empty() ? "" : "s·";
+    if (m.pass == Pass::Fwd) return "N·d + " + s + "N²·d/Bc  (Theorem 2: Θ(N²d²/M), Bc = Θ(M/d))";
+    return IoModel::asymptotic_formula(m);
+  }
+
+  // Algorithm 1's rule (flash1_fwd_pick); the backward is flash2's first mma.sync tile with
+  // flash1's O stages (d <= 128 only).
+  PredictedTiles predict_tiles(int64_t head_dim, int64_t optin) const override {
+    switch (head_dim) {
+      case 32:
+        return tiles<32>(optin);
+      case 64:
+        return tiles<64>(optin);
+      case 96:
+        return tiles<96>(optin);
+      case 128:
+        return tiles<128>(optin);
+      default: {  // no kernel (d = 256 included)
+        PredictedTiles none;
+        none.bwd_kernel = false;
+        return none;
+      }
+    }
+  }
+
+ private:
+  template <int D>
+  static PredictedTiles tiles(int64_t optin) {
+    PredictedTiles out;
+    if (const auto f = kernels::flash1_fwd_pick<D>(optin)) {
+      out.fwd = KernelTiles{f->block_m, f->block_n, f->warps};
+      out.fwd_smem = kernels::flash1_fwd_smem_bytes(D, *f);
+    }
+    const kernels::Flash2BwdSpec b = kernels::Flash2BwdConfig<D>::kSpec;
+    out.bwd = KernelTiles{b.block_m, b.block_n, b.warps};
+    out.bwd_smem = kernels::flash1_bwd_smem_bytes(D, b.block_n, b.block_m, b.warps);
+    return out;
+  }
+};
+
+// S blocks per head (tiles.splits): forward block z holds its own Q tiles' Q and fp32 O, ℓ, m
+// (1/S of the head's) and re-reads them once per K/V tile; backward blocks each stream the
+// head's Q, dO, O, ℓ, m and fp32 dQ once per K/V tile they hold, the S blocks of a head
+// sharing them through L2 (same order, near lock-step). They stay in L2 while the resident
+// blocks' sets fit; then every re-read is a DRAM read. K/V: the S blocks of a head read the
+// same tiles close together, so L2 serves all but the first.
+int64_t Flash1Model::dram_beyond_compulsory(const ModelPoint& m, const DramContext& c, DramPrediction& out) const {
+  const Problem& p = m.problem;
+  const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q;
+  const GpuLimits& gpu = c.gpu;
+  const StreamingKernels& kernels = c.kernels;
+  const int64_t fwd_smem_bytes = c.fwd_smem, bwd_smem_bytes = c.bwd_smem;
+  const double usable = c.usable;
+  const bool fwd = m.pass != Pass::Bwd, bwd = m.pass != Pass::Fwd;
+  int64_t extra = 0;
+  const Traffic sm = sm_l2(m);
+  const int64_t heads = p.batch * p.heads;
+  if (fwd) {
+    const KernelTiles t = m.fwd_tiles.value();
+    const int64_t splits = t.splits;
+    out.blocks_per_sm = resident_blocks(t.warps * 32, fwd_smem_bytes, gpu, kernels.fwd);
+    out.occupancy = occupancy_source(kernels.fwd, gpu);
+    out.wave_blocks = int64_t(out.blocks_per_sm) * gpu.sm_count;
+    const int64_t per_head = nq * (d * e + 4 * d + 8);
+    out.spills = double(std::min(heads * splits, out.wave_blocks)) * double(per_head) / double(splits) > usable;
+    out.waves_per_head = 1;
+    if (out.spills) {
+      extra += term_bytes(sm, "Q tiles") - p.q_elements() * e + term_bytes(sm, "O, l, m re-read") +
+               term_bytes(sm, "O, l, m write-back");
+      out.note = "resident blocks' Q, O, l, m exceed the usable L2: every K/V tile re-reads them from DRAM";
+    } else {
+      extra += heads * nq * d * 4;  // the fp32 O accumulator, written back once
+    }
+  }
+  if (bwd) {
+    const KernelTiles t = m.bwd_tiles.value();
+    const int64_t splits = t.splits;
+    const int bps = resident_blocks(t.warps * 32, bwd_smem_bytes, gpu, kernels.bwd);
+    const int64_t per_head = nq * (3 * d * e + 8 + 4 * d);
+    const int64_t resident_heads = ceil_div(std::min(heads * splits, int64_t(bps) * gpu.sm_count), splits);
+    const bool spill = double(resident_heads * per_head) > usable;
+    out.bwd_working = resident_heads * per_head;
+    if (!fwd)
+      out.blocks_per_sm = bps, out.wave_blocks = int64_t(bps) * gpu.sm_count,
+      out.occupancy = occupancy_source(kernels.bwd, gpu);
+    out.spills = out.spills || spill;
+    if (spill) {
+      // dQ (read-modify-written for S = 1, atomics for S > 1): a DRAM read and a write-back of
+      // its fp32 bytes per visit, whatever the instruction width. The S blocks of a head walk
+      // the same Q tiles in the same order, together: the first fetches a tile, L2 serves the
+      // others (measured, H100, S = 2: DRAM ≈ half the per-block re-reads).
+      const int64_t streamed =
+          term_bytes(sm, "Q, dO, O tiles") + term_bytes(sm, "l, m") + 2 * dq_visit_bytes(sm, m.dq());
+      extra += streamed / splits - 3 * p.q_elements() * e -
+               2 * heads * nq * d * 4;  // the accumulator's one write-back and read: compulsory
+      out.note += (out.note.empty() ? "" : "; ") + std::string("backward: Q, dO, O, dQ re-read from DRAM per K/V tile");
+    }
+    if (double(resident_heads * per_head) <= double(gpu.l2_bytes) && spill) {
+      out.out_of_scope = fmt::format(
+          "the resident blocks' backward streams ({:.1f} MB) lie between the usable L2 ({:.1f} MB) and the whole "
+          "L2 ({:.1f} MB): partial residency is not modelled",
+          double(resident_heads * per_head) / 1e6, usable / 1e6, double(gpu.l2_bytes) / 1e6);
+    }
+    if (splits > 1 && double(per_head) > usable) {  // S = 1: one block, every re-read a miss (as modelled)
+      out.out_of_scope = fmt::format(
+          "one head's backward streams Q, dO, O, l, m, dQ of {:.1f} MB, more than the usable L2 ({:.1f} MB), "
+          "through each of its {} blocks: how far those blocks drift apart is not modelled",
+          double(per_head) / 1e6, usable / 1e6, splits);
+    }
+  }
+  return extra;
+}
+
+}  // namespace
+
+void register_flash1_model(ModelRegistry& r) { r.add(std::make_unique<Flash1Model>()); }
+
+}  // namespace flashio::analysis

@@ -1,0 +1,296 @@
+// flash2 (FlashAttention-2, kernels/flash2/): the exact SM↔L2 model of its forward and
+// backward schedules (kernels/flash2/flash2_{fwd,bwd}_kernel.cuh and the wgmma kernels of
+// kernels/flash2/hopper/, which follow the same schedule: analysis/README.md "What the flash2 model
+// assumes of a kernel"), checked against analysis/schedule_sim.cpp; its DRAM waves; its tiles.
+#include "analysis/models/flash2.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "analysis/models/model_parts.h"
+#include "analysis/schedule_sim.h"
+#include "kernels/flash2/flash2_bwd_config.h"
+#include "kernels/flash2/flash2_fwd_configs.h"
+
+namespace flashio::analysis {
+
+using namespace parts;
+
+namespace {
+
+// The dQ convert / preprocess kernels' lanes per row (flash2_bwd_launch.cuh): a power of two ≥ d/8.
+int64_t preprocess_lanes(int64_t d) {
+  const int64_t chunks = d / 8;
+  return chunks <= 4 ? 4 : chunks <= 8 ? 8 : chunks <= 16 ? 16 : 32;
+}
+
+}  // namespace
+
+// flash2 forward (one block per Q tile i, head, batch): Q_i once, K_j/V_j for every visible
+// key tile (rows < the sequence's key length; causal: tiles up to the Q tile's last row),
+// O_i once (16-byte stores of whole rows), L_i once (`l_store_rows` rows per instruction: 8 for
+// the t == 0 lanes of the mma.sync and wgmma accumulators). Tile loads as smem_row_deliveries counts them.
+Traffic flash2_fwd_traffic(const Problem& p, const KernelTiles& t, const BlockMask& mask) {
+  check_tiles(t, "flash2 forward");
+  const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, row_bytes = d * e;
+  const int64_t br = t.block_r, bc = t.block_c, tr = ceil_div(nq, br);
+  const auto lens = key_lengths(p);
+  Traffic out;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t nk = std::min<int64_t>(lens[size_t(b)], p.nk());
+    // K/V rows one Q tile loads: whole tiles below n_end, the last one cut at nk.
+    int64_t kv_rows = 0;  // as the crossbar counts them (smem_row_deliveries)
+    if (mask.empty() && !p.causal) {
+      kv_rows = tr * kv_xbar_rows(ceil_div(nk, bc), nk, bc, t.smem_layout);
+    } else {
+      for (int64_t i = 0; i < tr; ++i) {
+        const int64_t n_end = p.causal ? std::min(nk, i * br + br) : nk;
+        const int64_t nb = ceil_div(n_end, bc);
+        if (mask.empty()) {
+          kv_rows += kv_xbar_rows(nb, nk, bc, t.smem_layout);
+        } else {
+          for (int64_t j = 0; j < nb; ++j)
+            if (mask.at(i, j)) kv_rows += smem_row_deliveries(std::min(bc, nk - j * bc), t.smem_layout);
+        }
+      }
+    }
+    for (int64_t h = 0; h < p.heads; ++h) {
+      const int64_t head = (b * p.heads + h) * nq;
+      out.add("Q tiles", q_xbar_rows(nq, br, t.smem_layout) * row_bytes, 0);
+      out.add("K,V tiles", 2 * kv_rows * row_bytes, 0);
+      out.add("O", 0, nq * row_bytes);
+      out.add("L (log-sum-exp)", 0, grouped_fp32_sectors(head, nq, t.l_store_rows) * kSector);
+    }
+  }
+  return out;
+}
+
+// flash2 backward, deterministic mode (Problem::deterministic; kernels/flash2/flash2_bwd_kernel.cuh):
+// the dQ_i add of each visited (Q tile i, K/V tile j) is a plain fp32 read and write instead of
+// atomics — ld.global.cg / st.global.cg (no L1), one 8-byte instruction each per row and 8
+// columns (dq_sectors_per_row; two 4-byte ones before 9077f49), the same sectors as the atomics — plus the tile's
+// turn: one acquire load of its semaphore and one release store, a sector each (the extra loads
+// of a block that spins while an earlier K/V tile adds are timing-dependent: not modelled); the
+// semaphores ([B, H, ⌈Nq/Br⌉] ints) are zeroed before the kernel.
+static void add_deterministic_dq(Traffic& out, int64_t q_rows, int64_t visits, int64_t d, int plain_floats) {
+  const int64_t bytes = q_rows * dq_sectors_per_row(d, plain_floats) * kSector;
+  out.add("dQ read + write (deterministic)", bytes, bytes);
+  out.add("dQ semaphores (deterministic)", visits * kSector, visits * kSector);
+}
+
+// flash2 backward: preprocess D = rowsum(dO∘O); dQ accumulator zeroed; main kernel (one block
+// per K/V tile j, K/V head, batch) loads K_j, V_j once and, for every query head of the group
+// and every Q tile i it sees, Q_i, dO_i, L_i, D_i, and adds dS·K_j to dQ_i with atomics
+// (dq_sectors_per_row: one vector instruction per sector on sm_90, the fp32 bytes; two scalar
+// ones before, 2× the fp32 bytes); dK_j, dV_j
+// written; convert dQ.
+Traffic flash2_bwd_traffic(const Problem& p, const KernelTiles& t, const BlockMask& mask, DqWidth dq) {
+  check_tiles(t, "flash2 backward");
+  const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, nkmax = p.nk(), row_bytes = d * e;
+  const int64_t br = t.block_r, bc = t.block_c, m_blocks = ceil_div(nq, br), tc = ceil_div(nkmax, bc);
+  const int64_t group = p.heads / p.kvh(), vec_group = std::min<int64_t>(t.vector_load_rows, br);
+  const int64_t rows_total = p.batch * p.heads * nq;
+  const auto lens = key_lengths(p);
+  Traffic out;
+
+  const int64_t rows_per_warp = 32 / preprocess_lanes(d);
+  out.add("preprocess: O, dO", 2 * rows_total * row_bytes, 0);
+  out.add("preprocess: D", 0, ceil_div(rows_total, rows_per_warp) * kSector);
+  // The dQ accumulator's (and the deterministic mode's semaphores') cudaMemsetAsync is no
+  // kernel of the pass: the counters' per-kernel ranges do not see it (H100: l2_write = the
+  // kernels' stores exactly, without it).
+
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t nk = std::min<int64_t>(lens[size_t(b)], nkmax);
+    for (int64_t hk = 0; hk < p.kvh(); ++hk) {
+      out.add("K,V tiles", 2 * kv_xbar_rows(tc, nkmax, bc, t.smem_layout) * row_bytes, 0);
+      out.add("dK, dV", 0, 2 * nkmax * row_bytes);
+      for (int64_t g = 0; g < group; ++g) {
+        const int64_t head = (b * p.heads + hk * group + g) * nq;
+        std::vector<int64_t> rows_from(size_t(m_blocks + 1), 0), vec_from(size_t(m_blocks + 1), 0);
+        std::vector<int64_t> xrows_from(size_t(m_blocks + 1), 0);
+        for (int64_t i = m_blocks - 1; i >= 0; --i) {
+          const int64_t r = std::min(br, nq - i * br);
+          rows_from[size_t(i)] = rows_from[size_t(i + 1)] + r;
+          xrows_from[size_t(i)] = xrows_from[size_t(i + 1)] + smem_row_deliveries(r, t.smem_layout);
+          vec_from[size_t(i)] = vec_from[size_t(i + 1)] + tile_vector_bytes(head, i * br, r, vec_group);
+        }
+        int64_t q_rows = 0, q_xrows = 0, vec_bytes = 0, visits = 0;
+        for (int64_t j = 0; j < tc && j * bc < nk; ++j) {
+          const int64_t m_first = p.causal ? std::min(j * bc / br, m_blocks) : 0;
+          if (mask.empty()) {  // Q tiles m_first..m_blocks−1
+            visits += m_blocks - m_first;
+            q_rows += rows_from[size_t(m_first)];
+            q_xrows += xrows_from[size_t(m_first)];
+            vec_bytes += 2 * vec_from[size_t(m_first)];
+            continue;
+          }
+          for (int64_t i = m_first; i < m_blocks; ++i) {
+            if (!mask.at(i, j)) continue;
+            ++visits;
+            q_rows += rows_from[size_t(i)] - rows_from[size_t(i + 1)];
+            q_xrows += xrows_from[size_t(i)] - xrows_from[size_t(i + 1)];
+            vec_bytes += 2 * (vec_from[size_t(i)] - vec_from[size_t(i + 1)]);
+          }
+        }
+        out.add("Q, dO tiles", 2 * q_xrows * row_bytes, 0);
+        out.add("L, D", vec_bytes, 0);
+        if (p.deterministic) {
+          add_deterministic_dq(out, q_rows, visits, d, dq.plain);
+        } else {
+          out.add("dQ accumulate (atomic)", 0, 0, q_rows * dq_sectors_per_row(d, dq.atomic) * kSector);
+        }
+      }
+    }
+  }
+  out.add("dQ convert", rows_total * d * kF32, rows_total * row_bytes);
+  return out;
+}
+
+Traffic Flash2Model::sm_l2(const ModelPoint& m) const {
+  const bool fwd = m.pass != Pass::Bwd, bwd = m.pass != Pass::Fwd;
+  Traffic out;
+  if (fwd) out += flash2_fwd_traffic(m.problem, need_tiles(m.fwd_tiles, m, "forward"), m.mask);
+  if (bwd) out += flash2_bwd_traffic(m.problem, need_tiles(m.bwd_tiles, m, "backward"), m.bwd_mask, m.dq());
+  return out;
+}
+
+Traffic Flash2Model::simulate_sm_l2(const ModelPoint& m) const {
+  const bool fwd = m.pass != Pass::Bwd, bwd = m.pass != Pass::Fwd;
+  Traffic out;
+  if (fwd) out += simulate_flash2_fwd(m.problem, m.fwd_tiles.value(), m.mask);
+  if (bwd) out += simulate_flash2_bwd(m.problem, m.bwd_tiles.value(), m.bwd_mask, m.dq());
+  return out;
+}
+
+Traffic Flash2Model::compulsory_dram(const ModelPoint& m) const {
+  Traffic out;
+  if (m.pass != Pass::Bwd) add_forward_compulsory(m.problem, out);
+  if (m.pass != Pass::Fwd) add_fused_backward_compulsory(m.problem, /*d_in_main_kernel=*/false, out);
+  return out;
+}
+
+// The forward: one block per (Q tile, head, batch), K/V of the block's head streamed, a wave of
+// resident blocks sharing them through L2 (dram_model.h). The backward: one block per (K/V
+// tile, K/V head, batch), the K/V head's group's Q, dO, L, D and dQ streamed. Sparse: a wave's
+// K/V need is that of the dense schedule (an upper bound).
+int64_t Flash2Model::dram_beyond_compulsory(const ModelPoint& m, const DramContext& c, DramPrediction& out) const {
+  const Problem& p = m.problem;
+  const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, nkmax = p.nk();
+  const GpuLimits& gpu = c.gpu;
+  const StreamingKernels& kernels = c.kernels;
+  const int64_t fwd_smem_bytes = c.fwd_smem, bwd_smem_bytes = c.bwd_smem;
+  const double usable = c.usable;
+  const auto lens = key_lengths(p);
+  const bool fwd = m.pass != Pass::Bwd, bwd = m.pass != Pass::Fwd;
+  int64_t extra = 0;
+  if (fwd) {
+    const KernelTiles t = m.fwd_tiles.value();
+    const int64_t tr = ceil_div(nq, t.block_r), group = p.heads / p.kvh();
+    out.blocks_per_sm = resident_blocks(t.warps * 32, fwd_smem_bytes, gpu, kernels.fwd);
+    out.occupancy = occupancy_source(kernels.fwd, gpu);
+    out.drift = forward_drift(kernels.fwd, gpu);
+    out.wave_blocks = int64_t(out.blocks_per_sm) * gpu.sm_count;
+    if (out.wave_blocks <= 0) throw std::invalid_argument("DRAM model: the forward kernel does not fit on an SM");
+    // Block x: Q tile (causal: heaviest first), then head, then batch.
+    auto unit = [&](int64_t blk) {
+      const int64_t bh = blk / tr, b = bh / p.heads, h = bh % p.heads;
+      return b * p.kvh() + h / group;
+    };
+    auto need = [&](int64_t blk) {
+      const int64_t x = blk % tr, b = blk / tr / p.heads;
+      const int64_t i = p.causal ? tr - 1 - x : x;
+      const int64_t nk = std::min<int64_t>(lens[size_t(b)], nkmax);
+      const int64_t rows = p.causal ? std::min(nk, (i + 1) * t.block_r) : nk;
+      return 2 * rows * d * e;
+    };
+    const int64_t fetched =
+        stream_fetches(p.batch * p.heads * tr, out.wave_blocks, gpu.sm_count, usable, out.drift, unit, need, out);
+    extra += fetched - 2 * p.kv_elements() * e;  // K, V once are in the compulsory bytes
+    out.bwd_working = 0;                         // stream_fetches' maximum: the forward's here
+    if (out.spills) out.note = "K+V of the heads a wave streams exceed the usable L2: re-fetched per wave";
+    if (out.drift_bytes > 0) out.note += ", and per drifted layer of co-resident blocks";
+    if (out.spills && kernels.fwd && out.drift == 0 && gpu.drift > 0)
+      out.note += " (co-resident layers in lock-step: the kernel records no local memory)";
+  }
+  if (bwd) {
+    const KernelTiles t = m.bwd_tiles.value();
+    const int64_t tc = ceil_div(nkmax, t.block_c), group = p.heads / p.kvh();
+    DramPrediction b_out;
+    b_out.blocks_per_sm = resident_blocks(t.warps * 32, bwd_smem_bytes, gpu, kernels.bwd);
+    b_out.wave_blocks = int64_t(b_out.blocks_per_sm) * gpu.sm_count;
+    if (b_out.wave_blocks <= 0) throw std::invalid_argument("DRAM model: the backward kernel does not fit on an SM");
+    // Streamed per K/V head: the group's Q, dO (e), L, D (fp32) and dQ accumulator (fp32, read and written back).
+    const int64_t per_unit = group * nq * (2 * d * e + 8 + 2 * 4 * d);
+    auto unit = [&](int64_t blk) { return blk / tc; };
+    auto need = [&](int64_t) { return per_unit; };
+    const int64_t fetched = stream_fetches(p.batch * p.kvh() * tc, b_out.wave_blocks, gpu.sm_count, usable,
+                                           /*drift: not measured for the backward*/ 0, unit, need, b_out);
+    extra += fetched - p.batch * p.kvh() * per_unit;
+    if (!fwd)
+      out.blocks_per_sm = b_out.blocks_per_sm, out.wave_blocks = b_out.wave_blocks,
+      out.occupancy = occupancy_source(kernels.bwd, gpu);
+    out.waves_per_head = std::max(out.waves_per_head, b_out.waves_per_head);
+    out.spills = out.spills || b_out.spills;
+    out.bwd_working = b_out.bwd_working;
+    if (b_out.spills)
+      out.note += (out.note.empty() ? "" : "; ") + std::string("backward: Q, dO, L, D, dQ re-fetched per wave");
+    if (double(per_unit) > usable)
+      out.out_of_scope = fmt::format(
+          "one K/V head's backward streams Q, dO, L, D, dQ of {:.1f} MB, more than the usable L2 ({:.1f} MB), "
+          "through every block of the head: how far those blocks drift apart is not modelled",
+          double(per_unit) / 1e6, usable / 1e6);
+  }
+  return extra;
+}
+
+std::string Flash2Model::asymptotic_formula(const ModelPoint& m) const {
+  const std::string s = m.mask.empty() ? "" : "s·";
+  if (m.pass == Pass::Fwd) return "N·d + " + s + "N²·d/Br  (FA-2: K,V read Tr times)";
+  return IoModel::asymptotic_formula(m);
+}
+
+namespace {
+
+template <int D>
+PredictedTiles flash2_tiles(int64_t optin) {
+  PredictedTiles out;
+  if (const auto f = kernels::flash2_fwd_pick<D>(optin)) {
+    out.fwd = KernelTiles{f->block_m, f->block_n, f->warps};
+    out.fwd_smem = kernels::flash2_fwd_smem_bytes(D, *f);
+  }
+  const kernels::Flash2BwdSpec b = kernels::flash2_bwd_pick<D>(optin);
+  out.bwd = KernelTiles{b.block_m, b.block_n, b.warps};
+  out.bwd_smem = kernels::flash2_bwd_smem_bytes(D, b.block_n, b.block_m, b.warps);
+  return out;
+}
+
+}  // namespace
+
+// The mma.sync tiles the method runs unforced: the first forward tile that fits
+// (flash2_fwd_pick), the backward's flash2_bwd_pick.
+PredictedTiles Flash2Model::predict_tiles(int64_t head_dim, int64_t optin) const {
+  switch (head_dim) {
+    case 32:
+      return flash2_tiles<32>(optin);
+    case 64:
+      return flash2_tiles<64>(optin);
+    case 96:
+      return flash2_tiles<96>(optin);
+    case 128:
+      return flash2_tiles<128>(optin);
+    case 256:
+      return flash2_tiles<256>(optin);
+    default: {
+      PredictedTiles none;
+      none.bwd_kernel = false;
+      return none;
+    }
+  }
+}
+
+void register_flash2_model(ModelRegistry& r) { r.add(std::make_unique<Flash2Model>()); }
+
+}  // namespace flashio::analysis

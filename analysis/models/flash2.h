@@ -1,0 +1,20 @@
+// The flash2 model (analysis/models/flash2.cpp), declared for the methods that run its schedule
+// (blocksparse_flash: the same kernels visiting only the non-zero tiles).
+#pragma once
+#include "analysis/models/model.h"
+
+namespace flashio::analysis {
+
+class Flash2Model : public IoModel {
+ public:
+  std::string method() const override { return "flash2"; }
+  bool exact() const override { return true; }
+  Traffic sm_l2(const ModelPoint& m) const override;
+  Traffic simulate_sm_l2(const ModelPoint& m) const override;
+  Traffic compulsory_dram(const ModelPoint& m) const override;
+  int64_t dram_beyond_compulsory(const ModelPoint& m, const DramContext& c, DramPrediction& out) const override;
+  std::string asymptotic_formula(const ModelPoint& m) const override;
+  PredictedTiles predict_tiles(int64_t head_dim, int64_t smem_optin) const override;
+};
+
+}  // namespace flashio::analysis
