@@ -14,8 +14,8 @@ namespace flashio::kernels {
 // P (a C fragment of an m16 tile whose rows g, g + 8 are queries `row`, row + 8, and whose n8
 // tile j starts at key col0 + 8j) with the dropped elements set to 0.
 template <class S>
-__device__ __forceinline__ void dropout_p_fragment(S& s, uint64_t seed, uint32_t b, uint32_t h, uint32_t row,
-                                                   int col0, uint32_t threshold, int lane) {
+__device__ __forceinline__ void dropout_p_fragment(S& s, uint64_t seed, uint32_t b, uint32_t h, uint32_t row, int col0,
+                                                   uint32_t threshold, int lane) {
   static_assert(FragmentTiles<S>::value % 2 == 0, "dropout_keep_fwd covers n8 tiles in pairs");
 #pragma unroll
   for (int np = 0; np < FragmentTiles<S>::value / 2; ++np) {

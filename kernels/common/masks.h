@@ -51,10 +51,9 @@ struct KvTileList {
 template <int kRowStep, int kColStep, class Mask, class S>
 FLASHIO_HOST_DEVICE void hide_scores(const Mask& mask, S& s, int row, int col0, int col_lane) {
   FLASHIO_UNROLL
-  for (int j = 0; j < FragmentTiles<S>::value; ++j)
-    FLASHIO_UNROLL
-    for (int e = 0; e < 4; ++e)
-      if (mask.hidden(row + (e >= 2 ? kRowStep : 0), col0 + j * kColStep + col_lane + (e & 1))) frag(s, j, e) = -INFINITY;
+  for (int j = 0; j < FragmentTiles<S>::value; ++j) FLASHIO_UNROLL
+  for (int e = 0; e < 4; ++e)
+    if (mask.hidden(row + (e >= 2 ? kRowStep : 0), col0 + j * kColStep + col_lane + (e & 1))) frag(s, j, e) = -INFINITY;
 }
 
 struct KeyPaddingMask {

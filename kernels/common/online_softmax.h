@@ -149,12 +149,11 @@ struct OnlineSoftmax {
 // HBM) merged with those of one tile (m̃, ℓ̃, each from −inf / 0): m_new = max(m, m̃),
 // ℓ_new = e^{τ(m − m_new)}·ℓ + e^{τ(m̃ − m_new)}·ℓ̃. Factors 0 while the row has seen no key.
 struct SoftmaxMerge {
-  float max, sum;      // m_new, ℓ_new
-  float old_factor;    // e^{τ(m − m_new)}
-  float tile_factor;   // e^{τ(m̃ − m_new)}
+  float max, sum;     // m_new, ℓ_new
+  float old_factor;   // e^{τ(m − m_new)}
+  float tile_factor;  // e^{τ(m̃ − m_new)}
 };
-FLASHIO_HOST_DEVICE SoftmaxMerge softmax_merge(float m_old, float l_old, float m_tile, float l_tile,
-                                               float scale_log2) {
+FLASHIO_HOST_DEVICE SoftmaxMerge softmax_merge(float m_old, float l_old, float m_tile, float l_tile, float scale_log2) {
   SoftmaxMerge r;
   r.max = fmaxf(m_old, m_tile);
   r.old_factor = 0.f;
