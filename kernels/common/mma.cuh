@@ -116,4 +116,11 @@ __device__ __forceinline__ float quad_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
+// A C-fragment row is spread over the four lanes of a quad: the Reduce policy of
+// kernels/common/online_softmax.h on the GPU.
+struct QuadRowReduce {
+  static __device__ __forceinline__ float max(float x) { return quad_max(x); }
+  static __device__ __forceinline__ float sum(float x) { return quad_sum(x); }
+};
+
 }  // namespace flashio::kernels

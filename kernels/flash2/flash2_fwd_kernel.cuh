@@ -34,13 +34,11 @@
 #include "kernels/common/mma.cuh"
 #include "kernels/common/dropout_fragments.cuh"
 #include "bench/core/philox.h"
+#include "kernels/common/online_softmax.h"
 #include "kernels/flash2/flash2_fwd_configs.h"
 #include "kernels/flash2/flash2_params.h"
 
 namespace flashio::kernels {
-
-constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
 
 template <typename Element_, int kHeadDim_, int kBlockM_, int kBlockN_, int kNWarps_, int kStages_>
 struct Flash2FwdTraits {

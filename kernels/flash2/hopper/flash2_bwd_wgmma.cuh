@@ -124,7 +124,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_bwd_wgmma_kernel(cons
     for (int r = threadIdx.x; r < Tr::kBlockM; r += Tr::kNThreads) {
       const int i = m0 + r;
       const float l = i < p.seqlen_q ? p.lse[row_off + i] : -INFINITY;
-      sLse[stage * Tr::kBlockM + r] = l == -INFINITY ? INFINITY : l * kWgmmaLog2e;  // no key seen: P = 0
+      sLse[stage * Tr::kBlockM + r] = l == -INFINITY ? INFINITY : l * kLog2e;  // no key seen: P = 0
       sD[stage * Tr::kBlockM + r] = i < p.seqlen_q ? p.d_sum[row_off + i] : 0.f;
     }
   };

@@ -34,13 +34,11 @@
 #include <cmath>
 
 #include "kernels/common/dropout_fragments.cuh"
+#include "kernels/common/online_softmax.h"
 #include "kernels/common/wgmma.cuh"
 #include "kernels/flash2/flash2_params.h"
 
 namespace flashio::kernels {
-
-constexpr float kWgmmaLog2e = 1.4426950408889634f;
-constexpr float kWgmmaLn2 = 0.6931471805599453f;
 
 template <typename Element_, int kHeadDim_, int kBlockM_, int kBlockN_>
 struct Flash2FwdWgmmaTraits {
@@ -236,7 +234,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_fwd_wgmma_kernel(cons
       *reinterpret_cast<uint32_t*>(sQ + swizzle128_chunk_offset(Tr::kBlockM, r, j) + 4 * t) =
           pack2<T>(acc_o[4 * j + 2 * hr] * inv, acc_o[4 * j + 2 * hr + 1] * inv);
     if (t == 0 && r < q_rows)
-      lse[r] = l > 0.f ? (row_max[hr] * p.scale_log2 + __log2f(l)) * kWgmmaLn2 : -INFINITY;
+      lse[r] = l > 0.f ? (row_max[hr] * p.scale_log2 + __log2f(l)) * kLn2 : -INFINITY;
   }
   __syncthreads();
   constexpr int kChunksPerRow = Tr::kHeadDim / 8;

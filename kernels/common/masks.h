@@ -1,0 +1,121 @@
+// Mask policies of the fused kernels: which K/V tiles a Q tile visits (the trip count) and
+// which scores of a visited tile are hidden (apply: −inf before the row max). Plain types,
+// host- and device-callable (tests/test_online_softmax.cpp checks them on the CPU); a kernel
+// picks one at compile time (SequenceMask<kCausal>, TileListMask<…> for block-sparse lists).
+//
+//   KeyPaddingMask  key j exists iff j < nk, nk = the batch's key length (key padding) or Nk.
+//                   "No mask" is this policy with nk = Nk: only the last tile's tail is hidden
+//                   (a run-time value, not a type: a type of its own would double the
+//                   instantiations for a mask that touches one tile per row).
+//   CausalMask      key padding and, top-left aligned, key j visible to query i iff j ≤ i:
+//                   Q tile rows [row0, row_end) visit the K/V tiles below min(nk, row_end).
+//   TileListMask<M> M's visibility, but only the K/V tiles of a list (block-sparse, FlashAttention
+//                   Algorithm 5): Q tile i visits sparse_idx[sparse_ptr[i] .. sparse_ptr[i+1])
+//                   (increasing), cut at M's trip count; zero tiles are neither loaded nor computed.
+//
+// Visiting order: last-to-first (KvTileRange / KvTileList), so that the only tiles needing
+// apply (the diagonal and the sequence tail) come first. apply runs only where `partial` says a
+// block has a hidden score; elsewhere the scores are left alone.
+//
+// Fragment geometry (online_softmax.h): element (j, e) of a fragment lies at row
+// row + kRowStep·[e ≥ 2] and column col0 + kColStep·j + col_lane + (e & 1). The GPU's C
+// fragments: kRowStep = kColStep = 8, row = the m16 tile's first row + g, col0 = the tile's
+// first key, col_lane = 2t.
+#pragma once
+#include <type_traits>
+
+#include "kernels/common/host_device.h"
+#include "kernels/common/online_softmax.h"
+
+namespace flashio::kernels {
+
+// Tiles of `block` keys covering keys [0, key_end): ⌈key_end / block⌉, 0 for no key.
+FLASHIO_HOST_DEVICE int kv_tile_count(int key_end, int block) {
+  return key_end > 0 ? (key_end + block - 1) / block : 0;
+}
+
+// Dense visiting order: tiles count−1, …, 1, 0.
+struct KvTileRange {
+  int count;  // the trip count
+  FLASHIO_HOST_DEVICE int operator()(int it) const { return count - 1 - it; }
+};
+
+// Listed visiting order: tiles[count−1], …, tiles[0] (tiles increasing).
+struct KvTileList {
+  const int* tiles;
+  int count;  // the trip count
+  FLASHIO_HOST_DEVICE int operator()(int it) const { return tiles[count - 1 - it]; }
+};
+
+// Sets the hidden scores of fragment s to −inf (geometry in the header comment).
+template <int kRowStep, int kColStep, class Mask, class S>
+FLASHIO_HOST_DEVICE void hide_scores(const Mask& mask, S& s, int row, int col0, int col_lane) {
+  FLASHIO_UNROLL
+  for (int j = 0; j < FragmentTiles<S>::value; ++j) FLASHIO_UNROLL
+  for (int e = 0; e < 4; ++e)
+    if (mask.hidden(row + (e >= 2 ? kRowStep : 0), col0 + j * kColStep + col_lane + (e & 1))) frag(s, j, e) = -INFINITY;
+}
+
+struct KeyPaddingMask {
+  int nk;  // keys [0, nk) exist
+
+  FLASHIO_HOST_DEVICE bool hidden(int /*row*/, int col) const { return col >= nk; }
+  // Does the block of rows from row_first × keys [col0, col0 + cols) hide a score?
+  FLASHIO_HOST_DEVICE bool partial(int /*row_first*/, int col0, int cols) const { return col0 + cols > nk; }
+  template <int kRowStep = 8, int kColStep = 8, class S>
+  FLASHIO_HOST_DEVICE void apply(S& s, int row, int col0, int col_lane) const {
+    hide_scores<kRowStep, kColStep>(*this, s, row, col0, col_lane);
+  }
+  // Trip count and order of Q tile m_block, rows [.., row_end), over tiles of block_n keys.
+  FLASHIO_HOST_DEVICE KvTileRange kv_tiles(int /*m_block*/, int /*row_end*/, int block_n) const {
+    return {kv_tile_count(nk, block_n)};
+  }
+  // Loops the other way round (flash1: K/V tiles outside, Q tiles inside): the first Q tile of
+  // block_m rows that key col0 is visible to, and the last of n_blocks K/V tiles visible to a Q
+  // tile ending at row_end.
+  FLASHIO_HOST_DEVICE int first_q_tile(int /*col0*/, int /*block_m*/, int /*m_blocks*/) const { return 0; }
+  FLASHIO_HOST_DEVICE int last_kv_tile(int /*row_end*/, int /*block_n*/, int n_blocks) const { return n_blocks - 1; }
+};
+
+struct CausalMask {
+  int nk;  // keys [0, nk) exist
+
+  FLASHIO_HOST_DEVICE bool hidden(int row, int col) const { return col >= nk || col > row; }
+  FLASHIO_HOST_DEVICE bool partial(int row_first, int col0, int cols) const {
+    return col0 + cols > nk || col0 + cols - 1 > row_first;
+  }
+  template <int kRowStep = 8, int kColStep = 8, class S>
+  FLASHIO_HOST_DEVICE void apply(S& s, int row, int col0, int col_lane) const {
+    hide_scores<kRowStep, kColStep>(*this, s, row, col0, col_lane);
+  }
+  FLASHIO_HOST_DEVICE KvTileRange kv_tiles(int /*m_block*/, int row_end, int block_n) const {
+    return {kv_tile_count(nk < row_end ? nk : row_end, block_n)};  // keys up to the tile's last row
+  }
+  FLASHIO_HOST_DEVICE int first_q_tile(int col0, int block_m, int m_blocks) const {
+    const int i = col0 / block_m;  // tiles before it end above the diagonal
+    return i < m_blocks ? i : m_blocks;
+  }
+  FLASHIO_HOST_DEVICE int last_kv_tile(int row_end, int block_n, int n_blocks) const {
+    const int j = (row_end - 1) / block_n;
+    return n_blocks - 1 < j ? n_blocks - 1 : j;
+  }
+};
+
+template <bool kCausal>
+using SequenceMask = std::conditional_t<kCausal, CausalMask, KeyPaddingMask>;
+
+template <class Mask>
+struct TileListMask : Mask {
+  const int* sparse_ptr;  // [⌈Nq/Br⌉ + 1]
+  const int* sparse_idx;  // [non-zero tiles], increasing per Q tile
+
+  FLASHIO_HOST_DEVICE KvTileList kv_tiles(int m_block, int row_end, int block_n) const {
+    const int n_blocks = Mask::kv_tiles(m_block, row_end, block_n).count;
+    const int begin = sparse_ptr[m_block];
+    int end = sparse_ptr[m_block + 1];
+    while (end > begin && sparse_idx[end - 1] >= n_blocks) --end;  // past the causal / padding end
+    return {sparse_idx + begin, end - begin};
+  }
+};
+
+}  // namespace flashio::kernels
