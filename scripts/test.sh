@@ -1,9 +1,21 @@
 #!/usr/bin/env bash
-# The tests in one command: set up, build, run every test. Without a GPU the GPU tests
-# skip with a message; with one they run too. This is what CI runs (.ci/run).
+# The tests in one command: set up, build, run every test. First the build without CUDA
+# (FLASHIO_CUDA=OFF: the analysis commands and the CPU tests, configured with no CUDA compiler
+# on PATH), then the full build; without a GPU the GPU tests skip with a message, with one they
+# run too. This is what CI runs (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+
+nocuda="${FLASHIO_BUILD_DIR:-build}-nocuda"
+echo "== test.sh: build without CUDA ($nocuda)"
+plain_path=$(printf '%s' "$PATH" | tr ':' '\n' | grep -v -i cuda | paste -sd: -)
+PATH="$plain_path" bash -c 'command -v nvcc >/dev/null && echo "nvcc is still on PATH" && exit 1; echo "test.sh: no nvcc on PATH for this build"'
+PATH="$plain_path" cmake -S . -B "$nocuda" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLASHIO_CUDA=OFF >/dev/null
+PATH="$plain_path" cmake --build "$nocuda"
+(cd "$nocuda" && PATH="$plain_path" ctest --output-on-failure --timeout 900 -j "$(nproc)")
+
+echo "== test.sh: build with CUDA (${FLASHIO_BUILD_DIR:-build})"
 scripts/build.sh
 cd "${FLASHIO_BUILD_DIR:-build}"
 ctest --output-on-failure --timeout 900 -j "$(nproc)"
