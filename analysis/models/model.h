@@ -1,11 +1,12 @@
 // IO models registered by method: one file per method (analysis/models/<method>.cpp) holds its
 // exact SM↔L2 model, its simulator hook, its DRAM terms, its asymptotic form and the tiles it
 // would pick on a GPU, and registers them under the method's name (DESIGN.md, "Layers": a new
-// method = its folder, its model file, one registration line in analysis/models/registry.cpp).
+// method = its folder, its model file, one flashio_add_method() line; the model's registration
+// is generated from that line when analysis/models/<method>.cpp exists).
 // The rest of analysis/ asks the registry (find_model) what a method's records mean and never
 // compares method names itself.
 //
-// Registration is explicit, called from one place (builtin_models): a static registrar in a
+// Registration is explicit, called from one generated place (builtin_models): a static registrar in a
 // static library can be dropped by the linker, and tests/test_analysis.cpp checks that every
 // modelled method is registered.
 #pragma once
@@ -102,17 +103,11 @@ class ModelRegistry {
   std::vector<std::unique_ptr<IoModel>> models_;
 };
 
-// Every model, registered explicitly (analysis/models/registry.cpp).
+// Every model, registered explicitly: generated from the flashio_add_method() lines, one
+// register_<method>_model(ModelRegistry&) per file analysis/models/<method>.cpp.
 const ModelRegistry& builtin_models();
 const IoModel* find_model(const std::string& method);  // null: the method has no IO model
 // The point's model; throws std::invalid_argument "<method>: no IO model (...)" when none.
 const IoModel& model_of(const ModelPoint& m);
-
-// One registration function per model file.
-void register_flash1_model(ModelRegistry& r);
-void register_flash2_model(ModelRegistry& r);
-void register_blocksparse_flash_model(ModelRegistry& r);
-void register_standard_model(ModelRegistry& r);
-void register_standard_fused_model(ModelRegistry& r);
 
 }  // namespace flashio::analysis

@@ -1,5 +1,6 @@
-// The model registry (model.h): every method's IO model, registered explicitly from here; the
-// defaults of IoModel.
+// The model registry (model.h) and the defaults of IoModel. builtin_models() is generated
+// (builtin_models.cpp.in) from the flashio_add_method() lines: a registered method with a file
+// analysis/models/<method>.cpp has its register_<method>_model() called there.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,19 +9,6 @@
 #include "analysis/models/model.h"
 
 namespace flashio::analysis {
-
-const ModelRegistry& builtin_models() {
-  static const ModelRegistry registry = [] {
-    ModelRegistry r;
-    register_flash1_model(r);
-    register_flash2_model(r);
-    register_blocksparse_flash_model(r);
-    register_standard_model(r);
-    register_standard_fused_model(r);
-    return r;
-  }();
-  return registry;
-}
 
 void ModelRegistry::add(std::unique_ptr<IoModel> m) {
   if (find(m->method())) throw std::logic_error("two IO models registered for " + m->method());
