@@ -78,3 +78,15 @@ endfunction()
 function(flashio_cuda_target target)
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:${FLASHIO_CUDA_FLAGS}>)
 endfunction()
+
+# flashio_add_kernels(TARGET HEADER MACRO TEMPLATE PREFIX SOURCES...): a method's CUDA half —
+# one instantiation of TEMPLATE per (element type, head dim) of HEADER's `#define MACRO(X)` list,
+# and SOURCES (its plan and dispatch) — added to TARGET with the suite's device flags.
+function(flashio_add_kernels target header macro template prefix)
+  flashio_head_dims(${header} ${macro} dims)
+  set(instances "")
+  flashio_instantiate(${template} ${prefix} instances ${dims})
+  target_sources(${target} PRIVATE ${ARGN} ${instances})
+  flashio_cuda_target(${target})
+  target_link_libraries(${target} PUBLIC flashio_cuda)
+endfunction()

@@ -29,6 +29,10 @@
 
 using namespace flashio;
 using namespace flashio::analysis;
+
+namespace flashio::analysis {
+void register_flash2_model(ModelRegistry& r);  // analysis/models/flash2.cpp (registered by the generated list)
+}
 using json = nlohmann::json;
 
 namespace {
