@@ -187,14 +187,11 @@ class Flash1Model final : public IoModel {
   // flash1's O stages (d <= 128 only).
   PredictedTiles predict_tiles(int64_t head_dim, int64_t optin) const override {
     switch (head_dim) {
-      case 32:
-        return tiles<32>(optin);
-      case 64:
-        return tiles<64>(optin);
-      case 96:
-        return tiles<96>(optin);
-      case 128:
-        return tiles<128>(optin);
+#define FLASH1_PREDICT_CASE(D) \
+  case D:                      \
+    return tiles<D>(optin);
+      FLASH1_HEAD_DIMS(FLASH1_PREDICT_CASE)
+#undef FLASH1_PREDICT_CASE
       default: {  // no kernel (d = 256 included)
         PredictedTiles none;
         none.bwd_kernel = false;

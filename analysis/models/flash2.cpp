@@ -273,16 +273,11 @@ PredictedTiles flash2_tiles(int64_t optin) {
 // (flash2_fwd_pick), the backward's flash2_bwd_pick.
 PredictedTiles Flash2Model::predict_tiles(int64_t head_dim, int64_t optin) const {
   switch (head_dim) {
-    case 32:
-      return flash2_tiles<32>(optin);
-    case 64:
-      return flash2_tiles<64>(optin);
-    case 96:
-      return flash2_tiles<96>(optin);
-    case 128:
-      return flash2_tiles<128>(optin);
-    case 256:
-      return flash2_tiles<256>(optin);
+#define FLASH2_PREDICT_CASE(D) \
+  case D:                      \
+    return flash2_tiles<D>(optin);
+    FLASH2_HEAD_DIMS(FLASH2_PREDICT_CASE)
+#undef FLASH2_PREDICT_CASE
     default: {
       PredictedTiles none;
       none.bwd_kernel = false;
