@@ -29,10 +29,11 @@ using json = nlohmann::json;
 
 // The kernel's tiles as recorded; `smem_layout` absent (files before it existed) = padded. Throws
 // std::invalid_argument for a layout the model does not know.
-std::optional<KernelTiles> tiles_of(const json& rec, const char* key, int64_t* smem) {
+std::optional<ModelTiles> tiles_of(const json& rec, const char* key, int64_t* smem) {
   if (!rec.contains(key) || !rec[key].is_object()) return std::nullopt;
   const auto& t = rec[key];
-  KernelTiles k{t.value("block_r", 0), t.value("block_c", 0), t.value("warps", 0), t.value("splits", 1)};
+  ModelTiles k{{t.value("block_r", 0), t.value("block_c", 0), t.value("warps", 0), t.value("stages", 0)},
+               t.value("splits", 1)};
   if (k.block_r <= 0 || k.block_c <= 0) return std::nullopt;
   const std::string layout = t.value("smem_layout", std::string());
   const auto l = parse_smem_layout(layout);
@@ -208,7 +209,7 @@ RecordModel model_point_of(const json& rec, const json& file, DqAdds dq_adds) {
   }
   if (m.problem.sparse()) {
     // The pattern regenerated from the problem (deterministic in its seed), at each kernel's tiles.
-    auto at_tiles = [&](const std::optional<KernelTiles>& t) {
+    auto at_tiles = [&](const std::optional<ModelTiles>& t) {
       BlockMask bm;
       if (!t) return bm;
       const ::flashio::BlockMask mask = make_block_mask(m.problem, t->block_r, t->block_c);

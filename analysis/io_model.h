@@ -36,6 +36,7 @@
 
 #include "bench/core/method.h"
 #include "bench/core/problem.h"
+#include "bench/core/tile_shape.h"
 
 namespace flashio::analysis {
 
@@ -79,14 +80,15 @@ const char* to_string(SmemLayout l);
 // "padded", "swizzle128"; empty (older records) = padded; anything else: nullopt.
 std::optional<SmemLayout> parse_smem_layout(const std::string& s);
 
-// Rows of fp32 values the kernels' row-vector instructions cover (flash2's schedule): the
+// The IO model's view of a kernel's tiles: the shape (TileShape, bench/core/tile_shape.h) as
+// recorded, and what the model needs beside it. `splits`: thread blocks sharing one (batch, head)
+// (flash1). Rows of fp32 values the kernels' row-vector instructions cover (flash2's schedule): the
 // forward epilogue stores L from one lane per row, `l_store_rows` consecutive rows per warp
 // instruction (the t == 0 lanes of an m16n8 — or wgmma m64 — accumulator: 8); the backward
 // reads L and D one row per thread, `vector_load_rows` consecutive rows per warp instruction
 // (32), from the tile start. Parameters, not constants, so that a kernel that stores or loads
 // them otherwise says so in one place.
-struct KernelTiles {
-  int block_r = 0, block_c = 0, warps = 0;
+struct ModelTiles : TileShape {
   int splits = 1;
   SmemLayout smem_layout = SmemLayout::Padded;
   int l_store_rows = 8;
@@ -124,7 +126,7 @@ struct ModelPoint {
   Elementwise elementwise = Elementwise::Separate;  // standard only (standard_fused: always Fused)
   Pass pass = Pass::Fwd;
   Problem problem;
-  std::optional<KernelTiles> fwd_tiles, bwd_tiles;
+  std::optional<ModelTiles> fwd_tiles, bwd_tiles;
   BlockMask mask;                 // at the forward kernel's tile size (flash2's schedule, blocksparse_flash)
   BlockMask bwd_mask;             // at the backward kernel's tile size
   int sm_arch = 90;               // the architecture the kernels were compiled as (__CUDA_ARCH__ / 10)
@@ -142,10 +144,10 @@ Traffic predict_sm_l2(const ModelPoint& m);
 
 // The kernels of one pass, each with its own traffic (the closed forms, per kernel; defined in
 // analysis/models/flash2.cpp, flash1.cpp, standard.cpp).
-Traffic flash2_fwd_traffic(const Problem& p, const KernelTiles& t, const BlockMask& mask);
-Traffic flash2_bwd_traffic(const Problem& p, const KernelTiles& t, const BlockMask& mask, DqWidth dq = {});
-Traffic flash1_fwd_traffic(const Problem& p, const KernelTiles& t);
-Traffic flash1_bwd_traffic(const Problem& p, const KernelTiles& t, DqWidth dq = {});
+Traffic flash2_fwd_traffic(const Problem& p, const ModelTiles& t, const BlockMask& mask);
+Traffic flash2_bwd_traffic(const Problem& p, const ModelTiles& t, const BlockMask& mask, DqWidth dq = {});
+Traffic flash1_fwd_traffic(const Problem& p, const ModelTiles& t);
+Traffic flash1_bwd_traffic(const Problem& p, const ModelTiles& t, DqWidth dq = {});
 Traffic standard_fwd_traffic(const Problem& p, Elementwise k);
 Traffic standard_bwd_traffic(const Problem& p, Elementwise k);
 

@@ -166,13 +166,13 @@ void dq_atomics(Counter& c, int64_t head, int64_t m0, int64_t nq, int64_t d, int
   });
 }
 
-void check(const KernelTiles& t, const char* what) {
+void check(const ModelTiles& t, const char* what) {
   if (t.block_r <= 0 || t.block_c <= 0 || t.warps <= 0) throw std::invalid_argument(std::string(what) + ": no tiles");
 }
 
 }  // namespace
 
-Traffic simulate_flash2_fwd(const Problem& p, const KernelTiles& t, const BlockMask& mask) {
+Traffic simulate_flash2_fwd(const Problem& p, const ModelTiles& t, const BlockMask& mask) {
   check(t, "flash2 forward");
   Counter c;
   const int64_t d = p.head_dim, e = bytes_of(p.dtype), nq = p.seqlen_q, br = t.block_r, bc = t.block_c;
@@ -202,7 +202,7 @@ Traffic simulate_flash2_fwd(const Problem& p, const KernelTiles& t, const BlockM
   return c.traffic;
 }
 
-Traffic simulate_flash2_bwd(const Problem& p, const KernelTiles& t, const BlockMask& mask, DqWidth dq) {
+Traffic simulate_flash2_bwd(const Problem& p, const ModelTiles& t, const BlockMask& mask, DqWidth dq) {
   check(t, "flash2 backward");
   Counter c;
   const int64_t d = p.head_dim, e = bytes_of(p.dtype), nq = p.seqlen_q, nkmax = p.nk();
@@ -288,7 +288,7 @@ Traffic simulate_flash2_bwd(const Problem& p, const KernelTiles& t, const BlockM
   return c.traffic;
 }
 
-Traffic simulate_flash1_fwd(const Problem& p, const KernelTiles& t) {
+Traffic simulate_flash1_fwd(const Problem& p, const ModelTiles& t) {
   check(t, "flash1 forward");
   Counter c;
   const int64_t d = p.head_dim, e = bytes_of(p.dtype), nq = p.seqlen_q, nkmax = p.nk();
@@ -386,7 +386,7 @@ Traffic simulate_flash1_fwd(const Problem& p, const KernelTiles& t) {
   return c.traffic;
 }
 
-Traffic simulate_flash1_bwd(const Problem& p, const KernelTiles& t, DqWidth dq) {
+Traffic simulate_flash1_bwd(const Problem& p, const ModelTiles& t, DqWidth dq) {
   check(t, "flash1 backward");
   Counter c;
   const int64_t d = p.head_dim, e = bytes_of(p.dtype), nq = p.seqlen_q, nkmax = p.nk();

@@ -8,10 +8,10 @@
 
 namespace flashio::analysis {
 
-Traffic simulate_flash2_fwd(const Problem& p, const KernelTiles& t, const BlockMask& mask);
-Traffic simulate_flash2_bwd(const Problem& p, const KernelTiles& t, const BlockMask& mask, DqWidth dq = {});
-Traffic simulate_flash1_fwd(const Problem& p, const KernelTiles& t);
-Traffic simulate_flash1_bwd(const Problem& p, const KernelTiles& t, DqWidth dq = {});
+Traffic simulate_flash2_fwd(const Problem& p, const ModelTiles& t, const BlockMask& mask);
+Traffic simulate_flash2_bwd(const Problem& p, const ModelTiles& t, const BlockMask& mask, DqWidth dq = {});
+Traffic simulate_flash1_fwd(const Problem& p, const ModelTiles& t);
+Traffic simulate_flash1_bwd(const Problem& p, const ModelTiles& t, DqWidth dq = {});
 
 // The whole pass: the point's model's simulator hook (analysis/models/, fused methods only).
 Traffic simulate_sm_l2(const ModelPoint& m);

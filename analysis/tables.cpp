@@ -338,7 +338,7 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
               t.rows.push_back({method, pass_name, std::to_string(n), "no tile fits", "-", "-", "-", "-", "-"});
               continue;
             }
-            const KernelTiles& ft = *pt.fwd;
+            const ModelTiles& ft = *pt.fwd;
             m.fwd_tiles = ft;
             m.bwd_tiles = pt.bwd;
             fwd_smem = pt.fwd_smem, bwd_smem = pt.bwd_smem;

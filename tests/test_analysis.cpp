@@ -80,7 +80,7 @@ std::vector<Problem> shapes() {
   return v;
 }
 
-std::string describe(const Problem& p, const KernelTiles& t) {
+std::string describe(const Problem& p, const ModelTiles& t) {
   return p.name() + " tile " + std::to_string(t.block_r) + "x" + std::to_string(t.block_c) + "x" +
          std::to_string(t.warps) + " splits " + std::to_string(t.splits);
 }
@@ -105,8 +105,8 @@ TEST(IoModel, GroupedSectorsCountPartialAndMisalignedGroups) {
 
 TEST(IoModel, Flash2ForwardEqualsSimulatorOverShapes) {
   for (const auto& p : shapes())
-    for (KernelTiles t :
-         {KernelTiles{128, 64, 4}, KernelTiles{64, 64, 4}, KernelTiles{128, 32, 4}, KernelTiles{64, 32, 4}}) {
+    for (ModelTiles t :
+         {ModelTiles{128, 64, 4}, ModelTiles{64, 64, 4}, ModelTiles{128, 32, 4}, ModelTiles{64, 32, 4}}) {
       if (p.head_dim == 32 && t.block_r == 64 && t.block_c == 32) continue;  // chunks per round must divide
       expect_same(flash2_fwd_traffic(p, t, {}), simulate_flash2_fwd(p, t, {}), describe(p, t));
     }
@@ -114,7 +114,7 @@ TEST(IoModel, Flash2ForwardEqualsSimulatorOverShapes) {
 
 TEST(IoModel, Flash2BackwardEqualsSimulatorOverShapes) {
   for (const auto& p : shapes())
-    for (KernelTiles t : {KernelTiles{64, 64, 4}, KernelTiles{64, 128, 4}})
+    for (ModelTiles t : {ModelTiles{64, 64, 4}, ModelTiles{64, 128, 4}})
       expect_same(flash2_bwd_traffic(p, t, {}), simulate_flash2_bwd(p, t, {}), describe(p, t));
 }
 
@@ -125,12 +125,12 @@ TEST(IoModel, Flash2BackwardEqualsSimulatorOverShapes) {
 TEST(IoModel, SwizzledAndPaddedTilesEqualSimulatorWithEightWarpTiles) {
   for (SmemLayout l : {SmemLayout::Padded, SmemLayout::Swizzle128})
     for (const auto& p : shapes()) {
-      for (KernelTiles t :
-           {KernelTiles{128, 64, 4}, KernelTiles{128, 128, 8}, KernelTiles{64, 128, 8}, KernelTiles{128, 176, 8}}) {
+      for (ModelTiles t :
+           {ModelTiles{128, 64, 4}, ModelTiles{128, 128, 8}, ModelTiles{64, 128, 8}, ModelTiles{128, 176, 8}}) {
         t.smem_layout = l;
         expect_same(flash2_fwd_traffic(p, t, {}), simulate_flash2_fwd(p, t, {}), describe(p, t) + " " + to_string(l));
       }
-      for (KernelTiles t : {KernelTiles{64, 64, 4}, KernelTiles{64, 128, 8}, KernelTiles{128, 128, 8}}) {
+      for (ModelTiles t : {ModelTiles{64, 64, 4}, ModelTiles{64, 128, 8}, ModelTiles{128, 128, 8}}) {
         t.smem_layout = l;
         expect_same(flash2_bwd_traffic(p, t, {}), simulate_flash2_bwd(p, t, {}),
                     describe(p, t) + " bwd " + to_string(l));
@@ -145,14 +145,14 @@ TEST(IoModel, SwizzledTileLoadsCountOnceAndPaddedOnesOneAndAHalfTimes) {
   EXPECT_EQ(smem_row_deliveries(127, SmemLayout::Padded), 190);
   EXPECT_EQ(smem_row_deliveries(128, SmemLayout::Swizzle128), 128);
   const Problem p = shape(1, 2, 2, 4096, 4096, 128, false, false);
-  KernelTiles pad{128, 128, 8}, swz{128, 128, 8};
+  ModelTiles pad{128, 128, 8}, swz{128, 128, 8};
   swz.smem_layout = SmemLayout::Swizzle128;
   const Traffic a = flash2_fwd_traffic(p, pad, {}), b = flash2_fwd_traffic(p, swz, {});
   EXPECT_EQ(2 * term_of(a, "K,V tiles"), 3 * term_of(b, "K,V tiles"));
   EXPECT_EQ(2 * term_of(a, "Q tiles"), 3 * term_of(b, "Q tiles"));
   EXPECT_EQ(term_of(b, "Q tiles"), int64_t(2) * 4096 * 128 * 2);  // Q once, 1.0×
   EXPECT_EQ(a.write, b.write);
-  KernelTiles bpad{64, 128, 8}, bswz{64, 128, 8};
+  ModelTiles bpad{64, 128, 8}, bswz{64, 128, 8};
   bswz.smem_layout = SmemLayout::Swizzle128;
   const Traffic c = flash2_bwd_traffic(p, bpad, {}), d = flash2_bwd_traffic(p, bswz, {});
   EXPECT_EQ(2 * term_of(c, "Q, dO tiles"), 3 * term_of(d, "Q, dO tiles"));
@@ -171,15 +171,15 @@ TEST(IoModel, SwizzledTileLoadsCountOnceAndPaddedOnesOneAndAHalfTimes) {
 // == simulator for both on odd shapes, and an L group that does not divide Br is refused.
 TEST(IoModel, RowVectorInstructionGroupsAreParametersNotWarpCounts) {
   for (const auto& p : shapes()) {
-    KernelTiles f{128, 128, 8};
+    ModelTiles f{128, 128, 8};
     f.l_store_rows = 32;
     expect_same(flash2_fwd_traffic(p, f, {}), simulate_flash2_fwd(p, f, {}), describe(p, f) + " L by 32");
-    KernelTiles b{64, 128, 8};
+    ModelTiles b{64, 128, 8};
     b.vector_load_rows = 8;
     expect_same(flash2_bwd_traffic(p, b, {}), simulate_flash2_bwd(p, b, {}), describe(p, b) + " L, D by 8");
   }
   const Problem odd = shape(1, 1, 1, 100, 100, 64, false, false);  // head start 0, last group partial
-  KernelTiles f{128, 128, 8};
+  ModelTiles f{128, 128, 8};
   EXPECT_EQ(term_of(flash2_fwd_traffic(odd, f, {}), "L (log-sum-exp)"), 13 * 32);  // ⌈100/8⌉ sectors
   f.l_store_rows = 48;                                                             // does not divide 128
   EXPECT_THROW(flash2_fwd_traffic(odd, f, {}), std::invalid_argument);
@@ -196,7 +196,7 @@ TEST(IoModel, Flash2DeterministicBackwardReadsAndWritesDqInsteadOfAtomics) {
   p.seqlen_q = 300;  // 5 Q tiles of 64
   p.seqlen_k = 517;  // 9 K/V tiles of 64
   p.head_dim = 64;
-  const KernelTiles t{64, 64, 4};
+  const ModelTiles t{64, 64, 4};
   const Traffic atomic = flash2_bwd_traffic(p, t, {});
   p.deterministic = true;
   const Traffic det = flash2_bwd_traffic(p, t, {});
@@ -214,14 +214,14 @@ TEST(IoModel, Flash2DeterministicBackwardReadsAndWritesDqInsteadOfAtomics) {
 
 TEST(IoModel, Flash1ForwardEqualsSimulatorOverShapes) {
   for (const auto& p : shapes())
-    for (KernelTiles t : {KernelTiles{64, 128, 4}, KernelTiles{32, 64, 2}, KernelTiles{128, 128, 8},
-                          KernelTiles{64, 32, 4}, KernelTiles{64, 256, 4}})
+    for (ModelTiles t : {ModelTiles{64, 128, 4}, ModelTiles{32, 64, 2}, ModelTiles{128, 128, 8},
+                          ModelTiles{64, 32, 4}, ModelTiles{64, 256, 4}})
       expect_same(flash1_fwd_traffic(p, t), simulate_flash1_fwd(p, t), describe(p, t));
 }
 
 TEST(IoModel, Flash1BackwardEqualsSimulatorOverShapes) {
   for (const auto& p : shapes())
-    for (KernelTiles t : {KernelTiles{64, 64, 4}, KernelTiles{64, 32, 4}})
+    for (ModelTiles t : {ModelTiles{64, 64, 4}, ModelTiles{64, 32, 4}})
       expect_same(flash1_bwd_traffic(p, t), simulate_flash1_bwd(p, t), describe(p, t));
 }
 
@@ -234,11 +234,11 @@ TEST(IoModel, Flash1WithSplitsEqualsSimulatorOverShapes) {
   v.push_back(shape(2, 4, 2, 300, 300, 64, true, true));  // GQA, causal, padding, 5 Q tiles of 64
   for (const auto& p : v)
     for (int splits : {1, 2, 3, 5}) {
-      for (KernelTiles t : {KernelTiles{64, 128, 4}, KernelTiles{32, 64, 2}}) {
+      for (ModelTiles t : {ModelTiles{64, 128, 4}, ModelTiles{32, 64, 2}}) {
         t.splits = splits;
         expect_same(flash1_fwd_traffic(p, t), simulate_flash1_fwd(p, t), "fwd " + describe(p, t));
       }
-      for (KernelTiles t : {KernelTiles{64, 64, 4}, KernelTiles{64, 32, 4}}) {
+      for (ModelTiles t : {ModelTiles{64, 64, 4}, ModelTiles{64, 32, 4}}) {
         t.splits = splits;
         expect_same(flash1_bwd_traffic(p, t), simulate_flash1_bwd(p, t), "bwd " + describe(p, t));
       }
@@ -247,14 +247,14 @@ TEST(IoModel, Flash1WithSplitsEqualsSimulatorOverShapes) {
 
 TEST(IoModel, Flash1SplitsMultiplyOnlyTheKvLoadsForwardAndTurnDqIntoAtomicsBackward) {
   const Problem p = shape(1, 1, 1, 1024, 1024, 64, false, false);  // 16 Q tiles of 64, 8 K/V tiles of 128
-  const KernelTiles one{64, 128, 4};
-  KernelTiles three = one;
+  const ModelTiles one{64, 128, 4};
+  ModelTiles three = one;
   three.splits = 3;
   const Traffic a = flash1_fwd_traffic(p, one), b = flash1_fwd_traffic(p, three);
   EXPECT_EQ(term_of(b, "K,V tiles"), 3 * term_of(a, "K,V tiles"));
   EXPECT_EQ(b.total() - term_of(b, "K,V tiles"), a.total() - term_of(a, "K,V tiles"));
-  const KernelTiles bwd1{64, 64, 4};
-  KernelTiles bwd2 = bwd1;
+  const ModelTiles bwd1{64, 64, 4};
+  ModelTiles bwd2 = bwd1;
   bwd2.splits = 2;
   const Traffic c = flash1_bwd_traffic(p, bwd1), d = flash1_bwd_traffic(p, bwd2);
   // Visits: 16 K/V tiles × 16 Q tiles × 64 rows; the same sectors as flash2's atomics.
@@ -283,7 +283,7 @@ TEST(IoModel, DqAddsAreTwoSectorsPerRowPerEightColumnsScalarOrOneInPairs) {
 // of columns (8 sectors of 32 bytes, all of each) or two scalar ones (16 of 32 bytes each).
 TEST(IoModel, OneVisitsDqBytesFollowTheKernelsInstructionWidth) {
   const Problem p = shape(1, 1, 1, 64, 64, 64, false, false);
-  const KernelTiles t{64, 64, 4};
+  const ModelTiles t{64, 64, 4};
   const int64_t fp32 = 64 * 64 * 4;  // dQ_i of the visit: 16384 bytes, 512 sectors
   EXPECT_EQ(term_of(flash2_bwd_traffic(p, t, {}, dq_width(90)), "dQ accumulate (atomic)"), fp32);
   EXPECT_EQ(term_of(flash2_bwd_traffic(p, t, {}, dq_width(80)), "dQ accumulate (atomic)"), 2 * fp32);
@@ -317,11 +317,11 @@ TEST(IoModel, OneVisitsDqBytesFollowTheKernelsInstructionWidth) {
 TEST(IoModel, BackwardDqWidthsAndDeterministicModeEqualSimulator) {
   for (DqWidth w : {dq_width(90), dq_width(80), dq_width(90, true)})
     for (Problem p : shapes()) {
-      const KernelTiles t{64, 64, 4};
+      const ModelTiles t{64, 64, 4};
       const std::string what = describe(p, t) + " dq " + std::to_string(w.atomic) + std::to_string(w.plain);
       expect_same(flash2_bwd_traffic(p, t, {}, w), simulate_flash2_bwd(p, t, {}, w), "flash2 " + what);
       for (int splits : {1, 3}) {
-        KernelTiles s = t;
+        ModelTiles s = t;
         s.splits = splits;
         expect_same(flash1_bwd_traffic(p, s, w), simulate_flash1_bwd(p, s, w), "flash1 " + what);
       }
@@ -334,7 +334,7 @@ TEST(IoModel, BlockSparsePatternsEqualSimulator) {
   std::mt19937 rng(7);
   for (const auto& p : {shape(1, 2, 2, 300, 300, 64, false, false), shape(2, 2, 1, 257, 257, 64, true, true)})
     for (double density : {0.0, 0.25, 0.5, 1.0}) {
-      const KernelTiles t{64, 64, 4};
+      const ModelTiles t{64, 64, 4};
       BlockMask m;
       m.rows = (p.seqlen_q + 63) / 64, m.cols = (p.nk() + 63) / 64;
       std::bernoulli_distribution keep(density);
@@ -347,7 +347,7 @@ TEST(IoModel, BlockSparsePatternsEqualSimulator) {
 TEST(IoModel, SparsityScalesTheQuadraticTermOnly) {
   // Proposition 4: with a fraction s of tiles kept, K/V traffic of the forward scales by s.
   const Problem p = shape(1, 1, 1, 1024, 1024, 64, false, false);
-  const KernelTiles t{64, 64, 4};
+  const ModelTiles t{64, 64, 4};
   BlockMask half;
   half.rows = half.cols = 16;
   for (int64_t i = 0; i < 256; ++i) half.keep.push_back((i / 16 + i % 16) % 2 == 0);
@@ -392,7 +392,7 @@ TEST(IoModel, BackwardWithoutRecordedTilesIsRefusedInWords) {
   m.method = "flash2";
   m.pass = Pass::Bwd;
   m.problem = shape(1, 1, 1, 128, 128, 64, false, false);
-  m.fwd_tiles = KernelTiles{128, 64, 4};
+  m.fwd_tiles = ModelTiles{128, 64, 4};
   try {
     predict_sm_l2(m);
     FAIL() << "no exception";
@@ -414,7 +414,7 @@ TEST(DramModel, WithinTolerance_OfTheH200Measurements_InDesignNote) {
     ModelPoint m;
     m.method = "flash2";
     m.problem = shape(1, r.heads, r.heads, r.n, r.n, r.d, false, false);
-    m.fwd_tiles = KernelTiles{128, 64, 4};
+    m.fwd_tiles = ModelTiles{128, 64, 4};
     const DramPrediction dp = predict_dram(m, 100000, 0, h200);
     EXPECT_EQ(dp.blocks_per_sm, 2);
     EXPECT_EQ(dp.drift_bytes, 0) << "PyTorch's kernel: one window up to K+V = 2.13 × usable (128k)";
@@ -428,7 +428,7 @@ TEST(DramModel, ReadsInputsOnceWhileResidentAndGrowsWithWavesAndDriftedLayersAft
   GpuLimits gpu{100, 233472, 40 << 20, 2048};
   ModelPoint m;
   m.method = "flash2";
-  m.fwd_tiles = KernelTiles{128, 64, 4};
+  m.fwd_tiles = ModelTiles{128, 64, 4};
   m.problem = shape(1, 1, 1, 4096, 4096, 64, false, false);
   const DramPrediction small = predict_dram(m, 100000, 0, gpu);
   EXPECT_TRUE(small.resident);
@@ -519,7 +519,7 @@ TEST(DramModel, BackwardCompulsoryCountsTheFp32DqAccumulatorOutAndIn) {
   m.method = "flash2";
   m.pass = Pass::Bwd;
   m.problem = shape(2, 4, 4, 1000, 1000, 128, false, false);
-  m.bwd_tiles = KernelTiles{64, 64, 4};
+  m.bwd_tiles = ModelTiles{64, 64, 4};
   const int64_t acc = int64_t(2) * 4 * 1000 * 128 * 4;
   int64_t read = -1, write = -1;
   for (const auto& t : compulsory_dram(m).terms)
@@ -1063,9 +1063,9 @@ TEST(ModelRegistry, StandardRecordsAreMatchedAsTheKernelsTheyRan) {
 // first compiled forward tile that fits, flash1 Algorithm 1's rule rounded down to a compiled
 // tile, on every GPU of the table.
 TEST(PredictCommand, TilePicksFollowTheKernelsConfigHeaders) {
-  static_assert(kernels::flash2_fwd_pick<128>(232448)->block_n == 64, "H100: 128 × 64 first");
+  static_assert(kernels::flash2_fwd_pick<128>(232448)->block_c == 64, "H100: 128 × 64 first");
   static_assert(!kernels::flash2_fwd_pick<256>(1024).has_value(), "nothing fits 1 KiB");
-  static_assert(kernels::flash1_fwd_pick<64>(232448)->block_n == 256, "H100, d 64: Bc = 256 (rule: 454)");
+  static_assert(kernels::flash1_fwd_pick<64>(232448)->block_c == 256, "H100, d 64: Bc = 256 (rule: 454)");
   for (const auto& g : gpu_table()) {
     const int64_t optin = g.smem_per_block_optin_bytes;
     for (int64_t d : {32, 64, 96, 128, 256}) {

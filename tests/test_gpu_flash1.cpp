@@ -61,7 +61,7 @@ class Flash1Features : public GpuTest {};
 
 TEST_F(Flash1Features, EveryCompiledTileForwardAndBackward) {
   for (int d : {32, 64, 96, 128}) {
-    kernels::Flash2Tile tiles[16];
+    kernels::KernelTile tiles[16];
     const int n = kernels::flash1_fwd_tiles(d, tiles, 16);
     ASSERT_GT(n, 0);
     for (int i = 0; i < n; ++i) {
@@ -73,8 +73,8 @@ TEST_F(Flash1Features, EveryCompiledTileForwardAndBackward) {
       p.seqlen_k = 333;
       p.head_dim = d;
       p.causal = i % 2 == 1;
-      p.block_r = tiles[i].block_m;
-      p.block_c = tiles[i].block_n;
+      p.block_r = tiles[i].block_r;
+      p.block_c = tiles[i].block_c;
       expect_ok({"flash1", Pass::FwdBwd, p});
       expect_ok({"flash1", Pass::Bwd, p});
     }

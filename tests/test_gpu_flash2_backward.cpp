@@ -86,7 +86,7 @@ TEST_F(Flash2BackwardFeatures, EveryHeadDimAndBothBackwardPasses) {
     p.head_dim = d;
     for (Pass pass : {Pass::Bwd, Pass::FwdBwd}) {
       const Record r = expect_ok({"flash2", pass, p});
-      if (d == 256 && r.status == Status::Ok) {  // the first of flash2_bwd_config.h's tiles that fits
+      if (d == 256 && r.status == Status::Ok) {  // the first of kernels/common/mma_bwd_configs.h's tiles that fits
         ASSERT_TRUE(r.tiles_bwd.has_value());
         EXPECT_EQ(r.tiles_bwd->block_r, gpu()->smem_per_block_optin >= 222208 ? 64 : 32);
         EXPECT_EQ(r.tiles_bwd->warps, 8);

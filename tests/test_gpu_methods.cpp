@@ -103,7 +103,7 @@ TEST_F(GpuFeatures, KeyPaddingGqaAndUnequalLengths) {
 
 TEST_F(GpuFeatures, EveryFlash2TileAndHeadDim) {
   for (int d : {32, 64, 96, 128, 256}) {
-    kernels::Flash2Tile tiles[16];
+    kernels::KernelTile tiles[16];
     int n = kernels::flash2_fwd_tiles(d, tiles, 8);
     ASSERT_GT(n, 0) << d;
     if (wgmma_here()) n += kernels::flash2_fwd_wgmma_tiles(d, false, tiles + n, 8);
@@ -116,8 +116,8 @@ TEST_F(GpuFeatures, EveryFlash2TileAndHeadDim) {
         p.seqlen_q = 333;
         p.head_dim = d;
         p.causal = causal;
-        p.block_r = tiles[i].block_m;
-        p.block_c = tiles[i].block_n;
+        p.block_r = tiles[i].block_r;
+        p.block_c = tiles[i].block_c;
         p.mma = tiles[i].wgmma ? "wgmma" : "mma.sync";
         const Record r = expect_ok({"flash2", Pass::Fwd, p});
         if (r.tiles) EXPECT_EQ(r.tiles->mma, p.mma);

@@ -4,7 +4,7 @@
 // masks. Its kernels are flash2's first forward and backward tiles (blocksparse_dispatch.cu).
 #include "analysis/models/flash2.h"
 #include "analysis/models/model_parts.h"
-#include "kernels/flash2/flash2_bwd_config.h"
+#include "kernels/common/mma_bwd_configs.h"
 #include "kernels/flash2/flash2_fwd_configs.h"
 
 namespace flashio::analysis {
@@ -44,14 +44,14 @@ class BlocksparseFlashModel final : public Flash2Model {
   template <int D>
   static PredictedTiles first_tiles(int64_t optin) {
     PredictedTiles out;
-    const kernels::Flash2TileSpec f = kernels::Flash2FwdConfigs<D>::list[0];
+    const TileShape f = kernels::Flash2FwdConfigs<D>::list[0];
     if (kernels::flash2_fwd_smem_bytes(D, f) <= optin) {
-      out.fwd = KernelTiles{f.block_m, f.block_n, f.warps};
+      out.fwd = ModelTiles{f};
       out.fwd_smem = kernels::flash2_fwd_smem_bytes(D, f);
     }
-    const kernels::Flash2BwdSpec b = kernels::Flash2BwdConfig<D>::kSpec;
-    out.bwd = KernelTiles{b.block_m, b.block_n, b.warps};
-    out.bwd_smem = kernels::flash2_bwd_smem_bytes(D, b.block_n, b.block_m, b.warps);
+    const TileShape b = kernels::MmaBwdConfig<D>::kSpec;
+    out.bwd = ModelTiles{b};
+    out.bwd_smem = kernels::mma_bwd_smem_bytes(D, b);
     return out;
   }
 };

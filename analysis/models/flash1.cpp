@@ -10,7 +10,7 @@
 #include "analysis/models/model_parts.h"
 #include "analysis/schedule_sim.h"
 #include "kernels/flash1/flash1_configs.h"
-#include "kernels/flash2/flash2_bwd_config.h"
+#include "kernels/common/mma_bwd_configs.h"
 
 namespace flashio::analysis {
 
@@ -22,7 +22,7 @@ using namespace parts;
 // kernel without splits does), Q_i once per visit, and per visited (i, j): m_i, ℓ_i, O_i (fp32)
 // read when j > 0; written back, or on the last visit O (element type, 16 of 32 bytes per
 // sector) and L instead of the fp32 O. Everything per (i, j) is independent of S.
-Traffic flash1_fwd_traffic(const Problem& p, const KernelTiles& t) {
+Traffic flash1_fwd_traffic(const Problem& p, const ModelTiles& t) {
   check_tiles(t, "flash1 forward");
   require(t.splits >= 1, "flash1 forward: splits must be >= 1");
   const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, nkmax = p.nk(), row_bytes = d * e;
@@ -83,7 +83,7 @@ Traffic flash1_fwd_traffic(const Problem& p, const KernelTiles& t) {
 // 4-byte ones, the second load hitting L1, both stores reaching L2), added with flash2's fp32
 // atomics when S > 1 (dq_sectors_per_row); dK_j, dV_j written; dQ accumulator zeroed
 // before, converted after.
-Traffic flash1_bwd_traffic(const Problem& p, const KernelTiles& t, DqWidth dq) {
+Traffic flash1_bwd_traffic(const Problem& p, const ModelTiles& t, DqWidth dq) {
   check_tiles(t, "flash1 backward");
   require(t.splits >= 1, "flash1 backward: splits must be >= 1");
   const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, nkmax = p.nk(), row_bytes = d * e;
@@ -175,7 +175,7 @@ class Flash1Model final : public IoModel {
   }
 
   // Algorithm 1's loop order re-reads Q, O, ℓ, m once per K/V tile: the forward divides by Bc.
-  int reread_tile(const KernelTiles& fwd) const override { return fwd.block_c; }
+  int reread_tile(const ModelTiles& fwd) const override { return fwd.block_c; }
   const char* reread_tile_name() const override { return "Bc"; }
   std::string asymptotic_formula(const ModelPoint& m) const override {
     const std::string s = m.mask.empty() ? "" : "s·";
@@ -205,12 +205,12 @@ class Flash1Model final : public IoModel {
   static PredictedTiles tiles(int64_t optin) {
     PredictedTiles out;
     if (const auto f = kernels::flash1_fwd_pick<D>(optin)) {
-      out.fwd = KernelTiles{f->block_m, f->block_n, f->warps};
+      out.fwd = ModelTiles{*f};
       out.fwd_smem = kernels::flash1_fwd_smem_bytes(D, *f);
     }
-    const kernels::Flash2BwdSpec b = kernels::Flash2BwdConfig<D>::kSpec;
-    out.bwd = KernelTiles{b.block_m, b.block_n, b.warps};
-    out.bwd_smem = kernels::flash1_bwd_smem_bytes(D, b.block_n, b.block_m, b.warps);
+    const TileShape b = kernels::MmaBwdConfig<D>::kSpec;
+    out.bwd = ModelTiles{b};
+    out.bwd_smem = kernels::flash1_bwd_smem_bytes(D, b);
     return out;
   }
 };
@@ -233,7 +233,7 @@ int64_t Flash1Model::dram_beyond_compulsory(const ModelPoint& m, const DramConte
   const Traffic sm = sm_l2(m);
   const int64_t heads = p.batch * p.heads;
   if (fwd) {
-    const KernelTiles t = m.fwd_tiles.value();
+    const ModelTiles t = m.fwd_tiles.value();
     const int64_t splits = t.splits;
     out.blocks_per_sm = resident_blocks(t.warps * 32, fwd_smem_bytes, gpu, kernels.fwd);
     out.occupancy = occupancy_source(kernels.fwd, gpu);
@@ -250,7 +250,7 @@ int64_t Flash1Model::dram_beyond_compulsory(const ModelPoint& m, const DramConte
     }
   }
   if (bwd) {
-    const KernelTiles t = m.bwd_tiles.value();
+    const ModelTiles t = m.bwd_tiles.value();
     const int64_t splits = t.splits;
     const int bps = resident_blocks(t.warps * 32, bwd_smem_bytes, gpu, kernels.bwd);
     const int64_t per_head = nq * (3 * d * e + 8 + 4 * d);

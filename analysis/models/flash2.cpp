@@ -11,7 +11,7 @@
 
 #include "analysis/models/model_parts.h"
 #include "analysis/schedule_sim.h"
-#include "kernels/flash2/flash2_bwd_config.h"
+#include "kernels/common/mma_bwd_configs.h"
 #include "kernels/flash2/flash2_fwd_configs.h"
 
 namespace flashio::analysis {
@@ -32,7 +32,7 @@ int64_t preprocess_lanes(int64_t d) {
 // key tile (rows < the sequence's key length; causal: tiles up to the Q tile's last row),
 // O_i once (16-byte stores of whole rows), L_i once (`l_store_rows` rows per instruction: 8 for
 // the t == 0 lanes of the mma.sync and wgmma accumulators). Tile loads as smem_row_deliveries counts them.
-Traffic flash2_fwd_traffic(const Problem& p, const KernelTiles& t, const BlockMask& mask) {
+Traffic flash2_fwd_traffic(const Problem& p, const ModelTiles& t, const BlockMask& mask) {
   check_tiles(t, "flash2 forward");
   const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, row_bytes = d * e;
   const int64_t br = t.block_r, bc = t.block_c, tr = ceil_div(nq, br);
@@ -86,7 +86,7 @@ static void add_deterministic_dq(Traffic& out, int64_t q_rows, int64_t visits, i
 // (dq_sectors_per_row: one vector instruction per sector on sm_90, the fp32 bytes; two scalar
 // ones before, 2× the fp32 bytes); dK_j, dV_j
 // written; convert dQ.
-Traffic flash2_bwd_traffic(const Problem& p, const KernelTiles& t, const BlockMask& mask, DqWidth dq) {
+Traffic flash2_bwd_traffic(const Problem& p, const ModelTiles& t, const BlockMask& mask, DqWidth dq) {
   check_tiles(t, "flash2 backward");
   const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, nkmax = p.nk(), row_bytes = d * e;
   const int64_t br = t.block_r, bc = t.block_c, m_blocks = ceil_div(nq, br), tc = ceil_div(nkmax, bc);
@@ -187,7 +187,7 @@ int64_t Flash2Model::dram_beyond_compulsory(const ModelPoint& m, const DramConte
   const bool fwd = m.pass != Pass::Bwd, bwd = m.pass != Pass::Fwd;
   int64_t extra = 0;
   if (fwd) {
-    const KernelTiles t = m.fwd_tiles.value();
+    const ModelTiles t = m.fwd_tiles.value();
     const int64_t tr = ceil_div(nq, t.block_r), group = p.heads / p.kvh();
     out.blocks_per_sm = resident_blocks(t.warps * 32, fwd_smem_bytes, gpu, kernels.fwd);
     out.occupancy = occupancy_source(kernels.fwd, gpu);
@@ -216,7 +216,7 @@ int64_t Flash2Model::dram_beyond_compulsory(const ModelPoint& m, const DramConte
       out.note += " (co-resident layers in lock-step: the kernel records no local memory)";
   }
   if (bwd) {
-    const KernelTiles t = m.bwd_tiles.value();
+    const ModelTiles t = m.bwd_tiles.value();
     const int64_t tc = ceil_div(nkmax, t.block_c), group = p.heads / p.kvh();
     DramPrediction b_out;
     b_out.blocks_per_sm = resident_blocks(t.warps * 32, bwd_smem_bytes, gpu, kernels.bwd);
@@ -258,19 +258,19 @@ template <int D>
 PredictedTiles flash2_tiles(int64_t optin) {
   PredictedTiles out;
   if (const auto f = kernels::flash2_fwd_pick<D>(optin)) {
-    out.fwd = KernelTiles{f->block_m, f->block_n, f->warps};
+    out.fwd = ModelTiles{*f};
     out.fwd_smem = kernels::flash2_fwd_smem_bytes(D, *f);
   }
-  const kernels::Flash2BwdSpec b = kernels::flash2_bwd_pick<D>(optin);
-  out.bwd = KernelTiles{b.block_m, b.block_n, b.warps};
-  out.bwd_smem = kernels::flash2_bwd_smem_bytes(D, b.block_n, b.block_m, b.warps);
+  const TileShape b = kernels::mma_bwd_pick<D>(optin);
+  out.bwd = ModelTiles{b};
+  out.bwd_smem = kernels::mma_bwd_smem_bytes(D, b);
   return out;
 }
 
 }  // namespace
 
 // The mma.sync tiles the method runs unforced: the first forward tile that fits
-// (flash2_fwd_pick), the backward's flash2_bwd_pick.
+// (flash2_fwd_pick), the backward's mma_bwd_pick.
 PredictedTiles Flash2Model::predict_tiles(int64_t head_dim, int64_t optin) const {
   switch (head_dim) {
 #define FLASH2_PREDICT_CASE(D) \

@@ -34,9 +34,9 @@ struct DramContext {
 // The tiles a method would run on a GPU with a given shared memory per block (`flashio
 // predict`), from the kernels' own configuration headers.
 struct PredictedTiles {
-  std::optional<KernelTiles> fwd;  // none: no forward tile fits
+  std::optional<ModelTiles> fwd;  // none: no forward tile fits
   int64_t fwd_smem = 0;
-  KernelTiles bwd;
+  ModelTiles bwd;
   int64_t bwd_smem = 0;
   bool bwd_kernel = true;  // the method has a backward kernel at this head dim
 };
@@ -86,7 +86,7 @@ class IoModel {
   // divide by (reread_tile: forward Br for flash2, Bc for flash1; backward Bc).
   virtual double asymptotic_form(const ModelPoint& m) const;
   virtual std::string asymptotic_formula(const ModelPoint& m) const;
-  virtual int reread_tile(const KernelTiles& fwd) const { return fwd.block_r; }
+  virtual int reread_tile(const ModelTiles& fwd) const { return fwd.block_r; }
   virtual const char* reread_tile_name() const { return "Br"; }
 
   // --- tile pick (`flashio predict`; exact models) ---------------------------------------------

@@ -26,7 +26,7 @@ inline void require(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument(what);
 }
 
-inline void check_tiles(const KernelTiles& t, const char* kernel) {
+inline void check_tiles(const ModelTiles& t, const char* kernel) {
   require(t.block_r > 0 && t.block_c > 0 && t.warps > 0,
           fmt::format("{}: the record's tiles are incomplete (block_r {}, block_c {}, warps {})", kernel, t.block_r,
                       t.block_c, t.warps));
@@ -36,7 +36,7 @@ inline void check_tiles(const KernelTiles& t, const char* kernel) {
 }
 
 // The point's tiles of one kernel, or a sentence saying the record lacks them.
-inline KernelTiles need_tiles(const std::optional<KernelTiles>& t, const ModelPoint& m, const char* which) {
+inline ModelTiles need_tiles(const std::optional<ModelTiles>& t, const ModelPoint& m, const char* which) {
   require(t.has_value(), fmt::format("{} {}: the record does not carry the {} kernel's tiles{}", m.method,
                                      to_string(m.pass), which, std::string(which) == "backward" ? " (tiles_bwd)" : ""));
   return *t;

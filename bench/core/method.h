@@ -18,6 +18,7 @@
 
 #include "bench/core/device_info.h"
 #include "bench/core/problem.h"
+#include "bench/core/tile_shape.h"
 
 typedef struct CUstream_st* cudaStream_t;  // as in the CUDA runtime headers
 
@@ -69,12 +70,9 @@ struct AttentionBuffers {
 };
 
 // The tile sizes a kernel actually runs with: written into every record (the IO model
-// reads them from there, never from a copy of the kernel's constants).
-struct Tiles {
-  int block_r = 0;  // Br: query rows per tile
-  int block_c = 0;  // Bc: key rows per tile
-  int warps = 0;
-  int stages = 0;   // shared-memory pipeline depth of K/V
+// reads them from there, never from a copy of the kernel's constants). The shape (Br, Bc,
+// warps, stages) is TileShape's; the rest says how the kernel runs it.
+struct Tiles : TileShape {
   int64_t smem_bytes = 0;
   int splits = 0;   // thread blocks sharing one (batch, head) along the kernel's outer tile loop (flash1); 0: not split by design
   // How the tiles are multiplied and stored: "mma.sync" (warp-level m16n8k16 from ldmatrix

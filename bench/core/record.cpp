@@ -107,7 +107,7 @@ Record record_from_json(const json& j) {
       if (!j.contains(key)) continue;
       const auto& t = j[key];
       (std::string(key) == "tiles" ? r.tiles : r.tiles_bwd) =
-          Tiles{t.value("block_r", 0), t.value("block_c", 0), t.value("warps", 0), t.value("stages", 0),
+          Tiles{{t.value("block_r", 0), t.value("block_c", 0), t.value("warps", 0), t.value("stages", 0)},
                 t.value("smem_bytes", int64_t(0)), t.value("splits", 0), t.value("mma", std::string()),
                 t.value("smem_layout", std::string()), t.value("elementwise", std::string()),
                 t.value("dq_adds", std::string())};

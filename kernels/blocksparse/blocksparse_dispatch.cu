@@ -11,15 +11,15 @@
 namespace flashio::kernels {
 
 #define BLOCKSPARSE_DECLARE(D)                                                                                 \
-  extern template void run_flash2_fwd<half, D, true>(const Flash2FwdParams&, const Flash2Tile&, cudaStream_t); \
-  extern template void run_flash2_fwd<__nv_bfloat16, D, true>(const Flash2FwdParams&, const Flash2Tile&,       \
+  extern template void run_flash2_fwd<half, D, true>(const FwdParams&, const KernelTile&, cudaStream_t); \
+  extern template void run_flash2_fwd<__nv_bfloat16, D, true>(const FwdParams&, const KernelTile&,       \
                                                               cudaStream_t);                                   \
-  extern template void run_flash2_bwd<half, D, true>(const Flash2BwdParams&, const Flash2Tile&, cudaStream_t); \
-  extern template void run_flash2_bwd<__nv_bfloat16, D, true>(const Flash2BwdParams&, const Flash2Tile&, cudaStream_t);
+  extern template void run_flash2_bwd<half, D, true>(const BwdParams&, const KernelTile&, cudaStream_t); \
+  extern template void run_flash2_bwd<__nv_bfloat16, D, true>(const BwdParams&, const KernelTile&, cudaStream_t);
 BLOCKSPARSE_HEAD_DIMS(BLOCKSPARSE_DECLARE)
 
 template <typename T>
-static void fwd_head_dim(const Flash2FwdParams& p, const Flash2Tile& tile, cudaStream_t stream) {
+static void fwd_head_dim(const FwdParams& p, const KernelTile& tile, cudaStream_t stream) {
   switch (p.head_dim) {
 #define BLOCKSPARSE_FWD_CASE(D)                  \
   case D:                                        \
@@ -32,11 +32,11 @@ static void fwd_head_dim(const Flash2FwdParams& p, const Flash2Tile& tile, cudaS
 }
 
 template <typename T>
-static void bwd_head_dim(const Flash2BwdParams& p, cudaStream_t stream) {
+static void bwd_head_dim(const BwdParams& p, cudaStream_t stream) {
   switch (p.head_dim) {
 #define BLOCKSPARSE_BWD_CASE(D)                                 \
   case D: {                                                     \
-    Flash2Tile tile{};                                          \
+    KernelTile tile{};                                          \
     flash2_bwd_tile(D, &tile); /* the first: the one compiled */ \
     run_flash2_bwd<T, D, true>(p, tile, stream);                \
     return;                                                     \
@@ -47,7 +47,7 @@ static void bwd_head_dim(const Flash2BwdParams& p, cudaStream_t stream) {
   }
 }
 
-void blocksparse_flash_fwd(const Flash2FwdParams& p, const Flash2Tile& tile, bool bf16, cudaStream_t stream) {
+void blocksparse_flash_fwd(const FwdParams& p, const KernelTile& tile, bool bf16, cudaStream_t stream) {
   if (!p.sparse_ptr || !p.sparse_idx) throw std::invalid_argument("blocksparse_flash: no tile lists");
   if (bf16) {
     fwd_head_dim<__nv_bfloat16>(p, tile, stream);
@@ -56,7 +56,7 @@ void blocksparse_flash_fwd(const Flash2FwdParams& p, const Flash2Tile& tile, boo
   }
 }
 
-void blocksparse_flash_bwd(const Flash2BwdParams& p, bool bf16, cudaStream_t stream) {
+void blocksparse_flash_bwd(const BwdParams& p, bool bf16, cudaStream_t stream) {
   if (!p.sparse_ptr || !p.sparse_idx) throw std::invalid_argument("blocksparse_flash: no tile lists");
   if (bf16) {
     bwd_head_dim<__nv_bfloat16>(p, stream);

@@ -33,7 +33,7 @@
 namespace flashio {
 namespace {
 
-using kernels::Flash2Tile;
+using kernels::KernelTile;
 
 // Why the pattern's block cannot be mapped onto the kernel tiles, or yes.
 Support check_block(const Problem& p, int block_r, int block_c, const char* pass) {
@@ -74,24 +74,24 @@ class BlocksparseFlash final : public Method {
     if (p.seqlen_q > (int64_t(1) << 30) || p.nk() > (int64_t(1) << 30))
       return Support::no("sequence lengths above 2^30 are not supported (32-bit row indices)");
     if (auto why = pattern_invalid_reason(p)) return Support::no(*why);
-    Flash2Tile fwd{};
+    KernelTile fwd{};
     if (!kernels::blocksparse_fwd_tile(int(p.head_dim), &fwd))
       return Support::no(fmt::format("blocksparse_flash is compiled for head dims 64 and 128 (got {})", p.head_dim));
-    if ((p.block_r > 0 && p.block_r != fwd.block_m) || (p.block_c > 0 && p.block_c != fwd.block_n))
-      return Support::no(fmt::format("blocksparse_flash compiles only the {}x{} forward tile for d={}", fwd.block_m,
-                                     fwd.block_n, p.head_dim));
+    if ((p.block_r > 0 && p.block_r != fwd.block_r) || (p.block_c > 0 && p.block_c != fwd.block_c))
+      return Support::no(fmt::format("blocksparse_flash compiles only the {}x{} forward tile for d={}", fwd.block_r,
+                                     fwd.block_c, p.head_dim));
     if (fwd.smem_bytes > dev.smem_per_block_optin)
       return Support::no(fmt::format("tile {}x{} needs {} bytes of shared memory; this GPU allows {} per block",
-                                     fwd.block_m, fwd.block_n, fwd.smem_bytes, dev.smem_per_block_optin));
-    if (Support s = check_block(p, fwd.block_m, fwd.block_n, "forward"); !s) return s;
+                                     fwd.block_r, fwd.block_c, fwd.smem_bytes, dev.smem_per_block_optin));
+    if (Support s = check_block(p, fwd.block_r, fwd.block_c, "forward"); !s) return s;
     if (pass != Pass::Fwd) {
-      Flash2Tile bwd{};
+      KernelTile bwd{};
       if (!kernels::flash2_bwd_tile(int(p.head_dim), &bwd))
         return Support::no(fmt::format("no backward tile for d={}", p.head_dim));
       if (bwd.smem_bytes > dev.smem_per_block_optin)
         return Support::no(fmt::format("the backward needs {} bytes of shared memory; this GPU allows {} per block",
                                        bwd.smem_bytes, dev.smem_per_block_optin));
-      if (Support s = check_block(p, bwd.block_m, bwd.block_n, "backward"); !s) return s;
+      if (Support s = check_block(p, bwd.block_r, bwd.block_c, "backward"); !s) return s;
     }
     return Support::yes();
   }

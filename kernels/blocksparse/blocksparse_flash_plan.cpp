@@ -15,7 +15,7 @@
 namespace flashio {
 namespace {
 
-using kernels::Flash2Tile;
+using kernels::KernelTile;
 
 // Device copy of a BlockLists (ptr then idx, one buffer).
 struct DeviceLists {
@@ -36,29 +36,29 @@ struct DeviceLists {
 
 class BlocksparseFlashPlan final : public Plan {
  public:
-  BlocksparseFlashPlan(const Problem& p, Pass pass, Flash2Tile fwd, Flash2Tile bwd, DeviceAllocator& alloc)
+  BlocksparseFlashPlan(const Problem& p, Pass pass, KernelTile fwd, KernelTile bwd, DeviceAllocator& alloc)
       : p_(p), tile_(fwd) {
     const BlockMask mask = make_block_mask(p);
-    fwd_lists_ = DeviceLists(by_rows(tile_mask(mask, p.seqlen_q, p.nk(), fwd.block_m, fwd.block_n)), alloc);
+    fwd_lists_ = DeviceLists(by_rows(tile_mask(mask, p.seqlen_q, p.nk(), fwd.block_r, fwd.block_c)), alloc);
     if (pass != Pass::Fwd) {
-      bwd_lists_ = DeviceLists(by_cols(tile_mask(mask, p.seqlen_q, p.nk(), bwd.block_m, bwd.block_n)), alloc);
+      bwd_lists_ = DeviceLists(by_cols(tile_mask(mask, p.seqlen_q, p.nk(), bwd.block_r, bwd.block_c)), alloc);
       d_sum_ = DeviceBuffer(alloc, size_t(p.batch * p.heads * p.seqlen_q) * sizeof(float));
       dq_accum_ = DeviceBuffer(alloc, size_t(p.q_elements()) * sizeof(float));
     }
   }
   Tiles tiles() const override {
-    return {tile_.block_m, tile_.block_n, tile_.warps, tile_.stages, tile_.smem_bytes, 0, "mma.sync", "padded"};
+    return {tile_.block_r, tile_.block_c, tile_.warps, tile_.stages, tile_.smem_bytes, 0, "mma.sync", "padded"};
   }
   bool writes_lse() const override { return true; }
 
   void forward(const AttentionBuffers& buf, cudaStream_t stream) override {
-    kernels::Flash2FwdParams k = flash2_fwd_params(p_, buf);
+    kernels::FwdParams k = flash2_fwd_params(p_, buf);
     k.sparse_ptr = fwd_lists_.ptr;
     k.sparse_idx = fwd_lists_.idx;
     kernels::blocksparse_flash_fwd(k, tile_, p_.dtype == DType::BF16, stream);
   }
   void backward(const AttentionBuffers& buf, cudaStream_t stream) override {
-    kernels::Flash2BwdParams k = flash2_bwd_params(p_, buf, d_sum_.as<float>(), dq_accum_.as<float>());
+    kernels::BwdParams k = flash2_bwd_params(p_, buf, d_sum_.as<float>(), dq_accum_.as<float>());
     k.sparse_ptr = bwd_lists_.ptr;
     k.sparse_idx = bwd_lists_.idx;
     kernels::blocksparse_flash_bwd(k, p_.dtype == DType::BF16, stream);
@@ -66,7 +66,7 @@ class BlocksparseFlashPlan final : public Plan {
 
  private:
   Problem p_;
-  Flash2Tile tile_;
+  KernelTile tile_;
   DeviceLists fwd_lists_, bwd_lists_;
   DeviceBuffer d_sum_, dq_accum_;
 };
@@ -74,7 +74,7 @@ class BlocksparseFlashPlan final : public Plan {
 }  // namespace
 
 std::unique_ptr<Plan> plan_blocksparse_flash(const Problem& p, Pass pass, const DeviceInfo&, DeviceAllocator& alloc) {
-  Flash2Tile fwd{}, bwd{};
+  KernelTile fwd{}, bwd{};
   kernels::blocksparse_fwd_tile(int(p.head_dim), &fwd);
   kernels::flash2_bwd_tile(int(p.head_dim), &bwd);
   return std::make_unique<BlocksparseFlashPlan>(p, pass, fwd, bwd, alloc);

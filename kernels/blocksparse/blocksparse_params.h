@@ -10,13 +10,13 @@ namespace flashio::kernels {
 bool blocksparse_head_dim_compiled(int head_dim);
 
 // The forward's one compiled tile for `head_dim` (flash2's first, fastest tile); false if none.
-bool blocksparse_fwd_tile(int head_dim, Flash2Tile* out);
+bool blocksparse_fwd_tile(int head_dim, KernelTile* out);
 
 // Forward: params.sparse_ptr / sparse_idx are the row lists of the mask at `tile`'s Br × Bc.
-void blocksparse_flash_fwd(const Flash2FwdParams& params, const Flash2Tile& tile, bool bf16, cudaStream_t stream);
+void blocksparse_flash_fwd(const FwdParams& params, const KernelTile& tile, bool bf16, cudaStream_t stream);
 
 // Backward: params.sparse_ptr / sparse_idx are the column lists of the mask at the backward's
 // tile (flash2_bwd_tile).
-void blocksparse_flash_bwd(const Flash2BwdParams& params, bool bf16, cudaStream_t stream);
+void blocksparse_flash_bwd(const BwdParams& params, bool bf16, cudaStream_t stream);
 
 }  // namespace flashio::kernels

@@ -16,13 +16,13 @@ bool blocksparse_head_dim_compiled(int head_dim) {
 }
 
 template <int D>
-static bool first_tile(Flash2Tile* out) {
-  const Flash2TileSpec s = Flash2FwdConfigs<D>::list[0];  // run_flash2_fwd<.., true> compiles only this one
-  *out = {s.block_m, s.block_n, s.warps, s.stages, flash2_fwd_smem_bytes(D, s)};
+static bool first_tile(KernelTile* out) {
+  const TileShape s = Flash2FwdConfigs<D>::list[0];  // run_flash2_fwd<.., true> compiles only this one
+  *out = {s.block_r, s.block_c, s.warps, s.stages, flash2_fwd_smem_bytes(D, s)};
   return true;
 }
 
-bool blocksparse_fwd_tile(int head_dim, Flash2Tile* out) {
+bool blocksparse_fwd_tile(int head_dim, KernelTile* out) {
   switch (head_dim) {
 #define BLOCKSPARSE_TILE_CASE(D) \
   case D:                        \

@@ -25,7 +25,7 @@ struct FwdHeadTensors {
   int q_rows;  // query rows from row0 on (may exceed a tile's rows)
 };
 
-// Params: any of the forwards' argument blocks (Flash2FwdParams: q, k, v, o, lse, key_lengths,
+// Params: any of the forwards' argument blocks (FwdParams: q, k, v, o, lse, key_lengths,
 // heads, kv_heads, seqlen_q, seqlen_k).
 template <class T, int kHeadDim, class Params>
 __device__ __forceinline__ FwdHeadTensors<T> fwd_head_tensors(const Params& p, int b, int h, int row0) {

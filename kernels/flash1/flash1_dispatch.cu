@@ -7,14 +7,14 @@
 namespace flashio::kernels {
 
 #define FLASH1_DECLARE(D)                                                                                           \
-  extern template int run_flash1_fwd<half, D>(const Flash1FwdParams&, const Flash2Tile&, cudaStream_t, bool);          \
-  extern template int run_flash1_fwd<__nv_bfloat16, D>(const Flash1FwdParams&, const Flash2Tile&, cudaStream_t, bool); \
+  extern template int run_flash1_fwd<half, D>(const Flash1FwdParams&, const KernelTile&, cudaStream_t, bool);          \
+  extern template int run_flash1_fwd<__nv_bfloat16, D>(const Flash1FwdParams&, const KernelTile&, cudaStream_t, bool); \
   extern template int run_flash1_bwd<half, D>(const Flash1BwdParams&, cudaStream_t, bool);                             \
   extern template int run_flash1_bwd<__nv_bfloat16, D>(const Flash1BwdParams&, cudaStream_t, bool);
 FLASH1_HEAD_DIMS(FLASH1_DECLARE)
 
 template <typename T>
-static int fwd_head_dim(const Flash1FwdParams& p, const Flash2Tile& tile, cudaStream_t stream, bool occupancy_only) {
+static int fwd_head_dim(const Flash1FwdParams& p, const KernelTile& tile, cudaStream_t stream, bool occupancy_only) {
   switch (p.base.head_dim) {
 #define FLASH1_FWD_CASE(D) \
   case D: return run_flash1_fwd<T, D>(p, tile, stream, occupancy_only);
@@ -33,7 +33,7 @@ static int bwd_head_dim(const Flash1BwdParams& p, cudaStream_t stream, bool occu
   }
 }
 
-void flash1_fwd(const Flash1FwdParams& p, const Flash2Tile& tile, bool bf16, cudaStream_t stream) {
+void flash1_fwd(const Flash1FwdParams& p, const KernelTile& tile, bool bf16, cudaStream_t stream) {
   bf16 ? fwd_head_dim<__nv_bfloat16>(p, tile, stream, false) : fwd_head_dim<half>(p, tile, stream, false);
 }
 
@@ -41,7 +41,7 @@ void flash1_bwd(const Flash1BwdParams& p, bool bf16, cudaStream_t stream) {
   bf16 ? bwd_head_dim<__nv_bfloat16>(p, stream, false) : bwd_head_dim<half>(p, stream, false);
 }
 
-int flash1_fwd_blocks_per_sm(const Flash1FwdParams& p, const Flash2Tile& tile, bool bf16) {
+int flash1_fwd_blocks_per_sm(const Flash1FwdParams& p, const KernelTile& tile, bool bf16) {
   return bf16 ? fwd_head_dim<__nv_bfloat16>(p, tile, nullptr, true) : fwd_head_dim<half>(p, tile, nullptr, true);
 }
 

@@ -39,7 +39,7 @@ namespace flashio::kernels {
 template <typename Tr, bool kCausal, bool kDropout>
 __global__ void __launch_bounds__(Tr::kNThreads) flash1_fwd_kernel(const Flash1FwdParams fp) {
   using T = typename Tr::Element;
-  const Flash2FwdParams& p = fp.base;
+  const FwdParams& p = fp.base;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sK = reinterpret_cast<T*>(smem_raw);  // (kBlockN, kStride)
   T* sV = sK + Tr::kSmemKV;                 // (kBlockN, kStride)
@@ -262,7 +262,7 @@ __device__ __forceinline__ void rowsum_do_o(const typename Tr::Element* sdO, con
 template <typename Tr, bool kCausal, bool kDropout, bool kAtomicDq>
 __global__ void __launch_bounds__(Tr::kNThreads) flash1_bwd_kernel(const Flash1BwdParams fp) {
   using T = typename Tr::Element;
-  const Flash2BwdParams& p = fp.base;
+  const BwdParams& p = fp.base;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sK = reinterpret_cast<T*>(smem_raw);  // (kBlockN, kStride)
   T* sV = sK + Tr::kSmemKV;                 // (kBlockN, kStride)

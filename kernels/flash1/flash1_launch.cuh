@@ -23,8 +23,8 @@ int flash1_blocks_per_sm(Kernel kernel, int threads, int smem) {
 // occupancy_only: return the kernel's resident blocks per SM instead of launching it.
 template <typename T, int kHeadDim, int kIndex>
 int launch_flash1_fwd_config(const Flash1FwdParams& p, cudaStream_t stream, bool occupancy_only) {
-  constexpr Flash2TileSpec s = Flash1FwdConfigs<kHeadDim>::list[kIndex];
-  using Tr = Flash2FwdTraits<T, kHeadDim, s.block_m, s.block_n, s.warps, s.stages>;
+  constexpr TileShape s = Flash1FwdConfigs<kHeadDim>::list[kIndex];
+  using Tr = Flash2FwdTraits<T, kHeadDim, s.block_r, s.block_c, s.warps, s.stages>;
   constexpr int kSmem = flash1_fwd_smem_bytes(kHeadDim, s);
   static_assert(kSmem == (2 * Tr::kSmemKV + 2 * Tr::kSmemQ) * 2, "smem formula shared with the host");
   const bool causal = p.base.causal, dropout = p.base.dropout;
@@ -39,13 +39,13 @@ int launch_flash1_fwd_config(const Flash1FwdParams& p, cudaStream_t stream, bool
 }
 
 template <typename T, int kHeadDim, size_t... I>
-int run_flash1_fwd_impl(const Flash1FwdParams& p, const Flash2Tile& tile, cudaStream_t stream, bool occupancy_only,
+int run_flash1_fwd_impl(const Flash1FwdParams& p, const KernelTile& tile, cudaStream_t stream, bool occupancy_only,
                         std::index_sequence<I...>) {
   bool found = false;
   int result = 0;
   auto try_one = [&](auto index) {
-    constexpr Flash2TileSpec s = Flash1FwdConfigs<kHeadDim>::list[decltype(index)::value];
-    if (!found && s.block_m == tile.block_m && s.block_n == tile.block_n && s.warps == tile.warps) {
+    constexpr TileShape s = Flash1FwdConfigs<kHeadDim>::list[decltype(index)::value];
+    if (!found && s.block_r == tile.block_r && s.block_c == tile.block_c && s.warps == tile.warps) {
       result = launch_flash1_fwd_config<T, kHeadDim, decltype(index)::value>(p, stream, occupancy_only);
       found = true;
     }
@@ -56,8 +56,8 @@ int run_flash1_fwd_impl(const Flash1FwdParams& p, const Flash2Tile& tile, cudaSt
 }
 
 template <typename T, int kHeadDim>
-int run_flash1_fwd(const Flash1FwdParams& p, const Flash2Tile& tile, cudaStream_t stream, bool occupancy_only) {
-  constexpr size_t n = sizeof(Flash1FwdConfigs<kHeadDim>::list) / sizeof(Flash2TileSpec);
+int run_flash1_fwd(const Flash1FwdParams& p, const KernelTile& tile, cudaStream_t stream, bool occupancy_only) {
+  constexpr size_t n = sizeof(Flash1FwdConfigs<kHeadDim>::list) / sizeof(TileShape);
   return run_flash1_fwd_impl<T, kHeadDim>(p, tile, stream, occupancy_only, std::make_index_sequence<n>{});
 }
 
@@ -70,11 +70,11 @@ constexpr int flash1_bwd_smem() {
 
 template <typename T, int kHeadDim>
 int run_flash1_bwd(const Flash1BwdParams& p, cudaStream_t stream, bool occupancy_only) {
-  using C = Flash2BwdConfig<kHeadDim>;
+  using C = MmaBwdConfig<kHeadDim>;
   using Tr = Flash2BwdTraits<T, kHeadDim, C::kBlockN, C::kBlockM, C::kWarps>;
   static_assert(Tr::kSplit == 1, "flash1's backward keeps a warp's dK and dV whole (d up to 128)");
   constexpr int kSmem = flash1_bwd_smem<Tr>();
-  const Flash2BwdParams& b = p.base;
+  const BwdParams& b = p.base;
   auto pick = [&](auto atomic) {
     constexpr bool kAtomic = decltype(atomic)::value;
     return b.causal ? (b.dropout ? flash1_bwd_kernel<Tr, true, true, kAtomic> : flash1_bwd_kernel<Tr, true, false, kAtomic>)

@@ -24,26 +24,26 @@
 namespace flashio {
 namespace {
 
-using kernels::Flash2Tile;
+using kernels::KernelTile;
 
-std::vector<Flash2Tile> compiled_tiles(int head_dim) {
-  Flash2Tile buf[16];
+std::vector<KernelTile> compiled_tiles(int head_dim) {
+  KernelTile buf[16];
   const int n = kernels::flash1_fwd_tiles(head_dim, buf, 16);
   return {buf, buf + n};
 }
 
 }  // namespace
 
-Support flash1_choose_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile* out) {
+Support flash1_choose_tile(const Problem& p, const DeviceInfo& dev, KernelTile* out) {
   const auto tiles = compiled_tiles(int(p.head_dim));
   if (p.block_r > 0 || p.block_c > 0) {
     std::vector<std::string> names;
     for (const auto& t : tiles) {
-      names.push_back(fmt::format("{}x{}", t.block_m, t.block_n));
-      if ((p.block_r > 0 && t.block_m != p.block_r) || (p.block_c > 0 && t.block_n != p.block_c)) continue;
+      names.push_back(fmt::format("{}x{}", t.block_r, t.block_c));
+      if ((p.block_r > 0 && t.block_r != p.block_r) || (p.block_c > 0 && t.block_c != p.block_c)) continue;
       if (t.smem_bytes > dev.smem_per_block_optin)
         return Support::no(fmt::format("tile {}x{} needs {} bytes of shared memory; this GPU allows {} per block",
-                                       t.block_m, t.block_n, t.smem_bytes, dev.smem_per_block_optin));
+                                       t.block_r, t.block_c, t.smem_bytes, dev.smem_per_block_optin));
       *out = t;
       return Support::yes();
     }
@@ -87,12 +87,12 @@ class Flash1 final : public Method {
     if (p.seqlen_q > (int64_t(1) << 30) || p.nk() > (int64_t(1) << 30))
       return Support::no("sequence lengths above 2^30 are not supported (32-bit row indices)");
     if (pass != Pass::Fwd) {
-      Flash2Tile bwd{};
+      KernelTile bwd{};
       if (!kernels::flash1_bwd_tile(int(p.head_dim), &bwd) || bwd.smem_bytes > dev.smem_per_block_optin)
         return Support::no(fmt::format("flash1 backward needs {} bytes of shared memory; this GPU allows {} per block",
                                        bwd.smem_bytes, dev.smem_per_block_optin));
     }
-    Flash2Tile t{};
+    KernelTile t{};
     return flash1_choose_tile(p, dev, &t);
   }
 };

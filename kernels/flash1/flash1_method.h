@@ -8,6 +8,6 @@ namespace flashio {
 
 // Algorithm 1's rule Bc = ⌈M/4d⌉, Br = min(⌈M/4d⌉, d), rounded down to a compiled tile that
 // fits, or the tile forced with --block-r/--block-c; no, with the reason, if none does.
-Support flash1_choose_tile(const Problem& p, const DeviceInfo& dev, kernels::Flash2Tile* out);
+Support flash1_choose_tile(const Problem& p, const DeviceInfo& dev, kernels::KernelTile* out);
 
 }  // namespace flashio

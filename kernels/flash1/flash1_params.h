@@ -7,7 +7,7 @@ namespace flashio::kernels {
 // Forward: the flash2 argument block plus the HBM state Algorithm 1 keeps between outer
 // iterations: O (fp32, as FlashAttention's own kernel accumulates it), ℓ and m.
 struct Flash1FwdParams {
-  Flash2FwdParams base;
+  FwdParams base;
   float* o_accum;  // [B, H, Nq, d]
   float* row_max;  // [B, H, Nq] m, in raw (unscaled) score units
   float* row_sum;  // [B, H, Nq] ℓ
@@ -17,7 +17,7 @@ struct Flash1FwdParams {
 // Backward: the flash2 argument block (dq_accum is read-modify-written, d_sum unused: D is
 // computed in the loop as Algorithm 4 does) plus the forward's ℓ and m.
 struct Flash1BwdParams {
-  Flash2BwdParams base;
+  BwdParams base;
   const float* row_max;
   const float* row_sum;
   int splits;  // thread blocks per (batch, head): block z takes the K/V tiles j ≡ z (mod splits);
@@ -25,19 +25,19 @@ struct Flash1BwdParams {
 };
 
 // Compiled forward tiles for `head_dim` (block_m = Br, block_n = Bc). Returns the count.
-int flash1_fwd_tiles(int head_dim, Flash2Tile* out, int max);
+int flash1_fwd_tiles(int head_dim, KernelTile* out, int max);
 // The backward's tile for `head_dim` (Bc = Br = 64); false when none.
-bool flash1_bwd_tile(int head_dim, Flash2Tile* out);
+bool flash1_bwd_tile(int head_dim, KernelTile* out);
 // The default forward tile on a GPU with `optin` bytes of shared memory per block: Algorithm 1's
 // rule (flash1_fwd_pick in flash1_configs.h); false if no compiled tile fits it.
-bool flash1_fwd_tile_for(int head_dim, long long optin, int element_bytes, Flash2Tile* out);
+bool flash1_fwd_tile_for(int head_dim, long long optin, int element_bytes, KernelTile* out);
 
-void flash1_fwd(const Flash1FwdParams& params, const Flash2Tile& tile, bool bf16, cudaStream_t stream);
+void flash1_fwd(const Flash1FwdParams& params, const KernelTile& tile, bool bf16, cudaStream_t stream);
 void flash1_bwd(const Flash1BwdParams& params, bool bf16, cudaStream_t stream);
 
 // Resident thread blocks per SM of the kernel these arguments would launch (the CUDA occupancy
 // calculator: registers, shared memory, threads); chooses `splits`.
-int flash1_fwd_blocks_per_sm(const Flash1FwdParams& params, const Flash2Tile& tile, bool bf16);
+int flash1_fwd_blocks_per_sm(const Flash1FwdParams& params, const KernelTile& tile, bool bf16);
 int flash1_bwd_blocks_per_sm(const Flash1BwdParams& params, bool bf16);
 
 }  // namespace flashio::kernels

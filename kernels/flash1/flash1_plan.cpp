@@ -10,7 +10,7 @@
 namespace flashio {
 namespace {
 
-using kernels::Flash2Tile;
+using kernels::KernelTile;
 
 // Thread blocks per head so that B·H·splits fill one wave of the GPU (at most `tiles`).
 int one_wave_splits(const Problem& p, const DeviceInfo& dev, int blocks_per_sm, int64_t tiles) {
@@ -21,22 +21,22 @@ int one_wave_splits(const Problem& p, const DeviceInfo& dev, int blocks_per_sm, 
 
 class Flash1Plan final : public Plan {
  public:
-  Flash1Plan(const Problem& p, Pass pass, Flash2Tile tile, const DeviceInfo& dev, DeviceAllocator& alloc)
+  Flash1Plan(const Problem& p, Pass pass, KernelTile tile, const DeviceInfo& dev, DeviceAllocator& alloc)
       : p_(p), tile_(tile) {
     kernels::Flash1FwdParams f{};
     fill_problem_params(p_, f.base);
     const bool bf16 = p.dtype == DType::BF16;
     fwd_splits_ = one_wave_splits(p, dev, kernels::flash1_fwd_blocks_per_sm(f, tile_, bf16),
-                                  (p.seqlen_q + tile_.block_m - 1) / tile_.block_m);
+                                  (p.seqlen_q + tile_.block_r - 1) / tile_.block_r);
     if (pass != Pass::Fwd) {
       kernels::Flash1BwdParams b{};
       fill_problem_params(p_, b.base);
-      kernels::Flash2Tile bt{};
+      kernels::KernelTile bt{};
       kernels::flash1_bwd_tile(int(p.head_dim), &bt);
       // Deterministic: one block per head adds dQ without atomics, in K/V-tile order.
       bwd_splits_ = p.deterministic ? 1
                                     : one_wave_splits(p, dev, kernels::flash1_bwd_blocks_per_sm(b, bf16),
-                                                      (p.nk() + bt.block_n - 1) / bt.block_n);
+                                                      (p.nk() + bt.block_c - 1) / bt.block_c);
     }
     const size_t rows = size_t(p.batch * p.heads * p.seqlen_q);
     o_accum_ = DeviceBuffer(alloc, size_t(p.q_elements()) * sizeof(float));  // O, ℓ, m in HBM (Algorithm 1)
@@ -45,13 +45,13 @@ class Flash1Plan final : public Plan {
     if (pass != Pass::Fwd) dq_accum_ = DeviceBuffer(alloc, size_t(p.q_elements()) * sizeof(float));
   }
   Tiles tiles() const override {
-    return {tile_.block_m,    tile_.block_n, tile_.warps, tile_.stages,
+    return {tile_.block_r,    tile_.block_c, tile_.warps, tile_.stages,
             tile_.smem_bytes, fwd_splits_,   "mma.sync",  "padded"};
   }
   std::optional<Tiles> backward_tiles() const override {
-    kernels::Flash2Tile t{};
+    kernels::KernelTile t{};
     if (!kernels::flash1_bwd_tile(int(p_.head_dim), &t)) return std::nullopt;
-    Tiles out{t.block_m, t.block_n, t.warps, t.stages, t.smem_bytes, bwd_splits_, "mma.sync", "padded"};
+    Tiles out{t.block_r, t.block_c, t.warps, t.stages, t.smem_bytes, bwd_splits_, "mma.sync", "padded"};
     out.dq_adds = "pairs";  // float2 read-modify-write (S = 1), atomic_add2 (S > 1)
     return out;
   }
@@ -96,7 +96,7 @@ class Flash1Plan final : public Plan {
 
  private:
   Problem p_;
-  Flash2Tile tile_;
+  KernelTile tile_;
   int fwd_splits_ = 1, bwd_splits_ = 1;
   DeviceBuffer o_accum_, row_max_, row_sum_, dq_accum_;
 };
@@ -104,7 +104,7 @@ class Flash1Plan final : public Plan {
 }  // namespace
 
 std::unique_ptr<Plan> plan_flash1(const Problem& p, Pass pass, const DeviceInfo& dev, DeviceAllocator& alloc) {
-  Flash2Tile t{};
+  KernelTile t{};
   flash1_choose_tile(p, dev, &t);
   return std::make_unique<Flash1Plan>(p, pass, t, dev, alloc);
 }

@@ -1,20 +1,20 @@
 // flash1's tiles as host code lists them, from the one table (flash1_configs.h; the backward
-// runs flash2's backward tile, kernels/flash2/flash2_bwd_config.h). Plain C++.
+// runs the mma.sync backward's first tile, kernels/common/mma_bwd_configs.h). Plain C++.
 #include "kernels/flash1/flash1_configs.h"
 #include "kernels/flash1/flash1_params.h"
-#include "kernels/flash2/flash2_bwd_config.h"
+#include "kernels/common/mma_bwd_configs.h"
 
 namespace flashio::kernels {
 
 template <int D>
-static int list_tiles(Flash2Tile* out, int max) {
+static int list_tiles(KernelTile* out, int max) {
   int n = 0;
   for (const auto& s : Flash1FwdConfigs<D>::list)
-    if (n < max) out[n++] = {s.block_m, s.block_n, s.warps, 1, flash1_fwd_smem_bytes(D, s)};
+    if (n < max) out[n++] = kernel_tile(s, flash1_fwd_smem_bytes(D, s));
   return n;
 }
 
-int flash1_fwd_tiles(int head_dim, Flash2Tile* out, int max) {
+int flash1_fwd_tiles(int head_dim, KernelTile* out, int max) {
   switch (head_dim) {
 #define FLASH1_TILES_CASE(D) \
   case D:                    \
@@ -25,13 +25,11 @@ int flash1_fwd_tiles(int head_dim, Flash2Tile* out, int max) {
   }
 }
 
-bool flash1_bwd_tile(int head_dim, Flash2Tile* out) {
+bool flash1_bwd_tile(int head_dim, KernelTile* out) {
   switch (head_dim) {
 #define FLASH1_BWD_TILE_CASE(D)                                                                      \
   case D:                                                                                            \
-    *out = {Flash2BwdConfig<D>::kBlockM, Flash2BwdConfig<D>::kBlockN, Flash2BwdConfig<D>::kWarps, 2, \
-            flash1_bwd_smem_bytes(D, Flash2BwdConfig<D>::kBlockN, Flash2BwdConfig<D>::kBlockM,       \
-                                  Flash2BwdConfig<D>::kWarps)};                                      \
+    *out = kernel_tile(MmaBwdConfig<D>::kSpec, flash1_bwd_smem_bytes(D, MmaBwdConfig<D>::kSpec)); \
     return true;
     FLASH1_HEAD_DIMS(FLASH1_BWD_TILE_CASE)
     default:
@@ -39,12 +37,12 @@ bool flash1_bwd_tile(int head_dim, Flash2Tile* out) {
   }
 }
 
-bool flash1_fwd_tile_for(int head_dim, long long optin, int element_bytes, Flash2Tile* out) {
+bool flash1_fwd_tile_for(int head_dim, long long optin, int element_bytes, KernelTile* out) {
   switch (head_dim) {
 #define FLASH1_PICK_CASE(D)                                                              \
   case D:                                                                                \
     if (const auto s = flash1_fwd_pick<D>(optin, element_bytes)) {                      \
-      *out = {s->block_m, s->block_n, s->warps, 1, flash1_fwd_smem_bytes(D, *s)};        \
+      *out = kernel_tile(*s, flash1_fwd_smem_bytes(D, *s));                              \
       return true;                                                                       \
     }                                                                                    \
     return false;

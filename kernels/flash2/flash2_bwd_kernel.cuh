@@ -12,7 +12,7 @@
 //      S and dP are computed transposed, Sᵀ = K_j·Q_iᵀ and dPᵀ = V_j·dO_iᵀ, so that Pᵀ and
 //      dSᵀ are already A operands of dV += Pᵀ·dO and dK += dSᵀ·Q. dSᵀ goes through shared
 //      memory for dQ = dS·K, where warps split the query rows instead.
-//      d = 256 (kSplit = 2, flash2_bwd_config.h): a warp's 16 × 256 dK and dV would take 256
+//      d = 256 (kSplit = 2, kernels/common/mma_bwd_configs.h): a warp's 16 × 256 dK and dV would take 256
 //      fp32 registers per thread, so two warps share each 16-key slice of Sᵀ and dPᵀ, one half
 //      of the queries each; Pᵀ∘Z and dSᵀ go through shared memory, and every warp then
 //      accumulates a 32-key × 64-column tile of dK and dV (128 registers) and a 32-query ×
@@ -53,7 +53,7 @@
 #include "kernels/common/mma.cuh"
 #include "kernels/common/dropout_fragments.cuh"
 #include "bench/core/philox.h"
-#include "kernels/flash2/flash2_bwd_config.h"
+#include "kernels/common/mma_bwd_configs.h"
 #include "kernels/flash2/flash2_fwd_kernel.cuh"
 #include "kernels/flash2/flash2_params.h"
 
@@ -69,7 +69,7 @@ struct Flash2BwdTraits {
   static constexpr int kNThreads = kNWarps * 32;
   static constexpr int kKeysPerWarp = 16;                  // rows of Sᵀ, dPᵀ per warp
   static constexpr int kKeyWarps = kBlockN / kKeysPerWarp;  // warps along the keys
-  // Warps sharing a 16-key slice of Sᵀ, dPᵀ (flash2_bwd_split): 1 up to d = 128; 2 at d = 256,
+  // Warps sharing a 16-key slice of Sᵀ, dPᵀ (mma_bwd_split): 1 up to d = 128; 2 at d = 256,
   // where they split its queries and Pᵀ∘Z, dSᵀ go through shared memory. Split, the products
   // after it have warp tiles of their own: dK, dV and dQ in 32 rows × d/4 columns.
   static constexpr int kSplit = kNWarps / kKeyWarps;
@@ -105,12 +105,12 @@ struct Flash2BwdTraits {
   static_assert(kBlockM % 16 == 0 && kNWarps % kQueryWarps == 0 && kDqRowsPerWarp % 16 == 0, "whole m16 tiles of dQ");
   static_assert(kDqColsPerWarp % kDqChunk == 0 && kNTilesS % 2 == 0 && kNTilesD % 2 == 0, "ldmatrix.x4 pairs");
   static_assert((kBlockM * kChunksPerRow) % kNThreads == 0, "whole copy rounds");
-  static_assert(kSmemBytes == flash2_bwd_smem_bytes(kHeadDim, kBlockN, kBlockM, kNWarps));
+  static_assert(kSmemBytes == mma_bwd_smem_bytes(kHeadDim, {kBlockM, kBlockN, kNWarps, 2}));
 };
 
 // D_i = Σ_c dO_ic · O_ic. kLanes lanes per row (a power of two ≥ d/8), 16 bytes each.
 template <typename T, int kHeadDim>
-__global__ void flash2_bwd_preprocess_kernel(const Flash2BwdParams p) {
+__global__ void flash2_bwd_preprocess_kernel(const BwdParams p) {
   constexpr int kChunks = kHeadDim / 8;
   constexpr int kLanes = kChunks <= 4 ? 4 : kChunks <= 8 ? 8 : kChunks <= 16 ? 16 : 32;
   const int64_t rows = int64_t(p.batch) * p.heads * p.seqlen_q;
@@ -132,7 +132,7 @@ __global__ void flash2_bwd_preprocess_kernel(const Flash2BwdParams p) {
 
 // dQ = scale · accumulator, converted to the element type; 8 elements per thread.
 template <typename T>
-__global__ void flash2_bwd_convert_dq_kernel(const Flash2BwdParams p, int64_t elements) {
+__global__ void flash2_bwd_convert_dq_kernel(const BwdParams p, int64_t elements) {
   const int64_t e0 = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 8;
   if (e0 >= elements) return;
   const float4 a = *reinterpret_cast<const float4*>(p.dq_accum + e0);
@@ -214,7 +214,7 @@ __device__ __forceinline__ void dq_turn_pass(int* semaphore, int rank) {
 // (32 rows: each B fragment feeds two m16 tiles), and dQ for a 32-query × d/4 tile likewise.
 // Unsplit, Pᵀ∘Z and dSᵀ are used from the registers they were computed in (sPs unused).
 template <typename Tr, bool kCausal, bool kDropout, typename AddDq, typename BeforeDq = NoDqWait>
-__device__ __forceinline__ void bwd_tile_step(const Flash2BwdParams& p, const typename Tr::Element* sK,
+__device__ __forceinline__ void bwd_tile_step(const BwdParams& p, const typename Tr::Element* sK,
                                               const typename Tr::Element* sV, const typename Tr::Element* sQs,
                                               const typename Tr::Element* sdOs, typename Tr::Element* sdS,
                                               const float* sLses, const float* sDs, int b, int h, int n0, int m0,
@@ -394,7 +394,7 @@ __device__ __forceinline__ void bwd_tile_step(const Flash2BwdParams& p, const ty
 // head at kv_off), staged through sK / sV (free by then) for 16-byte stores. Block-wide: every
 // thread calls it; it waits for outstanding copies and synchronises.
 template <typename Tr>
-__device__ __forceinline__ void store_dkdv(const Flash2BwdParams& p, typename Tr::Element* sK, typename Tr::Element* sV,
+__device__ __forceinline__ void store_dkdv(const BwdParams& p, typename Tr::Element* sK, typename Tr::Element* sV,
                                            const float (&acc_dk)[Tr::kAccTilesD][4],
                                            const float (&acc_dv)[Tr::kAccTilesD][4], size_t kv_off, int n0) {
   using T = typename Tr::Element;
@@ -435,7 +435,7 @@ __device__ __forceinline__ void store_dkdv(const Flash2BwdParams& p, typename Tr
 // kDeterministic: dQ added in turn (header comment), a template parameter so that the default
 // kernel's code and registers stay those of the atomic version.
 template <typename Tr, bool kCausal, bool kDropout, bool kSparse = false, bool kDeterministic = false>
-__global__ void __launch_bounds__(Tr::kNThreads) flash2_bwd_kernel(const Flash2BwdParams p) {
+__global__ void __launch_bounds__(Tr::kNThreads) flash2_bwd_kernel(const BwdParams p) {
   static_assert(!(kSparse && kDeterministic), "block-sparse columns are not a prefix of the K/V tiles");
   using T = typename Tr::Element;
   extern __shared__ __align__(16) unsigned char smem_raw[];

@@ -22,7 +22,7 @@ auto flash2_bwd_kernel_for(bool causal, bool dropout) {
 // element type.
 constexpr int kBwdSideThreads = 256;
 template <typename T, int kHeadDim>
-void launch_flash2_bwd_prologue(const Flash2BwdParams& p, cudaStream_t stream) {
+void launch_flash2_bwd_prologue(const BwdParams& p, cudaStream_t stream) {
   const int64_t rows = int64_t(p.batch) * p.heads * p.seqlen_q;
   constexpr int kChunks = kHeadDim / 8;
   constexpr int kLanes = kChunks <= 4 ? 4 : kChunks <= 8 ? 8 : kChunks <= 16 ? 16 : 32;
@@ -32,19 +32,19 @@ void launch_flash2_bwd_prologue(const Flash2BwdParams& p, cudaStream_t stream) {
   FLASHIO_CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, size_t(rows) * kHeadDim * sizeof(float), stream));
 }
 template <typename T, int kHeadDim>
-void launch_flash2_bwd_epilogue(const Flash2BwdParams& p, cudaStream_t stream) {
+void launch_flash2_bwd_epilogue(const BwdParams& p, cudaStream_t stream) {
   const int64_t elements = int64_t(p.batch) * p.heads * p.seqlen_q * kHeadDim;
   flash2_bwd_convert_dq_kernel<T>
       <<<unsigned((elements / 8 + kBwdSideThreads - 1) / kBwdSideThreads), kBwdSideThreads, 0, stream>>>(p, elements);
   FLASHIO_CHECK_LAUNCH();
 }
 
-// The main kernel for tile Flash2BwdConfigs<kHeadDim>::list[kIndex], between the prologue and
+// The main kernel for tile MmaBwdConfigs<kHeadDim>::list[kIndex], between the prologue and
 // the epilogue.
 template <typename T, int kHeadDim, int kIndex, bool kSparse>
-void launch_flash2_bwd_config(const Flash2BwdParams& p, cudaStream_t stream) {
-  constexpr Flash2BwdSpec s = Flash2BwdConfigs<kHeadDim>::list[kIndex];
-  using Tr = Flash2BwdTraits<T, kHeadDim, s.block_n, s.block_m, s.warps>;
+void launch_flash2_bwd_config(const BwdParams& p, cudaStream_t stream) {
+  constexpr TileShape s = MmaBwdConfigs<kHeadDim>::list[kIndex];
+  using Tr = Flash2BwdTraits<T, kHeadDim, s.block_c, s.block_r, s.warps>;
   launch_flash2_bwd_prologue<T, kHeadDim>(p, stream);
 
   // n_block is blockIdx.x, the fastest-varying index: see the deterministic mode below.
@@ -74,12 +74,12 @@ void launch_flash2_bwd_config(const Flash2BwdParams& p, cudaStream_t stream) {
 }
 
 template <typename T, int kHeadDim, bool kSparse, size_t... I>
-void run_flash2_bwd_impl(const Flash2BwdParams& p, const Flash2Tile& tile, cudaStream_t stream,
+void run_flash2_bwd_impl(const BwdParams& p, const KernelTile& tile, cudaStream_t stream,
                          std::index_sequence<I...>) {
   bool launched = false;
   auto try_one = [&](auto index) {
-    constexpr Flash2BwdSpec s = Flash2BwdConfigs<kHeadDim>::list[decltype(index)::value];
-    if (!launched && s.block_m == tile.block_m && s.block_n == tile.block_n && s.warps == tile.warps) {
+    constexpr TileShape s = MmaBwdConfigs<kHeadDim>::list[decltype(index)::value];
+    if (!launched && s.block_r == tile.block_r && s.block_c == tile.block_c && s.warps == tile.warps) {
       launch_flash2_bwd_config<T, kHeadDim, int(decltype(index)::value), kSparse>(p, stream);
       launched = true;
     }
@@ -88,12 +88,12 @@ void run_flash2_bwd_impl(const Flash2BwdParams& p, const Flash2Tile& tile, cudaS
   if (!launched) throw std::invalid_argument("flash2: backward tile configuration not compiled");
 }
 
-// The backward with tile `tile` (one of Flash2BwdConfigs<kHeadDim>::list). kSparse: the
+// The backward with tile `tile` (one of MmaBwdConfigs<kHeadDim>::list). kSparse: the
 // block-sparse main kernel (blocksparse_flash), compiled for the list's first tile only; not with
 // p.deterministic (the deterministic kernels are compiled for the dense case only).
 template <typename T, int kHeadDim, bool kSparse = false>
-void run_flash2_bwd(const Flash2BwdParams& p, const Flash2Tile& tile, cudaStream_t stream) {
-  constexpr size_t n = kSparse ? 1 : size_t(flash2_bwd_config_count<kHeadDim>());
+void run_flash2_bwd(const BwdParams& p, const KernelTile& tile, cudaStream_t stream) {
+  constexpr size_t n = kSparse ? 1 : size_t(mma_bwd_config_count<kHeadDim>());
   run_flash2_bwd_impl<T, kHeadDim, kSparse>(p, tile, stream, std::make_index_sequence<n>{});
 }
 

@@ -9,8 +9,8 @@
 
 namespace flashio {
 
-inline kernels::Flash2FwdParams flash2_fwd_params(const Problem& p, const AttentionBuffers& buf) {
-  kernels::Flash2FwdParams k{};
+inline kernels::FwdParams flash2_fwd_params(const Problem& p, const AttentionBuffers& buf) {
+  kernels::FwdParams k{};
   k.q = buf.q;
   k.k = buf.k;
   k.v = buf.v;
@@ -23,9 +23,9 @@ inline kernels::Flash2FwdParams flash2_fwd_params(const Problem& p, const Attent
 
 // `d_sum` (rowsum(dO∘O)), `dq_accum` (fp32 dQ) and, when p.deterministic, `dq_semaphore`
 // ([B, H, ⌈Nq/Br⌉] ints, Br of flash2_bwd_tile) are the plan's workspace.
-inline kernels::Flash2BwdParams flash2_bwd_params(const Problem& p, const AttentionBuffers& buf, float* d_sum,
+inline kernels::BwdParams flash2_bwd_params(const Problem& p, const AttentionBuffers& buf, float* d_sum,
                                                   float* dq_accum, int* dq_semaphore = nullptr) {
-  kernels::Flash2BwdParams k{};
+  kernels::BwdParams k{};
   k.q = buf.q;
   k.k = buf.k;
   k.v = buf.v;

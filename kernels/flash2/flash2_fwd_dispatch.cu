@@ -9,14 +9,14 @@
 namespace flashio::kernels {
 
 #define FLASH2_DECLARE(D)                                                                                   \
-  extern template void run_flash2_fwd<half, D>(const Flash2FwdParams&, const Flash2Tile&, cudaStream_t);      \
-  extern template void run_flash2_fwd<__nv_bfloat16, D>(const Flash2FwdParams&, const Flash2Tile&, cudaStream_t); \
-  extern template void run_flash2_bwd<half, D>(const Flash2BwdParams&, const Flash2Tile&, cudaStream_t);       \
-  extern template void run_flash2_bwd<__nv_bfloat16, D>(const Flash2BwdParams&, const Flash2Tile&, cudaStream_t);
+  extern template void run_flash2_fwd<half, D>(const FwdParams&, const KernelTile&, cudaStream_t);      \
+  extern template void run_flash2_fwd<__nv_bfloat16, D>(const FwdParams&, const KernelTile&, cudaStream_t); \
+  extern template void run_flash2_bwd<half, D>(const BwdParams&, const KernelTile&, cudaStream_t);       \
+  extern template void run_flash2_bwd<__nv_bfloat16, D>(const BwdParams&, const KernelTile&, cudaStream_t);
 FLASH2_HEAD_DIMS(FLASH2_DECLARE)
 
 template <typename T>
-static void dispatch_head_dim(const Flash2FwdParams& p, const Flash2Tile& tile, cudaStream_t stream) {
+static void dispatch_head_dim(const FwdParams& p, const KernelTile& tile, cudaStream_t stream) {
   switch (p.head_dim) {
 #define FLASH2_RUN_CASE(D)                     \
   case D:                                      \
@@ -27,7 +27,7 @@ static void dispatch_head_dim(const Flash2FwdParams& p, const Flash2Tile& tile, 
   }
 }
 
-void flash2_fwd(const Flash2FwdParams& p, const Flash2Tile& tile, bool bf16, cudaStream_t stream) {
+void flash2_fwd(const FwdParams& p, const KernelTile& tile, bool bf16, cudaStream_t stream) {
   if (bf16) {
     dispatch_head_dim<__nv_bfloat16>(p, tile, stream);
   } else {
@@ -36,7 +36,7 @@ void flash2_fwd(const Flash2FwdParams& p, const Flash2Tile& tile, bool bf16, cud
 }
 
 template <typename T>
-static void dispatch_bwd_head_dim(const Flash2BwdParams& p, const Flash2Tile& tile, cudaStream_t stream) {
+static void dispatch_bwd_head_dim(const BwdParams& p, const KernelTile& tile, cudaStream_t stream) {
   switch (p.head_dim) {
 #define FLASH2_BWD_CASE(D)                 \
   case D:                                  \
@@ -47,7 +47,7 @@ static void dispatch_bwd_head_dim(const Flash2BwdParams& p, const Flash2Tile& ti
   }
 }
 
-void flash2_bwd(const Flash2BwdParams& p, const Flash2Tile& tile, bool bf16, cudaStream_t stream) {
+void flash2_bwd(const BwdParams& p, const KernelTile& tile, bool bf16, cudaStream_t stream) {
   if (bf16) {
     dispatch_bwd_head_dim<__nv_bfloat16>(p, tile, stream);
   } else {

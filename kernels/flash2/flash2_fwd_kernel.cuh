@@ -91,7 +91,7 @@ __device__ __forceinline__ void load_tile(typename Tr::Element* s, const typenam
 // 132 → 225 for d = 64, 128×64, and 14 % of the speed) even when a run-time flag skips it.
 // kSparse (block-sparse tile lists) likewise, so the dense kernels are unchanged.
 template <typename Tr, bool kCausal, bool kDropout, bool kSparse = false>
-__global__ void __launch_bounds__(Tr::kNThreads) flash2_fwd_kernel(const Flash2FwdParams p) {
+__global__ void __launch_bounds__(Tr::kNThreads) flash2_fwd_kernel(const FwdParams p) {
   using T = typename Tr::Element;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);  // (kBlockM, kStride)

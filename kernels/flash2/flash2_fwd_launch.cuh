@@ -10,9 +10,9 @@
 namespace flashio::kernels {
 
 template <typename T, int kHeadDim, int kIndex, bool kSparse>
-void launch_flash2_fwd_config(const Flash2FwdParams& p, cudaStream_t stream) {
-  constexpr Flash2TileSpec s = Flash2FwdConfigs<kHeadDim>::list[kIndex];
-  using Tr = Flash2FwdTraits<T, kHeadDim, s.block_m, s.block_n, s.warps, s.stages>;
+void launch_flash2_fwd_config(const FwdParams& p, cudaStream_t stream) {
+  constexpr TileShape s = Flash2FwdConfigs<kHeadDim>::list[kIndex];
+  using Tr = Flash2FwdTraits<T, kHeadDim, s.block_r, s.block_c, s.warps, s.stages>;
   const dim3 grid((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM, p.heads, p.batch);
   auto kernel = p.causal ? (p.dropout ? flash2_fwd_kernel<Tr, true, true, kSparse> : flash2_fwd_kernel<Tr, true, false, kSparse>)
                          : (p.dropout ? flash2_fwd_kernel<Tr, false, true, kSparse> : flash2_fwd_kernel<Tr, false, false, kSparse>);
@@ -22,12 +22,12 @@ void launch_flash2_fwd_config(const Flash2FwdParams& p, cudaStream_t stream) {
 }
 
 template <typename T, int kHeadDim, bool kSparse, size_t... I>
-void run_flash2_fwd_impl(const Flash2FwdParams& p, const Flash2Tile& tile, cudaStream_t stream,
+void run_flash2_fwd_impl(const FwdParams& p, const KernelTile& tile, cudaStream_t stream,
                          std::index_sequence<I...>) {
   bool launched = false;
   auto try_one = [&](auto index) {
-    constexpr Flash2TileSpec s = Flash2FwdConfigs<kHeadDim>::list[decltype(index)::value];
-    if (!launched && s.block_m == tile.block_m && s.block_n == tile.block_n && s.warps == tile.warps &&
+    constexpr TileShape s = Flash2FwdConfigs<kHeadDim>::list[decltype(index)::value];
+    if (!launched && s.block_r == tile.block_r && s.block_c == tile.block_c && s.warps == tile.warps &&
         s.stages == tile.stages) {
       launch_flash2_fwd_config<T, kHeadDim, decltype(index)::value, kSparse>(p, stream);
       launched = true;
@@ -40,8 +40,8 @@ void run_flash2_fwd_impl(const Flash2FwdParams& p, const Flash2Tile& tile, cudaS
 // kSparse: the block-sparse kernels (blocksparse_flash) are compiled for the first (fastest)
 // tile of the list only, to bound compile time; run_flash2_fwd<.., true> throws for another.
 template <typename T, int kHeadDim, bool kSparse = false>
-void run_flash2_fwd(const Flash2FwdParams& p, const Flash2Tile& tile, cudaStream_t stream) {
-  constexpr size_t n = kSparse ? 1 : sizeof(Flash2FwdConfigs<kHeadDim>::list) / sizeof(Flash2TileSpec);
+void run_flash2_fwd(const FwdParams& p, const KernelTile& tile, cudaStream_t stream) {
+  constexpr size_t n = kSparse ? 1 : sizeof(Flash2FwdConfigs<kHeadDim>::list) / sizeof(TileShape);
   run_flash2_fwd_impl<T, kHeadDim, kSparse>(p, tile, stream, std::make_index_sequence<n>{});
 }
 

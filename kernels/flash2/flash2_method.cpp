@@ -18,7 +18,7 @@
 namespace flashio {
 namespace {
 
-using kernels::Flash2Tile;
+using kernels::KernelTile;
 
 // Why this build and GPU have no wgmma kernels, or nothing.
 std::optional<std::string> wgmma_absent(const DeviceInfo& dev) {
@@ -32,7 +32,7 @@ std::optional<std::string> wgmma_absent(const DeviceInfo& dev) {
 // Why the wgmma forward cannot run this point here, or nothing.
 std::optional<std::string> wgmma_refusal(const Problem& p, const DeviceInfo& dev) {
   if (auto why = wgmma_absent(dev)) return why;
-  Flash2Tile buf[1];
+  KernelTile buf[1];
   if (kernels::flash2_fwd_wgmma_tiles(int(p.head_dim), p.dropout > 0.0, buf, 1) == 0)
     return fmt::format("no wgmma forward for d={} (64, 128)", p.head_dim);
   return std::nullopt;
@@ -42,7 +42,7 @@ std::optional<std::string> wgmma_refusal(const Problem& p, const DeviceInfo& dev
 std::optional<std::string> wgmma_bwd_refusal(const Problem& p, const DeviceInfo& dev) {
   if (auto why = wgmma_absent(dev)) return why;
   if (p.deterministic) return std::string("the wgmma backward has no deterministic mode (the mma.sync kernel has)");
-  Flash2Tile t{};
+  KernelTile t{};
   if (!kernels::flash2_bwd_wgmma_tile(int(p.head_dim), &t))
     return fmt::format("no wgmma backward for d={} (64, 128)", p.head_dim);
   return std::nullopt;
@@ -50,9 +50,9 @@ std::optional<std::string> wgmma_bwd_refusal(const Problem& p, const DeviceInfo&
 
 // The forward tiles this point may use, in order of preference: wgmma (Hopper) first unless
 // --mma mma.sync, then mma.sync unless --mma wgmma. `why_not_wgmma` says why wgmma is absent.
-std::vector<Flash2Tile> candidate_tiles(const Problem& p, const DeviceInfo& dev, std::string* why_not_wgmma) {
-  std::vector<Flash2Tile> out;
-  Flash2Tile buf[16];
+std::vector<KernelTile> candidate_tiles(const Problem& p, const DeviceInfo& dev, std::string* why_not_wgmma) {
+  std::vector<KernelTile> out;
+  KernelTile buf[16];
   const auto refusal = wgmma_refusal(p, dev);
   if (refusal) *why_not_wgmma = *refusal;
   if (!refusal && p.mma != "mma.sync") {
@@ -61,12 +61,12 @@ std::vector<Flash2Tile> candidate_tiles(const Problem& p, const DeviceInfo& dev,
     // A tile of Br rows computes ⌈Nq/Br⌉·Br rows. Where that pads more than Nq/16 rows, a tile
     // that pads less goes first (H100, d = 64: 192 × 128 beats 128 × 128 from N = 2048, where it
     // pads 3 %, and loses at N = 512 and 1024, where it pads 12.5 %).
-    auto pads_much = [&](const Flash2Tile& t) {
-      const int64_t rows = (p.seqlen_q + t.block_m - 1) / t.block_m * t.block_m;
+    auto pads_much = [&](const KernelTile& t) {
+      const int64_t rows = (p.seqlen_q + t.block_r - 1) / t.block_r * t.block_r;
       return (rows - p.seqlen_q) * 16 > p.seqlen_q;
     };
     std::stable_sort(out.begin(), out.end(),
-                     [&](const Flash2Tile& a, const Flash2Tile& b) { return !pads_much(a) && pads_much(b); });
+                     [&](const KernelTile& a, const KernelTile& b) { return !pads_much(a) && pads_much(b); });
   }
   if (p.mma != "wgmma") {
     const int n = kernels::flash2_fwd_tiles(int(p.head_dim), buf, 16);
@@ -75,9 +75,9 @@ std::vector<Flash2Tile> candidate_tiles(const Problem& p, const DeviceInfo& dev,
   return out;
 }
 
-std::string describe(const std::vector<Flash2Tile>& tiles) {
+std::string describe(const std::vector<KernelTile>& tiles) {
   std::vector<std::string> s;
-  for (const auto& t : tiles) s.push_back(fmt::format("{}x{} ({})", t.block_m, t.block_n, t.wgmma ? "wgmma" : "mma.sync"));
+  for (const auto& t : tiles) s.push_back(fmt::format("{}x{} ({})", t.block_r, t.block_c, t.wgmma ? "wgmma" : "mma.sync"));
   return fmt::format("{}", fmt::join(s, ", "));
 }
 
@@ -85,7 +85,7 @@ std::string describe(const std::vector<Flash2Tile>& tiles) {
 
 // The backward's tile: wgmma where it can run (and --mma allows), else mma.sync; false with
 // `why` when neither can.
-bool flash2_choose_bwd_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile* out, std::string* why) {
+bool flash2_choose_bwd_tile(const Problem& p, const DeviceInfo& dev, KernelTile* out, std::string* why) {
   const auto refusal = wgmma_bwd_refusal(p, dev);
   if (!refusal && p.mma != "mma.sync") return kernels::flash2_bwd_wgmma_tile(int(p.head_dim), out);
   if (p.mma == "wgmma") {
@@ -102,19 +102,19 @@ bool flash2_choose_bwd_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile*
 }
 
 // The tile for this problem on this GPU: the forced one, else the first (fastest) that fits.
-Support flash2_choose_tile(const Problem& p, const DeviceInfo& dev, Flash2Tile* out) {
+Support flash2_choose_tile(const Problem& p, const DeviceInfo& dev, KernelTile* out) {
   std::string why_not_wgmma;
   const auto tiles = candidate_tiles(p, dev, &why_not_wgmma);
   if (p.mma == "wgmma" && tiles.empty()) return Support::no("--mma wgmma: " + why_not_wgmma);
   const bool forced = p.block_r > 0 || p.block_c > 0;
   for (const auto& t : tiles) {
     if (!forced && !t.wgmma) break;  // mma.sync: flash2_fwd_pick below
-    if (p.block_r > 0 && t.block_m != p.block_r) continue;
-    if (p.block_c > 0 && t.block_n != p.block_c) continue;
+    if (p.block_r > 0 && t.block_r != p.block_r) continue;
+    if (p.block_c > 0 && t.block_c != p.block_c) continue;
     if (t.smem_bytes > dev.smem_per_block_optin) {
       if (forced)
         return Support::no(fmt::format("tile {}x{} needs {} bytes of shared memory; this GPU allows {} per block",
-                                       t.block_m, t.block_n, t.smem_bytes, dev.smem_per_block_optin));
+                                       t.block_r, t.block_c, t.smem_bytes, dev.smem_per_block_optin));
       continue;
     }
     *out = t;
@@ -161,14 +161,14 @@ class Flash2 final : public Method {
     if (p.seqlen_q > (int64_t(1) << 30) || p.nk() > (int64_t(1) << 30))
       return Support::no("sequence lengths above 2^30 are not supported (32-bit row indices)");
     if (pass != Pass::Fwd) {
-      Flash2Tile bwd{};
+      KernelTile bwd{};
       std::string why;
       if (!flash2_choose_bwd_tile(p, dev, &bwd, &why)) return Support::no(why);
       if (bwd.smem_bytes > dev.smem_per_block_optin)
         return Support::no(fmt::format("flash2 backward needs {} bytes of shared memory; this GPU allows {} per block",
                                        bwd.smem_bytes, dev.smem_per_block_optin));
     }
-    Flash2Tile t{};
+    KernelTile t{};
     return flash2_choose_tile(p, dev, &t);
   }
 };

@@ -13,11 +13,11 @@
 namespace flashio {
 namespace {
 
-using kernels::Flash2Tile;
+using kernels::KernelTile;
 
 class Flash2Plan final : public Plan {
  public:
-  Flash2Plan(const Problem& p, Pass pass, Flash2Tile tile, std::optional<Flash2Tile> bwd_tile, DeviceAllocator& alloc)
+  Flash2Plan(const Problem& p, Pass pass, KernelTile tile, std::optional<KernelTile> bwd_tile, DeviceAllocator& alloc)
       : p_(p), tile_(tile), bwd_tile_(bwd_tile) {
     if (pass != Pass::Fwd) {  // D and the fp32 dQ accumulator
       d_sum_ = DeviceBuffer(alloc, size_t(p.batch * p.heads * p.seqlen_q) * sizeof(float));
@@ -25,12 +25,12 @@ class Flash2Plan final : public Plan {
       if (p.deterministic && bwd_tile_)  // a semaphore per Q tile
         dq_semaphore_ = DeviceBuffer(
             alloc,
-            size_t(p.batch * p.heads * ((p.seqlen_q + bwd_tile_->block_m - 1) / bwd_tile_->block_m)) * sizeof(int));
+            size_t(p.batch * p.heads * ((p.seqlen_q + bwd_tile_->block_r - 1) / bwd_tile_->block_r)) * sizeof(int));
     }
   }
   Tiles tiles() const override {
-    return {tile_.block_m,
-            tile_.block_n,
+    return {tile_.block_r,
+            tile_.block_c,
             tile_.warps,
             tile_.stages,
             tile_.smem_bytes,
@@ -40,8 +40,8 @@ class Flash2Plan final : public Plan {
   }
   std::optional<Tiles> backward_tiles() const override {
     if (!bwd_tile_) return std::nullopt;
-    const Flash2Tile& t = *bwd_tile_;
-    Tiles out{t.block_m, t.block_n, t.warps, t.stages, t.smem_bytes, 0,
+    const KernelTile& t = *bwd_tile_;
+    Tiles out{t.block_r, t.block_c, t.warps, t.stages, t.smem_bytes, 0,
               t.wgmma ? "wgmma" : "mma.sync", t.wgmma ? "swizzle128" : "padded"};
     out.dq_adds = "pairs";  // atomic_add2 (both kernels), ld/st.cg float2 (deterministic)
     return out;
@@ -49,7 +49,7 @@ class Flash2Plan final : public Plan {
   bool writes_lse() const override { return true; }
 
   void backward(const AttentionBuffers& buf, cudaStream_t stream) override {
-    const kernels::Flash2BwdParams k =
+    const kernels::BwdParams k =
         flash2_bwd_params(p_, buf, d_sum_.as<float>(), dq_accum_.as<float>(), dq_semaphore_.as<int>());
     if (!bwd_tile_) throw std::logic_error("flash2: a plan made for the forward pass has no backward tile");
     if (bwd_tile_->wgmma) {
@@ -59,7 +59,7 @@ class Flash2Plan final : public Plan {
     }
   }
   void forward(const AttentionBuffers& buf, cudaStream_t stream) override {
-    const kernels::Flash2FwdParams k = flash2_fwd_params(p_, buf);
+    const kernels::FwdParams k = flash2_fwd_params(p_, buf);
     if (tile_.wgmma) {
       kernels::flash2_fwd_wgmma(k, tile_, p_.dtype == DType::BF16, stream);
     } else {
@@ -69,19 +69,19 @@ class Flash2Plan final : public Plan {
 
  private:
   Problem p_;
-  Flash2Tile tile_;
-  std::optional<Flash2Tile> bwd_tile_;  // none for a forward-only plan
+  KernelTile tile_;
+  std::optional<KernelTile> bwd_tile_;  // none for a forward-only plan
   DeviceBuffer d_sum_, dq_accum_, dq_semaphore_;
 };
 
 }  // namespace
 
 std::unique_ptr<Plan> plan_flash2(const Problem& p, Pass pass, const DeviceInfo& dev, DeviceAllocator& alloc) {
-  Flash2Tile t{};
+  KernelTile t{};
   flash2_choose_tile(p, dev, &t);
-  std::optional<Flash2Tile> bwd;
+  std::optional<KernelTile> bwd;
   std::string why;
-  if (Flash2Tile b{}; pass != Pass::Fwd && flash2_choose_bwd_tile(p, dev, &b, &why)) bwd = b;
+  if (KernelTile b{}; pass != Pass::Fwd && flash2_choose_bwd_tile(p, dev, &b, &why)) bwd = b;
   return std::make_unique<Flash2Plan>(p, pass, t, bwd, alloc);
 }
 

@@ -1,21 +1,21 @@
 // The flash2 mma.sync kernels' tiles as host code lists them: read from the one table of each
-// head dim (flash2_fwd_configs.h, flash2_bwd_config.h). Plain C++, so the method describes
+// head dim (flash2_fwd_configs.h, kernels/common/mma_bwd_configs.h). Plain C++, so the method describes
 // itself and `flashio predict` works in a build without CUDA.
-#include "kernels/flash2/flash2_bwd_config.h"
+#include "kernels/common/mma_bwd_configs.h"
 #include "kernels/flash2/flash2_fwd_configs.h"
 #include "kernels/flash2/flash2_params.h"
 
 namespace flashio::kernels {
 
 template <int D>
-static int list_tiles(Flash2Tile* out, int max) {
+static int list_tiles(KernelTile* out, int max) {
   int n = 0;
   for (const auto& s : Flash2FwdConfigs<D>::list)
-    if (n < max) out[n++] = {s.block_m, s.block_n, s.warps, s.stages, flash2_fwd_smem_bytes(D, s)};
+    if (n < max) out[n++] = kernel_tile(s, flash2_fwd_smem_bytes(D, s));
   return n;
 }
 
-int flash2_fwd_tiles(int head_dim, Flash2Tile* out, int max) {
+int flash2_fwd_tiles(int head_dim, KernelTile* out, int max) {
   switch (head_dim) {
 #define FLASH2_TILES_CASE(D) \
   case D:                    \
@@ -27,15 +27,15 @@ int flash2_fwd_tiles(int head_dim, Flash2Tile* out, int max) {
 }
 
 template <int D>
-static Flash2Tile bwd_tile_of(Flash2BwdSpec s) {
-  return {s.block_m, s.block_n, s.warps, 2, flash2_bwd_smem_bytes(D, s.block_n, s.block_m, s.warps)};
+static KernelTile bwd_tile_of(TileShape s) {
+  return kernel_tile(s, mma_bwd_smem_bytes(D, s));
 }
 
-bool flash2_bwd_tile_for(int head_dim, long long smem_optin, Flash2Tile* out) {
+bool flash2_bwd_tile_for(int head_dim, long long smem_optin, KernelTile* out) {
   switch (head_dim) {
 #define FLASH2_BWD_TILE_FOR_CASE(D)                        \
   case D:                                                  \
-    *out = bwd_tile_of<D>(flash2_bwd_pick<D>(smem_optin)); \
+    *out = bwd_tile_of<D>(mma_bwd_pick<D>(smem_optin)); \
     return true;
     FLASH2_HEAD_DIMS(FLASH2_BWD_TILE_FOR_CASE)
     default:
@@ -43,11 +43,11 @@ bool flash2_bwd_tile_for(int head_dim, long long smem_optin, Flash2Tile* out) {
   }
 }
 
-bool flash2_bwd_tile(int head_dim, Flash2Tile* out) {
+bool flash2_bwd_tile(int head_dim, KernelTile* out) {
   switch (head_dim) {
 #define FLASH2_BWD_TILE_CASE(D)                          \
   case D:                                                \
-    *out = bwd_tile_of<D>(Flash2BwdConfigs<D>::list[0]); \
+    *out = bwd_tile_of<D>(MmaBwdConfigs<D>::list[0]); \
     return true;
     FLASH2_HEAD_DIMS(FLASH2_BWD_TILE_CASE)
     default:
@@ -55,12 +55,12 @@ bool flash2_bwd_tile(int head_dim, Flash2Tile* out) {
   }
 }
 
-bool flash2_fwd_tile_for(int head_dim, long long optin, Flash2Tile* out) {
+bool flash2_fwd_tile_for(int head_dim, long long optin, KernelTile* out) {
   switch (head_dim) {
 #define FLASH2_PICK_CASE(D)                                                        \
   case D:                                                                          \
     if (const auto s = flash2_fwd_pick<D>(optin)) {                                \
-      *out = {s->block_m, s->block_n, s->warps, s->stages, flash2_fwd_smem_bytes(D, *s)}; \
+      *out = kernel_tile(*s, flash2_fwd_smem_bytes(D, *s));                          \
       return true;                                                                 \
     }                                                                              \
     return false;

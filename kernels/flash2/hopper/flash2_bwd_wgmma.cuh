@@ -50,8 +50,8 @@ template <typename Element_, int kHeadDim_>
 struct Flash2BwdWgmmaTraits {
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
-  static constexpr int kBlockN = 128;  // Bc: keys per thread block, 64 per warpgroup
-  static constexpr int kBlockM = 64;   // Br: queries per streamed Q tile
+  static constexpr int kBlockN = kFlash2BwdWgmmaTile.block_c;  // Bc: keys per thread block, 64 per warpgroup
+  static constexpr int kBlockM = kFlash2BwdWgmmaTile.block_r;  // Br: queries per streamed Q tile
   static constexpr int kWarpGroups = kBlockN / 64;
   static constexpr int kNThreads = 128 * kWarpGroups;
   // dQ split between the warpgroups: by columns (d/2 each), or by keys (kDqByKeys).
@@ -80,7 +80,7 @@ __device__ __forceinline__ void warpgroup_barrier(int wg) {
 }
 
 template <typename Tr, bool kCausal, bool kDropout>
-__global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_bwd_wgmma_kernel(const Flash2BwdParams p) {
+__global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_bwd_wgmma_kernel(const BwdParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = typename Tr::Element;
   extern __shared__ __align__(16) unsigned char smem_raw[];

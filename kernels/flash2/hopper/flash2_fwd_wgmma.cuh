@@ -69,7 +69,7 @@ __device__ __forceinline__ unsigned char* align_to_swizzle_atom(unsigned char* p
 }
 
 template <typename Tr, bool kCausal, bool kDropout>
-__global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_fwd_wgmma_kernel(const Flash2FwdParams p) {
+__global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_fwd_wgmma_kernel(const FwdParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = typename Tr::Element;
   extern __shared__ __align__(16) unsigned char smem_raw[];

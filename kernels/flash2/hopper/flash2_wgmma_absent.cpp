@@ -7,10 +7,10 @@
 namespace flashio::kernels {
 
 bool flash2_wgmma_compiled() { return false; }
-void flash2_fwd_wgmma(const Flash2FwdParams&, const Flash2Tile&, bool, cudaStream_t) {
+void flash2_fwd_wgmma(const FwdParams&, const KernelTile&, bool, cudaStream_t) {
   throw std::logic_error("flash2: this build has no wgmma kernels (CMAKE_CUDA_ARCHITECTURES without 90)");
 }
-void flash2_bwd_wgmma(const Flash2BwdParams&, bool, cudaStream_t) {
+void flash2_bwd_wgmma(const BwdParams&, bool, cudaStream_t) {
   throw std::logic_error("flash2: this build has no wgmma kernels (CMAKE_CUDA_ARCHITECTURES without 90)");
 }
 

@@ -8,27 +8,20 @@
 
 namespace flashio::kernels {
 
-extern template void run_flash2_fwd_wgmma<half, 64>(const Flash2FwdParams&, const Flash2Tile&, cudaStream_t);
-extern template void run_flash2_fwd_wgmma<half, 128>(const Flash2FwdParams&, const Flash2Tile&, cudaStream_t);
-extern template void run_flash2_fwd_wgmma<__nv_bfloat16, 64>(const Flash2FwdParams&, const Flash2Tile&, cudaStream_t);
-extern template void run_flash2_fwd_wgmma<__nv_bfloat16, 128>(const Flash2FwdParams&, const Flash2Tile&, cudaStream_t);
-extern template void run_flash2_bwd_wgmma<half, 64>(const Flash2BwdParams&, cudaStream_t);
-extern template void run_flash2_bwd_wgmma<half, 128>(const Flash2BwdParams&, cudaStream_t);
-extern template void run_flash2_bwd_wgmma<__nv_bfloat16, 64>(const Flash2BwdParams&, cudaStream_t);
-extern template void run_flash2_bwd_wgmma<__nv_bfloat16, 128>(const Flash2BwdParams&, cudaStream_t);
 
 bool flash2_wgmma_compiled() { return true; }
 
 template <typename T>
-static void dispatch_wgmma(const Flash2FwdParams& p, const Flash2Tile& tile, cudaStream_t stream) {
+static void dispatch_wgmma(const FwdParams& p, const KernelTile& tile, cudaStream_t stream) {
   switch (p.head_dim) {
-    case 64: run_flash2_fwd_wgmma<T, 64>(p, tile, stream); return;
-    case 128: run_flash2_fwd_wgmma<T, 128>(p, tile, stream); return;
+#define FLASH2_WGMMA_FWD_CASE(D) \
+  case D: run_flash2_fwd_wgmma<T, D>(p, tile, stream); return;
+    FLASH2_WGMMA_HEAD_DIMS(FLASH2_WGMMA_FWD_CASE)
     default: throw std::invalid_argument("flash2: no wgmma kernel for head dim " + std::to_string(p.head_dim));
   }
 }
 
-void flash2_fwd_wgmma(const Flash2FwdParams& p, const Flash2Tile& tile, bool bf16, cudaStream_t stream) {
+void flash2_fwd_wgmma(const FwdParams& p, const KernelTile& tile, bool bf16, cudaStream_t stream) {
   if (bf16) {
     dispatch_wgmma<__nv_bfloat16>(p, tile, stream);
   } else {
@@ -37,15 +30,16 @@ void flash2_fwd_wgmma(const Flash2FwdParams& p, const Flash2Tile& tile, bool bf1
 }
 
 template <typename T>
-static void dispatch_bwd_wgmma(const Flash2BwdParams& p, cudaStream_t stream) {
+static void dispatch_bwd_wgmma(const BwdParams& p, cudaStream_t stream) {
   switch (p.head_dim) {
-    case 64: run_flash2_bwd_wgmma<T, 64>(p, stream); return;
-    case 128: run_flash2_bwd_wgmma<T, 128>(p, stream); return;
+#define FLASH2_WGMMA_BWD_CASE(D) \
+  case D: run_flash2_bwd_wgmma<T, D>(p, stream); return;
+    FLASH2_WGMMA_HEAD_DIMS(FLASH2_WGMMA_BWD_CASE)
     default: throw std::invalid_argument("flash2: no wgmma backward for head dim " + std::to_string(p.head_dim));
   }
 }
 
-void flash2_bwd_wgmma(const Flash2BwdParams& p, bool bf16, cudaStream_t stream) {
+void flash2_bwd_wgmma(const BwdParams& p, bool bf16, cudaStream_t stream) {
   if (bf16) {
     dispatch_bwd_wgmma<__nv_bfloat16>(p, stream);
   } else {

@@ -3,8 +3,8 @@
 #include "kernels/flash2/hopper/flash2_wgmma_launch.cuh"
 
 namespace flashio::kernels {
-template void run_flash2_fwd_wgmma<half, 64>(const Flash2FwdParams&, const Flash2Tile&, cudaStream_t);
-template void run_flash2_fwd_wgmma<half, 128>(const Flash2FwdParams&, const Flash2Tile&, cudaStream_t);
-template void run_flash2_bwd_wgmma<half, 64>(const Flash2BwdParams&, cudaStream_t);
-template void run_flash2_bwd_wgmma<half, 128>(const Flash2BwdParams&, cudaStream_t);
+#define FLASH2_WGMMA_INSTANTIATE(D)                                                                    \
+  template void run_flash2_fwd_wgmma<half, D>(const FwdParams&, const KernelTile&, cudaStream_t); \
+  template void run_flash2_bwd_wgmma<half, D>(const BwdParams&, cudaStream_t);
+FLASH2_WGMMA_HEAD_DIMS(FLASH2_WGMMA_INSTANTIATE)
 }  // namespace flashio::kernels

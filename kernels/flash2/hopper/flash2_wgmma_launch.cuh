@@ -13,13 +13,13 @@
 namespace flashio::kernels {
 
 template <typename T, int kHeadDim, int kIndex>
-void launch_flash2_fwd_wgmma_config(const Flash2FwdParams& p, cudaStream_t stream) {
-  constexpr Flash2WgmmaTileSpec s = Flash2FwdWgmmaConfigs<kHeadDim>::list[kIndex];
-  using Tr = Flash2FwdWgmmaTraits<T, kHeadDim, s.block_m, s.block_n>;
+void launch_flash2_fwd_wgmma_config(const FwdParams& p, cudaStream_t stream) {
+  constexpr TileShape s = Flash2FwdWgmmaConfigs<kHeadDim>::list[kIndex];
+  using Tr = Flash2FwdWgmmaTraits<T, kHeadDim, s.block_r, s.block_c>;
   const dim3 grid((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM, p.heads, p.batch);
   auto kernel = p.causal ? flash2_fwd_wgmma_kernel<Tr, true, false> : flash2_fwd_wgmma_kernel<Tr, false, false>;
   if (p.dropout) {
-    if constexpr (s.dropout) {
+    if constexpr (flash2_wgmma_has_dropout(s)) {
       kernel = p.causal ? flash2_fwd_wgmma_kernel<Tr, true, true> : flash2_fwd_wgmma_kernel<Tr, false, true>;
     } else {
       throw std::invalid_argument("flash2: this wgmma tile has no dropout variant");
@@ -31,12 +31,12 @@ void launch_flash2_fwd_wgmma_config(const Flash2FwdParams& p, cudaStream_t strea
 }
 
 template <typename T, int kHeadDim, size_t... I>
-void run_flash2_fwd_wgmma_impl(const Flash2FwdParams& p, const Flash2Tile& tile, cudaStream_t stream,
+void run_flash2_fwd_wgmma_impl(const FwdParams& p, const KernelTile& tile, cudaStream_t stream,
                                std::index_sequence<I...>) {
   bool launched = false;
   auto try_one = [&](auto index) {
-    constexpr Flash2WgmmaTileSpec s = Flash2FwdWgmmaConfigs<kHeadDim>::list[decltype(index)::value];
-    if (!launched && s.block_m == tile.block_m && s.block_n == tile.block_n) {
+    constexpr TileShape s = Flash2FwdWgmmaConfigs<kHeadDim>::list[decltype(index)::value];
+    if (!launched && s.block_r == tile.block_r && s.block_c == tile.block_c) {
       launch_flash2_fwd_wgmma_config<T, kHeadDim, decltype(index)::value>(p, stream);
       launched = true;
     }
@@ -46,15 +46,15 @@ void run_flash2_fwd_wgmma_impl(const Flash2FwdParams& p, const Flash2Tile& tile,
 }
 
 template <typename T, int kHeadDim>
-void run_flash2_fwd_wgmma(const Flash2FwdParams& p, const Flash2Tile& tile, cudaStream_t stream) {
-  constexpr size_t n = sizeof(Flash2FwdWgmmaConfigs<kHeadDim>::list) / sizeof(Flash2WgmmaTileSpec);
+void run_flash2_fwd_wgmma(const FwdParams& p, const KernelTile& tile, cudaStream_t stream) {
+  constexpr size_t n = sizeof(Flash2FwdWgmmaConfigs<kHeadDim>::list) / sizeof(TileShape);
   run_flash2_fwd_wgmma_impl<T, kHeadDim>(p, tile, stream, std::make_index_sequence<n>{});
 }
 
 // The backward: flash2's prologue and epilogue launches (flash2_bwd_launch.cuh) around the
 // wgmma main kernel.
 template <typename T, int kHeadDim>
-void run_flash2_bwd_wgmma(const Flash2BwdParams& p, cudaStream_t stream) {
+void run_flash2_bwd_wgmma(const BwdParams& p, cudaStream_t stream) {
   using Tr = Flash2BwdWgmmaTraits<T, kHeadDim>;
   launch_flash2_bwd_prologue<T, kHeadDim>(p, stream);
 

@@ -7,29 +7,35 @@
 namespace flashio::kernels {
 
 template <int D>
-static int list_wgmma_tiles(bool dropout, Flash2Tile* out, int max) {
+static int list_wgmma_tiles(bool dropout, KernelTile* out, int max) {
   int n = 0;
   for (const auto& s : Flash2FwdWgmmaConfigs<D>::list)
-    if (n < max && (s.dropout || !dropout))
-      out[n++] = {s.block_m, s.block_n, s.block_m / 16, 2, flash2_fwd_wgmma_smem_bytes(D, s.block_m, s.block_n), true};
+    if (n < max && (flash2_wgmma_has_dropout(s) || !dropout))
+      out[n++] = kernel_tile(s, flash2_fwd_wgmma_smem_bytes(D, s.block_r, s.block_c), true);
   return n;
 }
 
-int flash2_fwd_wgmma_tiles(int head_dim, bool dropout, Flash2Tile* out, int max) {
+int flash2_fwd_wgmma_tiles(int head_dim, bool dropout, KernelTile* out, int max) {
   switch (head_dim) {
-    case 64:
-      return list_wgmma_tiles<64>(dropout, out, max);
-    case 128:
-      return list_wgmma_tiles<128>(dropout, out, max);
+#define FLASH2_WGMMA_TILES_CASE(D) \
+  case D:                          \
+    return list_wgmma_tiles<D>(dropout, out, max);
+    FLASH2_WGMMA_HEAD_DIMS(FLASH2_WGMMA_TILES_CASE)
     default:
       return 0;
   }
 }
 
-bool flash2_bwd_wgmma_tile(int head_dim, Flash2Tile* out) {
-  if (head_dim != 64 && head_dim != 128) return false;
-  *out = {64, 128, 8, 2, flash2_bwd_wgmma_smem_bytes(head_dim), true};  // Br × Bc, two warpgroups
-  return true;
+bool flash2_bwd_wgmma_tile(int head_dim, KernelTile* out) {
+  switch (head_dim) {
+#define FLASH2_WGMMA_BWD_TILE_CASE(D)                                                     \
+  case D:                                                                                 \
+    *out = kernel_tile(kFlash2BwdWgmmaTile, flash2_bwd_wgmma_smem_bytes(D), true); \
+    return true;
+    FLASH2_WGMMA_HEAD_DIMS(FLASH2_WGMMA_BWD_TILE_CASE)
+    default:
+      return false;
+  }
 }
 
 }  // namespace flashio::kernels

@@ -1,14 +1,16 @@
-// The tile compiled for the flash2 (and flash1) mma.sync backward kernel, per head dim, and its
-// shared memory. Plain C++: read by the kernels' instantiations and by host-side code (the
-// methods' tile reports, `flashio predict`'s tiles in analysis/models/) alike.
+// The tiles of the mma.sync backward (flash2_bwd_kernel.cuh's tile step, run by flash2, by
+// block-sparse through kSparse and by flash1's backward), per head dim, and their shared memory.
+// Plain C++: read by the kernels' instantiations and by host-side code (the methods' tile
+// reports, `flashio predict`'s tiles in analysis/models/) alike.
 #pragma once
+#include "bench/core/tile_shape.h"
 
 namespace flashio::kernels {
 
 // The tiles compiled for the mma.sync backward, per head dim, preferred first: host code takes
 // the first that fits the GPU's shared memory. Bc key rows per thread block, Br query rows per
 // inner iteration, warps. Each warp computes 16 key rows of Sᵀ and dPᵀ, so Bc = 16 · warps / split,
-// where `split` warps share those rows (flash2_bwd_split):
+// where `split` warps share those rows (mma_bwd_split):
 //   d ≤ 128: Bc = Br = 64, four warps, split 1 — a warp's dK and dV (16 × d fp32 each) stay in
 //            its registers (128 per thread at d = 128);
 //   d = 256: 16 × 256 × 2 fp32 would be 256 registers per thread, so eight warps share the
@@ -16,51 +18,49 @@ namespace flashio::kernels {
 //            dQ (Pᵀ goes through shared memory, see flash2_bwd_kernel.cuh): Bc = 64 with Br = 64
 //            (222,208 bytes: H100, H200) or Br = 32 (145,920 bytes: an A100's 164 KiB). On an
 //            H100, Br = 64 is 1.13–1.22× faster (kernels/flash2/NOTES.md).
-struct Flash2BwdSpec {
-  int block_n, block_m, warps;
-};
+// Two stages of Q_i and dO_i.
 template <int kHeadDim>
-struct Flash2BwdConfigs {
-  static constexpr Flash2BwdSpec list[1] = {{64, 64, 4}};
+struct MmaBwdConfigs {
+  static constexpr TileShape list[1] = {{64, 64, 4, 2}};
 };
 template <>
-struct Flash2BwdConfigs<256> {
-  static constexpr Flash2BwdSpec list[2] = {{64, 64, 8}, {64, 32, 8}};
+struct MmaBwdConfigs<256> {
+  static constexpr TileShape list[2] = {{64, 64, 8, 2}, {32, 64, 8, 2}};
 };
 template <int kHeadDim>
-constexpr int flash2_bwd_config_count() {
-  return int(sizeof(Flash2BwdConfigs<kHeadDim>::list) / sizeof(Flash2BwdSpec));
+constexpr int mma_bwd_config_count() {
+  return int(sizeof(MmaBwdConfigs<kHeadDim>::list) / sizeof(TileShape));
 }
 
 // The first (preferred) tile: the only one of flash1's backward and the block-sparse one.
 template <int kHeadDim>
-struct Flash2BwdConfig {
-  static constexpr Flash2BwdSpec kSpec = Flash2BwdConfigs<kHeadDim>::list[0];
-  static constexpr int kBlockN = kSpec.block_n, kBlockM = kSpec.block_m, kWarps = kSpec.warps;
+struct MmaBwdConfig {
+  static constexpr TileShape kSpec = MmaBwdConfigs<kHeadDim>::list[0];
+  static constexpr int kBlockN = kSpec.block_c, kBlockM = kSpec.block_r, kWarps = kSpec.warps;
 };
 
 // Warps sharing one 16-row slice of keys: 1, or 2 at d = 256.
-constexpr int flash2_bwd_split(int block_n, int warps) { return warps / (block_n / 16); }
+constexpr int mma_bwd_split(int block_c, int warps) { return warps / (block_c / 16); }
 
 // Shared memory of one thread block: K_j and V_j, two stages of Q_i and dO_i (rows padded by 8
 // elements), dSᵀ (and Pᵀ when split), and two stages of L and D.
-constexpr int flash2_bwd_smem_bytes(int head_dim, int block_n, int block_m, int warps) {
-  const int transposed = flash2_bwd_split(block_n, warps) > 1 ? 2 : 1;  // dSᵀ, and Pᵀ when split
-  return (2 * block_n * (head_dim + 8) + 4 * block_m * (head_dim + 8) + transposed * block_n * (block_m + 8)) * 2 +
-         4 * block_m * 4;
+constexpr int mma_bwd_smem_bytes(int head_dim, TileShape t) {
+  const int transposed = mma_bwd_split(t.block_c, t.warps) > 1 ? 2 : 1;  // dSᵀ, and Pᵀ when split
+  return (2 * t.block_c * (head_dim + 8) + 4 * t.block_r * (head_dim + 8) + transposed * t.block_c * (t.block_r + 8)) * 2 +
+         4 * t.block_r * 4;
 }
 
 // The tile a GPU with `optin` bytes of shared memory per block runs: the first of the list that
 // fits, else the last (the smallest, which the caller then refuses with its bytes). The one rule
 // of the flash2 method (flash2_bwd_tile_for) and of `flashio predict` (analysis/models/flash2.cpp).
 template <int kHeadDim>
-constexpr Flash2BwdSpec flash2_bwd_pick(long long optin) {
-  constexpr int n = flash2_bwd_config_count<kHeadDim>();
+constexpr TileShape mma_bwd_pick(long long optin) {
+  constexpr int n = mma_bwd_config_count<kHeadDim>();
   for (int i = 0; i < n - 1; ++i) {
-    const Flash2BwdSpec s = Flash2BwdConfigs<kHeadDim>::list[i];
-    if (flash2_bwd_smem_bytes(kHeadDim, s.block_n, s.block_m, s.warps) <= optin) return s;
+    const TileShape s = MmaBwdConfigs<kHeadDim>::list[i];
+    if (mma_bwd_smem_bytes(kHeadDim, s) <= optin) return s;
   }
-  return Flash2BwdConfigs<kHeadDim>::list[n - 1];
+  return MmaBwdConfigs<kHeadDim>::list[n - 1];
 }
 
 }  // namespace flashio::kernels
