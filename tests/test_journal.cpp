@@ -248,6 +248,7 @@ class Merge : public testing::Test {
     points_ = sweep_points();
     for (int i = 0; i < 2; ++i) {
       ResultFile f = header(i == 0 ? "GPU A" : gpu_b_);
+      f.wall_s = 10.0 + i;
       for (size_t k : shard_indices(points_, {i, 2})) f.records.push_back(record_of(points_[k], k));
       shards_.push_back(temp("shard" + std::to_string(i) + ".json"));
       write_result_file(f, shards_.back());
@@ -267,6 +268,12 @@ TEST_F(Merge, JoinsShardsBackIntoSweepOrder) {
   ASSERT_EQ(f.records.size(), points_.size());
   for (size_t i = 0; i < points_.size(); ++i) EXPECT_EQ(f.records[i].name(), points_[i].name());
   EXPECT_EQ(f.run_id, "0123456789abcdef");  // one run's shards keep its id
+  // Each shard's wall time, in the order given; the merged file has no wall time of its own.
+  EXPECT_FALSE(f.wall_s.has_value());
+  ASSERT_EQ(f.merged_from.size(), 2u);
+  EXPECT_EQ(f.merged_from[0]["file"], shards_[1]);
+  EXPECT_EQ(f.merged_from[0]["wall_s"], 11.0);
+  EXPECT_EQ(f.merged_from[1]["wall_s"], 10.0);
 }
 
 TEST_F(Merge, RefusesAPointTwice) {

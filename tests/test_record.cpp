@@ -1,5 +1,6 @@
 // Records and result files: JSON round trip, atomic write, and validation against
 // results/schema.json (the documented schema).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -34,6 +35,7 @@ Record ok_record() {
   r.check = CheckResult{true, 1e-3, 2e-3, 0.25, 1e-4, 1e-2, 1000, 262144, true, "sampled rows"};
   r.time = TimeStats{1e-3, 0.9e-3, 1.2e-3, 1.01e-3, 5e-5, 30, 5, true, "cuda_events"};
   r.memory = MemoryStats{100, 200, 0};
+  r.phases = PhaseTimes{0.25, 1.5, 0.01, 0.05, 0.4, 0.2, 2.5};
   return r;
 }
 
@@ -48,6 +50,9 @@ ResultFile sample_file() {
   d.cc_major = 9;
   d.sm_count = 132;
   f.device = to_json(d);
+  f.wall_s = 12.5;
+  f.merged_from = json::array({{{"file", "a.json"}, {"run_id", "1"}, {"wall_s", 7.5}},
+                               {{"file", "b.json"}, {"run_id", "2"}, {"wall_s", nullptr}}});
   f.records.push_back(ok_record());
   Record skipped;
   skipped.method = "standard";
@@ -85,6 +90,12 @@ TEST(Record, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(to_json(back).dump(), j.dump());
   EXPECT_TRUE(std::isnan(back.records[2].check->worst_ratio));  // NaN survives as null
   EXPECT_EQ(back.records[1].reason, "too large");
+  ASSERT_TRUE(back.wall_s.has_value());
+  EXPECT_EQ(*back.wall_s, 12.5);
+  ASSERT_TRUE(back.records[0].phases.has_value());
+  EXPECT_EQ(back.records[0].phases->reference_s, 1.5);
+  EXPECT_EQ(back.records[0].phases->total_s, 2.5);
+  EXPECT_FALSE(back.records[1].phases.has_value());  // a skipped point has none
 }
 
 TEST(Record, WrittenFileConformsToSchema) {
@@ -105,9 +116,14 @@ TEST(Record, SchemaRejectsBrokenRecords) {
   doc["records"][1]["problem"].erase("head_dim");
   doc["records"][0]["time"]["median_s"] = 0.0;  // no zeros as data
   doc["records"][2]["surprise"] = 1;
+  doc["records"][0]["phases_s"]["timed"] = -1.0;  // a negative time
   const auto errors = validate_schema(schema, doc);
-  ASSERT_EQ(errors.size(), 4u);
-  EXPECT_NE(errors[0].find("status"), std::string::npos);
+  ASSERT_EQ(errors.size(), 5u);
+  auto named = [&](const char* what) {
+    return std::any_of(errors.begin(), errors.end(), [&](const std::string& e) { return e.find(what) != std::string::npos; });
+  };
+  EXPECT_TRUE(named("status"));
+  EXPECT_TRUE(named("phases_s"));
 }
 
 TEST(Record, ReadingRejectsForeignFiles) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
@@ -590,10 +591,13 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
   job.on_record = [&](const Record& r) {
     writer.append(r);
     progress.finished(position[size_t(r.point_index)], r);
+    if (a.verbose && r.phases)
+      fmt::print(stderr, "  {}: {}\n", r.name(), format_phases(*r.phases));
   };
   g_stop_signal.store(0);
   auto old_int = std::signal(SIGINT, on_stop_signal);
   auto old_term = std::signal(SIGTERM, on_stop_signal);
+  const auto sweep_start = std::chrono::steady_clock::now();
   SweepOutcome outcome = run_sweep(job);
   std::signal(SIGINT, old_int);
   std::signal(SIGTERM, old_term);
@@ -602,6 +606,8 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
   for (auto& rec : outcome.records) file.records.push_back(std::move(rec));
   std::sort(file.records.begin(), file.records.end(),
             [](const Record& x, const Record& y) { return x.point_index < y.point_index; });
+  file.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - sweep_start).count() +
+                resumed.file.wall_s.value_or(0.0);
   write_result_file(file, out);
   std::remove(journal.c_str());  // the final file now holds everything the journal did
 

@@ -98,6 +98,9 @@ int cmd_merge(const MergeArgs& a) {
   for (size_t i = 0; i < in.size(); ++i) {
     const ResultFile& f = in[i].file;
     run_ids.insert(f.run_id);
+    out.merged_from.push_back({{"file", a.inputs[i]},
+                               {"run_id", f.run_id},
+                               {"wall_s", f.wall_s ? nlohmann::json(*f.wall_s) : nlohmann::json(nullptr)}});
     revisions.insert(text(f.build, "git_revision", "unknown"));
     add_device(f.device);
     for (const auto& d : f.devices) add_device(d);

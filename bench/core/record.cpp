@@ -85,6 +85,12 @@ json to_json(const Record& r) {
                    {"total_bytes", r.memory->total_bytes},
                    {"library_bytes", r.memory->library_bytes}};
   }
+  if (r.phases) {
+    const auto& t = *r.phases;
+    j["phases_s"] = {{"inputs", t.inputs_s},   {"reference", t.reference_s}, {"plan", t.plan_s},
+                     {"check", t.check_s},     {"timed", t.timed_s},         {"counters", t.counters_s},
+                     {"total", t.total_s}};
+  }
   j["counters"] = r.counters;
   return j;
 }
@@ -164,6 +170,12 @@ Record record_from_json(const json& j) {
       ms.library_bytes = m.value("library_bytes", int64_t(0));
       r.memory = ms;
     }
+    if (j.contains("phases_s")) {
+      const auto& t = j["phases_s"];
+      r.phases = PhaseTimes{t.value("inputs", 0.0), t.value("reference", 0.0), t.value("plan", 0.0),
+                            t.value("check", 0.0),  t.value("timed", 0.0),     t.value("counters", 0.0),
+                            t.value("total", 0.0)};
+    }
     if (j.contains("counters")) r.counters = j["counters"];
   } catch (const json::exception& e) {
     throw std::runtime_error(std::string("bad record: ") + e.what());
@@ -184,6 +196,8 @@ json to_json(const ResultFile& f) {
             {"device", f.device},
             {"records", records}};
   if (!f.devices.empty()) j["devices"] = f.devices;
+  if (f.wall_s) j["wall_s"] = *f.wall_s;
+  if (!f.merged_from.empty()) j["merged_from"] = f.merged_from;
   return j;
 }
 
@@ -202,6 +216,8 @@ ResultFile result_file_from_json(const json& j) {
     f.build = j.value("build", json::object());
     f.device = j.value("device", json::object());
     f.devices = j.value("devices", json::array());
+    if (j.contains("wall_s") && j["wall_s"].is_number()) f.wall_s = j["wall_s"].get<double>();
+    f.merged_from = j.value("merged_from", json::array());
     for (const auto& r : j.at("records")) f.records.push_back(record_from_json(r));
   } catch (const json::exception& e) {
     throw std::runtime_error(std::string("bad result file: ") + e.what());

@@ -68,6 +68,16 @@ struct MemoryStats {
                                 // (cuBLAS's handle), via cudaMemGetInfo: ±one 2 MiB page
 };
 
+// Where a point's wall time went (seconds, host steady clock), so a sweep's time can be
+// accounted for: generating the inputs and copying them to the GPU, the float64 reference,
+// preparing the method (plan, workspace), the correctness checks (the checked run and the
+// compare, before and after timing), the timed repetitions, the counter pass. Inputs and
+// reference are 0 when the point reuses the previous point's problem (same inputs). total: the
+// whole point, so total − the parts is what the runner spent elsewhere.
+struct PhaseTimes {
+  double inputs_s = 0, reference_s = 0, plan_s = 0, check_s = 0, timed_s = 0, counters_s = 0, total_s = 0;
+};
+
 struct Record {
   std::string method;
   Pass pass = Pass::Fwd;
@@ -81,6 +91,7 @@ struct Record {
   std::optional<CheckResult> check;
   std::optional<TimeStats> time;
   std::optional<MemoryStats> memory;
+  std::optional<PhaseTimes> phases;  // absent in files written before it existed, and for non-flashio producers
   nlohmann::json counters = {{"status", "not_collected"}, {"reason", "counter collection is not enabled"}};
 
   std::string name() const { return point_name(method, pass, problem); }
@@ -97,6 +108,9 @@ struct ResultFile {
   nlohmann::json build;      // git revision, dirty flag, architectures, compilers
   nlohmann::json device;     // DeviceInfo as JSON (absent fields for non-GPU producers)
   nlohmann::json devices = nlohmann::json::array();  // every GPU that ran records, when more than one
+  std::optional<double> wall_s;  // the run's wall time, start to file (a resumed run adds its earlier runs')
+  // merge: each input's file name, run id and wall_s; empty otherwise.
+  nlohmann::json merged_from = nlohmann::json::array();
   std::vector<Record> records;
 };
 

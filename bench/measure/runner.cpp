@@ -1,6 +1,7 @@
 #include "bench/measure/runner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <optional>
 
@@ -58,6 +59,19 @@ std::vector<double> gather_kv_heads(const Problem& p, const std::vector<uint16_t
   return out;
 }
 
+// Adds the seconds from its construction to its destruction to `into` (PhaseTimes).
+class PhaseClock {
+ public:
+  explicit PhaseClock(double& into) : into_(into), start_(std::chrono::steady_clock::now()) {}
+  ~PhaseClock() { into_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  PhaseClock(const PhaseClock&) = delete;
+  PhaseClock& operator=(const PhaseClock&) = delete;
+
+ private:
+  double& into_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 }  // namespace
 
 struct Runner::State {
@@ -71,7 +85,7 @@ struct Runner::State {
   std::unique_ptr<ProblemData> data;
   std::string poisoned;  // set after a sticky CUDA error: the context is unusable
 
-  ProblemData& prepare(const Problem& p, bool with_grad) {
+  ProblemData& prepare(const Problem& p, bool with_grad, PhaseTimes& ph) {
     Problem inputs_of = p;  // deterministic changes how a method runs, not its inputs or reference
     inputs_of.deterministic = false;
     const std::string key = inputs_of.name() + fmt::format("/seed:{}", p.seed);
@@ -79,20 +93,26 @@ struct Runner::State {
       data.reset();  // free the previous problem's device memory first
       auto d = std::make_unique<ProblemData>();
       d->key = key;
-      d->host = make_inputs(p, false);
-      d->q = upload(d->host.q);
-      d->k = upload(d->host.k);
-      d->v = upload(d->host.v);
-      if (p.padding != Padding::None) {
-        d->key_lengths = DeviceBuffer(alloc, d->host.key_lengths.size() * sizeof(int32_t));
-        FLASHIO_CUDA_CHECK(cudaMemcpy(d->key_lengths.get(), d->host.key_lengths.data(),
-                                      d->host.key_lengths.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+      {
+        PhaseClock clock(ph.inputs_s);
+        d->host = make_inputs(p, false);
+        d->q = upload(d->host.q);
+        d->k = upload(d->host.k);
+        d->v = upload(d->host.v);
+        if (p.padding != Padding::None) {
+          d->key_lengths = DeviceBuffer(alloc, d->host.key_lengths.size() * sizeof(int32_t));
+          FLASHIO_CUDA_CHECK(cudaMemcpy(d->key_lengths.get(), d->host.key_lengths.data(),
+                                        d->host.key_lengths.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+        }
       }
-      d->rows = rows_to_check(p, opt.check_budget_macs);
-      reference_rows(p, d->tensors(p), d->rows, d->ref_out, d->ref_lse);
+      {
+        PhaseClock clock(ph.reference_s);
+        d->rows = rows_to_check(p, opt.check_budget_macs);
+        reference_rows(p, d->tensors(p), d->rows, d->ref_out, d->ref_lse);
+      }
       data = std::move(d);
     }
-    if (with_grad && !data->have_grad_ref) make_grad_reference(p, *data);
+    if (with_grad && !data->have_grad_ref) make_grad_reference(p, *data, ph);
     return *data;
   }
 
@@ -103,10 +123,14 @@ struct Runner::State {
   }
 
   // dO, and the reference dQ on the checked rows and dK, dV on the K/V heads the budget allows.
-  void make_grad_reference(const Problem& p, ProblemData& d) {
-    d.host.d_o.resize(size_t(p.q_elements()));
-    fill_normal(d.host.d_o, p.dtype, p.seed, 4);
-    d.d_o = upload(d.host.d_o);
+  void make_grad_reference(const Problem& p, ProblemData& d, PhaseTimes& ph) {
+    {
+      PhaseClock clock(ph.inputs_s);
+      d.host.d_o.resize(size_t(p.q_elements()));
+      fill_normal(d.host.d_o, p.dtype, p.seed, 4);
+      d.d_o = upload(d.host.d_o);
+    }
+    PhaseClock clock(ph.reference_s);
     reference_dq_rows(p, d.tensors(p), d.host.d_o.data(), d.rows, d.ref_dq);
     const int64_t all_heads = p.batch * p.kvh();
     const double cost = reference_dkdv_cost(p);
@@ -130,10 +154,10 @@ struct Runner::State {
     d.have_grad_ref = true;
   }
 
-  void measure(const Method& method, const Point& pt, Record& rec, const Runner::Timer& timer) {
+  void measure(const Method& method, const Point& pt, Record& rec, const Runner::Timer& timer, PhaseTimes& ph) {
     const Problem& p = pt.problem;
     const bool backward = pt.pass != Pass::Fwd;
-    ProblemData& d = prepare(p, backward);
+    ProblemData& d = prepare(p, backward, ph);
 
     DeviceBuffer o(alloc, size_t(p.q_elements()) * 2);
     DeviceBuffer lse(alloc, size_t(p.batch * p.heads * p.seqlen_q) * sizeof(float));
@@ -150,7 +174,11 @@ struct Runner::State {
     const int64_t external_before = alloc.external_bytes();
     alloc.reset_peak();
     alloc.reset_external_peak();
-    auto plan = method.plan(p, pt.pass, dev, alloc);
+    std::unique_ptr<Plan> plan;
+    {
+      PhaseClock clock(ph.plan_s);
+      plan = method.plan(p, pt.pass, dev, alloc);
+    }
     rec.tiles = plan->tiles();
     if (pt.pass != Pass::Fwd) rec.tiles_bwd = plan->backward_tiles();
     AttentionBuffers buf;
@@ -167,6 +195,7 @@ struct Runner::State {
 
     // Check first: poison the outputs (0xFF.. is NaN in fp16, bf16 and fp32), run once,
     // compare with the reference. A failed check gets no timing.
+    std::optional<PhaseClock> check_clock(std::in_place, ph.check_s);
     for (DeviceBuffer* out : {&o, &lse, &dq, &dk, &dv})
       if (out->bytes()) FLASHIO_CUDA_CHECK(cudaMemsetAsync(out->get(), 0xFF, out->bytes(), stream));
     // Counters unavailable (not off): the launch callbacks still name this pass's kernels and
@@ -190,6 +219,7 @@ struct Runner::State {
       rec.reason = fmt::format("correctness check failed (|err|/tol per tensor:{}); not timed", failing(*rec.check));
       return;
     }
+    check_clock.reset();
 
     std::function<void()> launch;
     switch (pt.pass) {
@@ -197,16 +227,21 @@ struct Runner::State {
       case Pass::Bwd: launch = [&] { plan->backward(buf, stream); }; break;  // from the saved forward above
       case Pass::FwdBwd: launch = [&] { plan->forward(buf, stream); plan->backward(buf, stream); }; break;
     }
-    if (timer) {
-      rec.time = timer(launch, stream, opt.flush_l2 ? flusher.get() : nullptr);
-    } else if (method.info().where == "cpu") {
-      rec.time = time_host(launch, 0, std::min(opt.reps, 3));
-    } else {
-      rec.time = time_gpu(launch, opt.warmup, opt.reps, opt.flush_l2 ? flusher.get() : nullptr, stream);
+    {
+      PhaseClock clock(ph.timed_s);
+      if (timer) {
+        rec.time = timer(launch, stream, opt.flush_l2 ? flusher.get() : nullptr);
+      } else if (method.info().where == "cpu") {
+        rec.time = time_host(launch, 0, std::min(opt.reps, 3));
+      } else {
+        rec.time = time_gpu(launch, opt.warmup, opt.reps, opt.flush_l2 ? flusher.get() : nullptr, stream);
+      }
     }
     // The outputs of the last repetition must still be right: catches a pass that is not
     // repeatable (an accumulator not reset) and races that show only under repetition.
+    check_clock.emplace(ph.check_s);
     const CheckResult after = check_outputs(p, d, *plan, o, lse, dq, dk, dv, backward);
+    check_clock.reset();
     if (!after.passed) {
       rec.status = Status::Error;
       rec.reason = fmt::format("outputs wrong after the timed repetitions (|err|/tol per tensor:{})", failing(after));
@@ -214,6 +249,7 @@ struct Runner::State {
       return;
     }
     rec.status = Status::Ok;
+    PhaseClock clock(ph.counters_s);
     rec.counters = collect_counters(method, launch);
     if (!kernels.empty() && !rec.counters.contains("kernels")) rec.counters["kernels"] = kernels;
   }
@@ -315,8 +351,10 @@ Record Runner::run(const Point& pt, const Timer& timer) {
     rec.counters = counters_not_collected("the point was skipped");
     return rec;
   }
+  PhaseTimes phases;
+  const auto start = std::chrono::steady_clock::now();
   try {
-    state_->measure(*method, pt, rec, timer);
+    state_->measure(*method, pt, rec, timer, phases);
   } catch (const CudaError& e) {
     rec.status = e.out_of_memory() ? Status::Oom : Status::Error;
     rec.reason = e.what();
@@ -330,6 +368,8 @@ Record Runner::run(const Point& pt, const Timer& timer) {
     rec.time.reset();
   }
   if (rec.status != Status::Ok) rec.counters = counters_not_collected("the point did not run to completion");
+  phases.total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  rec.phases = phases;
   return rec;
 }
 

@@ -60,6 +60,14 @@ std::string format_duration(double s) {
   return fmt::format("{}h{:02}m", t / 3600, (t % 3600) / 60);
 }
 
+std::string format_phases(const PhaseTimes& t) {
+  const double parts = t.inputs_s + t.reference_s + t.plan_s + t.check_s + t.timed_s + t.counters_s;
+  return fmt::format("total {:.3f} s: inputs {:.3f}, reference {:.3f}, plan {:.3f}, check {:.3f}, timed {:.3f}, "
+                     "counters {:.3f}, other {:.3f}",
+                     t.total_s, t.inputs_s, t.reference_s, t.plan_s, t.check_s, t.timed_s, t.counters_s,
+                     std::max(0.0, t.total_s - parts));
+}
+
 Progress::Mode Progress::mode_for(bool quiet, std::FILE* out) {
   if (quiet) return Mode::Quiet;
   return isatty(fileno(out)) ? Mode::Terminal : Mode::Lines;
