@@ -35,7 +35,7 @@ Problem small() {
 
 TEST(Check, RoundedReferencePasses) {
   Fixture f(small());
-  const CheckResult c = compare_with_reference(f.p, f.rows, f.ref, f.ref_lse, f.out, &f.lse);
+  const CheckResult c = compare_with_reference(f.p, f.rows, f.ref, f.ref_lse, f.out.data(), &f.lse);
   EXPECT_TRUE(c.passed);
   EXPECT_LT(c.worst_ratio, 0.2);
   EXPECT_EQ(c.scope, "all rows");
@@ -45,13 +45,13 @@ TEST(Check, RoundedReferencePasses) {
 TEST(Check, OneWrongElementFails) {
   Fixture f(small());
   f.out[77] = from_float(f.p.dtype, half_to_float(f.out[77]) + 0.05f);
-  EXPECT_FALSE(compare_with_reference(f.p, f.rows, f.ref, f.ref_lse, f.out, &f.lse).passed);
+  EXPECT_FALSE(compare_with_reference(f.p, f.rows, f.ref, f.ref_lse, f.out.data(), &f.lse).passed);
 }
 
 TEST(Check, NanNeverPasses) {
   Fixture f(small());
   f.out[5] = 0xFFFF;  // the runner's poison value
-  const CheckResult c = compare_with_reference(f.p, f.rows, f.ref, f.ref_lse, f.out, &f.lse);
+  const CheckResult c = compare_with_reference(f.p, f.rows, f.ref, f.ref_lse, f.out.data(), &f.lse);
   EXPECT_FALSE(c.passed);
   EXPECT_TRUE(std::isnan(c.worst_ratio));
 }
@@ -59,8 +59,8 @@ TEST(Check, NanNeverPasses) {
 TEST(Check, WrongLseFails) {
   Fixture f(small());
   f.lse[3] += 0.01f;
-  EXPECT_FALSE(compare_with_reference(f.p, f.rows, f.ref, f.ref_lse, f.out, &f.lse).passed);
-  EXPECT_TRUE(compare_with_reference(f.p, f.rows, f.ref, f.ref_lse, f.out, nullptr).passed);
+  EXPECT_FALSE(compare_with_reference(f.p, f.rows, f.ref, f.ref_lse, f.out.data(), &f.lse).passed);
+  EXPECT_TRUE(compare_with_reference(f.p, f.rows, f.ref, f.ref_lse, f.out.data(), nullptr).passed);
 }
 
 TEST(Check, ToleranceScalesWithOutputSoGarbageFailsAtLongSequences) {
@@ -72,7 +72,7 @@ TEST(Check, ToleranceScalesWithOutputSoGarbageFailsAtLongSequences) {
   std::vector<double> ref, ref_lse;
   reference_rows(p, {in.q.data(), in.k.data(), in.v.data(), nullptr}, rows, ref, ref_lse, 2);
   std::vector<uint16_t> zeros(size_t(p.q_elements()), 0);
-  EXPECT_FALSE(compare_with_reference(p, rows, ref, ref_lse, zeros, nullptr).passed);
+  EXPECT_FALSE(compare_with_reference(p, rows, ref, ref_lse, zeros.data(), nullptr).passed);
 }
 
 TEST(Check, LargeProblemsAreSampledWithEdgeRows) {

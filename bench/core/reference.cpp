@@ -26,6 +26,69 @@ double reference_cost(const Problem& p, int64_t nrows) {
 
 namespace {
 
+template <typename Work>
+void parallel_for(size_t n, int threads, Work work) {
+  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  threads = int(std::min<size_t>(size_t(threads), std::max<size_t>(1, n)));
+  if (threads == 1) {
+    work(0, 1);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (int tid = 0; tid < threads; ++tid) pool.emplace_back(work, tid, threads);
+  for (auto& th : pool) th.join();
+}
+
+// Threads for `n` items: `threads`, or every core when 0; at least 1, at most n.
+int thread_count(size_t n, int threads) {
+  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  return int(std::min<size_t>(size_t(threads), std::max<size_t>(1, n)));
+}
+
+// One K/V head's keys and values widened once to float (exact: every fp16 and bf16 value is a
+// float), so the row loops multiply instead of converting each element once per query row.
+// Bounded memory: one head at a time, Nk × d × 8 bytes (256 MiB at Nk = 128k, d = 256).
+struct DecodedHead {
+  std::vector<float> k, v;  // (Nk, d)
+};
+
+DecodedHead decode_head(const Problem& p, const HostTensors& t, int64_t b, int64_t hk, int threads) {
+  const int64_t per_head = p.nk() * p.head_dim;
+  const uint16_t* k = t.k + (b * p.kvh() + hk) * per_head;
+  const uint16_t* v = t.v + (b * p.kvh() + hk) * per_head;
+  DecodedHead h;
+  h.k.resize(size_t(per_head));
+  h.v.resize(size_t(per_head));
+  constexpr int64_t kChunk = 1 << 16;
+  const int64_t chunks = (per_head + kChunk - 1) / kChunk;
+  parallel_for(size_t(chunks), thread_count(size_t(chunks), threads), [&](int tid, int nthreads) {
+    for (int64_t c = tid; c < chunks; c += nthreads)
+      for (int64_t e = c * kChunk; e < std::min(per_head, (c + 1) * kChunk); ++e) {
+        h.k[size_t(e)] = to_float(p.dtype, k[e]);
+        h.v[size_t(e)] = to_float(p.dtype, v[e]);
+      }
+  });
+  return h;
+}
+
+// `rows` grouped by the K/V head they read, (b, hk) in order of first appearance: positions
+// into `rows`, each group in the order given.
+std::vector<std::pair<std::pair<int64_t, int64_t>, std::vector<size_t>>> rows_by_kv_head(
+    const Problem& p, const std::vector<RowId>& rows) {
+  std::vector<std::pair<std::pair<int64_t, int64_t>, std::vector<size_t>>> groups;
+  std::vector<int64_t> slot(size_t(p.batch * p.kvh()), -1);
+  const int64_t group = p.heads / p.kvh();
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const int64_t hk = rows[r].h / group, key = rows[r].b * p.kvh() + hk;
+    if (slot[size_t(key)] < 0) {
+      slot[size_t(key)] = int64_t(groups.size());
+      groups.push_back({{rows[r].b, hk}, {}});
+    }
+    groups[size_t(slot[size_t(key)])].second.push_back(r);
+  }
+  return groups;
+}
+
 // Every method draws its dropout mask at Philox offset 0 (a fresh mask comes from a fresh
 // seed); Problem has no offset field.
 constexpr uint64_t kDropoutOffset = 0;
@@ -47,14 +110,12 @@ bool any_allowed(const BlockMask* mask, const RowId& r, int64_t visible) {
   return false;
 }
 
-void reference_row(const Problem& p, const HostTensors& t, const RowId& r, double* out, double* lse,
-                   std::vector<double>& scores, std::vector<double>& qrow, const BlockMask* mask) {
+void reference_row(const Problem& p, const HostTensors& t, const DecodedHead& kv, const RowId& r, double* out,
+                   double* lse, std::vector<double>& scores, std::vector<double>& qrow, const BlockMask* mask) {
   const int64_t d = p.head_dim, nk = p.nk();
-  const int64_t group = p.heads / p.kvh();
-  const int64_t hk = r.h / group;
   const uint16_t* q = t.q + ((r.b * p.heads + r.h) * p.seqlen_q + r.i) * d;
-  const uint16_t* k = t.k + (r.b * p.kvh() + hk) * nk * d;
-  const uint16_t* v = t.v + (r.b * p.kvh() + hk) * nk * d;
+  const float* k = kv.k.data();
+  const float* v = kv.v.data();
   int64_t visible = t.key_lengths ? std::min<int64_t>(nk, t.key_lengths[r.b]) : nk;
   if (p.causal) visible = std::min<int64_t>(visible, r.i + 1);
 
@@ -71,9 +132,9 @@ void reference_row(const Problem& p, const HostTensors& t, const RowId& r, doubl
       scores[size_t(j)] = -std::numeric_limits<double>::infinity();
       continue;
     }
-    const uint16_t* kj = k + j * d;
+    const float* kj = k + j * d;
     double s = 0.0;
-    for (int64_t c = 0; c < d; ++c) s += qrow[size_t(c)] * double(to_float(p.dtype, kj[c]));
+    for (int64_t c = 0; c < d; ++c) s += qrow[size_t(c)] * double(kj[c]);
     s *= scale;
     scores[size_t(j)] = s;
     row_max = std::max(row_max, s);
@@ -91,8 +152,8 @@ void reference_row(const Problem& p, const HostTensors& t, const RowId& r, doubl
         !dropout_keeps(p.seed, kDropoutOffset, p.dropout, uint32_t(r.b), uint32_t(r.h), uint32_t(r.i), uint32_t(j)))
       continue;
     const double w = scores[size_t(j)] / sum * keep_scale;
-    const uint16_t* vj = v + j * d;
-    for (int64_t c = 0; c < d; ++c) out[c] += w * double(to_float(p.dtype, vj[c]));
+    const float* vj = v + j * d;
+    for (int64_t c = 0; c < d; ++c) out[c] += w * double(vj[c]);
   }
   *lse = row_max + std::log(sum);
 }
@@ -107,14 +168,16 @@ struct RowGrad {
   std::vector<double> prob, keep, ds;  // size visible
 };
 
-void backward_row(const Problem& p, const HostTensors& t, const uint16_t* d_o, const RowId& r, RowGrad& g,
-                  std::vector<double>& qrow, const BlockMask* mask) {
+// `dorow` receives the row of dO widened to float.
+void backward_row(const Problem& p, const HostTensors& t, const DecodedHead& kv, const uint16_t* d_o, const RowId& r,
+                  RowGrad& g, std::vector<double>& qrow, std::vector<float>& dorow, const BlockMask* mask) {
   const int64_t d = p.head_dim, nk = p.nk();
-  const int64_t hk = r.h / (p.heads / p.kvh());
   const uint16_t* q = t.q + ((r.b * p.heads + r.h) * p.seqlen_q + r.i) * d;
-  const uint16_t* k = t.k + (r.b * p.kvh() + hk) * nk * d;
-  const uint16_t* v = t.v + (r.b * p.kvh() + hk) * nk * d;
-  const uint16_t* dorow = d_o + ((r.b * p.heads + r.h) * p.seqlen_q + r.i) * d;
+  const float* k = kv.k.data();
+  const float* v = kv.v.data();
+  const uint16_t* dorow16 = d_o + ((r.b * p.heads + r.h) * p.seqlen_q + r.i) * d;
+  dorow.resize(size_t(d));
+  for (int64_t c = 0; c < d; ++c) dorow[size_t(c)] = to_float(p.dtype, dorow16[c]);
   int64_t visible = t.key_lengths ? std::min<int64_t>(nk, t.key_lengths[r.b]) : nk;
   if (p.causal) visible = std::min<int64_t>(visible, r.i + 1);
   g.visible = std::max<int64_t>(visible, 0);
@@ -130,7 +193,7 @@ void backward_row(const Problem& p, const HostTensors& t, const uint16_t* d_o, c
       continue;
     }
     double s = 0.0;
-    for (int64_t c = 0; c < d; ++c) s += qrow[size_t(c)] * double(to_float(p.dtype, k[j * d + c]));
+    for (int64_t c = 0; c < d; ++c) s += qrow[size_t(c)] * double(k[j * d + c]);
     g.prob[size_t(j)] = s * p.scale();
     row_max = std::max(row_max, g.prob[size_t(j)]);
   }
@@ -146,25 +209,13 @@ void backward_row(const Problem& p, const HostTensors& t, const uint16_t* d_o, c
   double dsum = 0.0;  // D_i = Σ_j P_ij dP_ij
   for (int64_t j = 0; j < g.visible; ++j) {
     double dp = 0.0;
-    for (int64_t c = 0; c < d; ++c) dp += double(to_float(p.dtype, dorow[c])) * double(to_float(p.dtype, v[j * d + c]));
+    for (int64_t c = 0; c < d; ++c) dp += double(dorow[size_t(c)]) * double(v[j * d + c]);
     g.ds[size_t(j)] = dp * g.keep[size_t(j)];
     dsum += g.prob[size_t(j)] * g.ds[size_t(j)];
   }
   for (int64_t j = 0; j < g.visible; ++j) g.ds[size_t(j)] = g.prob[size_t(j)] * (g.ds[size_t(j)] - dsum);
 }
 
-template <typename Work>
-void parallel_for(size_t n, int threads, Work work) {
-  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  threads = int(std::min<size_t>(size_t(threads), std::max<size_t>(1, n)));
-  if (threads == 1) {
-    work(0, 1);
-    return;
-  }
-  std::vector<std::thread> pool;
-  for (int tid = 0; tid < threads; ++tid) pool.emplace_back(work, tid, threads);
-  for (auto& th : pool) th.join();
-}
 
 }  // namespace
 
@@ -173,18 +224,22 @@ void reference_dq_rows(const Problem& p, const HostTensors& t, const uint16_t* d
   const int64_t d = p.head_dim, nk = p.nk();
   dq.assign(rows.size() * size_t(d), 0.0);
   const auto mask = mask_of(p);
-  parallel_for(rows.size(), threads, [&](int tid, int nthreads) {
-    RowGrad g;
-    std::vector<double> qrow(static_cast<size_t>(d));
-    for (size_t r = size_t(tid); r < rows.size(); r += size_t(nthreads)) {
-      backward_row(p, t, d_o, rows[r], g, qrow, mask ? &*mask : nullptr);
-      const int64_t hk = rows[r].h / (p.heads / p.kvh());
-      const uint16_t* k = t.k + (rows[r].b * p.kvh() + hk) * nk * d;
-      double* out = dq.data() + r * size_t(d);
-      for (int64_t j = 0; j < g.visible; ++j)
-        for (int64_t c = 0; c < d; ++c) out[c] += p.scale() * g.ds[size_t(j)] * double(to_float(p.dtype, k[j * d + c]));
-    }
-  });
+  for (const auto& [head, members] : rows_by_kv_head(p, rows)) {
+    const DecodedHead kv = decode_head(p, t, head.first, head.second, threads);
+    parallel_for(members.size(), thread_count(members.size(), threads), [&](int tid, int nthreads) {
+      RowGrad g;
+      std::vector<double> qrow(static_cast<size_t>(d));
+      std::vector<float> dorow;
+      for (size_t m = size_t(tid); m < members.size(); m += size_t(nthreads)) {
+        const size_t r = members[m];
+        backward_row(p, t, kv, d_o, rows[r], g, qrow, dorow, mask ? &*mask : nullptr);
+        const float* k = kv.k.data();
+        double* out = dq.data() + r * size_t(d);
+        for (int64_t j = 0; j < g.visible; ++j)
+          for (int64_t c = 0; c < d; ++c) out[c] += p.scale() * g.ds[size_t(j)] * double(k[j * d + c]);
+      }
+    });
+  }
 }
 
 void reference_dkdv_head(const Problem& p, const HostTensors& t, const uint16_t* d_o, int64_t b, int64_t hk,
@@ -198,6 +253,7 @@ void reference_dkdv_head(const Problem& p, const HostTensors& t, const uint16_t*
   if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
   threads = int(std::min<size_t>(size_t(threads), std::max<size_t>(1, rows.size())));
   std::vector<std::vector<double>> part_k(static_cast<size_t>(threads)), part_v(static_cast<size_t>(threads));
+  const DecodedHead kv = decode_head(p, t, b, hk, threads);
   parallel_for(rows.size(), threads, [&](int tid, int nthreads) {
     auto& pk = part_k[size_t(tid)];
     auto& pv = part_v[size_t(tid)];
@@ -205,14 +261,14 @@ void reference_dkdv_head(const Problem& p, const HostTensors& t, const uint16_t*
     pv.assign(size_t(nk * d), 0.0);
     RowGrad g;
     std::vector<double> qrow(static_cast<size_t>(d));
+    std::vector<float> dorow;
     for (size_t r = size_t(tid); r < rows.size(); r += size_t(nthreads)) {
-      backward_row(p, t, d_o, rows[r], g, qrow, mask ? &*mask : nullptr);
-      const uint16_t* dorow = d_o + ((rows[r].b * p.heads + rows[r].h) * p.seqlen_q + rows[r].i) * d;
+      backward_row(p, t, kv, d_o, rows[r], g, qrow, dorow, mask ? &*mask : nullptr);
       for (int64_t j = 0; j < g.visible; ++j) {
         const double wv = g.prob[size_t(j)] * g.keep[size_t(j)];
         const double wk = p.scale() * g.ds[size_t(j)];
         for (int64_t c = 0; c < d; ++c) {
-          pv[size_t(j * d + c)] += wv * double(to_float(p.dtype, dorow[c]));
+          pv[size_t(j * d + c)] += wv * double(dorow[size_t(c)]);
           pk[size_t(j * d + c)] += wk * qrow[size_t(c)];
         }
       }
@@ -238,21 +294,17 @@ void reference_rows(const Problem& p, const HostTensors& t, const std::vector<Ro
   const int64_t d = p.head_dim;
   out.assign(rows.size() * size_t(d), 0.0);
   lse.assign(rows.size(), 0.0);
-  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  threads = int(std::min<size_t>(size_t(threads), std::max<size_t>(1, rows.size())));
   const auto mask = mask_of(p);
-  auto work = [&](int tid) {
-    std::vector<double> scores(static_cast<size_t>(p.nk())), qrow(static_cast<size_t>(d));
-    for (size_t r = size_t(tid); r < rows.size(); r += size_t(threads))
-      reference_row(p, t, rows[r], out.data() + r * size_t(d), &lse[r], scores, qrow, mask ? &*mask : nullptr);
-  };
-  if (threads == 1) {
-    work(0);
-    return;
+  for (const auto& [head, members] : rows_by_kv_head(p, rows)) {
+    const DecodedHead kv = decode_head(p, t, head.first, head.second, threads);
+    parallel_for(members.size(), thread_count(members.size(), threads), [&](int tid, int nthreads) {
+      std::vector<double> scores(static_cast<size_t>(p.nk())), qrow(static_cast<size_t>(d));
+      for (size_t m = size_t(tid); m < members.size(); m += size_t(nthreads)) {
+        const size_t r = members[m];
+        reference_row(p, t, kv, rows[r], out.data() + r * size_t(d), &lse[r], scores, qrow, mask ? &*mask : nullptr);
+      }
+    });
   }
-  std::vector<std::thread> pool;
-  for (int tid = 0; tid < threads; ++tid) pool.emplace_back(work, tid);
-  for (auto& th : pool) th.join();
 }
 
 }  // namespace flashio

@@ -95,19 +95,19 @@ void add_tensor(CheckResult& c, const TensorCheck& t) {
   c.passed = (first || c.passed) && !t.nan && t.worst_ratio <= 1.0;
 }
 
-std::vector<double> gather_rows(const Problem& p, const std::vector<uint16_t>& full, const std::vector<RowId>& rows) {
+std::vector<double> gather_rows(const Problem& p, const uint16_t* full, const std::vector<RowId>& rows) {
   const int64_t d = p.head_dim;
   std::vector<double> out(rows.size() * size_t(d));
   for (size_t r = 0; r < rows.size(); ++r) {
     const int64_t base = ((rows[r].b * p.heads + rows[r].h) * p.seqlen_q + rows[r].i) * d;
-    for (int64_t c = 0; c < d; ++c) out[r * size_t(d) + size_t(c)] = to_float(p.dtype, full[size_t(base + c)]);
+    for (int64_t c = 0; c < d; ++c) out[r * size_t(d) + size_t(c)] = to_float(p.dtype, full[base + c]);
   }
   return out;
 }
 
 CheckResult compare_with_reference(const Problem& p, const std::vector<RowId>& rows,
                                    const std::vector<double>& ref_out, const std::vector<double>& ref_lse,
-                                   const std::vector<uint16_t>& out, const std::vector<float>* lse) {
+                                   const uint16_t* out, const std::vector<float>* lse) {
   const Tolerance tol = tolerance_for(p.dtype);
   CheckResult c;
   c.rows_checked = int64_t(rows.size());

@@ -35,13 +35,14 @@ TensorCheck compare_tensor(const std::string& name, const std::vector<double>& g
 // Adds a tensor's result to `c`, updating the overall figures (worst over tensors).
 void add_tensor(CheckResult& c, const TensorCheck& t);
 
-// Gathers the O rows (rows.size() × d) of a full BHND tensor of 16-bit words.
-std::vector<double> gather_rows(const Problem& p, const std::vector<uint16_t>& full, const std::vector<RowId>& rows);
+// Gathers the O rows (rows.size() × d) of a full BHND tensor of 16-bit words (only those rows
+// of `full` are read).
+std::vector<double> gather_rows(const Problem& p, const uint16_t* full, const std::vector<RowId>& rows);
 
 // Compares O rows (and LSE, when given) of a method with the reference values for `rows`.
 CheckResult compare_with_reference(const Problem& p, const std::vector<RowId>& rows,
                                    const std::vector<double>& ref_out, const std::vector<double>& ref_lse,
-                                   const std::vector<uint16_t>& out,       // full O of the method
+                                   const uint16_t* out,                    // O of the method, BHND (the rows read)
                                    const std::vector<float>* lse);          // full LSE or null
 
 }  // namespace flashio

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <optional>
 
 #include <fmt/format.h>
@@ -39,23 +40,39 @@ struct ProblemData {
   }
 };
 
-// Copies a BHND device tensor of 16-bit words to the host.
-std::vector<uint16_t> download(const DeviceBuffer& buf) {
-  std::vector<uint16_t> out(buf.bytes() / 2);
-  FLASHIO_CUDA_CHECK(cudaMemcpy(out.data(), buf.get(), buf.bytes(), cudaMemcpyDeviceToHost));
+// The checked rows of a [B, H, Nq, d] device tensor of 16-bit words, at their places in a
+// host array of the tensor's size; the other rows are not copied (nor touched: a sampled check
+// of a long sequence copies kilobytes, not the tensor). `rows` in BHND order, as rows_to_check
+// gives them; runs of consecutive rows are one copy each.
+std::unique_ptr<uint16_t[]> download_rows(const DeviceBuffer& buf, const Problem& p, const std::vector<RowId>& rows) {
+  const size_t elements = buf.bytes() / 2;
+  std::unique_ptr<uint16_t[]> out(new uint16_t[elements]);
+  const auto* src = static_cast<const uint16_t*>(buf.get());
+  auto flat = [&](const RowId& r) { return (r.b * p.heads + r.h) * p.seqlen_q + r.i; };
+  const int64_t d = p.head_dim;
+  for (size_t r = 0; r < rows.size();) {
+    size_t end = r + 1;
+    while (end < rows.size() && flat(rows[end]) == flat(rows[end - 1]) + 1) ++end;
+    const int64_t first = flat(rows[r]) * d, count = int64_t(end - r) * d;
+    FLASHIO_CUDA_CHECK(cudaMemcpy(out.get() + first, src + first, size_t(count) * 2, cudaMemcpyDeviceToHost));
+    r = end;
+  }
   return out;
 }
 
-// Rows (b, hk, all keys) of a [B, Hkv, Nk, d] tensor for the checked K/V heads.
-std::vector<double> gather_kv_heads(const Problem& p, const std::vector<uint16_t>& full,
-                                    const std::vector<std::pair<int64_t, int64_t>>& heads) {
+// The checked K/V heads (b, hk: all keys) of a [B, Hkv, Nk, d] device tensor, one after the other.
+std::vector<double> download_kv_heads(const DeviceBuffer& buf, const Problem& p,
+                                      const std::vector<std::pair<int64_t, int64_t>>& heads) {
   const int64_t per_head = p.nk() * p.head_dim;
-  std::vector<double> out;
-  out.reserve(heads.size() * size_t(per_head));
-  for (auto [b, hk] : heads) {
-    const int64_t base = (b * p.kvh() + hk) * per_head;
-    for (int64_t e = 0; e < per_head; ++e) out.push_back(to_float(p.dtype, full[size_t(base + e)]));
+  std::vector<uint16_t> words(heads.size() * size_t(per_head));
+  const auto* src = static_cast<const uint16_t*>(buf.get());
+  for (size_t i = 0; i < heads.size(); ++i) {
+    const int64_t base = (heads[i].first * p.kvh() + heads[i].second) * per_head;
+    FLASHIO_CUDA_CHECK(cudaMemcpy(words.data() + i * size_t(per_head), src + base, size_t(per_head) * 2,
+                                  cudaMemcpyDeviceToHost));
   }
+  std::vector<double> out(words.size());
+  for (size_t e = 0; e < words.size(); ++e) out[e] = to_float(p.dtype, words[e]);
   return out;
 }
 
@@ -108,7 +125,7 @@ struct Runner::State {
       {
         PhaseClock clock(ph.reference_s);
         d->rows = rows_to_check(p, opt.check_budget_macs);
-        reference_rows(p, d->tensors(p), d->rows, d->ref_out, d->ref_lse);
+        reference_rows(p, d->tensors(p), d->rows, d->ref_out, d->ref_lse, opt.host_threads);
       }
       data = std::move(d);
     }
@@ -131,7 +148,7 @@ struct Runner::State {
       d.d_o = upload(d.host.d_o);
     }
     PhaseClock clock(ph.reference_s);
-    reference_dq_rows(p, d.tensors(p), d.host.d_o.data(), d.rows, d.ref_dq);
+    reference_dq_rows(p, d.tensors(p), d.host.d_o.data(), d.rows, d.ref_dq, opt.host_threads);
     const int64_t all_heads = p.batch * p.kvh();
     const double cost = reference_dkdv_cost(p);
     if (cost * double(all_heads) <= opt.check_budget_macs) {
@@ -143,7 +160,7 @@ struct Runner::State {
     }
     for (auto [b, hk] : d.kv_heads) {
       std::vector<double> dk, dv;
-      reference_dkdv_head(p, d.tensors(p), d.host.d_o.data(), b, hk, dk, dv);
+      reference_dkdv_head(p, d.tensors(p), d.host.d_o.data(), b, hk, dk, dv, opt.host_threads);
       d.ref_dk.insert(d.ref_dk.end(), dk.begin(), dk.end());
       d.ref_dv.insert(d.ref_dv.end(), dv.begin(), dv.end());
     }
@@ -272,7 +289,8 @@ struct Runner::State {
       lse_host.resize(size_t(p.batch * p.heads * p.seqlen_q));
       FLASHIO_CUDA_CHECK(cudaMemcpy(lse_host.data(), lse.get(), lse.bytes(), cudaMemcpyDeviceToHost));
     }
-    CheckResult c = compare_with_reference(p, d.rows, d.ref_out, d.ref_lse, download(o), plan.writes_lse() ? &lse_host : nullptr);
+    CheckResult c = compare_with_reference(p, d.rows, d.ref_out, d.ref_lse, download_rows(o, p, d.rows).get(),
+                                           plan.writes_lse() ? &lse_host : nullptr);
     if (backward) {
       // dS = P∘(dP − D) cancels where a row sees few keys (exactly, with one: dQ = dK = 0),
       // yet D comes from the O rounded to the element type, so those rows carry an error of
@@ -283,10 +301,10 @@ struct Runner::State {
       const double floor =
           0.1 * std::max({rms(d.ref_dq, true), rms(d.ref_dk, true), rms(d.ref_dv, true)});
       auto atol = [&](const std::vector<double>& ref) { return tol.atol_rms * std::max({rms(ref), floor, 1e-6}); };
-      add_tensor(c, compare_tensor("dq", gather_rows(p, download(dq), d.rows), d.ref_dq, atol(d.ref_dq), tol.rtol, true));
+      add_tensor(c, compare_tensor("dq", gather_rows(p, download_rows(dq, p, d.rows).get(), d.rows), d.ref_dq, atol(d.ref_dq), tol.rtol, true));
       if (!d.kv_heads.empty()) {
-        add_tensor(c, compare_tensor("dk", gather_kv_heads(p, download(dk), d.kv_heads), d.ref_dk, atol(d.ref_dk), tol.rtol, true));
-        add_tensor(c, compare_tensor("dv", gather_kv_heads(p, download(dv), d.kv_heads), d.ref_dv, atol(d.ref_dv), tol.rtol, true));
+        add_tensor(c, compare_tensor("dk", download_kv_heads(dk, p, d.kv_heads), d.ref_dk, atol(d.ref_dk), tol.rtol, true));
+        add_tensor(c, compare_tensor("dv", download_kv_heads(dv, p, d.kv_heads), d.ref_dv, atol(d.ref_dv), tol.rtol, true));
       }
       c.grad_scope = d.grad_scope;
     }

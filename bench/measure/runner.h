@@ -22,6 +22,9 @@ struct RunOptions {
   double check_budget_macs = 4e9;  // reference work per problem before rows are sampled
   CounterSet counters = CounterSet::Off;  // the hardware-counter pass after timing
   std::string cupti_library;              // empty: CounterSession::default_library()
+  // Host threads of the float64 reference: 0 = every core. Several GPU workers share the
+  // cores (run_sweep gives each its share) instead of each starting one thread per core.
+  int host_threads = 0;
 };
 
 class L2Flusher;

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/sweep/progress.h"
 #include "bench/sweep/shard.h"
 
 namespace flashio {
@@ -16,8 +17,26 @@ SweepOutcome run_sweep(const SweepJob& job) {
   // Problem groups of the todo list: positions [begin, end) in job.todo.
   std::vector<Point> todo_points;
   for (size_t i : job.todo) todo_points.push_back(points[i]);
-  const auto all_groups = problem_groups(todo_points);
+  auto all_groups = problem_groups(todo_points);
+  if (job.devices.size() > 1) {
+    // Several workers: the longest groups first (by estimate_seconds), so that no GPU is left
+    // with a long group while the others idle at the end. One GPU keeps the sweep's order.
+    std::vector<double> cost(todo_points.size());
+    for (size_t i = 0; i < todo_points.size(); ++i)
+      cost[i] = estimate_seconds(todo_points[i], job.options.reps, job.options.warmup);
+    auto group_cost = [&](const std::pair<size_t, size_t>& g) {
+      double c = 0;
+      for (size_t i = g.first; i < g.second; ++i) c += cost[i];
+      return c;
+    };
+    std::stable_sort(all_groups.begin(), all_groups.end(),
+                     [&](const auto& x, const auto& y) { return group_cost(x) > group_cost(y); });
+  }
   std::deque<std::pair<size_t, size_t>> groups(all_groups.begin(), all_groups.end());  // positions in job.todo
+  // The workers share the host's cores for the reference.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const int host_threads = job.options.host_threads > 0 ? job.options.host_threads
+                                                          : int(std::max<size_t>(1, cores / job.devices.size()));
 
   std::mutex mu;  // guards groups, healthy, outcome and the callbacks
   size_t healthy = job.devices.size();
@@ -30,6 +49,7 @@ SweepOutcome run_sweep(const SweepJob& job) {
     try {
       RunOptions opt = job.options;
       opt.device = dev.index;
+      opt.host_threads = host_threads;
       runner = std::make_unique<Runner>(dev, opt);  // sets this thread's current device
     } catch (const std::exception& e) {
       std::lock_guard<std::mutex> lock(mu);

@@ -1,6 +1,7 @@
 // Runs the points of a sweep on one or several GPUs: one worker thread per GPU, each with
 // its own Runner (and CUDA context), taking problem groups — consecutive points that share
-// a problem, so inputs and reference are made once — from one queue. Every record is
+// a problem, so inputs and reference are made once — from one queue (with several GPUs, the
+// longest groups first; the workers share the host's cores for the reference). Every record is
 // handed to `on_record` as soon as it exists (the CLI appends it to the journal there).
 //
 // Stopping: when `*stop` becomes non-zero (SIGINT/SIGTERM), each worker finishes the point
