@@ -41,22 +41,30 @@ struct ProblemData {
 };
 
 // The checked rows of a [B, H, Nq, d] device tensor of 16-bit words, at their places in a
-// host array of the tensor's size; the other rows are not copied (nor touched: a sampled check
-// of a long sequence copies kilobytes, not the tensor). `rows` in BHND order, as rows_to_check
-// gives them; runs of consecutive rows are one copy each.
+// host array of the tensor's size; the other rows are not copied (nor touched) unless copying
+// the whole tensor at once is cheaper. `rows` in BHND order, as rows_to_check gives them; runs
+// of consecutive rows are one copy each.
 std::unique_ptr<uint16_t[]> download_rows(const DeviceBuffer& buf, const Problem& p, const std::vector<RowId>& rows) {
   const size_t elements = buf.bytes() / 2;
   std::unique_ptr<uint16_t[]> out(new uint16_t[elements]);
   const auto* src = static_cast<const uint16_t*>(buf.get());
   auto flat = [&](const RowId& r) { return (r.b * p.heads + r.h) * p.seqlen_q + r.i; };
   const int64_t d = p.head_dim;
+  std::vector<std::pair<int64_t, int64_t>> runs;  // (first row, rows)
   for (size_t r = 0; r < rows.size();) {
     size_t end = r + 1;
     while (end < rows.size() && flat(rows[end]) == flat(rows[end - 1]) + 1) ++end;
-    const int64_t first = flat(rows[r]) * d, count = int64_t(end - r) * d;
-    FLASHIO_CUDA_CHECK(cudaMemcpy(out.get() + first, src + first, size_t(count) * 2, cudaMemcpyDeviceToHost));
+    runs.push_back({flat(rows[r]), int64_t(end - r)});
     r = end;
   }
+  // A copy call costs ~10 µs, a pageable copy moves ~10 GB/s: past bytes / 100 kB runs, one
+  // copy of the whole tensor is cheaper (sampled rows of a long sequence are scattered).
+  if (double(runs.size()) > double(buf.bytes()) / 1e5) {
+    FLASHIO_CUDA_CHECK(cudaMemcpy(out.get(), src, buf.bytes(), cudaMemcpyDeviceToHost));
+    return out;
+  }
+  for (auto [first, count] : runs)
+    FLASHIO_CUDA_CHECK(cudaMemcpy(out.get() + first * d, src + first * d, size_t(count * d) * 2, cudaMemcpyDeviceToHost));
   return out;
 }
 
