@@ -79,6 +79,7 @@ def main():
     ap.add_argument("one", nargs="+", help="result files of the sweep on one GPU")
     ap.add_argument("--multi", nargs="*", default=[], help="result files of the same sweep on several GPUs")
     ap.add_argument("--write", help="Markdown file whose <!-- phases-table --> block to replace")
+    ap.add_argument("--block", default="phases-table", help="the marker's name (several tables in one file)")
     a = ap.parse_args()
     text = table([load(p) for p in a.one], [load(p) for p in a.multi])
     if not a.write:
@@ -86,7 +87,7 @@ def main():
         return
     with open(a.write) as f:
         doc = f.read()
-    begin, end = "<!-- phases-table -->", "<!-- /phases-table -->"
+    begin, end = f"<!-- {a.block} -->", f"<!-- /{a.block} -->"
     if begin not in doc or end not in doc:
         sys.exit(f"phases_table: {a.write} has no {begin} ... {end} block")
     head, rest = doc.split(begin, 1)
