@@ -1,6 +1,7 @@
 // Progress lines and the time estimate behind --dry-run and the ETA.
 #include <gtest/gtest.h>
 
+#include "bench/core/record.h"
 #include "bench/sweep/progress.h"
 #include "bench/sweep/sweep_file.h"
 
@@ -73,4 +74,36 @@ TEST(Progress, EstimateGrowsWithWork) {
   // Each extra repetition costs one launch: the FLOPs at flash2's assumed 250 TFLOP/s forward.
   const double per_rep = (estimate_seconds(points[1], 100, 5) - large) / 70;
   EXPECT_NEAR(per_rep, flops(points[1].problem, Pass::Fwd) / 250e12, 1e-6);
+}
+
+// The sweep estimate against a measured sweep: the issue-22 sweep on one H200 of a 32-core host
+// (results/crosscheck/issue22-scaling, records in sweep order), its points' host work shared as
+// the runner shares it. The model is rough; it must land within 1.5x of the measured total and
+// put the host work on the first point of each problem.
+TEST(Progress, SweepEstimateTracksAMeasuredSweep) {
+  const ResultFile f =
+      read_result_file(std::string(FLASHIO_SOURCE_DIR) + "/results/crosscheck/issue22-scaling/scale-0-1.json");
+  std::vector<Point> points;
+  double measured = 0;
+  for (const Record& r : f.records) {
+    points.push_back({r.method, r.pass, r.problem});
+    ASSERT_TRUE(r.phases.has_value());
+    measured += r.phases->total_s;
+  }
+  const auto est = estimate_sweep_seconds(points, 5, 2, 32);
+  ASSERT_EQ(est.size(), points.size());
+  double total = 0;
+  for (double e : est) total += e;
+  EXPECT_GT(total, measured / 1.5) << "measured " << measured;
+  EXPECT_LT(total, measured * 1.5) << "measured " << measured;
+  // Points 0-3 share a problem: the first pays its inputs and reference, the first backward
+  // (point 1, fwdbwd) the gradients', the others neither.
+  ASSERT_EQ(points[0].problem.name(), points[3].problem.name());
+  EXPECT_GT(est[0], est[2]);
+  EXPECT_GT(est[1], est[3]);
+  EXPECT_NEAR(est[2], estimate_seconds(points[2], 5, 2), 1e-12);
+  // Fewer host cores, longer host work.
+  double on_two = 0;
+  for (double e : estimate_sweep_seconds(points, 5, 2, 2)) on_two += e;
+  EXPECT_GT(on_two, total);
 }

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -426,10 +427,19 @@ extern "C" void on_stop_signal(int sig) {
 // `--dry-run --json`: the points to run as one JSON document, each with its problem and FLOPs as
 // its record would write them (to_json(Problem), flops()), so other producers (scripts/peers_sdpa.py)
 // measure the same points under the same names.
+// The estimates of the points to run, in their order (estimate_sweep_seconds).
+std::vector<double> todo_estimates(const std::vector<Point>& points, const std::vector<size_t>& todo, const RunArgs& a) {
+  std::vector<Point> run;
+  for (size_t i : todo) run.push_back(points[i]);
+  return estimate_sweep_seconds(run, a.reps, a.warmup);
+}
+
 nlohmann::json dry_run_json(const std::vector<Point>& points, const std::vector<size_t>& todo,
                             const std::optional<Shard>& shard, const RunArgs& a) {
   nlohmann::json list = nlohmann::json::array();
-  for (size_t i : todo) {
+  const std::vector<double> estimates = todo_estimates(points, todo, a);
+  for (size_t k = 0; k < todo.size(); ++k) {
+    const size_t i = todo[k];
     const Point& pt = points[i];
     list.push_back({{"point_index", i},
                     {"name", pt.name()},
@@ -437,7 +447,7 @@ nlohmann::json dry_run_json(const std::vector<Point>& points, const std::vector<
                     {"pass", to_string(pt.pass)},
                     {"problem", to_json(pt.problem)},
                     {"flops", flops(pt.problem, pt.pass)},
-                    {"estimate_s", estimate_seconds(pt, a.reps, a.warmup)}});
+                    {"estimate_s", estimates[k]}});
   }
   nlohmann::json doc = {{"schema", "flashio/points"}, {"schema_version", 1}, {"points_total", points.size()}};
   if (shard) doc["shard"] = fmt::format("{}/{}", shard->index, shard->count);
@@ -494,19 +504,20 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
   }
   if (a.dry_run) {
     double total = 0;
-    for (size_t i : todo) {
-      const double est = estimate_seconds(points[i], a.reps, a.warmup);
-      total += est;
-      fmt::print("{}  ~{}\n", points[i].name(), format_duration(est));
+    const std::vector<double> estimates = todo_estimates(points, todo, a);
+    for (size_t k = 0; k < todo.size(); ++k) {
+      total += estimates[k];
+      fmt::print("{}  ~{}\n", points[todo[k]].name(), format_duration(estimates[k]));
     }
     std::string scope = fmt::format("{} points", todo.size());
     if (shard) scope += fmt::format(" (shard {}/{} of {})", shard->index, shard->count, points.size());
     if (!resumed.kept.empty()) scope += fmt::format(", {} already in {}", resumed.kept.size(), a.resume);
     // --devices all: the GPU count is unknown without a GPU; say what one GPU would take.
     const size_t workers = device_list.empty() ? 1 : device_list.size();
-    fmt::print(stderr, "{}; estimated {} on {} H100/H200-class GPU{}{} (a rough model: each method's TFLOP/s on the committed H200 results, reference checks on the host)\n",
+    fmt::print(stderr, "{}; estimated {} on {} H100/H200-class GPU{}{} (a rough model: each method's TFLOP/s on the committed H200 results, host work on this machine's {} cores)\n",
                scope, format_duration(total / double(workers)), workers == 1 ? "one" : std::to_string(workers),
-               workers == 1 ? "" : "s", device_list.empty() ? ", divided among the GPUs of --devices all" : "");
+               workers == 1 ? "" : "s", device_list.empty() ? ", divided among the GPUs of --devices all" : "",
+               std::max(1u, std::thread::hardware_concurrency()));
     return 0;
   }
 
@@ -565,8 +576,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
   for (const auto& [i, rec] : resumed.kept) file.records.push_back(rec);
   JournalWriter writer(journal, file);
 
-  std::vector<double> estimates;
-  for (size_t i : todo) estimates.push_back(estimate_seconds(points[i], a.reps, a.warmup));
+  const std::vector<double> estimates = todo_estimates(points, todo, a);
   std::map<size_t, size_t> position;  // point index → position in todo (progress weights)
   for (size_t k = 0; k < todo.size(); ++k) position[todo[k]] = k;
   Progress progress(Progress::mode_for(a.quiet, stderr), stderr, estimates);

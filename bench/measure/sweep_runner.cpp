@@ -19,11 +19,9 @@ SweepOutcome run_sweep(const SweepJob& job) {
   for (size_t i : job.todo) todo_points.push_back(points[i]);
   auto all_groups = problem_groups(todo_points);
   if (job.devices.size() > 1) {
-    // Several workers: the longest groups first (by estimate_seconds), so that no GPU is left
+    // Several workers: the longest groups first (by estimate_sweep_seconds), so that no GPU is left
     // with a long group while the others idle at the end. One GPU keeps the sweep's order.
-    std::vector<double> cost(todo_points.size());
-    for (size_t i = 0; i < todo_points.size(); ++i)
-      cost[i] = estimate_seconds(todo_points[i], job.options.reps, job.options.warmup);
+    const std::vector<double> cost = estimate_sweep_seconds(todo_points, job.options.reps, job.options.warmup);
     auto group_cost = [&](const std::pair<size_t, size_t>& g) {
       double c = 0;
       for (size_t i = g.first; i < g.second; ++i) c += cost[i];

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -21,10 +22,47 @@ double kernel_flops_per_s(const std::string& method, Pass pass) {
   return 100e12;                                                // standard: 90-300; peers, new methods
 }
 constexpr double kHbmBytesPerS = 2.5e12;      // the materialized scores of `standard`
-constexpr double kReferenceMacsPerS = 1.5e9;  // the float64 reference, per problem
 constexpr double kReferenceBudgetMacs = 4e9;  // RunOptions::check_budget_macs
 constexpr double kCpuMethodFlopsPerS = 3e9;   // the `reference` method timed on the host
-constexpr double kOverheadS = 0.05;           // allocation, input upload, plan
+constexpr double kOverheadS = 0.01;           // plan, allocation
+// Host work, from the records' phases_s of results/crosscheck/issue22-scaling (two H200s,
+// 32 host cores; docs/sweep-time.md):
+constexpr double kReferenceMacsPerCoreS = 4e8;  // the float64 reference, multiply-adds per core
+constexpr double kInputSecondsPerElement = 3.5e-9;  // generate and copy one input element
+constexpr double kCheckFwdS = 0.05;  // a forward point's checked runs and compares (medians 0.056 s)
+constexpr double kCheckBwdS = 0.12;  // with gradients (0.123 s)
+
+
+// Query rows the check compares (bench/measure/check.cpp's rows_to_check): all of them within
+// the budget, else about budget / (cost of a row) over four sampled heads.
+double checked_rows(const Problem& p) {
+  const double total = double(p.batch) * double(p.heads) * double(p.seqlen_q);
+  const double row_cost = 2.0 * double(p.nk()) * double(p.head_dim);
+  if (total * row_cost <= kReferenceBudgetMacs) return total;
+  const double per_head = std::min(double(p.seqlen_q), std::max(8.0, kReferenceBudgetMacs / row_cost / 4.0));
+  return std::min(total, 4.0 * per_head);
+}
+
+// The reference of a problem's checked rows: the forward, or (grad) dQ of those rows and dK, dV
+// of the K/V heads the budget allows (runner.cpp's make_grad_reference).
+double reference_seconds(const Problem& p, bool grad, double cores) {
+  const double visible = p.causal ? 0.5 : 1.0;
+  const double rate = kReferenceMacsPerCoreS * cores;
+  const double row_macs = double(p.nk()) * double(p.head_dim) * visible;
+  if (!grad) return checked_rows(p) * row_macs / rate;
+  double macs = 3.0 * checked_rows(p) * row_macs;  // P, dP and dQ over the keys of each row
+  const double head = 4.0 * double(p.heads / p.kvh()) * double(p.seqlen_q) * double(p.nk()) * double(p.head_dim);
+  const double heads = double(p.batch) * double(p.kvh());
+  if (head * heads <= kReferenceBudgetMacs) macs += head * heads * visible;
+  else if (2.0 * head <= kReferenceBudgetMacs) macs += std::min(2.0, heads) * head * visible;
+  return macs / rate;
+}
+
+std::string problem_key(const Problem& p) {
+  Problem inputs_of = p;  // as the runner keys its inputs: deterministic changes neither
+  inputs_of.deterministic = false;
+  return inputs_of.name() + fmt::format("/seed:{}", p.seed);
+}
 
 }  // namespace
 
@@ -46,10 +84,31 @@ double estimate_seconds(const Point& pt, int reps, int warmup) {
     kernel = std::max(kernel, passes * scores / kHbmBytesPerS);
   }
   if (pt.method == "reference") kernel = f / kCpuMethodFlopsPerS, reps = std::min(reps, 3);
-  const double macs = double(p.batch) * double(p.heads) * double(p.seqlen_q) * double(p.nk()) * double(p.head_dim);
-  const double reference =
-      std::min(macs, kReferenceBudgetMacs) / kReferenceMacsPerS * (pt.pass == Pass::Fwd ? 1.0 : 3.0);
-  return kOverheadS + launches * kernel + reference;
+  return kOverheadS + launches * kernel + (pt.pass == Pass::Fwd ? kCheckFwdS : kCheckBwdS);
+}
+
+std::vector<double> estimate_sweep_seconds(const std::vector<Point>& points, int reps, int warmup, int host_cores) {
+  const double cores = host_cores > 0 ? host_cores : double(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<double> out;
+  std::string last;          // the problem whose inputs and reference the runner holds
+  bool have_grad = false;
+  for (const Point& pt : points) {
+    double s = estimate_seconds(pt, reps, warmup);
+    const std::string key = problem_key(pt.problem);
+    if (key != last) {
+      const Problem& p = pt.problem;
+      s += double(p.q_elements() + 2 * p.kv_elements()) * kInputSecondsPerElement;  // Q, K, V
+      s += reference_seconds(p, false, cores);
+      last = key;
+      have_grad = false;
+    }
+    if (pt.pass != Pass::Fwd && !have_grad) {
+      s += double(pt.problem.q_elements()) * kInputSecondsPerElement + reference_seconds(pt.problem, true, cores);  // dO
+      have_grad = true;
+    }
+    out.push_back(s);
+  }
+  return out;
 }
 
 std::string format_duration(double s) {

@@ -16,11 +16,18 @@
 
 namespace flashio {
 
-// A rough wall-clock estimate of one point on an H100/H200-class GPU: the timed launches
-// (warm-up, repetitions, two checks) at the method's typical throughput on the committed
-// H200 results, the float64 reference check on the host, and a fixed overhead. Good to a
-// factor of a few: for planning.
+// A rough wall-clock estimate of one point on an H100/H200-class GPU, without the host work
+// it may share with other points: the timed launches (warm-up, repetitions, two checks) at the
+// method's typical throughput on the committed H200 results, the checks' compares and a fixed
+// overhead. Good to a factor of a few: for planning.
 double estimate_seconds(const Point& p, int reps, int warmup);
+
+// The estimate of each point of `points` run in this order, host work included as the runner
+// does it: the first point of each run of points with the same problem generates the inputs
+// and the float64 reference (on `host_cores` cores; 0 = this machine's), the first backward point
+// of it dO and the gradients' reference; the others reuse them. Rates measured from the records'
+// phases_s (docs/sweep-time.md). `--dry-run`'s total, the ETA and the multi-GPU group order use it.
+std::vector<double> estimate_sweep_seconds(const std::vector<Point>& points, int reps, int warmup, int host_cores = 0);
 
 std::string format_duration(double seconds);  // 42s, 3m05s, 2h07m
 
