@@ -45,30 +45,57 @@ int thread_count(size_t n, int threads) {
   return int(std::min<size_t>(size_t(threads), std::max<size_t>(1, n)));
 }
 
+// Keys per block of the transposed layout and lanes of dot_keys.
+constexpr int64_t kKeyBlock = 16;
+
 // One K/V head's keys and values widened once to float (exact: every fp16 and bf16 value is a
-// float), so the row loops multiply instead of converting each element once per query row.
-// Bounded memory: one head at a time, Nk × d × 8 bytes (256 MiB at Nk = 128k, d = 256).
+// float), so the row loops multiply instead of converting each element once per query row; also
+// transposed by blocks of kKeyBlock keys, (Nk / 16, d, 16) with the last block zero-padded, for
+// the sums over d (dot_keys): a block's d × 16 values lie together in memory.
+// Bounded memory: one head at a time, about Nk × d × 16 bytes (512 MiB at Nk = 128k, d = 256).
 struct DecodedHead {
-  std::vector<float> k, v;  // (Nk, d)
+  std::vector<float> k, v;    // (Nk, d)
+  std::vector<float> kt, vt;  // (ceil(Nk / 16), d, 16)
 };
 
 DecodedHead decode_head(const Problem& p, const HostTensors& t, int64_t b, int64_t hk, int threads) {
-  const int64_t per_head = p.nk() * p.head_dim;
+  const int64_t d = p.head_dim, nk = p.nk(), per_head = nk * d;
   const uint16_t* k = t.k + (b * p.kvh() + hk) * per_head;
   const uint16_t* v = t.v + (b * p.kvh() + hk) * per_head;
+  const int64_t blocks = (nk + kKeyBlock - 1) / kKeyBlock;
   DecodedHead h;
   h.k.resize(size_t(per_head));
   h.v.resize(size_t(per_head));
-  constexpr int64_t kChunk = 1 << 16;
-  const int64_t chunks = (per_head + kChunk - 1) / kChunk;
+  h.kt.assign(size_t(blocks * d * kKeyBlock), 0.0f);
+  h.vt.assign(size_t(blocks * d * kKeyBlock), 0.0f);
+  constexpr int64_t kBlocksPerChunk = 64;
+  const int64_t chunks = (blocks + kBlocksPerChunk - 1) / kBlocksPerChunk;
   parallel_for(size_t(chunks), thread_count(size_t(chunks), threads), [&](int tid, int nthreads) {
-    for (int64_t c = tid; c < chunks; c += nthreads)
-      for (int64_t e = c * kChunk; e < std::min(per_head, (c + 1) * kChunk); ++e) {
-        h.k[size_t(e)] = to_float(p.dtype, k[e]);
-        h.v[size_t(e)] = to_float(p.dtype, v[e]);
-      }
+    for (int64_t ch = tid; ch < chunks; ch += nthreads)
+      for (int64_t j = ch * kBlocksPerChunk * kKeyBlock; j < std::min(nk, (ch + 1) * kBlocksPerChunk * kKeyBlock); ++j)
+        for (int64_t c = 0; c < d; ++c) {
+          const size_t e = size_t(j * d + c), et = size_t(((j / kKeyBlock) * d + c) * kKeyBlock + j % kKeyBlock);
+          h.k[e] = h.kt[et] = to_float(p.dtype, k[e]);
+          h.v[e] = h.vt[et] = to_float(p.dtype, v[e]);
+        }
   });
   return h;
+}
+
+// out[j] = Σ_c x[c]·T[c][j] for the keys j < n of a head transposed by blocks (DecodedHead::kt):
+// each key's sum runs over c in order from 0.0, as the plain loop would (so the bits are the
+// same), sixteen keys at a time so that the additions of different keys overlap and vectorise
+// instead of waiting on one chain of dependent additions.
+void dot_keys(const double* x, const float* t, int64_t n, int64_t d, double* out) {
+  for (int64_t j = 0; j < n; j += kKeyBlock) {
+    double acc[kKeyBlock] = {};
+    const float* block = t + (j / kKeyBlock) * d * kKeyBlock;
+    for (int64_t c = 0; c < d; ++c) {
+      const double xc = x[c];
+      for (int64_t l = 0; l < kKeyBlock; ++l) acc[l] += xc * double(block[c * kKeyBlock + l]);
+    }
+    for (int64_t l = 0; l < std::min(kKeyBlock, n - j); ++l) out[j + l] = acc[l];
+  }
 }
 
 // `rows` grouped by the K/V head they read, (b, hk) in order of first appearance: positions
@@ -114,7 +141,6 @@ void reference_row(const Problem& p, const HostTensors& t, const DecodedHead& kv
                    double* lse, std::vector<double>& scores, std::vector<double>& qrow, const BlockMask* mask) {
   const int64_t d = p.head_dim, nk = p.nk();
   const uint16_t* q = t.q + ((r.b * p.heads + r.h) * p.seqlen_q + r.i) * d;
-  const float* k = kv.k.data();
   const float* v = kv.v.data();
   int64_t visible = t.key_lengths ? std::min<int64_t>(nk, t.key_lengths[r.b]) : nk;
   if (p.causal) visible = std::min<int64_t>(visible, r.i + 1);
@@ -127,17 +153,14 @@ void reference_row(const Problem& p, const HostTensors& t, const DecodedHead& kv
   for (int64_t c = 0; c < d; ++c) qrow[size_t(c)] = to_float(p.dtype, q[c]);
   const double scale = p.scale();
   double row_max = -std::numeric_limits<double>::infinity();
+  dot_keys(qrow.data(), kv.kt.data(), visible, d, scores.data());
   for (int64_t j = 0; j < visible; ++j) {
     if (mask && !mask->allows(r.i, j)) {  // a zero block: excluded from the softmax
       scores[size_t(j)] = -std::numeric_limits<double>::infinity();
       continue;
     }
-    const float* kj = k + j * d;
-    double s = 0.0;
-    for (int64_t c = 0; c < d; ++c) s += qrow[size_t(c)] * double(kj[c]);
-    s *= scale;
-    scores[size_t(j)] = s;
-    row_max = std::max(row_max, s);
+    scores[size_t(j)] *= scale;
+    row_max = std::max(row_max, scores[size_t(j)]);
   }
   double sum = 0.0;
   for (int64_t j = 0; j < visible; ++j) {
@@ -168,13 +191,11 @@ struct RowGrad {
   std::vector<double> prob, keep, ds;  // size visible
 };
 
-// `dorow` receives the row of dO widened to float.
+// `dorow` receives the row of dO widened (exactly) to double.
 void backward_row(const Problem& p, const HostTensors& t, const DecodedHead& kv, const uint16_t* d_o, const RowId& r,
-                  RowGrad& g, std::vector<double>& qrow, std::vector<float>& dorow, const BlockMask* mask) {
+                  RowGrad& g, std::vector<double>& qrow, std::vector<double>& dorow, const BlockMask* mask) {
   const int64_t d = p.head_dim, nk = p.nk();
   const uint16_t* q = t.q + ((r.b * p.heads + r.h) * p.seqlen_q + r.i) * d;
-  const float* k = kv.k.data();
-  const float* v = kv.v.data();
   const uint16_t* dorow16 = d_o + ((r.b * p.heads + r.h) * p.seqlen_q + r.i) * d;
   dorow.resize(size_t(d));
   for (int64_t c = 0; c < d; ++c) dorow[size_t(c)] = to_float(p.dtype, dorow16[c]);
@@ -186,15 +207,15 @@ void backward_row(const Problem& p, const HostTensors& t, const DecodedHead& kv,
   g.ds.assign(size_t(g.visible), 0.0);
   if (!any_allowed(mask, r, g.visible)) return;  // P = 0: zero gradients
   for (int64_t c = 0; c < d; ++c) qrow[size_t(c)] = to_float(p.dtype, q[c]);
+  const double scale = p.scale();
   double row_max = -std::numeric_limits<double>::infinity();
+  dot_keys(qrow.data(), kv.kt.data(), g.visible, d, g.prob.data());
   for (int64_t j = 0; j < g.visible; ++j) {
     if (mask && !mask->allows(r.i, j)) {  // a zero block: P = 0 there
       g.prob[size_t(j)] = -std::numeric_limits<double>::infinity();
       continue;
     }
-    double s = 0.0;
-    for (int64_t c = 0; c < d; ++c) s += qrow[size_t(c)] * double(k[j * d + c]);
-    g.prob[size_t(j)] = s * p.scale();
+    g.prob[size_t(j)] *= scale;
     row_max = std::max(row_max, g.prob[size_t(j)]);
   }
   double sum = 0.0;
@@ -206,11 +227,11 @@ void backward_row(const Problem& p, const HostTensors& t, const DecodedHead& kv,
                                         uint32_t(r.i), uint32_t(j))
                               ? dropout_scale(p.dropout)
                               : 0.0;
+  std::vector<double>& dp = g.ds;  // dP = dO·Vᵀ first, then dS in place
+  dot_keys(dorow.data(), kv.vt.data(), g.visible, d, dp.data());
   double dsum = 0.0;  // D_i = Σ_j P_ij dP_ij
   for (int64_t j = 0; j < g.visible; ++j) {
-    double dp = 0.0;
-    for (int64_t c = 0; c < d; ++c) dp += double(dorow[size_t(c)]) * double(v[j * d + c]);
-    g.ds[size_t(j)] = dp * g.keep[size_t(j)];
+    g.ds[size_t(j)] = dp[size_t(j)] * g.keep[size_t(j)];
     dsum += g.prob[size_t(j)] * g.ds[size_t(j)];
   }
   for (int64_t j = 0; j < g.visible; ++j) g.ds[size_t(j)] = g.prob[size_t(j)] * (g.ds[size_t(j)] - dsum);
@@ -221,7 +242,8 @@ void backward_row(const Problem& p, const HostTensors& t, const DecodedHead& kv,
 
 void reference_dq_rows(const Problem& p, const HostTensors& t, const uint16_t* d_o, const std::vector<RowId>& rows,
                        std::vector<double>& dq, int threads) {
-  const int64_t d = p.head_dim, nk = p.nk();
+  const int64_t d = p.head_dim;
+  const double scale = p.scale();
   dq.assign(rows.size() * size_t(d), 0.0);
   const auto mask = mask_of(p);
   for (const auto& [head, members] : rows_by_kv_head(p, rows)) {
@@ -229,14 +251,14 @@ void reference_dq_rows(const Problem& p, const HostTensors& t, const uint16_t* d
     parallel_for(members.size(), thread_count(members.size(), threads), [&](int tid, int nthreads) {
       RowGrad g;
       std::vector<double> qrow(static_cast<size_t>(d));
-      std::vector<float> dorow;
+      std::vector<double> dorow;
       for (size_t m = size_t(tid); m < members.size(); m += size_t(nthreads)) {
         const size_t r = members[m];
         backward_row(p, t, kv, d_o, rows[r], g, qrow, dorow, mask ? &*mask : nullptr);
         const float* k = kv.k.data();
         double* out = dq.data() + r * size_t(d);
         for (int64_t j = 0; j < g.visible; ++j)
-          for (int64_t c = 0; c < d; ++c) out[c] += p.scale() * g.ds[size_t(j)] * double(k[j * d + c]);
+          for (int64_t c = 0; c < d; ++c) out[c] += scale * g.ds[size_t(j)] * double(k[j * d + c]);
       }
     });
   }
@@ -245,6 +267,7 @@ void reference_dq_rows(const Problem& p, const HostTensors& t, const uint16_t* d
 void reference_dkdv_head(const Problem& p, const HostTensors& t, const uint16_t* d_o, int64_t b, int64_t hk,
                          std::vector<double>& dk, std::vector<double>& dv, int threads) {
   const int64_t d = p.head_dim, nk = p.nk(), group = p.heads / p.kvh();
+  const double scale = p.scale();
   std::vector<RowId> rows;
   for (int64_t h = hk * group; h < (hk + 1) * group; ++h)
     for (int64_t i = 0; i < p.seqlen_q; ++i) rows.push_back({b, h, i});
@@ -254,22 +277,37 @@ void reference_dkdv_head(const Problem& p, const HostTensors& t, const uint16_t*
   threads = int(std::min<size_t>(size_t(threads), std::max<size_t>(1, rows.size())));
   std::vector<std::vector<double>> part_k(static_cast<size_t>(threads)), part_v(static_cast<size_t>(threads));
   const DecodedHead kv = decode_head(p, t, b, hk, threads);
+  // A thread takes its rows (tid, tid + threads, ...) a block at a time and adds the block's
+  // rows key by key, in row order: each element's additions come in the same order as row by
+  // row (the same bits), while a key's dK, dV rows stay in cache across the block.
+  constexpr size_t kBlock = 16;
   parallel_for(rows.size(), threads, [&](int tid, int nthreads) {
     auto& pk = part_k[size_t(tid)];
     auto& pv = part_v[size_t(tid)];
     pk.assign(size_t(nk * d), 0.0);
     pv.assign(size_t(nk * d), 0.0);
-    RowGrad g;
-    std::vector<double> qrow(static_cast<size_t>(d));
-    std::vector<float> dorow;
-    for (size_t r = size_t(tid); r < rows.size(); r += size_t(nthreads)) {
-      backward_row(p, t, kv, d_o, rows[r], g, qrow, dorow, mask ? &*mask : nullptr);
-      for (int64_t j = 0; j < g.visible; ++j) {
-        const double wv = g.prob[size_t(j)] * g.keep[size_t(j)];
-        const double wk = p.scale() * g.ds[size_t(j)];
-        for (int64_t c = 0; c < d; ++c) {
-          pv[size_t(j * d + c)] += wv * double(dorow[size_t(c)]);
-          pk[size_t(j * d + c)] += wk * qrow[size_t(c)];
+    std::vector<RowGrad> g(kBlock);
+    std::vector<std::vector<double>> qrow(kBlock, std::vector<double>(size_t(d))), dorow(kBlock);
+    for (size_t first = size_t(tid); first < rows.size(); first += kBlock * size_t(nthreads)) {
+      size_t n = 0;
+      int64_t keys = 0;
+      for (size_t r = first; r < rows.size() && n < kBlock; r += size_t(nthreads), ++n) {
+        backward_row(p, t, kv, d_o, rows[r], g[n], qrow[n], dorow[n], mask ? &*mask : nullptr);
+        keys = std::max(keys, g[n].visible);
+      }
+      for (int64_t j = 0; j < keys; ++j) {
+        double* pvj = pv.data() + j * d;
+        double* pkj = pk.data() + j * d;
+        for (size_t m = 0; m < n; ++m) {
+          if (j >= g[m].visible) continue;
+          const double wv = g[m].prob[size_t(j)] * g[m].keep[size_t(j)];
+          const double wk = scale * g[m].ds[size_t(j)];
+          const double* dom = dorow[m].data();
+          const double* qm = qrow[m].data();
+          for (int64_t c = 0; c < d; ++c) {
+            pvj[c] += wv * dom[c];
+            pkj[c] += wk * qm[c];
+          }
         }
       }
     }
