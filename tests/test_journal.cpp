@@ -249,7 +249,7 @@ class Merge : public testing::Test {
     for (int i = 0; i < 2; ++i) {
       ResultFile f = header(i == 0 ? "GPU A" : gpu_b_);
       f.wall_s = 10.0 + i;
-      for (size_t k : shard_indices(points_, {i, 2})) f.records.push_back(record_of(points_[k], k));
+      for (size_t k : shard_indices(points_, {i, 2}, 5, 2)) f.records.push_back(record_of(points_[k], k));
       shards_.push_back(temp("shard" + std::to_string(i) + ".json"));
       write_result_file(f, shards_.back());
     }

@@ -474,7 +474,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
     std::string why;
     shard = parse_shard(a.shard, &why);
     if (!shard) throw BadInput("--shard: " + why);
-    todo = shard_indices(points, *shard);
+    todo = shard_indices(points, *shard, a.reps, a.warmup);
   }
   const std::vector<int> device_list =
       !a.devices.empty() ? parse_device_list(a.devices) : std::vector<int>{a.device};

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "bench/core/host_device.h"
+
 namespace flashio {
 
 enum class DType { F16, BF16 };
@@ -15,7 +17,7 @@ std::optional<DType> parse_dtype(const std::string& s);  // "fp16"/"f16"/"half",
 inline constexpr int bytes_of(DType) { return 2; }
 
 // IEEE binary16 <-> float, round to nearest even.
-inline float half_to_float(uint16_t h) {
+FLASHIO_HOST_DEVICE float half_to_float(uint16_t h) {
   const uint32_t sign = uint32_t(h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1Fu;
   uint32_t mant = h & 0x3FFu;
@@ -34,13 +36,13 @@ inline float half_to_float(uint16_t h) {
     bits = sign | (exp + 127 - 15) << 23 | mant << 13;
   }
   float f;
-  std::memcpy(&f, &bits, 4);
+  memcpy(&f, &bits, 4);
   return f;
 }
 
-inline uint16_t float_to_half(float f) {
+FLASHIO_HOST_DEVICE uint16_t float_to_half(float f) {
   uint32_t x;
-  std::memcpy(&x, &f, 4);
+  memcpy(&x, &f, 4);
   const uint16_t sign = uint16_t((x >> 16) & 0x8000u);
   const uint32_t absx = x & 0x7FFFFFFFu;
   if (absx >= 0x7F800000u) return sign | (absx > 0x7F800000u ? 0x7E00u : 0x7C00u);  // NaN / inf
@@ -62,22 +64,22 @@ inline uint16_t float_to_half(float f) {
   return sign | uint16_t(v);
 }
 
-inline float bf16_to_float(uint16_t h) {
+FLASHIO_HOST_DEVICE float bf16_to_float(uint16_t h) {
   const uint32_t bits = uint32_t(h) << 16;
   float f;
-  std::memcpy(&f, &bits, 4);
+  memcpy(&f, &bits, 4);
   return f;
 }
 
-inline uint16_t float_to_bf16(float f) {
+FLASHIO_HOST_DEVICE uint16_t float_to_bf16(float f) {
   uint32_t x;
-  std::memcpy(&x, &f, 4);
+  memcpy(&x, &f, 4);
   if ((x & 0x7FFFFFFFu) > 0x7F800000u) return uint16_t((x >> 16) | 0x40u);  // quiet NaN
   const uint32_t rounding = 0x7FFFu + ((x >> 16) & 1u);                      // nearest even
   return uint16_t((x + rounding) >> 16);
 }
 
-inline float to_float(DType t, uint16_t v) { return t == DType::F16 ? half_to_float(v) : bf16_to_float(v); }
-inline uint16_t from_float(DType t, float v) { return t == DType::F16 ? float_to_half(v) : float_to_bf16(v); }
+FLASHIO_HOST_DEVICE float to_float(DType t, uint16_t v) { return t == DType::F16 ? half_to_float(v) : bf16_to_float(v); }
+FLASHIO_HOST_DEVICE uint16_t from_float(DType t, float v) { return t == DType::F16 ? float_to_half(v) : float_to_bf16(v); }
 
 }  // namespace flashio

@@ -1,13 +1,32 @@
-// Random inputs of a problem, generated on the host (so the reference reads exactly what
-// the GPU reads): Q, K, V and dO standard normal, rounded to the problem's dtype.
-// Deterministic in (seed, tensor, chunk) and independent of the thread count.
+// Random inputs of a problem: Q, K, V and dO standard normal, rounded to the problem's dtype.
+// Each element is a function of (seed, tensor, index) alone (input_word), so the host and the
+// GPU (bench/cuda/device_inputs.h) generate the same bits, any part of a tensor can be made
+// without the rest, and the result does not depend on the thread count.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "bench/core/dtype.h"
+#include "bench/core/host_device.h"
 #include "bench/core/problem.h"
+#include "bench/core/rng.h"
 
 namespace flashio {
+
+// The generator's stream of each tensor.
+enum class InputTensor : uint64_t { Q = 1, K = 2, V = 3, dO = 4 };
+
+// Element `index` of a tensor: chunks of 2^18 elements, each a SplitMix64 sequence seeded from
+// (seed, tensor, chunk) that spends two draws (one Box-Muller value) per element; the draws of
+// element j of a chunk are the sequence's (2j+1)-th and (2j+2)-th, reached by one jump.
+FLASHIO_HOST_DEVICE uint16_t input_word(DType dtype, uint64_t seed, InputTensor tensor, uint64_t index) {
+  constexpr unsigned kChunkBits = 18;
+  const uint64_t chunk = index >> kChunkBits, j = index & ((uint64_t(1) << kChunkBits) - 1);
+  const uint64_t chunk_seed = seed * 0x9E3779B97F4A7C15ull ^ (uint64_t(tensor) << 48) ^ chunk;
+  SplitMix64 rng(chunk_seed + 2 * j * SplitMix64::kGamma);
+  return from_float(dtype, float(rng.normal()));
+}
 
 struct HostInputs {
   std::vector<uint16_t> q, k, v;
@@ -17,7 +36,7 @@ struct HostInputs {
 
 HostInputs make_inputs(const Problem& p, bool with_grad_output);
 
-// Fills `out` with standard-normal values in `dtype`; `stream` separates tensors.
-void fill_normal(std::vector<uint16_t>& out, DType dtype, uint64_t seed, uint64_t stream);
+// Elements [first, first + count) of `tensor` into out[0, count), on every core.
+void fill_normal(uint16_t* out, size_t first, size_t count, DType dtype, uint64_t seed, InputTensor tensor);
 
 }  // namespace flashio

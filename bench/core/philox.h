@@ -34,11 +34,7 @@
 #pragma once
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define FLASHIO_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define FLASHIO_HOST_DEVICE inline
-#endif
+#include "bench/core/host_device.h"
 
 namespace flashio {
 

@@ -82,11 +82,27 @@ DecodedHead decode_head(const Problem& p, const HostTensors& t, int64_t b, int64
   return h;
 }
 
+// The hot loops below are compiled for each vector unit (function multi-versioning: the widest
+// the running machine has is chosen at load time). reference.cpp is built with
+// -ffp-contract=off, so every version multiplies and adds separately, as the scalar loop does:
+// the same bits on any x86-64 (tests/test_reference.cpp's hashes).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define FLASHIO_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define FLASHIO_VECTOR_CLONES
+#endif
+
+// out[c] += w·x[c], c < d.
+template <typename T>
+FLASHIO_VECTOR_CLONES void add_scaled(double w, const T* x, int64_t d, double* out) {
+  for (int64_t c = 0; c < d; ++c) out[c] += w * double(x[c]);
+}
+
 // out[j] = Σ_c x[c]·T[c][j] for the keys j < n of a head transposed by blocks (DecodedHead::kt):
 // each key's sum runs over c in order from 0.0, as the plain loop would (so the bits are the
 // same), sixteen keys at a time so that the additions of different keys overlap and vectorise
 // instead of waiting on one chain of dependent additions.
-void dot_keys(const double* x, const float* t, int64_t n, int64_t d, double* out) {
+FLASHIO_VECTOR_CLONES void dot_keys(const double* x, const float* t, int64_t n, int64_t d, double* out) {
   for (int64_t j = 0; j < n; j += kKeyBlock) {
     double acc[kKeyBlock] = {};
     const float* block = t + (j / kKeyBlock) * d * kKeyBlock;
@@ -176,7 +192,7 @@ void reference_row(const Problem& p, const HostTensors& t, const DecodedHead& kv
       continue;
     const double w = scores[size_t(j)] / sum * keep_scale;
     const float* vj = v + j * d;
-    for (int64_t c = 0; c < d; ++c) out[c] += w * double(vj[c]);
+    add_scaled(w, vj, d, out);
   }
   *lse = row_max + std::log(sum);
 }
@@ -258,7 +274,7 @@ void reference_dq_rows(const Problem& p, const HostTensors& t, const uint16_t* d
         const float* k = kv.k.data();
         double* out = dq.data() + r * size_t(d);
         for (int64_t j = 0; j < g.visible; ++j)
-          for (int64_t c = 0; c < d; ++c) out[c] += scale * g.ds[size_t(j)] * double(k[j * d + c]);
+          add_scaled(scale * g.ds[size_t(j)], k + j * d, d, out);
       }
     });
   }
@@ -302,12 +318,8 @@ void reference_dkdv_head(const Problem& p, const HostTensors& t, const uint16_t*
           if (j >= g[m].visible) continue;
           const double wv = g[m].prob[size_t(j)] * g[m].keep[size_t(j)];
           const double wk = scale * g[m].ds[size_t(j)];
-          const double* dom = dorow[m].data();
-          const double* qm = qrow[m].data();
-          for (int64_t c = 0; c < d; ++c) {
-            pvj[c] += wv * dom[c];
-            pkj[c] += wk * qm[c];
-          }
+          add_scaled(wv, dorow[m].data(), d, pvj);
+          add_scaled(wk, qrow[m].data(), d, pkj);
         }
       }
     }

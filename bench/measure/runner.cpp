@@ -3,64 +3,45 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <future>
 #include <memory>
 #include <optional>
 
 #include <fmt/format.h>
 
-#include "bench/core/reference.h"
-#include "bench/measure/check.h"
-#include "bench/cuda/cuda_check.h"
-#include "bench/measure/cupti_profiler.h"
-#include "bench/cuda/device_memory.h"
-#include "bench/core/inputs.h"
 #include "bench/core/method.h"
+#include "bench/core/reference.h"
+#include "bench/cuda/cuda_check.h"
+#include "bench/cuda/device_memory.h"
+#include "bench/cuda/device_util.h"
+#include "bench/measure/check.h"
+#include "bench/measure/cupti_profiler.h"
+#include "bench/measure/problem_data.h"
 #include "bench/measure/timing.h"
 
 namespace flashio {
 
 namespace {
 
-// Inputs, their device copies and the reference values of the current problem, kept while
-// consecutive points share it. Gradient inputs and references are made on first need.
-struct ProblemData {
-  std::string key;
-  HostInputs host;
-  DeviceBuffer q, k, v, d_o, key_lengths;
-  std::vector<RowId> rows;
-  std::vector<double> ref_out, ref_lse;
-  bool have_grad_ref = false;
-  std::vector<double> ref_dq;                       // rows × d
-  std::vector<std::pair<int64_t, int64_t>> kv_heads;  // (b, hk) whose dK, dV are checked
-  std::vector<double> ref_dk, ref_dv;               // kv_heads × Nk × d
-  std::string grad_scope;
-
-  HostTensors tensors(const Problem& p) const {
-    return {host.q.data(), host.k.data(), host.v.data(), p.padding != Padding::None ? host.key_lengths.data() : nullptr};
-  }
-};
-
 // The checked rows of a [B, H, Nq, d] device tensor of 16-bit words, at their places in a
-// host array of the tensor's size; the other rows are neither copied nor touched. `rows` in
-// BHND order, as rows_to_check gives them; runs of consecutive rows are one copy each.
-std::unique_ptr<uint16_t[]> download_rows(const DeviceBuffer& buf, const Problem& p, const std::vector<RowId>& rows) {
-  const size_t elements = buf.bytes() / 2;
-  std::unique_ptr<uint16_t[]> out(new uint16_t[elements]);
-  const auto* src = static_cast<const uint16_t*>(buf.get());
-  auto flat = [&](const RowId& r) { return (r.b * p.heads + r.h) * p.seqlen_q + r.i; };
-  const int64_t d = p.head_dim;
-  std::vector<std::pair<int64_t, int64_t>> runs;  // (first row, rows)
-  for (size_t r = 0; r < rows.size();) {
-    size_t end = r + 1;
-    while (end < rows.size() && flat(rows[end]) == flat(rows[end - 1]) + 1) ++end;
-    runs.push_back({flat(rows[r]), int64_t(end - r)});
-    r = end;
+// host array of the tensor's size; the other rows are neither copied nor touched. The rows are
+// packed together on the GPU first (d.rows holds their flat indices), so one copy brings them
+// back: the copies of thousands of scattered rows, one per run, cost the 64-point sweep of
+// issue 22 about 6 s of checks on two H200s.
+std::unique_ptr<uint16_t[]> download_rows(const DeviceBuffer& buf, const Problem& p, const std::vector<RowId>& rows,
+                                          const DeviceSide& d, DeviceAllocator& scratch, cudaStream_t stream) {
+  const int64_t words = p.head_dim;
+  DeviceBuffer packed(scratch, rows.size() * size_t(words) * 2);
+  launch_gather_rows(buf.as<uint16_t>(), d.rows.as<int64_t>(), int64_t(rows.size()), words, packed.as<uint16_t>(),
+                     stream);
+  std::vector<uint16_t> host(rows.size() * size_t(words));
+  FLASHIO_CUDA_CHECK(cudaMemcpyAsync(host.data(), packed.get(), packed.bytes(), cudaMemcpyDeviceToHost, stream));
+  FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::unique_ptr<uint16_t[]> out(new uint16_t[buf.bytes() / 2]);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const int64_t flat = (rows[r].b * p.heads + rows[r].h) * p.seqlen_q + rows[r].i;
+    std::copy_n(host.data() + r * size_t(words), words, out.get() + flat * words);
   }
-  // Measured on two H200s (results/crosscheck/issue22-scaling): copying each run, thousands of
-  // scattered rows at long N included, beat one pageable copy of the whole tensor (the checks
-  // of the 64-point sweep: 6.0-6.4 s against 9.1-10.4 s).
-  for (auto [first, count] : runs)
-    FLASHIO_CUDA_CHECK(cudaMemcpy(out.get() + first * d, src + first * d, size_t(count * d) * 2, cudaMemcpyDeviceToHost));
   return out;
 }
 
@@ -103,82 +84,65 @@ struct Runner::State {
   std::unique_ptr<L2Flusher> flusher;
   std::unique_ptr<CounterSession> counters;  // null: no counters, for `counters_why`
   std::string counters_why;
-  std::unique_ptr<ProblemData> data;
+  std::unique_ptr<HostSide> host;      // the current problem's host half (problem_data.h)
+  std::unique_ptr<DeviceSide> device;  // and its inputs on the GPU
+  std::future<HostSide> next;          // the next problem's host half, being made (prefetch)
+  std::string next_key;
+  DeviceAllocator scratch;  // the checks' packed rows: kept out of the points' memory figures
   std::string poisoned;  // set after a sticky CUDA error: the context is unusable
 
-  ProblemData& prepare(const Problem& p, bool with_grad, PhaseTimes& ph) {
-    Problem inputs_of = p;  // deterministic changes how a method runs, not its inputs or reference
-    inputs_of.deterministic = false;
-    const std::string key = inputs_of.name() + fmt::format("/seed:{}", p.seed);
-    if (!data || data->key != key) {
-      data.reset();  // free the previous problem's device memory first
-      auto d = std::make_unique<ProblemData>();
-      d->key = key;
-      {
-        PhaseClock clock(ph.inputs_s);
-        d->host = make_inputs(p, false);
-        d->q = upload(d->host.q);
-        d->k = upload(d->host.k);
-        d->v = upload(d->host.v);
-        if (p.padding != Padding::None) {
-          d->key_lengths = DeviceBuffer(alloc, d->host.key_lengths.size() * sizeof(int32_t));
-          FLASHIO_CUDA_CHECK(cudaMemcpy(d->key_lengths.get(), d->host.key_lengths.data(),
-                                        d->host.key_lengths.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
-        }
+  // The current problem's data for a point (with the gradients' for a backward pass): taken
+  // from the prefetch when it made this problem, else made here. The phases get the time this
+  // point waited for it.
+  void prepare(const Problem& p, bool with_grad, PhaseTimes& ph) {
+    const std::string key = problem_key(p);
+    if (!host || host->key != key) {
+      device.reset();  // free the previous problem's device memory first
+      host.reset();
+      if (next.valid() && next_key == key) {
+        const auto start = std::chrono::steady_clock::now();
+        host = std::make_unique<HostSide>(next.get());
+        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const double made = host->inputs_s + host->reference_s;  // split the wait as the work was split
+        ph.inputs_s += made > 0 ? waited * host->inputs_s / made : 0;
+        ph.reference_s += made > 0 ? waited * host->reference_s / made : waited;
+      } else {
+        if (next.valid()) next.get();  // a prefetch of another problem: not needed after all
+        host = std::make_unique<HostSide>(make_host_side(p, with_grad, opt));
+        ph.inputs_s += host->inputs_s;
+        ph.reference_s += host->reference_s;
       }
-      {
-        PhaseClock clock(ph.reference_s);
-        d->rows = rows_to_check(p, opt.check_budget_macs);
-        reference_rows(p, d->tensors(p), d->rows, d->ref_out, d->ref_lse, opt.host_threads);
-      }
-      data = std::move(d);
-    }
-    if (with_grad && !data->have_grad_ref) make_grad_reference(p, *data, ph);
-    return *data;
-  }
-
-  DeviceBuffer upload(const std::vector<uint16_t>& host) {
-    DeviceBuffer buf(alloc, host.size() * 2);
-    FLASHIO_CUDA_CHECK(cudaMemcpy(buf.get(), host.data(), buf.bytes(), cudaMemcpyHostToDevice));
-    return buf;
-  }
-
-  // dO, and the reference dQ on the checked rows and dK, dV on the K/V heads the budget allows.
-  void make_grad_reference(const Problem& p, ProblemData& d, PhaseTimes& ph) {
-    {
       PhaseClock clock(ph.inputs_s);
-      d.host.d_o.resize(size_t(p.q_elements()));
-      fill_normal(d.host.d_o, p.dtype, p.seed, 4);
-      d.d_o = upload(d.host.d_o);
+      device = std::make_unique<DeviceSide>(make_device_side(*host, with_grad, alloc, stream));
+      verify_inputs(*host, *device);
     }
-    PhaseClock clock(ph.reference_s);
-    reference_dq_rows(p, d.tensors(p), d.host.d_o.data(), d.rows, d.ref_dq, opt.host_threads);
-    const int64_t all_heads = p.batch * p.kvh();
-    const double cost = reference_dkdv_cost(p);
-    if (cost * double(all_heads) <= opt.check_budget_macs) {
-      for (int64_t b = 0; b < p.batch; ++b)
-        for (int64_t hk = 0; hk < p.kvh(); ++hk) d.kv_heads.push_back({b, hk});
-    } else if (cost * 2 <= opt.check_budget_macs) {
-      d.kv_heads = {{0, 0}};
-      if (all_heads > 1) d.kv_heads.push_back({p.batch - 1, p.kvh() - 1});
+    if (with_grad && !host->have_grad) {
+      const double inputs_before = host->inputs_s, reference_before = host->reference_s;
+      add_gradients(*host, opt);
+      ph.inputs_s += host->inputs_s - inputs_before;
+      ph.reference_s += host->reference_s - reference_before;
     }
-    for (auto [b, hk] : d.kv_heads) {
-      std::vector<double> dk, dv;
-      reference_dkdv_head(p, d.tensors(p), d.host.d_o.data(), b, hk, dk, dv, opt.host_threads);
-      d.ref_dk.insert(d.ref_dk.end(), dk.begin(), dk.end());
-      d.ref_dv.insert(d.ref_dv.end(), dv.begin(), dv.end());
+    if (with_grad && !device->d_o.get()) {
+      PhaseClock clock(ph.inputs_s);
+      add_device_gradients(*host, *device, alloc, stream);
     }
-    d.grad_scope = fmt::format("dq: {} rows; dk, dv: ", d.rows.size() == size_t(p.batch * p.heads * p.seqlen_q) ? "all" : "sampled");
-    d.grad_scope += d.kv_heads.empty()
-                        ? fmt::format("not checked (one K/V head needs {:.2g} multiply-adds, over the budget)", cost)
-                        : fmt::format("{} of {} K/V heads", d.kv_heads.size(), all_heads);
-    d.have_grad_ref = true;
+    PhaseClock clock(ph.inputs_s);
+    verify_inputs(*host, *device);  // heads the gradients added
+  }
+
+  void prefetch(const Problem& p, bool with_grad) {
+    const std::string key = problem_key(p);
+    if ((host && host->key == key) || (next.valid() && next_key == key)) return;
+    if (next.valid()) next.get();
+    next_key = key;
+    next = std::async(std::launch::async, [p, with_grad, o = opt] { return make_host_side(p, with_grad, o); });
   }
 
   void measure(const Method& method, const Point& pt, Record& rec, const Runner::Timer& timer, PhaseTimes& ph) {
     const Problem& p = pt.problem;
     const bool backward = pt.pass != Pass::Fwd;
-    ProblemData& d = prepare(p, backward, ph);
+    prepare(p, backward, ph);
+    const DeviceSide& d = *device;
 
     DeviceBuffer o(alloc, size_t(p.q_elements()) * 2);
     DeviceBuffer lse(alloc, size_t(p.batch * p.heads * p.seqlen_q) * sizeof(float));
@@ -234,7 +198,7 @@ struct Runner::State {
     const int64_t workspace = alloc.peak_bytes() - before;
     rec.memory = MemoryStats{in_bytes, out_bytes, workspace, in_bytes + out_bytes + workspace,
                              alloc.external_peak_bytes() - external_before};
-    rec.check = check_outputs(p, d, *plan, o, lse, dq, dk, dv, backward);
+    rec.check = check_outputs(p, *plan, o, lse, dq, dk, dv, backward);
     if (!rec.check->passed) {
       rec.status = Status::Error;
       rec.reason = fmt::format("correctness check failed (|err|/tol per tensor:{}); not timed", failing(*rec.check));
@@ -261,7 +225,7 @@ struct Runner::State {
     // The outputs of the last repetition must still be right: catches a pass that is not
     // repeatable (an accumulator not reset) and races that show only under repetition.
     check_clock.emplace(ph.check_s);
-    const CheckResult after = check_outputs(p, d, *plan, o, lse, dq, dk, dv, backward);
+    const CheckResult after = check_outputs(p, *plan, o, lse, dq, dk, dv, backward);
     check_clock.reset();
     if (!after.passed) {
       rec.status = Status::Error;
@@ -284,16 +248,17 @@ struct Runner::State {
   }
 
   // O (and LSE), and for backward passes dQ on the checked rows and dK, dV on the checked heads.
-  CheckResult check_outputs(const Problem& p, const ProblemData& d, const Plan& plan, const DeviceBuffer& o,
+  CheckResult check_outputs(const Problem& p, const Plan& plan, const DeviceBuffer& o,
                             const DeviceBuffer& lse, const DeviceBuffer& dq, const DeviceBuffer& dk,
                             const DeviceBuffer& dv, bool backward) {
     FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const HostSide& d = *host;
     std::vector<float> lse_host;
     if (plan.writes_lse()) {
       lse_host.resize(size_t(p.batch * p.heads * p.seqlen_q));
       FLASHIO_CUDA_CHECK(cudaMemcpy(lse_host.data(), lse.get(), lse.bytes(), cudaMemcpyDeviceToHost));
     }
-    CheckResult c = compare_with_reference(p, d.rows, d.ref_out, d.ref_lse, download_rows(o, p, d.rows).get(),
+    CheckResult c = compare_with_reference(p, d.rows, d.ref_out, d.ref_lse, download_rows(o, p, d.rows, *device, scratch, stream).get(),
                                            plan.writes_lse() ? &lse_host : nullptr);
     if (backward) {
       // dS = P∘(dP − D) cancels where a row sees few keys (exactly, with one: dQ = dK = 0),
@@ -305,7 +270,7 @@ struct Runner::State {
       const double floor =
           0.1 * std::max({rms(d.ref_dq, true), rms(d.ref_dk, true), rms(d.ref_dv, true)});
       auto atol = [&](const std::vector<double>& ref) { return tol.atol_rms * std::max({rms(ref), floor, 1e-6}); };
-      add_tensor(c, compare_tensor("dq", gather_rows(p, download_rows(dq, p, d.rows).get(), d.rows), d.ref_dq, atol(d.ref_dq), tol.rtol, true));
+      add_tensor(c, compare_tensor("dq", gather_rows(p, download_rows(dq, p, d.rows, *device, scratch, stream).get(), d.rows), d.ref_dq, atol(d.ref_dq), tol.rtol, true));
       if (!d.kv_heads.empty()) {
         add_tensor(c, compare_tensor("dk", download_kv_heads(dk, p, d.kv_heads), d.ref_dk, atol(d.ref_dk), tol.rtol, true));
         add_tensor(c, compare_tensor("dv", download_kv_heads(dv, p, d.kv_heads), d.ref_dv, atol(d.ref_dv), tol.rtol, true));
@@ -340,7 +305,8 @@ std::string Runner::counters_description() const {
 }
 
 Runner::~Runner() {
-  state_->data.reset();
+  if (state_->next.valid()) state_->next.wait();
+  state_->device.reset();
   state_->flusher.reset();
   if (state_->stream) cudaStreamDestroy(state_->stream);
 }
@@ -348,6 +314,18 @@ Runner::~Runner() {
 bool Runner::poisoned() const { return !state_->poisoned.empty(); }
 
 Record Runner::run(const Point& pt) { return run(pt, Timer()); }
+
+void Runner::prefetch(const std::vector<Point>& points) {
+  if (points.empty() || poisoned()) return;
+  bool runs = false, with_grad = false;
+  for (const auto& pt : points) {
+    const Method* method = builtin_registry().find(pt.method);
+    if (!method || !method->supports(pt.problem, pt.pass, state_->dev)) continue;
+    runs = true;
+    with_grad = with_grad || pt.pass != Pass::Fwd;
+  }
+  if (runs) state_->prefetch(points.front().problem, with_grad);
+}
 
 Record Runner::run(const Point& pt, const Timer& timer) {
   Record rec;
@@ -382,7 +360,8 @@ Record Runner::run(const Point& pt, const Timer& timer) {
     rec.reason = e.what();
     rec.time.reset();
     if (e.sticky()) state_->poisoned = e.what();
-    state_->data.reset();
+    state_->device.reset();
+    state_->host.reset();
     cudaGetLastError();
   } catch (const std::exception& e) {
     rec.status = Status::Error;

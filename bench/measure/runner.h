@@ -40,6 +40,11 @@ class Runner {
   ~Runner();
   Record run(const Point& point);  // never throws for a failing point
   Record run(const Point& point, const Timer& timer);
+  // Starts making, on the host's cores while the GPU runs the current points, the checked rows,
+  // inputs and float64 reference of the problem of `points` (one problem group: their gradients'
+  // too when one of them is a backward pass), which run() then takes instead of making them.
+  // Nothing when no point of the group will run here (unsupported). At most one at a time.
+  void prefetch(const std::vector<Point>& points);
   // True after a sticky CUDA error (an illegal address, a launch failure): the context is
   // unusable, and every later run() returns an error record without touching the GPU.
   bool poisoned() const;

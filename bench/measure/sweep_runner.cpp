@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -59,13 +60,25 @@ SweepOutcome run_sweep(const SweepJob& job) {
       std::lock_guard<std::mutex> lock(mu);
       job.on_worker_ready(dev, runner->counters_description());
     }
+    // Each worker holds the group after the one it runs, and has its runner prepare that
+    // group's inputs and reference on the host while the GPU runs this one.
+    std::optional<std::pair<size_t, size_t>> upcoming;
+    auto take = [&]() -> std::optional<std::pair<size_t, size_t>> {
+      std::lock_guard<std::mutex> lock(mu);
+      if (groups.empty()) return std::nullopt;
+      auto g = groups.front();
+      groups.pop_front();
+      return g;
+    };
     for (;;) {
-      std::pair<size_t, size_t> group;
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        if (groups.empty()) return;
-        group = groups.front();
-        groups.pop_front();
+      const auto current = upcoming ? upcoming : take();
+      if (!current) return;
+      const std::pair<size_t, size_t> group = *current;
+      upcoming = take();
+      if (upcoming) {
+        std::vector<Point> next;
+        for (size_t pos = upcoming->first; pos < upcoming->second; ++pos) next.push_back(points[job.todo[pos]]);
+        runner->prefetch(next);
       }
       for (size_t pos = group.first; pos < group.second; ++pos) {
         if (stopping() || failed) return;
@@ -75,6 +88,7 @@ SweepOutcome run_sweep(const SweepJob& job) {
           // records each point as not run, without touching the GPU).
           std::lock_guard<std::mutex> lock(mu);
           if (runner->poisoned() && healthy > 1) {
+            if (upcoming) groups.push_front(*upcoming);
             groups.push_front({pos, group.second});
             --healthy;
             return;

@@ -1,6 +1,11 @@
 #include "bench/sweep/shard.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <fmt/format.h>
+
+#include "bench/sweep/progress.h"
 
 namespace flashio {
 
@@ -36,11 +41,29 @@ std::vector<std::pair<size_t, size_t>> problem_groups(const std::vector<Point>& 
   return groups;
 }
 
-std::vector<size_t> shard_indices(const std::vector<Point>& points, Shard shard) {
-  std::vector<size_t> out;
+std::vector<size_t> shard_indices(const std::vector<Point>& points, Shard shard, int reps, int warmup) {
   const auto groups = problem_groups(points);
+  const std::vector<double> cost = estimate_sweep_seconds(points, reps, warmup, kShardHostCores);
+  // Whole milliseconds, so that a last-bit difference between two builds cannot flip a choice.
+  std::vector<int64_t> group_ms(groups.size(), 0);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    double c = 0;
+    for (size_t i = groups[g].first; i < groups[g].second; ++i) c += cost[i];
+    group_ms[g] = int64_t(std::llround(c * 1000.0));
+  }
+  std::vector<size_t> order(groups.size());
+  for (size_t g = 0; g < order.size(); ++g) order[g] = g;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return group_ms[x] > group_ms[y]; });
+  std::vector<int64_t> load(size_t(shard.count), 0);
+  std::vector<char> mine(groups.size(), 0);
+  for (size_t g : order) {
+    const size_t least = size_t(std::min_element(load.begin(), load.end()) - load.begin());
+    load[least] += group_ms[g];
+    mine[g] = int(least) == shard.index;
+  }
+  std::vector<size_t> out;
   for (size_t g = 0; g < groups.size(); ++g)
-    if (int(g % size_t(shard.count)) == shard.index)
+    if (mine[g])
       for (size_t i = groups[g].first; i < groups[g].second; ++i) out.push_back(i);
   return out;
 }

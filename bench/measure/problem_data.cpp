@@ -1,0 +1,205 @@
+#include "bench/measure/problem_data.h"
+
+#include <chrono>
+#include <cstring>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "bench/cuda/cuda_check.h"
+#include "bench/cuda/device_inputs.h"
+#include "bench/measure/check.h"
+
+namespace flashio {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Calls f(first, count) for each run of consecutive heads in the sorted list.
+template <typename F>
+void for_each_run(const std::vector<int64_t>& heads, F f) {
+  for (size_t i = 0; i < heads.size();) {
+    size_t end = i + 1;
+    while (end < heads.size() && heads[end] == heads[end - 1] + 1) ++end;
+    f(heads[i], int64_t(end - i));
+    i = end;
+  }
+}
+
+// Query heads (b·H + h) of the checked rows, and of every query head of the given K/V heads.
+std::vector<int64_t> query_heads(const Problem& p, const std::vector<RowId>& rows,
+                                 const std::vector<std::pair<int64_t, int64_t>>& kv_heads) {
+  std::set<int64_t> heads;
+  for (const auto& r : rows) heads.insert(r.b * p.heads + r.h);
+  const int64_t group = p.heads / p.kvh();
+  for (auto [b, hk] : kv_heads)
+    for (int64_t h = hk * group; h < (hk + 1) * group; ++h) heads.insert(b * p.heads + h);
+  return {heads.begin(), heads.end()};
+}
+
+std::vector<int64_t> key_value_heads(const Problem& p, const std::vector<RowId>& rows,
+                                     const std::vector<std::pair<int64_t, int64_t>>& kv_heads) {
+  std::set<int64_t> heads;
+  const int64_t group = p.heads / p.kvh();
+  for (const auto& r : rows) heads.insert(r.b * p.kvh() + r.h / group);
+  for (auto [b, hk] : kv_heads) heads.insert(b * p.kvh() + hk);
+  return {heads.begin(), heads.end()};
+}
+
+DeviceBuffer generate(const Problem& p, InputTensor which, int64_t elements, DeviceAllocator& alloc,
+                      cudaStream_t stream) {
+  DeviceBuffer buf(alloc, size_t(elements) * 2);
+  generate_inputs_on_device(buf.as<uint16_t>(), size_t(elements), p.dtype, p.seed, which, stream);
+  return buf;
+}
+
+// Compares the heads of `host` not yet compared with the device copy; marks them compared.
+void verify_tensor(const char* name, const HostTensor& host, const DeviceBuffer& dev, std::vector<char>& checked) {
+  if (!host.words) return;
+  checked.resize(host.present.size(), 0);
+  std::vector<int64_t> todo;
+  for (size_t h = 0; h < host.present.size(); ++h)
+    if (host.present[h] && !checked[h]) todo.push_back(int64_t(h));
+  std::vector<uint16_t> got;
+  for_each_run(todo, [&](int64_t first, int64_t count) {
+    const size_t offset = size_t(first * host.head_words), n = size_t(count * host.head_words);
+    got.resize(n);
+    FLASHIO_CUDA_CHECK(cudaMemcpy(got.data(), dev.as<uint16_t>() + offset, n * 2, cudaMemcpyDeviceToHost));
+    if (std::memcmp(got.data(), host.words.get() + offset, n * 2) != 0) {
+      size_t e = 0;
+      while (got[e] == host.words[offset + e]) ++e;
+      throw std::runtime_error(fmt::format(
+          "the GPU's input generator differs from the host's: {} element {} is 0x{:04x} on the GPU, 0x{:04x} on "
+          "the host, so the reference would not read what the methods read",
+          name, offset + e, got[e], host.words[offset + e]));
+    }
+    for (int64_t h = first; h < first + count; ++h) checked[size_t(h)] = 1;
+  });
+}
+
+}  // namespace
+
+void HostTensor::make(const Problem& p, InputTensor which, const std::vector<int64_t>& heads) {
+  const bool query_side = which == InputTensor::Q || which == InputTensor::dO;
+  const int64_t count = p.batch * (query_side ? p.heads : p.kvh());
+  if (!words) {
+    head_words = (query_side ? p.seqlen_q : p.nk()) * p.head_dim;
+    words.reset(new uint16_t[size_t(count * head_words)]);  // not initialised: untouched pages cost nothing
+    present.assign(size_t(count), 0);
+  }
+  std::vector<int64_t> missing;
+  for (int64_t h : heads)
+    if (!present[size_t(h)]) missing.push_back(h);
+  for_each_run(missing, [&](int64_t first, int64_t n) {
+    fill_normal(words.get() + first * head_words, size_t(first * head_words), size_t(n * head_words), p.dtype,
+                p.seed, which);
+    for (int64_t h = first; h < first + n; ++h) present[size_t(h)] = 1;
+  });
+}
+
+HostTensors HostSide::tensors() const {
+  return {q.words.get(), k.words.get(), v.words.get(),
+          problem.padding != Padding::None ? key_lengths.data() : nullptr};
+}
+
+std::string problem_key(const Problem& p) {
+  Problem inputs_of = p;
+  inputs_of.deterministic = false;
+  return inputs_of.name() + fmt::format("/seed:{}", p.seed);
+}
+
+HostSide make_host_side(const Problem& p, bool with_grad, const RunOptions& opt) {
+  HostSide h;
+  h.problem = p;
+  h.key = problem_key(p);
+  auto start = std::chrono::steady_clock::now();
+  h.rows = rows_to_check(p, opt.check_budget_macs);
+  h.q.make(p, InputTensor::Q, query_heads(p, h.rows, {}));
+  const auto kv = key_value_heads(p, h.rows, {});
+  h.k.make(p, InputTensor::K, kv);
+  h.v.make(p, InputTensor::V, kv);
+  h.key_lengths = key_lengths(p);
+  h.inputs_s += seconds_since(start);
+  start = std::chrono::steady_clock::now();
+  reference_rows(p, h.tensors(), h.rows, h.ref_out, h.ref_lse, opt.host_threads);
+  h.reference_s += seconds_since(start);
+  if (with_grad) add_gradients(h, opt);
+  return h;
+}
+
+void add_gradients(HostSide& h, const RunOptions& opt) {
+  if (h.have_grad) return;
+  const Problem& p = h.problem;
+  const int64_t all_heads = p.batch * p.kvh();
+  const double cost = reference_dkdv_cost(p);
+  if (cost * double(all_heads) <= opt.check_budget_macs) {
+    for (int64_t b = 0; b < p.batch; ++b)
+      for (int64_t hk = 0; hk < p.kvh(); ++hk) h.kv_heads.push_back({b, hk});
+  } else if (cost * 2 <= opt.check_budget_macs) {
+    h.kv_heads = {{0, 0}};
+    if (all_heads > 1) h.kv_heads.push_back({p.batch - 1, p.kvh() - 1});
+  }
+  auto start = std::chrono::steady_clock::now();
+  const auto queries = query_heads(p, h.rows, h.kv_heads);
+  const auto kv = key_value_heads(p, h.rows, h.kv_heads);
+  h.q.make(p, InputTensor::Q, queries);
+  h.d_o.make(p, InputTensor::dO, queries);
+  h.k.make(p, InputTensor::K, kv);
+  h.v.make(p, InputTensor::V, kv);
+  h.inputs_s += seconds_since(start);
+
+  start = std::chrono::steady_clock::now();
+  reference_dq_rows(p, h.tensors(), h.d_o.words.get(), h.rows, h.ref_dq, opt.host_threads);
+  for (auto [b, hk] : h.kv_heads) {
+    std::vector<double> dk, dv;
+    reference_dkdv_head(p, h.tensors(), h.d_o.words.get(), b, hk, dk, dv, opt.host_threads);
+    h.ref_dk.insert(h.ref_dk.end(), dk.begin(), dk.end());
+    h.ref_dv.insert(h.ref_dv.end(), dv.begin(), dv.end());
+  }
+  h.reference_s += seconds_since(start);
+  h.grad_scope = fmt::format("dq: {} rows; dk, dv: ",
+                             h.rows.size() == size_t(p.batch * p.heads * p.seqlen_q) ? "all" : "sampled");
+  h.grad_scope += h.kv_heads.empty()
+                      ? fmt::format("not checked (one K/V head needs {:.2g} multiply-adds, over the budget)", cost)
+                      : fmt::format("{} of {} K/V heads", h.kv_heads.size(), all_heads);
+  h.have_grad = true;
+}
+
+DeviceSide make_device_side(const HostSide& h, bool with_grad, DeviceAllocator& alloc, cudaStream_t stream) {
+  const Problem& p = h.problem;
+  DeviceSide d;
+  d.q = generate(p, InputTensor::Q, p.q_elements(), alloc, stream);
+  d.k = generate(p, InputTensor::K, p.kv_elements(), alloc, stream);
+  d.v = generate(p, InputTensor::V, p.kv_elements(), alloc, stream);
+  if (p.padding != Padding::None) {
+    d.key_lengths = DeviceBuffer(alloc, h.key_lengths.size() * sizeof(int32_t));
+    FLASHIO_CUDA_CHECK(cudaMemcpyAsync(d.key_lengths.get(), h.key_lengths.data(), d.key_lengths.bytes(),
+                                       cudaMemcpyHostToDevice, stream));
+  }
+  std::vector<int64_t> flat(h.rows.size());
+  for (size_t r = 0; r < h.rows.size(); ++r) flat[r] = (h.rows[r].b * p.heads + h.rows[r].h) * p.seqlen_q + h.rows[r].i;
+  d.rows = DeviceBuffer(alloc, flat.size() * sizeof(int64_t));
+  FLASHIO_CUDA_CHECK(cudaMemcpyAsync(d.rows.get(), flat.data(), d.rows.bytes(), cudaMemcpyHostToDevice, stream));
+  if (with_grad) add_device_gradients(h, d, alloc, stream);
+  FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));  // `flat` and the verification's copies
+  return d;
+}
+
+void add_device_gradients(const HostSide& h, DeviceSide& d, DeviceAllocator& alloc, cudaStream_t stream) {
+  if (d.d_o.get()) return;
+  d.d_o = generate(h.problem, InputTensor::dO, h.problem.q_elements(), alloc, stream);
+  FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+void verify_inputs(const HostSide& h, DeviceSide& d) {
+  verify_tensor("Q", h.q, d.q, d.q_checked);
+  verify_tensor("K", h.k, d.k, d.k_checked);
+  verify_tensor("V", h.v, d.v, d.v_checked);
+  if (d.d_o.get()) verify_tensor("dO", h.d_o, d.d_o, d.d_o_checked);
+}
+
+}  // namespace flashio

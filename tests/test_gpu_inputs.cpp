@@ -1,0 +1,71 @@
+// Inputs made on the GPU: the same bits as the host's generator, and the runner's sampled
+// check (host copies of the checked heads only, compared with the GPU's) with and without the
+// next problem prepared ahead. Skips without a GPU.
+#include <vector>
+
+#include "bench/cuda/device_inputs.h"
+#include "tests/gpu_test_util.h"
+
+using namespace flashio;
+using namespace flashio::testing_util;
+
+namespace {
+
+class InputsGpu : public GpuTest {};
+
+TEST_F(InputsGpu, TheGpuMakesTheHostsBits) {
+  DeviceAllocator alloc;
+  // 2^25 + 777 words: every chunk boundary of a 32M-element tensor (the size of the FA-2
+  // setting's Q at 16k tokens, model dim 2048) and a ragged end.
+  const size_t n = (size_t(1) << 25) + 777;
+  DeviceBuffer buf(alloc, n * 2);
+  std::vector<uint16_t> host(n), got(n);
+  for (DType dtype : {DType::F16, DType::BF16})
+    for (InputTensor tensor : {InputTensor::Q, InputTensor::K, InputTensor::V, InputTensor::dO}) {
+      const uint64_t seed = 42 + uint64_t(tensor);
+      generate_inputs_on_device(buf.as<uint16_t>(), n, dtype, seed, tensor, nullptr);
+      FLASHIO_CUDA_CHECK(cudaMemcpy(got.data(), buf.get(), n * 2, cudaMemcpyDeviceToHost));
+      fill_normal(host.data(), 0, n, dtype, seed, tensor);
+      size_t differ = 0;
+      for (size_t i = 0; i < n; ++i) differ += got[i] != host[i];
+      EXPECT_EQ(differ, 0u) << to_string(dtype) << " tensor " << uint64_t(tensor);
+    }
+}
+
+// A problem too large to check every row: the host makes only the sampled heads' inputs.
+Point sampled_point(const std::string& method, Pass pass, bool causal) {
+  Point pt;
+  pt.method = method;
+  pt.pass = pass;
+  pt.problem.batch = 3;
+  pt.problem.heads = 8;
+  pt.problem.kv_heads = 2;
+  pt.problem.seqlen_q = 1013;
+  pt.problem.head_dim = 64;
+  pt.problem.causal = causal;
+  return pt;
+}
+
+TEST_F(InputsGpu, SampledChecksPassWithAndWithoutPrefetch) {
+  RunOptions opt;
+  opt.reps = 2;
+  opt.warmup = 1;
+  opt.check_budget_macs = 2.5e9;  // rows sampled from four heads (3.2e9 for all), dK/dV of two K/V heads
+  Runner runner(*gpu(), opt);
+  for (bool causal : {false, true}) {
+    const std::vector<Point> group = {sampled_point("flash2", Pass::Fwd, causal),
+                                      sampled_point("flash2", Pass::FwdBwd, causal),
+                                      sampled_point("standard", Pass::FwdBwd, causal)};
+    if (causal) runner.prefetch(group);  // the second problem is prepared ahead
+    for (const Point& pt : group) {
+      const Record r = runner.run(pt);
+      ASSERT_EQ(r.status, Status::Ok) << pt.name() << ": " << r.reason;
+      EXPECT_EQ(r.check->scope, "sampled rows") << pt.name();
+      EXPECT_LT(r.check->rows_checked, r.check->rows_total) << pt.name();
+      if (pt.pass != Pass::Fwd) EXPECT_NE(r.check->grad_scope.find("2 of 6 K/V heads"), std::string::npos)
+          << r.check->grad_scope;
+    }
+  }
+}
+
+}  // namespace

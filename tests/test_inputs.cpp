@@ -1,0 +1,61 @@
+// The input generator: any part of a tensor made alone equals that part of the whole, and the
+// words are the ones the generator has always made (hashes fixed when it was rewritten to make
+// each element from (seed, tensor, index) alone, equal to the chunked sequence before it).
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "bench/core/inputs.h"
+
+using namespace flashio;
+
+namespace {
+
+uint64_t fnv1a(const std::vector<uint16_t>& words) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint16_t w : words)
+    for (int i = 0; i < 2; ++i) {
+      h ^= (w >> (8 * i)) & 0xFF;
+      h *= 1099511628211ull;
+    }
+  return h;
+}
+
+}  // namespace
+
+TEST(Inputs, AnyPartEqualsThatPartOfTheWhole) {
+  const size_t n = (size_t(1) << 19) + 12345;  // crosses two chunk boundaries
+  for (DType dtype : {DType::F16, DType::BF16}) {
+    std::vector<uint16_t> whole(n);
+    fill_normal(whole.data(), 0, n, dtype, 7, InputTensor::K);
+    for (auto [first, count] : {std::pair<size_t, size_t>{0, 1}, {262143, 3}, {300000, 200000}, {n - 1, 1}}) {
+      std::vector<uint16_t> part(count);
+      fill_normal(part.data(), first, count, dtype, 7, InputTensor::K);
+      EXPECT_TRUE(std::equal(part.begin(), part.end(), whole.begin() + long(first))) << first << "+" << count;
+    }
+  }
+}
+
+TEST(Inputs, WordsAreTheGeneratorsOfBefore) {
+  Problem p;
+  p.batch = 2;
+  p.heads = 3;
+  p.seqlen_q = 1000;
+  p.head_dim = 64;
+  p.seed = 1234;
+  const HostInputs in = make_inputs(p, true);
+  // Computed with the chunked sequential generator of c435baf (fill_normal over std::vector).
+  EXPECT_EQ(fnv1a(in.q), 0xe455acecb3dcae16ull);
+  EXPECT_EQ(fnv1a(in.k), 0x795038e6d76a3dd0ull);
+  EXPECT_EQ(fnv1a(in.v), 0xd92b3fac220a431full);
+  EXPECT_EQ(fnv1a(in.d_o), 0x4352e50fc45ac3cull);
+}
+
+TEST(Inputs, TensorsAndSeedsDiffer) {
+  std::vector<uint16_t> a(4096), b(4096), c(4096);
+  fill_normal(a.data(), 0, a.size(), DType::F16, 1, InputTensor::Q);
+  fill_normal(b.data(), 0, b.size(), DType::F16, 1, InputTensor::K);
+  fill_normal(c.data(), 0, c.size(), DType::F16, 2, InputTensor::Q);
+  EXPECT_NE(a, b);
+  EXPECT_NE(a, c);
+}
