@@ -86,8 +86,12 @@ struct Runner::State {
   std::string counters_why;
   std::unique_ptr<HostSide> host;      // the current problem's host half (problem_data.h)
   std::unique_ptr<DeviceSide> device;  // and its inputs on the GPU
-  std::future<HostSide> next;          // the next problem's host half, being made (prefetch)
+  // The prefetch (Runner::prefetch): one problem's host half being made at a time, on the
+  // host's cores while the GPU runs the current points, and at most one more requested; that
+  // one starts when the current point takes the first.
+  std::future<HostSide> next;
   std::string next_key;
+  std::optional<std::pair<Problem, bool>> queued;  // (problem, with gradients)
   DeviceAllocator scratch;  // the checks' packed rows: kept out of the points' memory figures
   std::string poisoned;  // set after a sticky CUDA error: the context is unusable
 
@@ -106,11 +110,15 @@ struct Runner::State {
         const double made = host->inputs_s + host->reference_s;  // split the wait as the work was split
         ph.inputs_s += made > 0 ? waited * host->inputs_s / made : 0;
         ph.reference_s += made > 0 ? waited * host->reference_s / made : waited;
-      } else {
-        if (next.valid()) next.get();  // a prefetch of another problem: not needed after all
+      } else {  // not prepared (a prefetch under way is for a later problem: it goes on)
+        if (queued && problem_key(queued->first) == key) queued.reset();
         host = std::make_unique<HostSide>(make_host_side(p, with_grad, opt));
         ph.inputs_s += host->inputs_s;
         ph.reference_s += host->reference_s;
+      }
+      if (!next.valid() && queued) {
+        start_prefetch(queued->first, queued->second);
+        queued.reset();
       }
       PhaseClock clock(ph.inputs_s);
       device = std::make_unique<DeviceSide>(make_device_side(*host, with_grad, alloc, stream));
@@ -133,8 +141,15 @@ struct Runner::State {
   void prefetch(const Problem& p, bool with_grad) {
     const std::string key = problem_key(p);
     if ((host && host->key == key) || (next.valid() && next_key == key)) return;
-    if (next.valid()) next.get();
-    next_key = key;
+    if (next.valid()) {
+      queued = {p, with_grad};  // after the one under way has been taken
+      return;
+    }
+    start_prefetch(p, with_grad);
+  }
+
+  void start_prefetch(const Problem& p, bool with_grad) {
+    next_key = problem_key(p);
     next = std::async(std::launch::async, [p, with_grad, o = opt] { return make_host_side(p, with_grad, o); });
   }
 
