@@ -120,8 +120,16 @@ TEST_F(GpuCounters, RunnerRecordsCarryBothLevels) {
       const auto& c = r.counters;
       ASSERT_EQ(c["status"], "ok") << r.name() << ": " << c.dump();
       EXPECT_EQ(c["passes"], 1) << "the default set must fit one replay pass";
-      for (const char* key : {"dram_read", "dram_write", "l2_read", "l2_write"})
-        EXPECT_GT(bytes(c, key), 0) << r.name() << " " << key;
+      for (const char* key : {"dram_read", "l2_read", "l2_write"}) EXPECT_GT(bytes(c, key), 0) << r.name() << " " << key;
+      // Q, K, V come from DRAM once (L2 was cleaned; fused methods: 64 KiB of slack). Writes reach DRAM only as
+      // lines are evicted: the fused methods' outputs (1 MiB here) stay in the 50-60 MiB L2, so
+      // their count may be 0; standard's 2 x 8 MiB of S and P (fp16) go out in part.
+      const double qkv = 3.0 * double(p.q_elements()) * 2;
+      EXPECT_GE(bytes(c, "dram_read"), qkv) << r.name();
+      if (std::string(m) == "standard")
+        EXPECT_GT(bytes(c, "dram_write"), 0) << r.name();
+      else  // and dO for the backward; nothing else (O and LSE are still in L2)
+        EXPECT_LE(bytes(c, "dram_read"), qkv * (pass == Pass::Fwd ? 1.0 : 4.0 / 3.0) + 65536) << r.name();
       // Q, K, V are read at least once from L2 by the SMs.
       EXPECT_GE(bytes(c, "l2_read"), 3.0 * double(p.q_elements()) * 2) << r.name();
       EXPECT_GE(c["kernels"].size(), 1u);
