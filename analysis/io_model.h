@@ -144,7 +144,12 @@ Traffic predict_sm_l2(const ModelPoint& m);
 
 // The kernels of one pass, each with its own traffic (the closed forms, per kernel; defined in
 // analysis/models/flash2.cpp, flash1.cpp, standard.cpp).
-Traffic flash2_fwd_traffic(const Problem& p, const ModelTiles& t, const BlockMask& mask);
+// How a forward kernel loads the last K/V tile of a sequence with key padding: flash2's copies
+// read only the rows below the batch's key length (zero-filling the rest); flash3's TMA boxes read
+// every row of the tile up to the tensor's end (Nk), the kernel masking the padded keys.
+enum class KvTileLoads { CutAtKeyLength, CutAtTensorEnd };
+Traffic flash2_fwd_traffic(const Problem& p, const ModelTiles& t, const BlockMask& mask,
+                           KvTileLoads loads = KvTileLoads::CutAtKeyLength);
 Traffic flash2_bwd_traffic(const Problem& p, const ModelTiles& t, const BlockMask& mask, DqWidth dq = {});
 Traffic flash1_fwd_traffic(const Problem& p, const ModelTiles& t);
 Traffic flash1_bwd_traffic(const Problem& p, const ModelTiles& t, DqWidth dq = {});

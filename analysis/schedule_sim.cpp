@@ -172,7 +172,7 @@ void check(const ModelTiles& t, const char* what) {
 
 }  // namespace
 
-Traffic simulate_flash2_fwd(const Problem& p, const ModelTiles& t, const BlockMask& mask) {
+Traffic simulate_flash2_fwd(const Problem& p, const ModelTiles& t, const BlockMask& mask, KvTileLoads loads) {
   check(t, "flash2 forward");
   Counter c;
   const int64_t d = p.head_dim, e = bytes_of(p.dtype), nq = p.seqlen_q, br = t.block_r, bc = t.block_c;
@@ -187,12 +187,13 @@ Traffic simulate_flash2_fwd(const Problem& p, const ModelTiles& t, const BlockMa
         const int64_t nk = std::min<int64_t>(lens[size_t(b)], p.nk());
         const int64_t n_end = p.causal ? std::min(nk, row0 + br) : nk;
         const int64_t n_blocks = n_end > 0 ? (n_end + bc - 1) / bc : 0;
+        const int64_t load_end = loads == KvTileLoads::CutAtKeyLength ? nk : p.nk();  // rows a K/V load reads
         tile_copy(c, Counter::Read, "Q tiles", kQ, head + row0, 0, br, q_rows, d, e, threads, t.smem_layout);
         for (int64_t it = 0; it < n_blocks; ++it) {  // last-to-first over the visible K/V tiles
           const int64_t n = n_blocks - 1 - it;
           if (!mask.at(mb, n)) continue;
-          tile_copy(c, Counter::Read, "K,V tiles", kK, kv_row0, n * bc, bc, nk, d, e, threads, t.smem_layout);
-          tile_copy(c, Counter::Read, "K,V tiles", kV, kv_row0, n * bc, bc, nk, d, e, threads, t.smem_layout);
+          tile_copy(c, Counter::Read, "K,V tiles", kK, kv_row0, n * bc, bc, load_end, d, e, threads, t.smem_layout);
+          tile_copy(c, Counter::Read, "K,V tiles", kV, kv_row0, n * bc, bc, load_end, d, e, threads, t.smem_layout);
         }
         // Epilogue: L by one lane per row, `l_store_rows` consecutive rows per instruction (the
         // t == 0 lanes: 8), O by 16-byte chunks of whole rows.

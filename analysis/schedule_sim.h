@@ -8,7 +8,8 @@
 
 namespace flashio::analysis {
 
-Traffic simulate_flash2_fwd(const Problem& p, const ModelTiles& t, const BlockMask& mask);
+Traffic simulate_flash2_fwd(const Problem& p, const ModelTiles& t, const BlockMask& mask,
+                            KvTileLoads loads = KvTileLoads::CutAtKeyLength);
 Traffic simulate_flash2_bwd(const Problem& p, const ModelTiles& t, const BlockMask& mask, DqWidth dq = {});
 Traffic simulate_flash1_fwd(const Problem& p, const ModelTiles& t);
 Traffic simulate_flash1_bwd(const Problem& p, const ModelTiles& t, DqWidth dq = {});

@@ -1010,14 +1010,14 @@ TEST(AnalyzeCommand, DramVerdictsCoverOnlyTheModelsScopeAndListTheRest) {
 // file the linker dropped, or a registration line lost, fails here); methods without a model
 // (peers, the CPU reference, blocksparse_standard) get none and say so in words.
 TEST(ModelRegistry, EveryModelledMethodIsRegisteredUnderItsName) {
-  const std::vector<std::string> modelled = {"blocksparse_flash", "flash1", "flash2", "standard", "standard_fused"};
+  const std::vector<std::string> modelled = {"blocksparse_flash", "flash1", "flash2", "flash3", "standard", "standard_fused"};
   EXPECT_EQ(builtin_models().names(), modelled);
   for (const auto& name : modelled) {
     const IoModel* m = find_model(name);
     ASSERT_NE(m, nullptr) << name;
     EXPECT_EQ(m->method(), name);
   }
-  for (const char* exact : {"flash1", "flash2", "blocksparse_flash"}) {
+  for (const char* exact : {"flash1", "flash2", "flash3", "blocksparse_flash"}) {
     EXPECT_TRUE(find_model(exact)->exact()) << exact;
     EXPECT_TRUE(has_exact_model(exact)) << exact;
   }
@@ -1091,4 +1091,45 @@ TEST(PredictCommand, TilePicksFollowTheKernelsConfigHeaders) {
   ASSERT_TRUE(h100.fwd.has_value());
   EXPECT_EQ(h100.fwd->block_r, 128);
   EXPECT_EQ(h100.fwd->block_c, 64);
+}
+
+// flash3's TMA loads read a padded batch's last K/V tile to the tensor's end (flash2's copies stop
+// at the key length): closed form and simulator agree on it over every shape, the two load
+// rules agree where nothing is padded, and TMA reads more where a key length cuts a tile.
+TEST(IoModel, TmaTileLoadsReadToTheTensorEndAndEqualSimulator) {
+  bool padded_more = false;
+  for (const auto& p : shapes())
+    for (ModelTiles t : {ModelTiles{128, 128, 12}, ModelTiles{128, 64, 12}}) {
+      t.smem_layout = SmemLayout::Swizzle128;
+      const Traffic tma = flash2_fwd_traffic(p, t, {}, KvTileLoads::CutAtTensorEnd);
+      expect_same(tma, simulate_flash2_fwd(p, t, {}, KvTileLoads::CutAtTensorEnd), describe(p, t) + " TMA");
+      const Traffic cut = flash2_fwd_traffic(p, t, {});
+      if (p.padding == Padding::None) {
+        EXPECT_EQ(tma.read, cut.read) << describe(p, t);
+      } else {
+        EXPECT_GE(tma.read, cut.read) << describe(p, t);
+        padded_more |= tma.read > cut.read;
+      }
+      EXPECT_EQ(tma.write, cut.write) << describe(p, t);
+    }
+  EXPECT_TRUE(padded_more) << "no padded shape cut a K/V tile";
+}
+
+// A flash3 record reaches its registered model: forward bytes as the TMA closed form, the
+// simulator agrees, and a backward point is refused in words (flash3 has no backward kernel).
+TEST(RecordTiles, Flash3RecordIsPredictedWithTmaLoads) {
+  Record r;
+  r.method = "flash3";
+  r.pass = Pass::Fwd;
+  r.problem = shape(2, 4, 2, 1000, 1000, 128, true, true);
+  r.tiles = Tiles{128, 128, 12, 2, 197632, 0, "wgmma", "swizzle128"};
+  const RecordModel m = model_point_of(to_json(r));
+  ASSERT_TRUE(m.point.has_value()) << m.why_not;
+  ModelTiles t{128, 128, 12};
+  t.smem_layout = SmemLayout::Swizzle128;
+  EXPECT_EQ(predict_sm_l2(*m.point).read, flash2_fwd_traffic(r.problem, t, {}, KvTileLoads::CutAtTensorEnd).read);
+  expect_same(predict_sm_l2(*m.point), simulate_sm_l2(*m.point), "flash3 record");
+  r.pass = Pass::FwdBwd;
+  const RecordModel b = model_point_of(to_json(r));
+  if (b.point) EXPECT_THROW(predict_sm_l2(*b.point), std::invalid_argument);
 }

@@ -32,7 +32,7 @@ int64_t preprocess_lanes(int64_t d) {
 // key tile (rows < the sequence's key length; causal: tiles up to the Q tile's last row),
 // O_i once (16-byte stores of whole rows), L_i once (`l_store_rows` rows per instruction: 8 for
 // the t == 0 lanes of the mma.sync and wgmma accumulators). Tile loads as smem_row_deliveries counts them.
-Traffic flash2_fwd_traffic(const Problem& p, const ModelTiles& t, const BlockMask& mask) {
+Traffic flash2_fwd_traffic(const Problem& p, const ModelTiles& t, const BlockMask& mask, KvTileLoads loads) {
   check_tiles(t, "flash2 forward");
   const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, row_bytes = d * e;
   const int64_t br = t.block_r, bc = t.block_c, tr = ceil_div(nq, br);
@@ -40,19 +40,20 @@ Traffic flash2_fwd_traffic(const Problem& p, const ModelTiles& t, const BlockMas
   Traffic out;
   for (int64_t b = 0; b < p.batch; ++b) {
     const int64_t nk = std::min<int64_t>(lens[size_t(b)], p.nk());
-    // K/V rows one Q tile loads: whole tiles below n_end, the last one cut at nk.
+    const int64_t load_end = loads == KvTileLoads::CutAtKeyLength ? nk : p.nk();
+    // K/V rows one Q tile loads: whole tiles below n_end, the last one cut at load_end.
     int64_t kv_rows = 0;  // as the crossbar counts them (smem_row_deliveries)
     if (mask.empty() && !p.causal) {
-      kv_rows = tr * kv_xbar_rows(ceil_div(nk, bc), nk, bc, t.smem_layout);
+      kv_rows = tr * kv_xbar_rows(ceil_div(nk, bc), load_end, bc, t.smem_layout);
     } else {
       for (int64_t i = 0; i < tr; ++i) {
         const int64_t n_end = p.causal ? std::min(nk, i * br + br) : nk;
         const int64_t nb = ceil_div(n_end, bc);
         if (mask.empty()) {
-          kv_rows += kv_xbar_rows(nb, nk, bc, t.smem_layout);
+          kv_rows += kv_xbar_rows(nb, load_end, bc, t.smem_layout);
         } else {
           for (int64_t j = 0; j < nb; ++j)
-            if (mask.at(i, j)) kv_rows += smem_row_deliveries(std::min(bc, nk - j * bc), t.smem_layout);
+            if (mask.at(i, j)) kv_rows += smem_row_deliveries(std::min(bc, load_end - j * bc), t.smem_layout);
         }
       }
     }

@@ -104,18 +104,23 @@ struct OnlineSoftmax {
   // exp(τ·(m − m_new)); S becomes P = exp(τ·(S − m_new)) in place, ℓ += rowsum P.
   template <class Reduce, class S, class O>
   FLASHIO_HOST_DEVICE void update(S& s, O& o, float scale_log2) {
+    float alpha[2];
+    update_scores<Reduce>(s, scale_log2, alpha);
+    rescale(o, alpha);
+  }
+
+  // update() in two steps, for kernels whose O is still being accumulated (an asynchronous
+  // P·V in flight) when the next tile's scores arrive: first the statistics and P, with the
+  // factors O must take in alpha …
+  template <class Reduce, class S>
+  FLASHIO_HOST_DEVICE void update_scores(S& s, float scale_log2, float (&alpha)[2]) {
     FLASHIO_UNROLL
     for (int hr = 0; hr < 2; ++hr) {
       const float mx = tile_row_max<Reduce>(s, hr, row_max[hr]);  // row max
       const float m_scaled = max_scaled(mx, scale_log2);
-      const float alpha = exp2f(row_max[hr] * scale_log2 - m_scaled);  // rescale
+      alpha[hr] = exp2f(row_max[hr] * scale_log2 - m_scaled);  // rescale factor
       row_max[hr] = mx;
-      row_sum[hr] *= alpha;
-      FLASHIO_UNROLL
-      for (int j = 0; j < FragmentTiles<O>::value; ++j) {
-        frag(o, j, 2 * hr) *= alpha;
-        frag(o, j, 2 * hr + 1) *= alpha;
-      }
+      row_sum[hr] *= alpha[hr];
       FLASHIO_UNROLL
       for (int j = 0; j < FragmentTiles<S>::value; ++j) {
         FLASHIO_UNROLL
@@ -124,6 +129,18 @@ struct OnlineSoftmax {
           frag(s, j, e) = pe;
           row_sum[hr] += pe;  // row sum
         }
+      }
+    }
+  }
+  // … then O rescaled, once nothing writes it any more.
+  template <class O>
+  static FLASHIO_HOST_DEVICE void rescale(O& o, const float (&alpha)[2]) {
+    FLASHIO_UNROLL
+    for (int hr = 0; hr < 2; ++hr) {
+      FLASHIO_UNROLL
+      for (int j = 0; j < FragmentTiles<O>::value; ++j) {
+        frag(o, j, 2 * hr) *= alpha[hr];
+        frag(o, j, 2 * hr + 1) *= alpha[hr];
       }
     }
   }

@@ -1,0 +1,66 @@
+// flash3's one table: the head dims it is compiled for, its forward tiles per head dim and what
+// a tile costs in shared memory. Plain C++: read by the instantiations (CMake expands
+// FLASH3_HEAD_DIMS), the dispatch, the method's info() and tile choice, and analysis/models/.
+//
+// A tile is Br query rows × Bc key rows. Br = 64 rows per consumer warpgroup; one more
+// warpgroup (the producer) issues the TMA loads, so warps = 4 · (Br/64 + 1). `stages` is the
+// depth of the K/V ring in shared memory.
+#pragma once
+#include <optional>
+
+#include "bench/core/tile_shape.h"
+
+// The head dims with flash3 kernels: the one list.
+#define FLASH3_HEAD_DIMS(X) X(64) X(128) X(256)
+
+namespace flashio::kernels {
+
+constexpr int kFlash3SmemAlign = 1024;  // the 128-byte swizzle's atom: tiles start on it
+
+constexpr int kFlash3SmemLimit = 227 * 1024;  // Hopper's shared memory per block
+
+// Q tile buffers: two where they fit beside the K/V rings (the producer loads the next work item's
+// Q while the consumers finish the current one), else one.
+constexpr int flash3_q_stages(int head_dim, TileShape t) {
+  const int kv = 2 * t.stages * t.block_c * head_dim * 2, q = t.block_r * head_dim * 2;
+  return 2 * q + kv + kFlash3SmemAlign <= kFlash3SmemLimit ? 2 : 1;
+}
+
+// Dynamic shared memory of a forward tile: the Q buffers (Br, d), the K and V rings (stages ×
+// (Bc, d) each), 16-bit elements, plus the slack that aligns the first tile to the swizzle atom.
+constexpr int flash3_fwd_smem_bytes(int head_dim, TileShape t) {
+  return flash3_q_stages(head_dim, t) * t.block_r * head_dim * 2 + 2 * t.stages * t.block_c * head_dim * 2 +
+         kFlash3SmemAlign;
+}
+
+// Registers per thread after the producer gives its share to the consumers (setmaxnreg):
+// 65536 per SM, one thread block per SM.
+constexpr int flash3_consumer_registers(int consumer_warpgroups) { return consumer_warpgroups == 2 ? 232 : 152; }
+constexpr int kFlash3ProducerRegisters = 40;
+
+// Tiles per head dim, fastest first (H100: kernels/flash3/NOTES.md).
+template <int kHeadDim>
+struct Flash3FwdConfigs;
+template <>
+struct Flash3FwdConfigs<64> {
+  // Br = 192 (three consumers at 160 registers) spills 60 bytes per thread in ptxas: not listed.
+  static constexpr TileShape list[] = {{128, 128, 12, 2}};
+};
+template <>
+struct Flash3FwdConfigs<128> {
+  static constexpr TileShape list[] = {{128, 128, 12, 2}};
+};
+template <>
+struct Flash3FwdConfigs<256> {
+  static constexpr TileShape list[] = {{128, 64, 12, 2}};
+};
+
+// The forward tile: the first of the list that fits `optin` bytes of shared memory per block.
+template <int kHeadDim>
+constexpr std::optional<TileShape> flash3_fwd_pick(long long optin) {
+  for (const TileShape& s : Flash3FwdConfigs<kHeadDim>::list)
+    if (flash3_fwd_smem_bytes(kHeadDim, s) <= optin) return s;
+  return std::nullopt;
+}
+
+}  // namespace flashio::kernels

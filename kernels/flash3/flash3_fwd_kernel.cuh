@@ -1,0 +1,424 @@
+// flash3 forward: FlashAttention-3 (Shah et al., 2024, Algorithms 1-2) on Hopper (sm_90a).
+//
+// The algorithm is FlashAttention-2's forward (one Q tile of Br rows per work item, K/V tiles
+// streamed through shared memory, online softmax, 1/ℓ deferred to the end), scheduled the way
+// FlashAttention-3 does it to keep the tensor cores busy:
+//
+//  - Warp specialisation. Warpgroup 0 is the producer: one of its threads issues TMA loads
+//    (cp.async.bulk.tensor) of the Q tile and of K_j, V_j into a ring of `stages` shared-memory
+//    slots, each completing an mbarrier (FA-3 Algorithm 1, lines 4-9). Warpgroups 1 … Br/64 are
+//    consumers, 64 query rows each; they compute and release the slots (lines 11-20). The
+//    producer gives its registers to the consumers (setmaxnreg: 24 against 240, or 160 with three
+//    consumer warpgroups).
+//  - Ping-pong (§3.1, "inter-warpgroup overlapping"). Named barriers give the consumer
+//    warpgroups turns at issuing their GEMMs, so one warpgroup's softmax runs while the other's
+//    GEMMs occupy the tensor cores.
+//  - Intra-warpgroup overlap (§3.2, Algorithm 2). Within a warpgroup, S_j = Q·K_jᵀ is issued
+//    together with O += P_{j-1}·V_{j-1}; softmax of S_j runs while the P·V product is in flight,
+//    and O is rescaled once it lands.
+//  - Persistent, with a dynamic tile scheduler. One thread block per SM; its producer takes the
+//    next (Q tile, head, batch) work item from a global counter when it is ready to load one, so
+//    blocks that drew short items (causal) draw more and the blocks working at one time stay on
+//    neighbouring items: a head's Q tiles are consecutive (they share K/V in L2), under a causal
+//    mask longest first. The item index reaches the consumers in shared memory with the Q tile;
+//    with two Q buffers (where they fit) the next item's Q loads while the current one runs.
+//  - O goes back through shared memory (the consumer's own rows of the Q tile) with a TMA store,
+//    which also clips the rows past Nq; L = m + log ℓ is stored per row.
+//
+// Per K/V tile and consumer warpgroup:
+//   S = Q·K_jᵀ   wgmma m64n{Bc}k16, A = Q, B = K_j, both K-major in shared memory (swizzle128)
+//   P = softmax  kernels/common/online_softmax.h (OnlineSoftmax::update_scores, rescale)
+//   O += P·V_j   wgmma m64n{d}k16, A = P from registers, B = V_j MN-major in shared memory
+//
+// IO per (batch, head), e = element bytes, Tr = ⌈Nq/Br⌉: as flash2 — Q read once, K and V read
+// Tr times (about half with causal), O and L written once; the TMA loads move whole tiles (the
+// rows past the end are zero-filled, not read).
+//
+// Supported: fp16/bf16; d 64, 128, 256; causal (top-left aligned, as every flashio method) and
+// key padding; GQA/MQA; Nq ≠ Nk; any N. No dropout (FlashAttention-3 has none).
+//
+// Run: build/flashio run --method flash3 --seqlen 4096 --head-dim 128   (an H100/H200)
+#pragma once
+#include <cuda.h>
+
+#include <cmath>
+
+#include "kernels/common/attention_params.h"
+#include "kernels/common/masks.h"
+#include "kernels/common/online_softmax.h"
+#include "kernels/common/tma.cuh"
+#include "kernels/common/wgmma.cuh"
+#include "kernels/flash3/flash3_configs.h"
+
+namespace flashio::kernels {
+
+// What a launch passes: the tensor maps of Q, K, V ([B·H(kv), N, d] as 3-D maps, boxes of
+// 64 columns × the tile's rows with the 128-byte swizzle) and O (boxes of 64 rows, one
+// consumer warpgroup's share), the problem, and the work items.
+struct Flash3FwdArgs {
+  CUtensorMap q, k, v, o;
+  FwdParams p;
+  int m_blocks;   // Q tiles per (batch, head)
+  int num_items;  // m_blocks · heads · batch
+  // The scheduler: [0] items taken beyond the first gridDim.x, [1] blocks finished; zero before
+  // a launch, and zero again after it (the last block to finish resets them).
+  int* schedule;
+};
+
+template <typename Element_, int kHeadDim_, int kBlockM_, int kBlockN_, int kStages_>
+struct Flash3FwdTraits {
+  using Element = Element_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kBlockM = kBlockM_;  // Br
+  static constexpr int kBlockN = kBlockN_;  // Bc
+  static constexpr int kStages = kStages_;  // K/V ring depth
+  static constexpr int kConsumers = kBlockM / 64;  // consumer warpgroups, 64 rows each
+  static constexpr int kThreads = 128 * (kConsumers + 1);
+  static constexpr int kPanels = kHeadDim / kPanelColumns;  // 64-column panels of a tile row
+  static constexpr int kAccS = kBlockN / 2;                 // fp32 S registers per thread: (64, Bc)
+  static constexpr int kAccO = kHeadDim / 2;                // fp32 O registers per thread: (64, d)
+  static constexpr int kTileQBytes = kBlockM * kHeadDim * 2;   // (Br, d) swizzle128
+  static constexpr int kTileKVBytes = kBlockN * kHeadDim * 2;  // (Bc, d) swizzle128, one slot
+  static constexpr int kQStages = flash3_q_stages(kHeadDim, TileShape{kBlockM, kBlockN, 0, kStages});
+  static constexpr int kSmemBytes = flash3_fwd_smem_bytes(kHeadDim, TileShape{kBlockM, kBlockN, 0, kStages});
+  static constexpr int kConsumerRegs = flash3_consumer_registers(kConsumers);
+  static constexpr int kReleaseArrivals = 4 * kConsumers;  // one per consumer warp frees a K/V slot
+  // Named barriers: 1 … kConsumers for the turns, then one per consumer for its epilogue.
+  static constexpr int kTurnBarrier = 1;
+  static constexpr int kEpilogueBarrier = 1 + kConsumers;
+
+  static_assert(kBlockM % 64 == 0 && (kConsumers == 2 || kConsumers == 3), "two or three consumer warpgroups");
+  static_assert(kHeadDim % kPanelColumns == 0 && kBlockN % 16 == 0, "64-column panels, k16 steps");
+  static_assert(kBlockM <= 256 && kBlockN <= 256, "a TMA box has at most 256 rows");
+  static_assert(kSmemBytes <= kFlash3SmemLimit, "Hopper's shared memory per block");
+  static_assert(kTileQBytes % kSwizzleAtomBytes == 0 && kTileKVBytes % kSwizzleAtomBytes == 0,
+                "every tile starts on a swizzle atom");
+  static_assert(kEpilogueBarrier + kConsumers <= 16, "16 hardware barriers");
+  static_assert(kConsumers * kConsumerRegs * 128 + 128 * kFlash3ProducerRegisters <= 65536, "the SM's registers");
+};
+
+// The shared-memory barriers of one thread block, and the work item each Q buffer holds.
+template <int kStages, int kQStages>
+struct Flash3Barriers {
+  uint64_t q_full[kQStages], q_empty[kQStages];  // the Q tile landed / every consumer wrote O out of it
+  uint64_t k_full[kStages], k_empty[kStages];
+  uint64_t v_full[kStages], v_empty[kStages];
+  int item[kQStages];  // the work item of Q buffer b (written before q_full[b] completes); −1: no more
+};
+
+// Work item `item` → (Q tile, head, batch): a head's Q tiles are consecutive; causal: the last
+// (longest) Q tile of a head first.
+struct Flash3Item {
+  int m_block, h, b;
+};
+template <bool kCausal>
+__device__ __forceinline__ Flash3Item flash3_item(int item, int m_blocks, int heads) {
+  const int within = item % m_blocks, bh = item / m_blocks;
+  return {kCausal ? m_blocks - 1 - within : within, bh % heads, bh / heads};
+}
+
+// The slot and phase of the i-th K/V tile (or Q tile) a thread block streams through a ring.
+struct RingSlot {
+  int stage, phase;
+};
+template <int kStages>
+__device__ __forceinline__ RingSlot ring_slot(int i) {
+  return {i % kStages, (i / kStages) & 1};
+}
+
+// The tile buffers and barriers of one thread block.
+template <typename Tr>
+struct Flash3Shared {
+  unsigned char* q;  // (kQStages, Br, d) swizzle128
+  unsigned char* k;  // (kStages, Bc, d)
+  unsigned char* v;  // (kStages, Bc, d)
+  Flash3Barriers<Tr::kStages, Tr::kQStages>* bar;
+};
+
+// Keys batch b sees.
+__device__ __forceinline__ int flash3_key_count(const FwdParams& p, int b) {
+  return p.key_lengths ? min(p.key_lengths[b], p.seqlen_k) : p.seqlen_k;
+}
+
+// ---- Producer (FA-3 Algorithm 1, lines 4-9): one thread issues every load: per work item the
+// first K tile, the Q tile (into a free Q buffer, with the item's index), then V and the following
+// K/V tiles into the ring as slots free up; then it takes the next item. When none is left it
+// hands the consumers item −1.
+template <typename Tr, bool kCausal>
+__device__ __forceinline__ void flash3_produce(const Flash3FwdArgs& args, const Flash3Shared<Tr>& sh) {
+  const FwdParams& p = args.p;
+  Flash3Barriers<Tr::kStages, Tr::kQStages>& bar = *sh.bar;
+  prefetch_tensor_map(&args.q);
+  prefetch_tensor_map(&args.k);
+  prefetch_tensor_map(&args.v);
+  prefetch_tensor_map(&args.o);
+  int kv = 0;  // K/V tiles loaded so far
+  int item = blockIdx.x;
+  for (int round = 0;; ++round) {
+    const RingSlot qs = ring_slot<Tr::kQStages>(round);
+    if (item >= args.num_items) {
+      mbar_wait(&bar.q_empty[qs.stage], qs.phase ^ 1);
+      bar.item[qs.stage] = -1;
+      mbar_arrive(&bar.q_full[qs.stage]);
+      break;
+    }
+    const Flash3Item w = flash3_item<kCausal>(item, args.m_blocks, p.heads);
+    const int kv_plane = w.b * p.kv_heads + w.h / (p.heads / p.kv_heads);
+    const KvTileRange tiles = SequenceMask<kCausal>{flash3_key_count(p, w.b)}.kv_tiles(
+        w.m_block, (w.m_block + 1) * Tr::kBlockM, Tr::kBlockN);
+    auto load_kv = [&](unsigned char* ring, uint64_t* full, uint64_t* empty, const CUtensorMap* map, int i, int n) {
+      const RingSlot slot = ring_slot<Tr::kStages>(i);
+      mbar_wait(&empty[slot.stage], slot.phase ^ 1);
+      mbar_arrive_expect_tx(&full[slot.stage], Tr::kTileKVBytes);
+      unsigned char* dst = ring + slot.stage * Tr::kTileKVBytes;
+      for (int c = 0; c < Tr::kPanels; ++c)
+        tma_load_3d(dst + c * Tr::kBlockN * kSwizzleRowBytes, map, &full[slot.stage], c * kPanelColumns,
+                    n * Tr::kBlockN, kv_plane);
+    };
+    // K of the first tile before Q: it may start while the consumers still write O out.
+    if (tiles.count > 0) load_kv(sh.k, bar.k_full, bar.k_empty, &args.k, kv, tiles(0));
+    mbar_wait(&bar.q_empty[qs.stage], qs.phase ^ 1);
+    bar.item[qs.stage] = item;  // published by q_full's completion
+    mbar_arrive_expect_tx(&bar.q_full[qs.stage], Tr::kTileQBytes);
+    unsigned char* q = sh.q + qs.stage * Tr::kTileQBytes;
+    for (int c = 0; c < Tr::kPanels; ++c)
+      tma_load_3d(q + c * Tr::kBlockM * kSwizzleRowBytes, &args.q, &bar.q_full[qs.stage], c * kPanelColumns,
+                  w.m_block * Tr::kBlockM, w.b * p.heads + w.h);
+    if (tiles.count > 0) load_kv(sh.v, bar.v_full, bar.v_empty, &args.v, kv, tiles(0));
+    for (int it = 1; it < tiles.count; ++it) {
+      load_kv(sh.k, bar.k_full, bar.k_empty, &args.k, kv + it, tiles(it));
+      load_kv(sh.v, bar.v_full, bar.v_empty, &args.v, kv + it, tiles(it));
+    }
+    kv += tiles.count;
+    item = atomicAdd(&args.schedule[0], 1) + int(gridDim.x);  // the next item nobody has taken
+  }
+  // The last block out resets the scheduler for the next launch (every block has taken its
+  // last item by the time it counts itself finished).
+  if (atomicAdd(&args.schedule[1], 1) == int(gridDim.x) - 1) {
+    args.schedule[0] = 0;
+    args.schedule[1] = 0;
+  }
+}
+
+// ---- Consumers (FA-3 Algorithm 1, lines 11-20): 64 query rows per warpgroup.
+template <typename Tr, bool kCausal, bool kPingPong, bool kOverlap>
+__device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const Flash3Shared<Tr>& sh) {
+  using T = typename Tr::Element;
+  const FwdParams& p = args.p;
+  Flash3Barriers<Tr::kStages, Tr::kQStages>& bar = *sh.bar;
+  unsigned char* const sK = sh.k;
+  unsigned char* const sV = sh.v;
+  const int c = threadIdx.x / 128 - 1;  // this consumer
+  const int warp = (threadIdx.x % 128) / 32;  // warp within the warpgroup: rows 16·warp …
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  uint32_t q_tile = 0;  // this warpgroup's 64 rows of the current Q buffer
+
+  // Turns at the tensor cores: consumer c waits for its own barrier, and when it has issued its
+  // GEMMs lets the next consumer go. The last consumer opens the first turn.
+  auto turn_begin = [&] {
+    if constexpr (kPingPong) named_barrier_sync(Tr::kTurnBarrier + c, 256);
+  };
+  auto turn_end = [&] {
+    if constexpr (kPingPong) named_barrier_arrive(Tr::kTurnBarrier + (c + 1) % Tr::kConsumers, 256);
+  };
+  if (c == Tr::kConsumers - 1) turn_end();
+  // A K or V slot is free once every consumer warp's GEMMs reading it have completed.
+  auto release = [&](uint64_t* empty, int stage) {
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&empty[stage]);
+  };
+  // S = Q·K_jᵀ (line 13) from slot `stage`: (64, Bc) per warpgroup.
+  auto issue_qk = [&](float(&acc_s)[Tr::kAccS], int stage) {
+    const uint32_t k_tile = smem_addr(sK + stage * Tr::kTileKVBytes);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Tr::kHeadDim / 16; ++kk)
+      Wgmma<T, Tr::kBlockN>::template ss<0, 0>(acc_s, desc_kmajor(q_tile, Tr::kBlockM, kk),
+                                                desc_kmajor(k_tile, Tr::kBlockN, kk), kk > 0);
+    wgmma_commit();
+  };
+  // O += P·V_j (line 18) from slot `stage`, P in A fragments.
+  auto issue_pv = [&](float(&acc_o)[Tr::kAccO], const uint32_t(&a_p)[Tr::kBlockN / 16][4], int stage) {
+    const uint32_t v_tile = smem_addr(sV + stage * Tr::kTileKVBytes);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Tr::kBlockN / 16; ++kk)
+      Wgmma<T, Tr::kHeadDim>::template rs<1>(acc_o, a_p[kk], desc_mnmajor(v_tile, Tr::kBlockN, kk), 1);
+    wgmma_commit();
+  };
+  // P (fp32 in the S accumulators) as 16-bit A fragments.
+  auto pack_p = [&](uint32_t(&a_p)[Tr::kBlockN / 16][4], const float(&acc_s)[Tr::kAccS]) {
+#pragma unroll
+    for (int kk = 0; kk < Tr::kBlockN / 16; ++kk)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) a_p[kk][r] = pack2<T>(acc_s[8 * kk + 2 * r], acc_s[8 * kk + 2 * r + 1]);
+  };
+
+  int kv = 0;
+  for (int round = 0;; ++round) {
+    const RingSlot qs = ring_slot<Tr::kQStages>(round);
+    mbar_wait(&bar.q_full[qs.stage], qs.phase);
+    const int item = bar.item[qs.stage];
+    if (item < 0) break;  // no work left
+    unsigned char* const sQ = sh.q + qs.stage * Tr::kTileQBytes;
+    q_tile = smem_addr(sQ) + c * 64 * kSwizzleRowBytes;
+    const Flash3Item w = flash3_item<kCausal>(item, args.m_blocks, p.heads);
+    const int row0 = w.m_block * Tr::kBlockM + c * 64;  // this warpgroup's first query row
+    const int warp_row = row0 + warp * 16;              // this warp's first row
+    const SequenceMask<kCausal> mask{flash3_key_count(p, w.b)};
+    const KvTileRange tiles = mask.kv_tiles(w.m_block, (w.m_block + 1) * Tr::kBlockM, Tr::kBlockN);
+    // Hides the scores of tile n this warp's rows may not see (the tail, the diagonal).
+    auto apply_mask = [&](float(&acc_s)[Tr::kAccS], int n) {
+      if (mask.partial(warp_row, n * Tr::kBlockN, Tr::kBlockN)) mask.apply(acc_s, warp_row + g, n * Tr::kBlockN, 2 * t);
+    };
+
+    OnlineSoftmax softmax;
+    softmax.init();
+    float acc_o[Tr::kAccO];  // (64, d): rows g, g + 8 of each warp's 16
+#pragma unroll
+    for (int i = 0; i < Tr::kAccO; ++i) acc_o[i] = 0.f;
+
+    if (tiles.count > 0) {
+      float acc_s[Tr::kAccS];                // S, then P in fp32: (64, Bc)
+      uint32_t a_p[Tr::kBlockN / 16][4];     // P in 16-bit A fragments
+      float alpha[2];
+      RingSlot slot = ring_slot<Tr::kStages>(kv);
+      if constexpr (kOverlap) {
+        // The first tile alone: S_0, softmax, P_0.
+        mbar_wait(&bar.k_full[slot.stage], slot.phase);
+        turn_begin();
+        issue_qk(acc_s, slot.stage);
+        turn_end();
+        wgmma_wait<0>();
+        wgmma_fence_operands(acc_s);
+        release(bar.k_empty, slot.stage);
+        apply_mask(acc_s, tiles(0));
+        softmax.update_scores<QuadRowReduce>(acc_s, p.scale_log2, alpha);  // O is 0: no rescale
+        pack_p(a_p, acc_s);
+        // Then S_j issued with P_{j-1}·V_{j-1}; softmax of S_j while P·V runs (Algorithm 2).
+        for (int it = 1; it < tiles.count; ++it) {
+          const RingSlot prev = slot;
+          slot = ring_slot<Tr::kStages>(kv + it);
+          mbar_wait(&bar.k_full[slot.stage], slot.phase);
+          turn_begin();
+          issue_qk(acc_s, slot.stage);
+          mbar_wait(&bar.v_full[prev.stage], prev.phase);
+          issue_pv(acc_o, a_p, prev.stage);
+          turn_end();
+          wgmma_wait<1>();  // S_j
+          wgmma_fence_operands(acc_s);
+          release(bar.k_empty, slot.stage);
+          apply_mask(acc_s, tiles(it));
+          softmax.update_scores<QuadRowReduce>(acc_s, p.scale_log2, alpha);
+          wgmma_wait<0>();  // P_{j-1}·V_{j-1}
+          wgmma_fence_operands(acc_o);
+          release(bar.v_empty, prev.stage);
+          OnlineSoftmax::rescale(acc_o, alpha);
+          pack_p(a_p, acc_s);
+        }
+        // The last P·V.
+        mbar_wait(&bar.v_full[slot.stage], slot.phase);
+        turn_begin();
+        issue_pv(acc_o, a_p, slot.stage);
+        turn_end();
+        wgmma_wait<0>();
+        wgmma_fence_operands(acc_o);
+        release(bar.v_empty, slot.stage);
+      } else {
+        // One tile at a time: S_j, softmax (O rescaled at once), O += P_j·V_j.
+        for (int it = 0; it < tiles.count; ++it) {
+          slot = ring_slot<Tr::kStages>(kv + it);
+          mbar_wait(&bar.k_full[slot.stage], slot.phase);
+          turn_begin();
+          issue_qk(acc_s, slot.stage);
+          turn_end();
+          wgmma_wait<0>();
+          wgmma_fence_operands(acc_s);
+          release(bar.k_empty, slot.stage);
+          apply_mask(acc_s, tiles(it));
+          softmax.update<QuadRowReduce>(acc_s, acc_o, p.scale_log2);
+          pack_p(a_p, acc_s);
+          mbar_wait(&bar.v_full[slot.stage], slot.phase);
+          turn_begin();
+          issue_pv(acc_o, a_p, slot.stage);
+          turn_end();
+          wgmma_wait<0>();
+          wgmma_fence_operands(acc_o);
+          release(bar.v_empty, slot.stage);
+        }
+      }
+      kv += tiles.count;
+    }
+
+    // Epilogue (line 22): O / ℓ into this warpgroup's rows of sQ (its own Q rows, which only its
+    // own GEMMs read: the barrier proves all four warps' are complete), one TMA store per
+    // 64-column panel; L = τ·m + ln ℓ per row.
+    named_barrier_sync(Tr::kEpilogueBarrier + c, 128);
+    float* lse = p.lse + (int64_t(w.b) * p.heads + w.h) * p.seqlen_q;
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const float l = softmax.total<QuadRowReduce>(hr);
+      const float inv = OnlineSoftmax::output_scale<false>(l, 1.f);
+      const int r = c * 64 + warp * 16 + g + 8 * hr;  // row in the Q tile
+#pragma unroll
+      for (int j = 0; j < Tr::kHeadDim / 8; ++j)
+        *reinterpret_cast<uint32_t*>(sQ + swizzle128_chunk_offset(Tr::kBlockM, r, j) + 4 * t) =
+            pack2<T>(acc_o[4 * j + 2 * hr] * inv, acc_o[4 * j + 2 * hr + 1] * inv);
+      const int row = w.m_block * Tr::kBlockM + r;
+      if (t == 0 && row < p.seqlen_q) lse[row] = softmax.lse(hr, l, p.scale_log2);
+    }
+    fence_proxy_async_shared();  // the TMA store reads what these threads wrote
+    named_barrier_sync(Tr::kEpilogueBarrier + c, 128);
+    if (threadIdx.x % 128 == 0) {
+      for (int cc = 0; cc < Tr::kPanels; ++cc)
+        tma_store_3d(&args.o, sQ + cc * Tr::kBlockM * kSwizzleRowBytes + c * 64 * kSwizzleRowBytes,
+                     cc * kPanelColumns, row0, w.b * p.heads + w.h);
+      tma_store_commit();
+      tma_store_wait_read();
+      mbar_arrive(&bar.q_empty[qs.stage]);  // the producer may load a Q tile into it
+    }
+  }
+  if (threadIdx.x % 128 == 0) tma_store_wait();
+}
+
+// kPingPong: consumer warpgroups take turns at the tensor cores (named barriers); kOverlap:
+// S_{j+1} = Q·K_{j+1}ᵀ issued with O += P_j·V_j, softmax between. Both on is FlashAttention-3;
+// the others are the ablations of FA-3 Table 2. Warpgroup 0 produces, the others consume; each
+// role is one branch, so the register reallocation applies to it.
+template <typename Tr, bool kCausal, bool kPingPong, bool kOverlap>
+__global__ void __launch_bounds__(Tr::kThreads, 1) flash3_fwd_kernel(const __grid_constant__ Flash3FwdArgs args) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  __shared__ Flash3Barriers<Tr::kStages, Tr::kQStages> bar;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  Flash3Shared<Tr> sh;
+  sh.q = smem_raw + (kFlash3SmemAlign - smem_addr(smem_raw) % kFlash3SmemAlign) % kFlash3SmemAlign;
+  sh.k = sh.q + Tr::kQStages * Tr::kTileQBytes;
+  sh.v = sh.k + Tr::kStages * Tr::kTileKVBytes;
+  sh.bar = &bar;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < Tr::kQStages; ++s) {
+      mbar_init(&bar.q_full[s], 1);
+      mbar_init(&bar.q_empty[s], Tr::kConsumers);
+    }
+    for (int s = 0; s < Tr::kStages; ++s) {
+      mbar_init(&bar.k_full[s], 1);
+      mbar_init(&bar.v_full[s], 1);
+      mbar_init(&bar.k_empty[s], Tr::kReleaseArrivals);
+      mbar_init(&bar.v_empty[s], Tr::kReleaseArrivals);
+    }
+    fence_mbar_init();
+  }
+  __syncthreads();
+  if (threadIdx.x < 128) {
+    warpgroup_reg_dealloc<kFlash3ProducerRegisters>();
+    if (threadIdx.x == 0) flash3_produce<Tr, kCausal>(args, sh);
+  } else {
+    warpgroup_reg_alloc<Tr::kConsumerRegs>();
+    flash3_consume<Tr, kCausal, kPingPong, kOverlap>(args, sh);
+  }
+#else
+  __trap();  // compiled for sm_90a only (flash3_compiled() says whether it is)
+#endif
+}
+
+}  // namespace flashio::kernels

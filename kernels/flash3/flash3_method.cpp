@@ -1,0 +1,82 @@
+// The `flash3` method: FlashAttention-3's forward (Shah et al., 2024) on Hopper — TMA loads by a
+// producer warpgroup, two or three consumer warpgroups taking turns at the tensor cores
+// (ping-pong), softmax overlapped with the P·V product inside a warpgroup, a persistent grid.
+// Kernel: kernels/flash3/flash3_fwd_kernel.cuh; tiles: flash3_configs.h.
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "bench/core/method.h"
+#include "kernels/flash3/flash3_method.h"
+
+namespace flashio {
+
+using kernels::KernelTile;
+
+Support flash3_choose_tile(const Problem& p, const DeviceInfo& dev, KernelTile* out) {
+  if (!kernels::flash3_compiled())
+    return Support::no("this build has no flash3 kernels (CMAKE_CUDA_ARCHITECTURES without 90)");
+  if (dev.compute_capability() != 90)
+    return Support::no(fmt::format("flash3 runs on compute capability 9.0 only (TMA, wgmma; this GPU: {}.{})",
+                                   dev.cc_major, dev.cc_minor));
+  KernelTile tiles[8];
+  const int n = kernels::flash3_fwd_tiles(int(p.head_dim), tiles, 8);
+  const bool forced = p.block_r > 0 || p.block_c > 0;
+  std::vector<std::string> compiled;
+  for (int i = 0; i < n; ++i) {
+    const KernelTile& t = tiles[i];
+    compiled.push_back(fmt::format("{}x{}", t.block_r, t.block_c));
+    if ((p.block_r > 0 && t.block_r != p.block_r) || (p.block_c > 0 && t.block_c != p.block_c)) continue;
+    if (t.smem_bytes > dev.smem_per_block_optin) {
+      if (forced)
+        return Support::no(fmt::format("tile {}x{} needs {} bytes of shared memory; this GPU allows {} per block",
+                                       t.block_r, t.block_c, t.smem_bytes, dev.smem_per_block_optin));
+      continue;
+    }
+    *out = t;
+    return Support::yes();
+  }
+  if (forced)
+    return Support::no(fmt::format("flash3 has no {}x{} tile for d={} (compiled: {})", p.block_r, p.block_c,
+                                   p.head_dim, fmt::join(compiled, ", ")));
+  return Support::no(fmt::format("no flash3 tile for d={} fits in {} bytes of shared memory", p.head_dim,
+                                 dev.smem_per_block_optin));
+}
+
+namespace {
+
+class Flash3 final : public Method {
+ public:
+  MethodInfo info() const override {
+    MethodInfo i;
+    i.name = "flash3";
+    i.summary = "FlashAttention-3 forward (Shah et al. 2024): TMA producer, ping-pong consumer warpgroups, "
+                "softmax overlapped with P·V, persistent (Hopper)";
+    i.where = "gpu";
+    i.passes = {Pass::Fwd};
+    i.dtypes = {DType::F16, DType::BF16};
+#define FLASH3_HEAD_DIM_ITEM(D) D,
+    i.head_dims = {FLASH3_HEAD_DIMS(FLASH3_HEAD_DIM_ITEM)};
+#undef FLASH3_HEAD_DIM_ITEM
+    i.masks = {"none", "causal", "padding"};
+    i.dropout = false;
+    i.gqa = true;
+    i.mma = {"wgmma"};
+    i.notes = "Hopper (sm_90a) only; forward only (the backward is not written yet); no dropout, as FlashAttention-3";
+    return i;
+  }
+  Support supports(const Problem& p, Pass pass, const DeviceInfo& dev) const override {
+    if (Support s = check_common(info(), p, pass, dev); !s) return s;
+    if (p.seqlen_q > (int64_t(1) << 30) || p.nk() > (int64_t(1) << 30))
+      return Support::no("sequence lengths above 2^30 are not supported (32-bit TMA coordinates)");
+    KernelTile t{};
+    return flash3_choose_tile(p, dev, &t);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Method> make_flash3() { return std::make_unique<Flash3>(); }
+
+}  // namespace flashio

@@ -1,0 +1,43 @@
+// Host entry points of the flash3 kernels: whether this build has them, their tiles, the
+// launch. Plain C++ so host code calls them without CUDA headers.
+#pragma once
+#include <cstdint>
+
+#include "kernels/common/attention_params.h"
+#include "kernels/common/kernel_tile.h"
+#include "kernels/flash3/flash3_configs.h"
+
+typedef struct CUstream_st* cudaStream_t;
+
+namespace flashio::kernels {
+
+// Whether this build has the flash3 kernels (CMAKE_CUDA_ARCHITECTURES names 90: they are built
+// for sm_90a); they run on compute capability 9.0 only.
+bool flash3_compiled();
+
+// The forward's tiles for `head_dim`, fastest first; the count written (0: no such head dim).
+int flash3_fwd_tiles(int head_dim, KernelTile* out, int max);
+
+// The schedule a launch runs: FlashAttention-3's, or one of its ablations (FA-3 Table 2).
+enum class Flash3Schedule { Full, NoPingPong, NoOverlap };
+// Whether `head_dim` has the ablation variants compiled (d = 128 only, to keep the build short).
+constexpr bool flash3_has_ablations(int head_dim) { return head_dim == 128; }
+
+// The tensor maps (CUDA's CUtensorMap, 128 bytes each) of the last buffers a plan launched on:
+// made again only when a buffer moves.
+struct Flash3MapCache {
+  const void* tensors[4] = {nullptr, nullptr, nullptr, nullptr};  // q, k, v, o
+  alignas(128) unsigned char maps[4][128];
+};
+
+// The tile scheduler's state: two ints of device memory, zeroed once by flash3_schedule_init
+// (synchronously, on `stream`); every launch leaves them zero again.
+constexpr int kFlash3ScheduleInts = 2;
+void flash3_schedule_init(int* schedule, cudaStream_t stream);
+
+// Launches the persistent forward kernel with `tile` (one of flash3_fwd_tiles) on `sm_count`
+// thread blocks at most, its scheduler state in `schedule`. Throws CudaError on a launch failure.
+void flash3_fwd(const FwdParams& params, const KernelTile& tile, Flash3Schedule schedule, bool bf16, int sm_count,
+                int* scheduler, Flash3MapCache& maps, cudaStream_t stream);
+
+}  // namespace flashio::kernels

@@ -1,0 +1,27 @@
+// flash3's tiles as host code lists them, from its one table (flash3_configs.h). Plain C++,
+// built in every configuration.
+#include "kernels/flash3/flash3_params.h"
+
+namespace flashio::kernels {
+
+template <int D>
+static int list_tiles(KernelTile* out, int max) {
+  int n = 0;
+  for (const auto& s : Flash3FwdConfigs<D>::list)
+    if (n < max) out[n++] = kernel_tile(s, flash3_fwd_smem_bytes(D, s), true);
+  return n;
+}
+
+int flash3_fwd_tiles(int head_dim, KernelTile* out, int max) {
+  switch (head_dim) {
+#define FLASH3_TILES_CASE(D) \
+  case D:                    \
+    return list_tiles<D>(out, max);
+    FLASH3_HEAD_DIMS(FLASH3_TILES_CASE)
+#undef FLASH3_TILES_CASE
+    default:
+      return 0;
+  }
+}
+
+}  // namespace flashio::kernels

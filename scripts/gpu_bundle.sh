@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Moves a build to a GPU machine that cannot build it (the workplace's lent GPUs): `pack` here
+# compresses build/flashio and build/tests/flashio_gpu_tests
+# into .gpu/ (git-ignored; carry it), `unpack` there restores them under build/.
+#   scripts/gpu_bundle.sh pack | unpack
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${FLASHIO_BUILD_DIR:-build}"
+bins=(flashio tests/flashio_gpu_tests)
+case "${1:-}" in
+  pack)
+    mkdir -p .gpu
+    rm -f .gpu/*.xz
+    for b in "${bins[@]}"; do
+      [ -f "$build/$b" ] || continue
+      xz -T2 -6 -c "$build/$b" >".gpu/$(basename "$b").xz"
+    done
+    git rev-parse --short HEAD >.gpu/revision
+    ls -l .gpu ;;
+  unpack)
+    for b in "${bins[@]}"; do
+      f=".gpu/$(basename "$b").xz"
+      [ -f "$f" ] || continue
+      mkdir -p "$(dirname "$build/$b")"
+      xz -dc "$f" >"$build/$b"
+      chmod +x "$build/$b"
+    done
+    echo "gpu_bundle: unpacked the build of $(cat .gpu/revision 2>/dev/null || echo '?')" ;;
+  *) echo "usage: scripts/gpu_bundle.sh pack|unpack" >&2; exit 2 ;;
+esac

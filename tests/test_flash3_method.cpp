@@ -1,0 +1,85 @@
+// The flash3 method's description on the CPU: its tiles from the one table, and the points it
+// refuses, each with its reason (no GPU needed: a DeviceInfo stands in for one).
+#include <gtest/gtest.h>
+
+#include "bench/core/method.h"
+#include "kernels/flash3/flash3_method.h"
+#include "kernels/flash3/flash3_params.h"
+
+using namespace flashio;
+
+namespace {
+
+DeviceInfo hopper() {
+  DeviceInfo d;
+  d.name = "test H100";
+  d.cc_major = 9;
+  d.cc_minor = 0;
+  d.sm_count = 132;
+  d.smem_per_sm = 233472;
+  d.smem_per_block_optin = 232448;
+  return d;
+}
+
+Problem small(int64_t d) {
+  Problem p;
+  p.batch = 1;
+  p.heads = 2;
+  p.seqlen_q = 300;
+  p.head_dim = d;
+  return p;
+}
+
+}  // namespace
+
+TEST(Flash3Method, TilesComeFromTheOneTableAndFitHopper) {
+  int total = 0;
+#define FLASH3_EACH_D(D)                                                                         \
+  {                                                                                              \
+    kernels::KernelTile t[8];                                                                    \
+    const int n = kernels::flash3_fwd_tiles(D, t, 8);                                            \
+    ASSERT_EQ(n, int(sizeof(kernels::Flash3FwdConfigs<D>::list) / sizeof(TileShape))) << D;      \
+    for (int i = 0; i < n; ++i) {                                                                \
+      EXPECT_EQ(t[i].block_r % 64, 0) << D;                                                      \
+      EXPECT_EQ(t[i].warps, 4 * (t[i].block_r / 64 + 1)) << D << ": consumers plus the producer"; \
+      EXPECT_TRUE(t[i].wgmma);                                                                   \
+      EXPECT_LE(t[i].smem_bytes, hopper().smem_per_block_optin) << D;                            \
+    }                                                                                            \
+    total += n;                                                                                  \
+  }
+  FLASH3_HEAD_DIMS(FLASH3_EACH_D)
+#undef FLASH3_EACH_D
+  EXPECT_GT(total, 0);
+  kernels::KernelTile none[1];
+  EXPECT_EQ(kernels::flash3_fwd_tiles(96, none, 1), 0);
+}
+
+TEST(Flash3Method, RefusesWhatItDoesNotHaveInWords) {
+  const Method* m = builtin_registry().find("flash3");
+  ASSERT_NE(m, nullptr) << "flash3 is not registered";
+  const DeviceInfo dev = hopper();
+  const Support bwd = m->supports(small(128), Pass::Bwd, dev);
+  EXPECT_FALSE(bwd.ok);
+  EXPECT_NE(bwd.reason.find("bwd"), std::string::npos) << bwd.reason;
+  Problem drop = small(128);
+  drop.dropout = 0.1;
+  EXPECT_NE(m->supports(drop, Pass::Fwd, dev).reason.find("dropout"), std::string::npos);
+  const Support d96 = m->supports(small(96), Pass::Fwd, dev);
+  EXPECT_FALSE(d96.ok);
+  EXPECT_NE(d96.reason.find("64, 128, 256"), std::string::npos) << d96.reason;
+  DeviceInfo ampere = dev;
+  ampere.cc_major = 8;
+  const Support old = m->supports(small(128), Pass::Fwd, ampere);
+  EXPECT_FALSE(old.ok);
+  if (kernels::flash3_compiled()) {
+    EXPECT_NE(old.reason.find("9.0"), std::string::npos) << old.reason;
+    EXPECT_TRUE(m->supports(small(128), Pass::Fwd, dev).ok) << m->supports(small(128), Pass::Fwd, dev).reason;
+    Problem forced = small(64);
+    forced.block_r = 64;
+    const Support f = m->supports(forced, Pass::Fwd, dev);
+    EXPECT_FALSE(f.ok);
+    EXPECT_NE(f.reason.find("compiled: 128x128"), std::string::npos) << f.reason;
+  } else {
+    EXPECT_NE(old.reason.find("no flash3 kernels"), std::string::npos) << old.reason;
+  }
+}
