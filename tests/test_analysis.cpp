@@ -1010,14 +1010,15 @@ TEST(AnalyzeCommand, DramVerdictsCoverOnlyTheModelsScopeAndListTheRest) {
 // file the linker dropped, or a registration line lost, fails here); methods without a model
 // (peers, the CPU reference, blocksparse_standard) get none and say so in words.
 TEST(ModelRegistry, EveryModelledMethodIsRegisteredUnderItsName) {
-  const std::vector<std::string> modelled = {"blocksparse_flash", "flash1", "flash2", "flash3", "standard", "standard_fused"};
+  const std::vector<std::string> modelled = {"blocksparse_flash", "flash1", "flash2", "flash3", "flash3_no_overlap",
+                                             "flash3_no_pingpong", "standard", "standard_fused"};
   EXPECT_EQ(builtin_models().names(), modelled);
   for (const auto& name : modelled) {
     const IoModel* m = find_model(name);
     ASSERT_NE(m, nullptr) << name;
     EXPECT_EQ(m->method(), name);
   }
-  for (const char* exact : {"flash1", "flash2", "flash3", "blocksparse_flash"}) {
+  for (const char* exact : {"flash1", "flash2", "flash3", "flash3_no_pingpong", "flash3_no_overlap", "blocksparse_flash"}) {
     EXPECT_TRUE(find_model(exact)->exact()) << exact;
     EXPECT_TRUE(has_exact_model(exact)) << exact;
   }

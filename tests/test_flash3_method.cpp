@@ -83,3 +83,16 @@ TEST(Flash3Method, RefusesWhatItDoesNotHaveInWords) {
     EXPECT_NE(old.reason.find("no flash3 kernels"), std::string::npos) << old.reason;
   }
 }
+
+TEST(Flash3Method, AblationsAreRegisteredForTheirHeadDimOnly) {
+  for (const char* name : {"flash3_no_pingpong", "flash3_no_overlap"}) {
+    const Method* m = builtin_registry().find(name);
+    ASSERT_NE(m, nullptr) << name << " is not registered";
+    const MethodInfo i = m->info();
+    ASSERT_FALSE(i.head_dims.empty()) << name;
+    for (int d : i.head_dims) EXPECT_TRUE(kernels::flash3_has_ablations(d)) << name << " d " << d;
+    const Support s = m->supports(small(64), Pass::Fwd, hopper());
+    EXPECT_FALSE(s.ok) << name;
+    EXPECT_NE(s.reason.find("head dims 128"), std::string::npos) << s.reason;
+  }
+}

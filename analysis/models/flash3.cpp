@@ -3,7 +3,10 @@
 // tiles up to the tensor's end (a batch's padded keys are read and masked, where flash2's
 // copies stop at the key length), O leaves in TMA stores clipped at Nq. The persistent grid
 // changes the order in which Q tiles run, not what each moves; the DRAM terms are flash2's
-// forward's (the same waves of Q tiles over a head's K/V). No backward kernel.
+// forward's (the same waves of Q tiles over a head's K/V). No backward kernel. The ablations
+// (flash3_no_pingpong, flash3_no_overlap) move the same bytes.
+#include "analysis/models/flash3.h"
+
 #include <fmt/format.h>
 
 #include "analysis/models/flash2.h"
@@ -17,7 +20,8 @@ namespace {
 
 class Flash3Model final : public Flash2Model {
  public:
-  std::string method() const override { return "flash3"; }
+  explicit Flash3Model(std::string method) : method_(std::move(method)) {}
+  std::string method() const override { return method_; }
   Traffic sm_l2(const ModelPoint& m) const override {
     parts::require(m.pass == Pass::Fwd, "flash3 has a forward kernel only");
     return flash2_fwd_traffic(m.problem, parts::need_tiles(m.fwd_tiles, m, "forward"), m.mask,
@@ -57,10 +61,13 @@ class Flash3Model final : public Flash2Model {
     }
     return no_backward(out);
   }
+  std::string method_;
 };
 
 }  // namespace
 
-void register_flash3_model(ModelRegistry& r) { r.add(std::make_unique<Flash3Model>()); }
+std::unique_ptr<IoModel> make_flash3_model(std::string method) { return std::make_unique<Flash3Model>(std::move(method)); }
+
+void register_flash3_model(ModelRegistry& r) { r.add(make_flash3_model("flash3")); }
 
 }  // namespace flashio::analysis

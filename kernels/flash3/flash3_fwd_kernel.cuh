@@ -20,8 +20,9 @@
 //    next (Q tile, head, batch) work item from a global counter when it is ready to load one, so
 //    blocks that drew short items (causal) draw more and the blocks working at one time stay on
 //    neighbouring items: a head's Q tiles are consecutive (they share K/V in L2), under a causal
-//    mask longest first. The item index reaches the consumers in shared memory with the Q tile;
-//    with two Q buffers (where they fit) the next item's Q loads while the current one runs.
+//    mask longest first. The producer warp hands the item index to the consumers through shared
+//    memory between two named barriers; with two Q buffers (where they fit) the next item's Q
+//    loads while the current one runs.
 //  - O goes back through shared memory (the consumer's own rows of the Q tile) with a TMA store,
 //    which also clips the rows past Nq; L = m + log ℓ is stored per row.
 //
@@ -83,9 +84,13 @@ struct Flash3FwdTraits {
   static constexpr int kSmemBytes = flash3_fwd_smem_bytes(kHeadDim, TileShape{kBlockM, kBlockN, 0, kStages});
   static constexpr int kConsumerRegs = flash3_consumer_registers(kConsumers);
   static constexpr int kReleaseArrivals = 4 * kConsumers;  // one per consumer warp frees a K/V slot
-  // Named barriers: 1 … kConsumers for the turns, then one per consumer for its epilogue.
+  // Named barriers: 1 … kConsumers for the turns, then one per consumer for its epilogue, then
+  // the two that hand a work item from the producer warp to the consumers (full, empty).
   static constexpr int kTurnBarrier = 1;
   static constexpr int kEpilogueBarrier = 1 + kConsumers;
+  static constexpr int kItemFullBarrier = 1 + 2 * kConsumers;
+  static constexpr int kItemEmptyBarrier = 2 + 2 * kConsumers;
+  static constexpr int kItemThreads = 32 + 128 * kConsumers;  // the producer warp and the consumers
 
   static_assert(kBlockM % 64 == 0 && (kConsumers == 2 || kConsumers == 3), "two or three consumer warpgroups");
   static_assert(kHeadDim % kPanelColumns == 0 && kBlockN % 16 == 0, "64-column panels, k16 steps");
@@ -93,7 +98,7 @@ struct Flash3FwdTraits {
   static_assert(kSmemBytes <= kFlash3SmemLimit, "Hopper's shared memory per block");
   static_assert(kTileQBytes % kSwizzleAtomBytes == 0 && kTileKVBytes % kSwizzleAtomBytes == 0,
                 "every tile starts on a swizzle atom");
-  static_assert(kEpilogueBarrier + kConsumers <= 16, "16 hardware barriers");
+  static_assert(kItemEmptyBarrier < 16, "16 hardware barriers");
   static_assert(kConsumers * kConsumerRegs * 128 + 128 * kFlash3ProducerRegisters <= 65536, "the SM's registers");
 };
 
@@ -103,7 +108,7 @@ struct Flash3Barriers {
   uint64_t q_full[kQStages], q_empty[kQStages];  // the Q tile landed / every consumer wrote O out of it
   uint64_t k_full[kStages], k_empty[kStages];
   uint64_t v_full[kStages], v_empty[kStages];
-  int item[kQStages];  // the work item of Q buffer b (written before q_full[b] completes); −1: no more
+  int item;  // the next work item (between the item barriers); −1: no more
 };
 
 // Work item `item` → (Q tile, head, batch): a head's Q tiles are consecutive; causal: the last
@@ -140,61 +145,67 @@ __device__ __forceinline__ int flash3_key_count(const FwdParams& p, int b) {
   return p.key_lengths ? min(p.key_lengths[b], p.seqlen_k) : p.seqlen_k;
 }
 
-// ---- Producer (FA-3 Algorithm 1, lines 4-9): one thread issues every load: per work item the
-// first K tile, the Q tile (into a free Q buffer, with the item's index), then V and the following
-// K/V tiles into the ring as slots free up; then it takes the next item. When none is left it
-// hands the consumers item −1.
+// ---- Producer (FA-3 Algorithm 1, lines 4-9): warp 0; its lane 0 issues every load. Per work
+// item: the index to the consumers (item barriers), the first K tile, the Q tile into a free Q
+// buffer, then V and the following K/V tiles into the ring as slots free up; then the next item
+// from the scheduler. When none is left the consumers get item −1.
 template <typename Tr, bool kCausal>
 __device__ __forceinline__ void flash3_produce(const Flash3FwdArgs& args, const Flash3Shared<Tr>& sh) {
   const FwdParams& p = args.p;
   Flash3Barriers<Tr::kStages, Tr::kQStages>& bar = *sh.bar;
-  prefetch_tensor_map(&args.q);
-  prefetch_tensor_map(&args.k);
-  prefetch_tensor_map(&args.v);
-  prefetch_tensor_map(&args.o);
+  const bool leader = threadIdx.x == 0;
+  if (leader) {
+    prefetch_tensor_map(&args.q);
+    prefetch_tensor_map(&args.k);
+    prefetch_tensor_map(&args.v);
+    prefetch_tensor_map(&args.o);
+  }
   int kv = 0;  // K/V tiles loaded so far
   int item = blockIdx.x;
   for (int round = 0;; ++round) {
-    const RingSlot qs = ring_slot<Tr::kQStages>(round);
-    if (item >= args.num_items) {
+    const bool done = item >= args.num_items;
+    __syncwarp();  // the named barriers take the whole warp
+    named_barrier_sync(Tr::kItemEmptyBarrier, Tr::kItemThreads);  // the consumers read the last one
+    if (leader) bar.item = done ? -1 : item;
+    __syncwarp();
+    named_barrier_arrive(Tr::kItemFullBarrier, Tr::kItemThreads);
+    if (done) break;
+    if (leader) {
+      const RingSlot qs = ring_slot<Tr::kQStages>(round);
+      const Flash3Item w = flash3_item<kCausal>(item, args.m_blocks, p.heads);
+      const int kv_plane = w.b * p.kv_heads + w.h / (p.heads / p.kv_heads);
+      const KvTileRange tiles = SequenceMask<kCausal>{flash3_key_count(p, w.b)}.kv_tiles(
+          w.m_block, (w.m_block + 1) * Tr::kBlockM, Tr::kBlockN);
+      auto load_kv = [&](unsigned char* ring, uint64_t* full, uint64_t* empty, const CUtensorMap* map, int i, int n) {
+        const RingSlot slot = ring_slot<Tr::kStages>(i);
+        mbar_wait(&empty[slot.stage], slot.phase ^ 1);
+        mbar_arrive_expect_tx(&full[slot.stage], Tr::kTileKVBytes);
+        unsigned char* dst = ring + slot.stage * Tr::kTileKVBytes;
+        for (int c = 0; c < Tr::kPanels; ++c)
+          tma_load_3d(dst + c * Tr::kBlockN * kSwizzleRowBytes, map, &full[slot.stage], c * kPanelColumns,
+                      n * Tr::kBlockN, kv_plane);
+      };
+      // K of the first tile before Q: it may start while the consumers still write O out.
+      if (tiles.count > 0) load_kv(sh.k, bar.k_full, bar.k_empty, &args.k, kv, tiles(0));
       mbar_wait(&bar.q_empty[qs.stage], qs.phase ^ 1);
-      bar.item[qs.stage] = -1;
-      mbar_arrive(&bar.q_full[qs.stage]);
-      break;
-    }
-    const Flash3Item w = flash3_item<kCausal>(item, args.m_blocks, p.heads);
-    const int kv_plane = w.b * p.kv_heads + w.h / (p.heads / p.kv_heads);
-    const KvTileRange tiles = SequenceMask<kCausal>{flash3_key_count(p, w.b)}.kv_tiles(
-        w.m_block, (w.m_block + 1) * Tr::kBlockM, Tr::kBlockN);
-    auto load_kv = [&](unsigned char* ring, uint64_t* full, uint64_t* empty, const CUtensorMap* map, int i, int n) {
-      const RingSlot slot = ring_slot<Tr::kStages>(i);
-      mbar_wait(&empty[slot.stage], slot.phase ^ 1);
-      mbar_arrive_expect_tx(&full[slot.stage], Tr::kTileKVBytes);
-      unsigned char* dst = ring + slot.stage * Tr::kTileKVBytes;
+      mbar_arrive_expect_tx(&bar.q_full[qs.stage], Tr::kTileQBytes);
+      unsigned char* q = sh.q + qs.stage * Tr::kTileQBytes;
       for (int c = 0; c < Tr::kPanels; ++c)
-        tma_load_3d(dst + c * Tr::kBlockN * kSwizzleRowBytes, map, &full[slot.stage], c * kPanelColumns,
-                    n * Tr::kBlockN, kv_plane);
-    };
-    // K of the first tile before Q: it may start while the consumers still write O out.
-    if (tiles.count > 0) load_kv(sh.k, bar.k_full, bar.k_empty, &args.k, kv, tiles(0));
-    mbar_wait(&bar.q_empty[qs.stage], qs.phase ^ 1);
-    bar.item[qs.stage] = item;  // published by q_full's completion
-    mbar_arrive_expect_tx(&bar.q_full[qs.stage], Tr::kTileQBytes);
-    unsigned char* q = sh.q + qs.stage * Tr::kTileQBytes;
-    for (int c = 0; c < Tr::kPanels; ++c)
-      tma_load_3d(q + c * Tr::kBlockM * kSwizzleRowBytes, &args.q, &bar.q_full[qs.stage], c * kPanelColumns,
-                  w.m_block * Tr::kBlockM, w.b * p.heads + w.h);
-    if (tiles.count > 0) load_kv(sh.v, bar.v_full, bar.v_empty, &args.v, kv, tiles(0));
-    for (int it = 1; it < tiles.count; ++it) {
-      load_kv(sh.k, bar.k_full, bar.k_empty, &args.k, kv + it, tiles(it));
-      load_kv(sh.v, bar.v_full, bar.v_empty, &args.v, kv + it, tiles(it));
+        tma_load_3d(q + c * Tr::kBlockM * kSwizzleRowBytes, &args.q, &bar.q_full[qs.stage], c * kPanelColumns,
+                    w.m_block * Tr::kBlockM, w.b * p.heads + w.h);
+      if (tiles.count > 0) load_kv(sh.v, bar.v_full, bar.v_empty, &args.v, kv, tiles(0));
+      for (int it = 1; it < tiles.count; ++it) {
+        load_kv(sh.k, bar.k_full, bar.k_empty, &args.k, kv + it, tiles(it));
+        load_kv(sh.v, bar.v_full, bar.v_empty, &args.v, kv + it, tiles(it));
+      }
+      kv += tiles.count;
+      item = atomicAdd(&args.schedule[0], 1) + int(gridDim.x);  // the next item nobody has taken
     }
-    kv += tiles.count;
-    item = atomicAdd(&args.schedule[0], 1) + int(gridDim.x);  // the next item nobody has taken
+    item = __shfl_sync(0xffffffffu, item, 0);
   }
   // The last block out resets the scheduler for the next launch (every block has taken its
   // last item by the time it counts itself finished).
-  if (atomicAdd(&args.schedule[1], 1) == int(gridDim.x) - 1) {
+  if (leader && atomicAdd(&args.schedule[1], 1) == int(gridDim.x) - 1) {
     args.schedule[0] = 0;
     args.schedule[1] = 0;
   }
@@ -255,11 +266,14 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
   };
 
   int kv = 0;
+  named_barrier_arrive(Tr::kItemEmptyBarrier, Tr::kItemThreads);  // the item slot starts empty
   for (int round = 0;; ++round) {
+    named_barrier_sync(Tr::kItemFullBarrier, Tr::kItemThreads);
+    const int item = bar.item;
+    named_barrier_arrive(Tr::kItemEmptyBarrier, Tr::kItemThreads);
+    if (item < 0) break;  // no work left
     const RingSlot qs = ring_slot<Tr::kQStages>(round);
     mbar_wait(&bar.q_full[qs.stage], qs.phase);
-    const int item = bar.item[qs.stage];
-    if (item < 0) break;  // no work left
     unsigned char* const sQ = sh.q + qs.stage * Tr::kTileQBytes;
     q_tile = smem_addr(sQ) + c * 64 * kSwizzleRowBytes;
     const Flash3Item w = flash3_item<kCausal>(item, args.m_blocks, p.heads);
@@ -411,7 +425,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash3_fwd_kernel(const __gri
   __syncthreads();
   if (threadIdx.x < 128) {
     warpgroup_reg_dealloc<kFlash3ProducerRegisters>();
-    if (threadIdx.x == 0) flash3_produce<Tr, kCausal>(args, sh);
+    if (threadIdx.x < 32) flash3_produce<Tr, kCausal>(args, sh);
   } else {
     warpgroup_reg_alloc<Tr::kConsumerRegs>();
     flash3_consume<Tr, kCausal, kPingPong, kOverlap>(args, sh);

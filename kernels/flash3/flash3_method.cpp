@@ -46,18 +46,36 @@ Support flash3_choose_tile(const Problem& p, const DeviceInfo& dev, KernelTile* 
 
 namespace {
 
+// flash3, or one of its ablations (FlashAttention-3 Table 2): the same kernel with ping-pong or
+// the intra-warpgroup overlap compiled out, registered as methods of their own so a sweep runs
+// them side by side (`--method flash3,flash3_no_pingpong,flash3_no_overlap`).
 class Flash3 final : public Method {
  public:
+  Flash3(std::string name, kernels::Flash3Schedule schedule) : name_(std::move(name)), schedule_(schedule) {}
   MethodInfo info() const override {
     MethodInfo i;
-    i.name = "flash3";
-    i.summary = "FlashAttention-3 forward (Shah et al. 2024): TMA producer, ping-pong consumer warpgroups, "
-                "softmax overlapped with P·V, persistent (Hopper)";
+    i.name = name_;
+    switch (schedule_) {
+      case kernels::Flash3Schedule::Full:
+        i.summary = "FlashAttention-3 forward (Shah et al. 2024): TMA producer, ping-pong consumer warpgroups, "
+                    "softmax overlapped with P·V, persistent (Hopper)";
+        break;
+      case kernels::Flash3Schedule::NoPingPong:
+        i.summary = "flash3 without ping-pong: the consumer warpgroups issue their GEMMs whenever ready "
+                    "(FA-3 Table 2 ablation)";
+        break;
+      case kernels::Flash3Schedule::NoOverlap:
+        i.summary = "flash3 without intra-warpgroup overlap: S, softmax, P·V one after the other "
+                    "(FA-3 Table 2 ablation)";
+        break;
+    }
     i.where = "gpu";
     i.passes = {Pass::Fwd};
     i.dtypes = {DType::F16, DType::BF16};
-#define FLASH3_HEAD_DIM_ITEM(D) D,
-    i.head_dims = {FLASH3_HEAD_DIMS(FLASH3_HEAD_DIM_ITEM)};
+    const bool ablation = schedule_ != kernels::Flash3Schedule::Full;
+#define FLASH3_HEAD_DIM_ITEM(D) \
+  if (!ablation || kernels::flash3_has_ablations(D)) i.head_dims.push_back(D);
+    FLASH3_HEAD_DIMS(FLASH3_HEAD_DIM_ITEM)
 #undef FLASH3_HEAD_DIM_ITEM
     i.masks = {"none", "causal", "padding"};
     i.dropout = false;
@@ -73,10 +91,20 @@ class Flash3 final : public Method {
     KernelTile t{};
     return flash3_choose_tile(p, dev, &t);
   }
+
+ private:
+  std::string name_;
+  kernels::Flash3Schedule schedule_;
 };
 
 }  // namespace
 
-std::unique_ptr<Method> make_flash3() { return std::make_unique<Flash3>(); }
+std::unique_ptr<Method> make_flash3() { return std::make_unique<Flash3>("flash3", kernels::Flash3Schedule::Full); }
+std::unique_ptr<Method> make_flash3_no_pingpong() {
+  return std::make_unique<Flash3>("flash3_no_pingpong", kernels::Flash3Schedule::NoPingPong);
+}
+std::unique_ptr<Method> make_flash3_no_overlap() {
+  return std::make_unique<Flash3>("flash3_no_overlap", kernels::Flash3Schedule::NoOverlap);
+}
 
 }  // namespace flashio

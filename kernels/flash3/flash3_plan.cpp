@@ -13,9 +13,13 @@ using kernels::KernelTile;
 
 class Flash3Plan final : public Plan {
  public:
-  Flash3Plan(const Problem& p, KernelTile tile, int sm_count, DeviceAllocator& alloc)
-      : p_(p), tile_(tile), sm_count_(sm_count), schedule_(alloc, kernels::kFlash3ScheduleInts * sizeof(int)) {
-    kernels::flash3_schedule_init(schedule_.as<int>(), nullptr);
+  Flash3Plan(const Problem& p, KernelTile tile, kernels::Flash3Schedule schedule, int sm_count, DeviceAllocator& alloc)
+      : p_(p),
+        tile_(tile),
+        schedule_(schedule),
+        sm_count_(sm_count),
+        scheduler_(alloc, kernels::kFlash3ScheduleInts * sizeof(int)) {
+    kernels::flash3_schedule_init(scheduler_.as<int>(), nullptr);
   }
   Tiles tiles() const override {
     return {tile_.block_r, tile_.block_c, tile_.warps, tile_.stages, tile_.smem_bytes, 0, "wgmma", "swizzle128"};
@@ -30,24 +34,35 @@ class Flash3Plan final : public Plan {
     k.o = buf.o;
     k.lse = buf.lse;
     k.key_lengths = buf.key_lengths;
-    kernels::flash3_fwd(k, tile_, kernels::Flash3Schedule::Full, p_.dtype == DType::BF16, sm_count_,
-                        schedule_.as<int>(), maps_, stream);
+    kernels::flash3_fwd(k, tile_, schedule_, p_.dtype == DType::BF16, sm_count_, scheduler_.as<int>(), maps_, stream);
   }
 
  private:
   Problem p_;
   KernelTile tile_;
+  kernels::Flash3Schedule schedule_;
   int sm_count_;
-  DeviceBuffer schedule_;  // the tile scheduler's counters (flash3_params.h)
+  DeviceBuffer scheduler_;  // the tile scheduler's counters (flash3_params.h)
   kernels::Flash3MapCache maps_;
 };
+
+std::unique_ptr<Plan> plan_flash3_schedule(const Problem& p, const DeviceInfo& dev, DeviceAllocator& alloc,
+                                           kernels::Flash3Schedule schedule) {
+  KernelTile t{};
+  flash3_choose_tile(p, dev, &t);
+  return std::make_unique<Flash3Plan>(p, t, schedule, dev.sm_count, alloc);
+}
 
 }  // namespace
 
 std::unique_ptr<Plan> plan_flash3(const Problem& p, Pass, const DeviceInfo& dev, DeviceAllocator& alloc) {
-  KernelTile t{};
-  flash3_choose_tile(p, dev, &t);
-  return std::make_unique<Flash3Plan>(p, t, dev.sm_count, alloc);
+  return plan_flash3_schedule(p, dev, alloc, kernels::Flash3Schedule::Full);
+}
+std::unique_ptr<Plan> plan_flash3_no_pingpong(const Problem& p, Pass, const DeviceInfo& dev, DeviceAllocator& alloc) {
+  return plan_flash3_schedule(p, dev, alloc, kernels::Flash3Schedule::NoPingPong);
+}
+std::unique_ptr<Plan> plan_flash3_no_overlap(const Problem& p, Pass, const DeviceInfo& dev, DeviceAllocator& alloc) {
+  return plan_flash3_schedule(p, dev, alloc, kernels::Flash3Schedule::NoOverlap);
 }
 
 }  // namespace flashio
