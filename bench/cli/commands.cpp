@@ -40,6 +40,7 @@ namespace fs = std::filesystem;
 
 constexpr int kExitRuntime = 1;
 constexpr int kExitBadInput = 2;
+constexpr int kExitPointsFailed = 3;  // run: a point's status is error (e.g. its correctness check failed)
 
 int64_t parse_int(const std::string& opt, const std::string& s) {
   try {
@@ -631,10 +632,18 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
   fmt::print("{}", format_records_table(file.records));
   fmt::print("{} on {}{} — {} points written to {}\n", build_info().git_revision.substr(0, 12), devices[0].name,
              devices.size() > 1 ? fmt::format(" (x{})", devices.size()) : std::string(), file.records.size(), out);
+  fmt::print("{}\n", format_status_counts(file.records));
   if (file.records.size() < resumed.kept.size() + todo.size()) {
     fmt::print(stderr, "flashio: {} points were not run (no GPU worker could start); continue with --resume {}\n",
                resumed.kept.size() + todo.size() - file.records.size(), out);
     return kExitRuntime;
+  }
+  const auto failed = std::count_if(file.records.begin(), file.records.end(),
+                                    [](const Record& r) { return r.status == Status::Error; });
+  if (failed > 0) {
+    fmt::print(stderr, "flashio: {} points failed (status error: see their reasons above); exit {}\n", failed,
+               kExitPointsFailed);
+    return kExitPointsFailed;
   }
   return 0;
 }
@@ -681,7 +690,10 @@ int flashio_main(const std::vector<std::string>& args) {
       "model dim 2048 (heads = 2048/d), N = 512..4096, d = 64, 128, fp16, standard and flash2.\n"
       "Axes given with --preset or --sweep replace those axes of the preset or file.\n"
       "Records are appended to <out>l (JSON Lines) as they are made; Ctrl-C finishes the current\n"
-      "point, writes <out> and exits 130; --resume <out> (or <out>l after a kill) continues.");
+      "point, writes <out> and exits 130; --resume <out> (or <out>l after a kill) continues.\n"
+      "A failed point is a record; the sweep goes on. The last line counts ok / skipped / oom / error.\n"
+      "Exit status: 0 no point failed; 1 a runtime failure (no GPU); 2 bad input; 3 a point's status is\n"
+      "error (e.g. its correctness check failed); 130 / 143 stopped by SIGINT / SIGTERM.");
 
   std::string presets_show;
   CLI::App* presets = app.add_subcommand("presets", "the papers' experiments that flashio run --preset reproduces");
