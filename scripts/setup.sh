@@ -5,7 +5,8 @@
 # checks for it. Safe to run again: installs nothing when everything is there.
 set -euo pipefail
 
-packages=(git cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev libbenchmark-dev python3)
+packages=(git cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev libbenchmark-dev python3
+          libbenchmark-tools python3-scipy)  # the last two: Google Benchmark's compare.py on flashio export
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
