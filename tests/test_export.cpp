@@ -16,6 +16,7 @@
 #include "analysis/export.h"
 #include "analysis/gpus.h"
 #include "bench/cli/commands.h"
+#include "bench/cli/run_outputs.h"
 #include "bench/core/record.h"
 #include "bench/sweep/table.h"
 
@@ -564,4 +565,30 @@ TEST(RunSummary, CountsEveryStatusZerosIncluded) {
   records[3].status = Status::Error;
   EXPECT_EQ(format_status_counts(records), "ok 1 · skipped 1 · oom 0 · error 2");
   EXPECT_EQ(format_status_counts({}), "ok 0 · skipped 0 · oom 0 · error 0");
+}
+
+// --- run --csv, --md ------------------------------------------------------------------------------
+
+TEST(RunOutputs, CsvAndMarkdownBesideTheJsonHoldEveryRecord) {
+  const std::string src = kSource + "/results/nvidia-h100-fa1-16k.json";
+  const ResultFile file = read_result_file(src);
+  const std::string csv = temp("run.csv"), md = temp("run.md");
+  write_run_outputs(file, "run.json", csv, md);
+  std::ifstream c(csv), m(md);
+  const std::string ctext((std::istreambuf_iterator<char>(c)), {}), mtext((std::istreambuf_iterator<char>(m)), {});
+  EXPECT_EQ(lines_of(ctext).size(), file.records.size() + 1);
+  EXPECT_EQ(csv_fields(lines_of(ctext)[1])[0], "run.json");
+  EXPECT_NE(mtext.find("### Runtime (ms)"), std::string::npos);
+  EXPECT_NE(mtext.find("### Points without a time"), std::string::npos);  // its 24 skipped records
+  fs::remove(csv);
+  fs::remove(md);
+  EXPECT_THROW(write_run_outputs(file, "run.json", "/nonexistent-dir/x.csv", ""), std::invalid_argument);
+}
+
+TEST(RunOutputs, AnUnwritableCsvOrMdIsBadInputBeforeAnyGpuWork) {
+  for (const char* opt : {"--csv", "--md"}) {
+    const Captured c = cli({"run", "--seqlen", "128", "--out", temp("r.json"), opt, "/nonexistent-dir/x"});
+    EXPECT_EQ(c.rc, 2) << opt << c.err;
+    EXPECT_NE(c.err.find(opt), std::string::npos) << c.err;
+  }
 }

@@ -19,6 +19,7 @@
 #include "analysis/cli_analysis.h"
 #include "bench/core/build_info.h"
 #include "bench/cli/bad_input.h"
+#include "bench/cli/run_outputs.h"
 #include "bench/cli/sweep_commands.h"
 #include "bench/cuda/device_query.h"
 #include "bench/sweep/journal.h"
@@ -322,6 +323,7 @@ struct RunArgs {
   int reps = 30, warmup = 5, device = 0;
   bool no_flush = false, dry_run = false, json = false, quiet = false, verbose = false;
   std::string out, preset, sweep, resume, devices, shard;
+  std::string csv_out, md_out;  // --csv, --md: the records beside the JSON (bench/cli/run_outputs.h)
   std::string counters = "full";
 };
 
@@ -526,6 +528,8 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
     check_writable(out, "--out");
     check_no_unfinished_journal(out, a.resume);
   }
+  if (!a.csv_out.empty()) check_writable(a.csv_out, "--csv");
+  if (!a.md_out.empty()) check_writable(a.md_out, "--md");
   std::vector<DeviceInfo> devices;
   {
     std::string why;
@@ -621,6 +625,13 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
                 resumed.file.wall_s.value_or(0.0);
   write_result_file(file, out);
   std::remove(journal.c_str());  // the final file now holds everything the journal did
+  bool outputs_written = true;
+  try {
+    write_run_outputs(file, out, a.csv_out, a.md_out);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "flashio: {} (the records are in {}; flashio export makes the CSV from it)\n", e.what(), out);
+    outputs_written = false;
+  }
 
   for (const auto& e : outcome.errors) fmt::print(stderr, "flashio: {}\n", e);
   if (outcome.stopped) {
@@ -633,6 +644,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
   fmt::print("{} on {}{} — {} points written to {}\n", build_info().git_revision.substr(0, 12), devices[0].name,
              devices.size() > 1 ? fmt::format(" (x{})", devices.size()) : std::string(), file.records.size(), out);
   fmt::print("{}\n", format_status_counts(file.records));
+  if (!outputs_written) return kExitRuntime;
   if (file.records.size() < resumed.kept.size() + todo.size()) {
     fmt::print(stderr, "flashio: {} points were not run (no GPU worker could start); continue with --resume {}\n",
                resumed.kept.size() + todo.size() - file.records.size(), out);
@@ -671,6 +683,8 @@ int flashio_main(const std::vector<std::string>& args) {
   run->add_option("--warmup", run_args.warmup, "untimed launches before timing");
   run->add_flag("--no-l2-flush", run_args.no_flush, "do not clean L2 before each repetition (hot-cache timing)");
   run->add_option("--out,-o", run_args.out, "result file (default: results/<gpu>-<date>.json)");
+  run->add_option("--csv", run_args.csv_out, "also write the records as tidy CSV (flashio export's columns)");
+  run->add_option("--md", run_args.md_out, "also write flashio report's Markdown tables of the run");
   run->add_option("--device", run_args.device, "GPU index");
   run->add_flag("--dry-run", run_args.dry_run, "list the points and exit (no GPU needed)");
   run->add_flag("--json", run_args.json,
