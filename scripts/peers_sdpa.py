@@ -306,7 +306,7 @@ FLASHIO_AXES = (
     ("--sparse-window", (), False, "local pattern: window"),
     ("--sparse-global", (), False, "local pattern: global blocks"),
     ("--preset", (), False, "a paper's experiment (flashio presets lists them); axes given override it"),
-    ("--sweep", (), False, "a flashio sweep file (README, section Sweeps); axes given override it"),
+    ("--sweep", (), False, "a flashio sweep file (docs/sweeps.md); axes given override it"),
 )
 
 

@@ -694,7 +694,7 @@ int flashio_main(const std::vector<std::string>& args) {
   run->add_option("--counters", run_args.counters,
                   "hardware counters after timing: off, dram (DRAM bytes, duration), full (both traffic levels; default)");
   run->add_option("--preset", run_args.preset, "run a paper's experiment (flashio presets lists them)");
-  run->add_option("--sweep", run_args.sweep, "run the sweep of a JSON sweep file (format: README, section Sweeps)");
+  run->add_option("--sweep", run_args.sweep, "run the sweep of a JSON sweep file (format: docs/sweeps.md)");
   run->add_option("--resume", run_args.resume, "skip the points already in this result file or journal (.json/.jsonl)");
   run->add_option("--devices", run_args.devices, "GPUs to run on at once, one worker each: 0,1,... or all");
   run->add_option("--shard", run_args.shard, "run slice i of n of the sweep (0 <= i < n); flashio merge joins the slices");
