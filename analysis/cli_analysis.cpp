@@ -166,7 +166,7 @@ class Commands final : public AnalysisCommands {
           fmt::print(stderr, "flashio: note: {} matched points have no time samples (files older than time.samples_s): "
                              "ratio only, not judged\n", rep.unjudged);
         if (rep.regressions > 0) {
-          fmt::print(stderr, "flashio: {} matched points are slower than the baseline by more than {}%\n",
+          fmt::print(stderr, "flashio: {} matched points are slower than the baseline by more than {:g}%\n",
                      rep.regressions, ab.threshold * 100);
           return kExitRegression;
         }

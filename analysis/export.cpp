@@ -95,7 +95,7 @@ const std::vector<Column>& columns() {
         {{"name", "the point's name (method/pass/axes)"}, [](const Row& r) { return string_at(r.rec, "name"); }},
         {{"method", "the attention method"}, [](const Row& r) { return string_at(r.rec, "method"); }},
         {{"pass", "fwd, bwd or fwdbwd"}, [](const Row& r) { return string_at(r.rec, "pass"); }},
-        {{"kernel_path", "tensor-core instruction the fused kernel ran (wgmma, mma.sync); empty if not recorded"},
+        {{"kernel_path", "tensor-core instruction the fused kernel ran (wgmma, mma.sync); empty/null where not recorded"},
          [](const Row& r) { return string_at(object_at(r.rec, "tiles"), "mma"); }},
         {{"tile_block_r", "the kernel's tile rows Br"},
          [](const Row& r) { return number_at(object_at(r.rec, "tiles"), "block_r"); }},
@@ -135,7 +135,7 @@ const std::vector<Column>& columns() {
                    }});
     }
     const std::vector<Column> rest = {
-        {{"flop", "floating-point operations of the pass (4·B·H·Nq·Nk·d forward, halved for causal)"},
+        {{"flop", "floating-point operations of the pass (4·B·H·Nq·Nk·d forward, halved for causal; ×2.5 bwd, ×3.5 fwdbwd)"},
          [](const Row& r) { return number_at(r.rec, "flops"); }},
         {{"median_s", "median time of the timed repetitions, seconds"},
          [](const Row& r) { return number_at(object_at(r.rec, "time"), "median_s"); }},
