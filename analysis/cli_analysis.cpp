@@ -207,8 +207,8 @@ class Commands final : public AnalysisCommands {
 
  private:
   void add_format(CLI::App* sub) {
-    sub->add_flag("--json", json_, "JSON");
-    sub->add_flag("--csv", csv_, "CSV");
+    sub->add_flag("--json", json_, "JSON: per table its columns with units and typed rows (SI units)");
+    sub->add_flag("--csv", csv_, "CSV, one titled table after another (one tidy table: flashio export)");
   }
   int print(const std::vector<Table>& t) const {
     std::fputs(render(t, json_ ? Format::Json : csv_ ? Format::Csv : Format::Markdown).c_str(), stdout);
