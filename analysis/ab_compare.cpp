@@ -101,10 +101,15 @@ RatioInterval bootstrap_median_ratio(const std::vector<double>& a, const std::ve
 AbReport ab_compare(const Documents& docs, const AbOptions& opt) {
   if (docs.size() < 2) throw std::invalid_argument("compare --baseline: give the baseline and at least one other file");
   const std::vector<std::string> labels = file_labels(docs);
-  // key → record, per file (the first record of a key; names are unique within a run)
+  // key → record, per file (the first record of a key; names are unique within a run), and the
+  // keys in the file's order, so the tables follow the baseline's sweep
   std::vector<std::map<std::string, const json*>> by_file(docs.size());
+  std::vector<std::vector<std::pair<std::string, const json*>>> in_order(docs.size());  // the files' record order
   for (size_t i = 0; i < docs.size(); ++i)
-    for (const auto& rec : docs[i].second.at("records")) by_file[i].emplace(matched_key(rec, docs[i].second), &rec);
+    for (const auto& rec : docs[i].second.at("records")) {
+      const std::string key = matched_key(rec, docs[i].second);
+      if (by_file[i].emplace(key, &rec).second) in_order[i].emplace_back(key, &rec);
+    }
 
   AbReport out;
   const int pct = int(std::lround(opt.confidence * 100));
@@ -118,7 +123,7 @@ AbReport ab_compare(const Documents& docs, const AbOptions& opt) {
             {"point", "baseline ms", "ms", "ratio", fmt::format("{} % interval", pct), "samples", "verdict"},
             {"", "s", "s", "ratio", "ratio", "", ""},
             {}};
-    for (const auto& [key, a] : by_file[0]) {
+    for (const auto& [key, a] : in_order[0]) {
       const auto it = by_file[f].find(key);
       if (it == by_file[f].end()) {
         unmatched.rows.push_back({text_cell(key), text_cell(base_label), text_cell(labels[f]),
@@ -165,7 +170,7 @@ AbReport ab_compare(const Documents& docs, const AbOptions& opt) {
       row.push_back(text_cell(verdict));
       t.rows.push_back(row);
     }
-    for (const auto& [key, b] : by_file[f])
+    for (const auto& [key, b] : in_order[f])
       if (!by_file[0].count(key))
         unmatched.rows.push_back(
             {text_cell(key), text_cell(base_label), text_cell(labels[f]), text_cell("not in the baseline")});
