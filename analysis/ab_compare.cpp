@@ -78,8 +78,7 @@ std::string why_untimed(const json& rec) {
 
 }  // namespace
 
-RatioInterval bootstrap_median_ratio(const std::vector<double>& a, const std::vector<double>& b,
-                                     const AbOptions& opt) {
+RatioInterval bootstrap_median_ratio(const std::vector<double>& a, const std::vector<double>& b, const AbOptions& opt) {
   if (a.size() < 2 || b.size() < 2) throw std::invalid_argument("bootstrap: fewer than two samples");
   RatioInterval r;
   r.ratio = median(b) / median(a);
@@ -126,8 +125,8 @@ AbReport ab_compare(const Documents& docs, const AbOptions& opt) {
     for (const auto& [key, a] : in_order[0]) {
       const auto it = by_file[f].find(key);
       if (it == by_file[f].end()) {
-        unmatched.rows.push_back({text_cell(key), text_cell(base_label), text_cell(labels[f]),
-                                  text_cell("only in the baseline")});
+        unmatched.rows.push_back(
+            {text_cell(key), text_cell(base_label), text_cell(labels[f]), text_cell("only in the baseline")});
         continue;
       }
       const json& b = *it->second;

@@ -14,10 +14,10 @@
 namespace flashio::analysis {
 
 struct AbOptions {
-  double threshold = 0.05;    // a slowdown above 1 + threshold can fail
-  double confidence = 0.95;   // of the bootstrap interval
-  int resamples = 2000;       // bootstrap resamples per point
-  uint64_t seed = 0x5eed;     // the bootstrap's generator: the same files give the same intervals
+  double threshold = 0.05;   // a slowdown above 1 + threshold can fail
+  double confidence = 0.95;  // of the bootstrap interval
+  int resamples = 2000;      // bootstrap resamples per point
+  uint64_t seed = 0x5eed;    // the bootstrap's generator: the same files give the same intervals
 };
 
 // A bootstrap percentile interval of median(b) / median(a): each resample draws a and b with
@@ -25,8 +25,7 @@ struct AbOptions {
 struct RatioInterval {
   double ratio = 0, lo = 0, hi = 0;
 };
-RatioInterval bootstrap_median_ratio(const std::vector<double>& a, const std::vector<double>& b,
-                                     const AbOptions& opt);
+RatioInterval bootstrap_median_ratio(const std::vector<double>& a, const std::vector<double>& b, const AbOptions& opt);
 
 struct AbReport {
   std::vector<Table> tables;  // the comparison per file, then the unmatched points

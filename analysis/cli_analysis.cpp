@@ -109,9 +109,10 @@ class Commands final : public AnalysisCommands {
     for (const auto& g : gpu_table()) gpu_keys.push_back(g.key);
     predict_->add_option("--gpu", req_.gpus, fmt::format("built-in GPUs: {}", fmt::join(gpu_keys, ", ")))
         ->delimiter(',');
-    predict_->add_option("--gpu-spec", gpu_specs_,
-                         "a GPU described by a JSON file: `flashio device --json` output with "
-                         "\"peak_fp16_tensor_flops\" (dense FLOP/s, datasheet) added")
+    predict_
+        ->add_option("--gpu-spec", gpu_specs_,
+                     "a GPU described by a JSON file: `flashio device --json` output with "
+                     "\"peak_fp16_tensor_flops\" (dense FLOP/s, datasheet) added")
         ->check(CLI::ExistingFile);
     predict_->add_option("--method,-m", req_.methods, "flash1, flash2, standard, standard_fused (default flash2)")
         ->delimiter(',');
@@ -126,16 +127,17 @@ class Commands final : public AnalysisCommands {
         ->check(CLI::Range(0.01, 1.0));
     add_format(predict_);
 
-    export_ = app.add_subcommand("export", "result files as tidy data: one row per record, SI units (CSV, JSON Lines, "
-                                           "Google Benchmark JSON)");
+    export_ = app.add_subcommand("export",
+                                 "result files as tidy data: one row per record, SI units (CSV, JSON Lines, "
+                                 "Google Benchmark JSON)");
     export_->add_option("files", files_, "result files")->required()->check(CLI::ExistingFile);
     export_
         ->add_option("--format", export_format_,
                      "csv (default), jsonl, gbench (Google Benchmark's JSON, for its tools/compare.py)")
-        ->transform(CLI::CheckedTransformer(std::map<std::string, ExportFormat>{{"csv", ExportFormat::Csv},
-                                                                                {"jsonl", ExportFormat::Jsonl},
-                                                                                {"gbench", ExportFormat::Gbench}},
-                                            CLI::ignore_case));
+        ->transform(CLI::CheckedTransformer(
+            std::map<std::string, ExportFormat>{
+                {"csv", ExportFormat::Csv}, {"jsonl", ExportFormat::Jsonl}, {"gbench", ExportFormat::Gbench}},
+            CLI::ignore_case));
     export_->add_option("--out,-o", export_out_, "write here (atomically) instead of to stdout");
     std::string columns = "Columns (csv, jsonl):\n";
     for (const auto& c : export_columns()) columns += fmt::format("  {:<24} {}\n", c.name, c.what);
@@ -163,8 +165,10 @@ class Commands final : public AnalysisCommands {
         const AbReport rep = ab_compare(read_result_files(paths), ab);
         print(rep.tables);
         if (rep.unjudged > 0)
-          fmt::print(stderr, "flashio: note: {} matched points have no time samples (files older than time.samples_s): "
-                             "ratio only, not judged\n", rep.unjudged);
+          fmt::print(stderr,
+                     "flashio: note: {} matched points have no time samples (files older than time.samples_s): "
+                     "ratio only, not judged\n",
+                     rep.unjudged);
         if (rep.regressions > 0) {
           fmt::print(stderr, "flashio: {} matched points are slower than the baseline by more than {:g}%\n",
                      rep.regressions, ab.threshold * 100);

@@ -57,8 +57,8 @@ std::optional<double> peak_of(const Row& r) {
   if (name.is_null()) return std::nullopt;
   const auto g = find_gpu(name.get<std::string>());
   if (!g) return std::nullopt;
-  const double p = string_at(object_at(r.rec, "problem"), "dtype") == "bf16" ? g->peak_bf16_tensor_flops
-                                                                               : g->peak_fp16_tensor_flops;
+  const double p =
+      string_at(object_at(r.rec, "problem"), "dtype") == "bf16" ? g->peak_bf16_tensor_flops : g->peak_fp16_tensor_flops;
   if (p <= 0) return std::nullopt;
   return p;
 }
@@ -95,7 +95,8 @@ const std::vector<Column>& columns() {
         {{"name", "the point's name (method/pass/axes)"}, [](const Row& r) { return string_at(r.rec, "name"); }},
         {{"method", "the attention method"}, [](const Row& r) { return string_at(r.rec, "method"); }},
         {{"pass", "fwd, bwd or fwdbwd"}, [](const Row& r) { return string_at(r.rec, "pass"); }},
-        {{"kernel_path", "tensor-core instruction the fused kernel ran (wgmma, mma.sync); empty/null where not recorded"},
+        {{"kernel_path",
+          "tensor-core instruction the fused kernel ran (wgmma, mma.sync); empty/null where not recorded"},
          [](const Row& r) { return string_at(object_at(r.rec, "tiles"), "mma"); }},
         {{"tile_block_r", "the kernel's tile rows Br"},
          [](const Row& r) { return number_at(object_at(r.rec, "tiles"), "block_r"); }},
@@ -135,7 +136,8 @@ const std::vector<Column>& columns() {
                    }});
     }
     const std::vector<Column> rest = {
-        {{"flop", "floating-point operations of the pass (4·B·H·Nq·Nk·d forward, halved for causal; ×2.5 bwd, ×3.5 fwdbwd)"},
+        {{"flop",
+          "floating-point operations of the pass (4·B·H·Nq·Nk·d forward, halved for causal; ×2.5 bwd, ×3.5 fwdbwd)"},
          [](const Row& r) { return number_at(r.rec, "flops"); }},
         {{"median_s", "median time of the timed repetitions, seconds"},
          [](const Row& r) { return number_at(object_at(r.rec, "time"), "median_s"); }},
@@ -228,9 +230,9 @@ json gbench_document(const Documents& docs) {
       }
       const std::string name = rec["name"].get<std::string>() + "/manual_time";
       if (const auto it = seen.find(name); it != seen.end())
-        throw std::invalid_argument(fmt::format(
-            "--format gbench: {} is in {} and in {}; export one run per file for compare.py", rec["name"].get<std::string>(),
-            it->second, path));
+        throw std::invalid_argument(
+            fmt::format("--format gbench: {} is in {} and in {}; export one run per file for compare.py",
+                        rec["name"].get<std::string>(), it->second, path));
       seen.emplace(name, path);
       const json& t = rec["time"];
       std::vector<double> samples;
@@ -238,8 +240,12 @@ json gbench_document(const Documents& docs) {
         for (const auto& s : t["samples_s"])
           if (s.is_number()) samples.push_back(s.get<double>());
       const json gpu = string_at(object_at(doc, "device"), "name");
-      json base = {{"name", name},     {"family_index", family}, {"per_family_instance_index", 0},
-                   {"run_name", name}, {"threads", 1},           {"time_unit", "ms"},
+      json base = {{"name", name},
+                   {"family_index", family},
+                   {"per_family_instance_index", 0},
+                   {"run_name", name},
+                   {"threads", 1},
+                   {"time_unit", "ms"},
                    {"label", gpu.is_null() ? std::string() : gpu.get<std::string>()}};
       if (samples.empty()) {
         json b = base;
@@ -326,9 +332,8 @@ Documents read_result_files(const std::vector<std::string>& paths) {
       throw std::invalid_argument(
           fmt::format("{}: schema version {} is newer than this build's {}", p, v, kSchemaVersion));
     if (version && *version != v)
-      throw std::invalid_argument(
-          fmt::format("{} has schema version {} but {} has {}: convert them to one version first", p, v,
-                      version_file, *version));
+      throw std::invalid_argument(fmt::format(
+          "{} has schema version {} but {} has {}: convert them to one version first", p, v, version_file, *version));
     version = v, version_file = p;
     if (!doc.contains("records") || !doc["records"].is_array())
       throw std::invalid_argument(fmt::format("{}: no records array", p));
@@ -339,8 +344,7 @@ Documents read_result_files(const std::vector<std::string>& paths) {
       if (!r.is_object() || !r.contains("name") || !r["name"].is_string() || !r.contains("method") ||
           !r["method"].is_string() || !r.contains("pass") || !r["pass"].is_string() || !r.contains("problem") ||
           !r["problem"].is_object() || !r.contains("status") || !r["status"].is_string())
-        throw std::invalid_argument(
-            fmt::format("{}: record {} lacks a name, method, pass, problem or status", p, i));
+        throw std::invalid_argument(fmt::format("{}: record {} lacks a name, method, pass, problem or status", p, i));
     }
     docs.emplace_back(p, std::move(doc));
   }

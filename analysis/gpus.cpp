@@ -77,15 +77,32 @@ const std::vector<GpuFigures>& gpu_table() {
       // NVIDIA Ada GPU Architecture whitepaper (Appendix A, Table 2): GeForce RTX 4090, 128 SMs,
       // 72 MB L2, 1,008 GB/s, peak FP16 tensor TFLOPS with FP32 accumulate 165.2 (dense; the
       // GeForce part runs FP32 accumulation at half the FP16-accumulate rate; BF16 the same).
-      {"rtx4090", "NVIDIA GeForce RTX 4090", {"rtx 4090", "rtx4090"}, 128, 100 * KiB, 99 * KiB, 72 * MiB, 1008e9,
-       165.2e12, 165.2e12, 1536},
+      {"rtx4090",
+       "NVIDIA GeForce RTX 4090",
+       {"rtx 4090", "rtx4090"},
+       128,
+       100 * KiB,
+       99 * KiB,
+       72 * MiB,
+       1008e9,
+       165.2e12,
+       165.2e12,
+       1536},
       // NVIDIA A10 datasheet: 125 TFLOPS FP16/BF16 dense (250 with sparsity), 600 GB/s; GA102:
       // 72 SMs, 6 MB L2.
       {"a10", "NVIDIA A10", {"a10"}, 72, 100 * KiB, 99 * KiB, 6 * MiB, 600e9, 125e12, 125e12, 1536},
       // NVIDIA H100 datasheet (PCIe): 2 TB/s, 756 TFLOPS FP16/BF16 dense (1,513 with sparsity);
       // NVIDIA H100 Tensor Core GPU Architecture whitepaper (Table 3): H100 PCIe 114 SMs, 50 MB L2.
       // Before the SXM entry: its "h100" alias would match "NVIDIA H100 PCIe" too.
-      {"h100-pcie", "NVIDIA H100 PCIe", {"h100 pcie", "h100-pcie"}, 114, 228 * KiB, 227 * KiB, 50 * MiB, 2.0e12, 756e12,
+      {"h100-pcie",
+       "NVIDIA H100 PCIe",
+       {"h100 pcie", "h100-pcie"},
+       114,
+       228 * KiB,
+       227 * KiB,
+       50 * MiB,
+       2.0e12,
+       756e12,
        756e12},
       // NVIDIA H100 datasheet (SXM5): 3.35 TB/s, 989 TFLOPS FP16/BF16 dense (1,979 with sparsity);
       // NVIDIA H100 Tensor Core GPU Architecture whitepaper: 132 SMs, 50 MB L2.

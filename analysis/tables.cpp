@@ -124,10 +124,12 @@ std::vector<Table> grid(const Documents& docs, const std::string& what, const st
       const std::string setting = setting_of(rec) + " · " + doc["device"].value("name", std::string("?"));
       const std::string file = std::filesystem::path(path).filename().string();
       const std::string kernel = rec.contains("tiles") ? rec["tiles"].value("mma", std::string()) : std::string();
-      by_setting[setting].push_back({method_label(rec, doc) + variant_of(rec), rec["problem"].value("seqlen_q", int64_t(0)),
-                                     *v,
-                                     {kernel.empty() ? "" : " via " + kernel,
-                                      fmt::format(" · b {}", rec["problem"].value("batch", int64_t(0))), " · " + file}});
+      by_setting[setting].push_back(
+          {method_label(rec, doc) + variant_of(rec),
+           rec["problem"].value("seqlen_q", int64_t(0)),
+           *v,
+           {kernel.empty() ? "" : " via " + kernel, fmt::format(" · b {}", rec["problem"].value("batch", int64_t(0))),
+            " · " + file}});
     }
   std::vector<Table> out;
   for (auto& [setting, entries] : by_setting) {
@@ -325,8 +327,10 @@ std::vector<Table> report_tables(const Documents& docs) {
   if (!fig2.rows.empty()) out.push_back(fig2);
 
   // Every record without a time, so that none is left out of the report without a word.
-  Table untimed{"Points without a time (skipped, out of memory, failed)", {"file", "point", "status", "reason"},
-                {"", "", "", ""}, {}};
+  Table untimed{"Points without a time (skipped, out of memory, failed)",
+                {"file", "point", "status", "reason"},
+                {"", "", "", ""},
+                {}};
   for (const auto& [path, doc] : docs)
     for (const auto& rec : doc.value("records", json::array()))
       if (rec.value("status", "") != "ok" || median_s(rec) <= 0)
@@ -442,8 +446,8 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
     if (!g) {
       std::vector<std::string> keys;
       for (const auto& x : gpu_table()) keys.push_back(x.key);
-      throw std::invalid_argument(fmt::format("unknown GPU '{}' (known: {}; or describe it with --gpu-spec)", key,
-                                              fmt::join(keys, ", ")));
+      throw std::invalid_argument(
+          fmt::format("unknown GPU '{}' (known: {}; or describe it with --gpu-spec)", key, fmt::join(keys, ", ")));
     }
     gpus.push_back(*g);
   }
@@ -465,7 +469,8 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
         for (int64_t n : r.seqlens) {
           const auto pass = parse_pass(pass_name);
           if (!pass) throw std::invalid_argument("unknown pass " + pass_name);
-          const std::vector<Cell> head{text_cell(method), text_cell(pass_name), number_cell(double(n), std::to_string(n))};
+          const std::vector<Cell> head{text_cell(method), text_cell(pass_name),
+                                       number_cell(double(n), std::to_string(n))};
           auto refused = [&](const Cell& tile, const Cell& why) {
             std::vector<Cell> row = head;
             row.push_back(tile);

@@ -18,9 +18,9 @@ struct Cell {
   std::string text;
   nlohmann::json value;
 };
-Cell text_cell(const std::string& s);              // a string, both ways
+Cell text_cell(const std::string& s);                 // a string, both ways
 Cell number_cell(double v, const std::string& text);  // v in the column's unit, shown as text
-Cell no_cell(const std::string& text = "-");      // null
+Cell no_cell(const std::string& text = "-");          // null
 
 // A table: a title, columns with their units ("s", "B", "flop/s", "ratio", "" for text) and rows.
 // --json renders {title, columns: [{name, unit}], rows: [[values]]}: numbers in SI units, no units in cells.

@@ -116,18 +116,24 @@ json synthetic(const std::string& revision, double scale_a, double scale_b, bool
     std::vector<double> s = reps(median);
     std::vector<double> sorted = s;
     std::sort(sorted.begin(), sorted.end());
-    json t = {{"median_s", 0.5 * (sorted[9] + sorted[10])}, {"min_s", sorted.front()}, {"max_s", sorted.back()},
-              {"mean_s", median},  {"stddev_s", 0.01 * median}, {"reps", 20},
-              {"warmup", 2},       {"l2_flushed", true},         {"clock", "cuda_events"}};
+    json t = {{"median_s", 0.5 * (sorted[9] + sorted[10])},
+              {"min_s", sorted.front()},
+              {"max_s", sorted.back()},
+              {"mean_s", median},
+              {"stddev_s", 0.01 * median},
+              {"reps", 20},
+              {"warmup", 2},
+              {"l2_flushed", true},
+              {"clock", "cuda_events"}};
     if (samples) t["samples_s"] = s;
-    doc["records"].push_back({{"name", name},
-                              {"method", "flash2"},
-                              {"pass", "fwd"},
-                              {"problem", {{"batch", 1}, {"heads", 16}, {"seqlen_q", 4096 << k}, {"head_dim", 64},
-                                           {"dtype", "fp16"}}},
-                              {"status", "ok"},
-                              {"flops", 1e9},
-                              {"time", t}});
+    doc["records"].push_back(
+        {{"name", name},
+         {"method", "flash2"},
+         {"pass", "fwd"},
+         {"problem", {{"batch", 1}, {"heads", 16}, {"seqlen_q", 4096 << k}, {"head_dim", 64}, {"dtype", "fp16"}}},
+         {"status", "ok"},
+         {"flops", 1e9},
+         {"time", t}});
     ++k;
   }
   return doc;
@@ -157,10 +163,32 @@ TEST(Export, CsvHasOneRowPerRecordOfEveryCommittedFileWithNumbersInSiUnits) {
   EXPECT_EQ(header.size(), export_columns().size());
   std::map<std::string, size_t> col;
   for (size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
-  for (const char* need : {"gpu", "revision", "run_id", "method", "kernel_path", "pass", "batch", "heads", "kv_heads",
-                           "seqlen_q", "seqlen_k", "head_dim", "dtype", "causal", "dropout", "median_s", "min_s",
-                           "max_s", "flop_per_s", "percent_of_peak", "dram_read_bytes", "l2_read_bytes",
-                           "memory_total_bytes", "check_error_ratio", "status", "reason"})
+  for (const char* need : {"gpu",
+                           "revision",
+                           "run_id",
+                           "method",
+                           "kernel_path",
+                           "pass",
+                           "batch",
+                           "heads",
+                           "kv_heads",
+                           "seqlen_q",
+                           "seqlen_k",
+                           "head_dim",
+                           "dtype",
+                           "causal",
+                           "dropout",
+                           "median_s",
+                           "min_s",
+                           "max_s",
+                           "flop_per_s",
+                           "percent_of_peak",
+                           "dram_read_bytes",
+                           "l2_read_bytes",
+                           "memory_total_bytes",
+                           "check_error_ratio",
+                           "status",
+                           "reason"})
     EXPECT_TRUE(col.count(need)) << need;
   for (size_t i = 1; i < lines.size(); ++i) ASSERT_EQ(csv_fields(lines[i]).size(), header.size()) << lines[i];
 
@@ -331,10 +359,10 @@ TEST(Export, BadInputIsOneLineExitTwoAndNoFile) {
 TEST(TypedJson, ReportCompareAndPredictGiveNumbersInSiUnitsNotStringsWithUnits) {
   const std::string h100 = kSource + "/results/nvidia-h100-fa2.json";
   const std::string h200 = kSource + "/results/nvidia-h200-fa2.json";
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"report", "--json", h100},
-           {"compare", "--json", h100, h200},
-           {"predict", "--json", "--gpu", "h100-sxm", "-n", "4096"}}) {
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"report", "--json", h100},
+                                             {"compare", "--json", h100, h200},
+                                             {"predict", "--json", "--gpu", "h100-sxm", "-n", "4096"}}) {
     const Captured c = cli(args);
     ASSERT_EQ(c.rc, 0) << args[0] << c.err;
     const json tables = json::parse(c.out);
@@ -414,7 +442,8 @@ TEST(Compare, ColumnsAreLabelledByFileAndUnmatchedPointsAreListed) {
   EXPECT_NE(c.out.find("NVIDIA H100 80GB HBM3 @1111111 (flashio-i18-label-a.json) ms"), std::string::npos) << c.out;
   EXPECT_NE(c.out.find("NVIDIA H100 80GB HBM3 @1111111 (flashio-i18-label-b.json) ms"), std::string::npos);
   EXPECT_NE(c.out.find("Points in one file only"), std::string::npos);
-  EXPECT_NE(c.out.find("| flash2/fwd/b:1/h:16/n:8192/d:64/fp16 | NVIDIA H100 80GB HBM3 @1111111 (flashio-i18-label-a.json) |"),
+  EXPECT_NE(c.out.find(
+                "| flash2/fwd/b:1/h:16/n:8192/d:64/fp16 | NVIDIA H100 80GB HBM3 @1111111 (flashio-i18-label-a.json) |"),
             std::string::npos)
       << c.out;
   fs::remove(pa);
@@ -448,8 +477,8 @@ TEST(AbCompare, BootstrapIntervalHoldsTheTrueRatioAndIsReproducible) {
 TEST(AbCompare, ExitsThreeOnlyWhenAPointIsSignificantlySlowerThanTheThreshold) {
   const std::string base = write("ab-base.json", synthetic("aaaaaaa", 1.0, 1.0));
   const std::string same = write("ab-same.json", synthetic("bbbbbbb", 1.0, 1.0));
-  const std::string slower = write("ab-slower.json", synthetic("ccccccc", 1.0, 1.10));    // one point 10 % slower
-  const std::string faster = write("ab-faster.json", synthetic("ddddddd", 0.80, 1.0));    // one point 20 % faster
+  const std::string slower = write("ab-slower.json", synthetic("ccccccc", 1.0, 1.10));  // one point 10 % slower
+  const std::string faster = write("ab-faster.json", synthetic("ddddddd", 0.80, 1.0));  // one point 20 % faster
   const std::string nosamples = write("ab-nosamples.json", synthetic("eeeeeee", 1.0, 1.30, false));
 
   Captured c = cli({"compare", "--baseline", base, same});
