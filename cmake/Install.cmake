@@ -6,8 +6,12 @@
 #   PREFIX/share/flashio/scripts/*.py           plots, peers (give them --flashio PREFIX/bin/flashio)
 #   PREFIX/share/doc/flashio/                   README.md, docs/
 include(GNUInstallDirs)
+# The installed programs keep the build's run-time search path of the libraries they link
+# (cuBLAS and the CUDA runtime outside the system's default paths), as the build-tree ones do.
+set_target_properties(flashio PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 install(TARGETS flashio RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(TARGET flashio_gbench)
+  set_target_properties(flashio_gbench PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
   install(TARGETS flashio_gbench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
 install(FILES ${CMAKE_SOURCE_DIR}/results/schema.json DESTINATION ${CMAKE_INSTALL_DATADIR}/flashio)
