@@ -1,15 +1,19 @@
-// flashio analyze | report | compare | predict.
+// flashio analyze | report | compare | predict | export.
 #include "analysis/cli_analysis.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "analysis/ab_compare.h"
 #include "analysis/analyze.h"
+#include "analysis/export.h"
 #include "analysis/gpus.h"
 #include "analysis/tables.h"
 
@@ -19,6 +23,25 @@ namespace {
 
 constexpr int kExitVerdictFails = 1;
 constexpr int kExitBadInput = 2;
+constexpr int kExitRegression = 3;
+
+// "5%" or "0.05": a relative threshold in [0, 10).
+double parse_threshold(const std::string& s) {
+  std::string v = s;
+  const bool percent = !v.empty() && v.back() == '%';
+  if (percent) v.pop_back();
+  double x = 0;
+  try {
+    size_t pos = 0;
+    x = std::stod(v, &pos);
+    if (pos != v.size()) throw std::invalid_argument(v);
+  } catch (const std::exception&) {
+    throw std::invalid_argument(fmt::format("--threshold: '{}' is not a number or a percentage", s));
+  }
+  if (percent) x /= 100;
+  if (!(x >= 0 && x < 10)) throw std::invalid_argument(fmt::format("--threshold: '{}' is not in [0, 1000%)", s));
+  return x;
+}
 
 class Commands final : public AnalysisCommands {
  public:
@@ -63,17 +86,34 @@ class Commands final : public AnalysisCommands {
 
     compare_ =
         app.add_subcommand("compare", "the same points side by side across GPUs (result files of different machines)");
-    compare_->add_option("files", files_, "result files (two or more)")
+    compare_->add_option("files", files_, "result files (two or more; one or more with --baseline)")
         ->required()
-        ->expected(2, -1)
+        ->expected(1, -1)
         ->check(CLI::ExistingFile);
+    compare_
+        ->add_option("--baseline", baseline_,
+                     "A/B mode: compare each file with this one: time ratio file / baseline per matched point with a "
+                     "bootstrap interval from the repetitions (time.samples_s)")
+        ->check(CLI::ExistingFile);
+    compare_->add_option("--threshold", threshold_,
+                         "with --baseline: a matched point fails when slower than this (5%, or 0.05) with the interval "
+                         "above 1 (default 5%)");
     add_format(compare_);
+    compare_->footer(
+        "Exit status: 0; with --baseline 3 when a matched point is slower than the threshold and the interval\n"
+        "excludes 1 (points without samples are listed, not judged); 2 on bad input.");
 
     predict_ =
         app.add_subcommand("predict", "the IO model and a roofline time for a GPU you may not have (no GPU needed)");
-    predict_->add_option("--gpu", req_.gpus, "GPUs: t4, a100-40gb, a100-80gb, rtx3090, l4, a10, h100-sxm, h200")
-        ->delimiter(',')
-        ->required();
+    std::vector<std::string> gpu_keys;
+    for (const auto& g : gpu_table()) gpu_keys.push_back(g.key);
+    predict_->add_option("--gpu", req_.gpus, fmt::format("built-in GPUs: {}", fmt::join(gpu_keys, ", ")))
+        ->delimiter(',');
+    predict_
+        ->add_option("--gpu-spec", gpu_specs_,
+                     "a GPU described by a JSON file: `flashio device --json` output with "
+                     "\"peak_fp16_tensor_flops\" (dense FLOP/s, datasheet) added")
+        ->check(CLI::ExistingFile);
     predict_->add_option("--method,-m", req_.methods, "flash1, flash2, standard, standard_fused (default flash2)")
         ->delimiter(',');
     predict_->add_option("--pass", req_.passes, "fwd, bwd, fwdbwd (default fwd)")->delimiter(',');
@@ -86,6 +126,22 @@ class Commands final : public AnalysisCommands {
     predict_->add_option("--l2-usable", req_.l2_usable_fraction, "share of L2 one stream can use (default 0.5)")
         ->check(CLI::Range(0.01, 1.0));
     add_format(predict_);
+
+    export_ = app.add_subcommand("export",
+                                 "result files as tidy data: one row per record, SI units (CSV, JSON Lines, "
+                                 "Google Benchmark JSON)");
+    export_->add_option("files", files_, "result files")->required()->check(CLI::ExistingFile);
+    export_
+        ->add_option("--format", export_format_,
+                     "csv (default), jsonl, gbench (Google Benchmark's JSON, for its tools/compare.py)")
+        ->transform(CLI::CheckedTransformer(
+            std::map<std::string, ExportFormat>{
+                {"csv", ExportFormat::Csv}, {"jsonl", ExportFormat::Jsonl}, {"gbench", ExportFormat::Gbench}},
+            CLI::ignore_case));
+    export_->add_option("--out,-o", export_out_, "write here (atomically) instead of to stdout");
+    std::string columns = "Columns (csv, jsonl):\n";
+    for (const auto& c : export_columns()) columns += fmt::format("  {:<24} {}\n", c.name, c.what);
+    export_->footer(columns + "Exit status: 0, or 2 on bad input (nothing is written).");
   }
 
   std::optional<int> run() const override {
@@ -96,9 +152,51 @@ class Commands final : public AnalysisCommands {
         return rep.ok(opt_) ? 0 : kExitVerdictFails;
       }
       if (report_->parsed()) return print(report_tables(read_documents(files_)));
-      if (compare_->parsed()) return print(compare_tables(read_documents(files_)));
+      if (compare_->parsed()) {
+        if (baseline_.empty()) {
+          if (!threshold_.empty()) throw std::invalid_argument("--threshold: only with --baseline");
+          if (files_.size() < 2) throw std::invalid_argument("compare: give two or more files (or --baseline A B)");
+          return print(compare_tables(read_documents(files_)));
+        }
+        std::vector<std::string> paths{baseline_};
+        paths.insert(paths.end(), files_.begin(), files_.end());
+        AbOptions ab;
+        if (!threshold_.empty()) ab.threshold = parse_threshold(threshold_);
+        const AbReport rep = ab_compare(read_result_files(paths), ab);
+        print(rep.tables);
+        if (rep.unjudged > 0)
+          fmt::print(stderr,
+                     "flashio: note: {} matched points have no time samples (files older than time.samples_s): "
+                     "ratio only, not judged\n",
+                     rep.unjudged);
+        if (rep.regressions > 0) {
+          fmt::print(stderr, "flashio: {} matched points are slower than the baseline by more than {:g}%\n",
+                     rep.regressions, ab.threshold * 100);
+          return kExitRegression;
+        }
+        return 0;
+      }
+      if (export_->parsed()) {
+        const std::string text = render_export(read_result_files(files_), export_format_);
+        if (export_out_.empty())
+          std::fputs(text.c_str(), stdout);
+        else
+          write_text_atomically(export_out_, text);
+        return 0;
+      }
       if (predict_->parsed()) {
         PredictRequest r = req_;
+        for (const auto& path : gpu_specs_) {
+          std::ifstream in(path);
+          nlohmann::json spec;
+          try {
+            spec = nlohmann::json::parse(in);
+          } catch (const nlohmann::json::exception&) {
+            throw std::invalid_argument(fmt::format("--gpu-spec {}: not valid JSON", path));
+          }
+          r.specs.push_back(gpu_from_spec(spec, "--gpu-spec " + path));
+        }
+        if (r.gpus.empty() && r.specs.empty()) throw std::invalid_argument("predict: give --gpu or --gpu-spec");
         if (r.methods.empty()) r.methods = {"flash2"};
         if (r.passes.empty()) r.passes = {"fwd"};
         if (r.seqlens.empty()) r.seqlens = {1024, 2048, 4096, 8192, 16384};
@@ -113,19 +211,23 @@ class Commands final : public AnalysisCommands {
 
  private:
   void add_format(CLI::App* sub) {
-    sub->add_flag("--json", json_, "JSON");
-    sub->add_flag("--csv", csv_, "CSV");
+    sub->add_flag("--json", json_, "JSON: per table its columns with units and typed rows (SI units)");
+    sub->add_flag("--csv", csv_, "CSV, one titled table after another (one tidy table: flashio export)");
   }
   int print(const std::vector<Table>& t) const {
     std::fputs(render(t, json_ ? Format::Json : csv_ ? Format::Csv : Format::Markdown).c_str(), stdout);
     return 0;
   }
 
-  CLI::App *analyze_, *report_, *compare_, *predict_;
+  CLI::App *analyze_, *report_, *compare_, *predict_, *export_;
   std::vector<std::string> files_;
   bool json_ = false, csv_ = false;
   AnalyzeOptions opt_;
   PredictRequest req_;
+  std::vector<std::string> gpu_specs_;
+  std::string baseline_, threshold_;
+  ExportFormat export_format_ = ExportFormat::Csv;
+  std::string export_out_;
 };
 
 }  // namespace

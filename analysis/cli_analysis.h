@@ -1,4 +1,4 @@
-// The analysis subcommands of `flashio` (analyze, report, compare, predict): registered on the
+// The analysis subcommands of `flashio` (analyze, report, compare, predict, export): registered on the
 // CLI app by one call, run by one call after parsing. None of them needs a GPU.
 #pragma once
 #include <memory>
@@ -14,7 +14,8 @@ class AnalysisCommands {
  public:
   virtual ~AnalysisCommands() = default;
   // The exit code of the analysis subcommand that was parsed, or nullopt if none was.
-  // analyze: 0 every verdict holds, 1 one does not; all: 2 bad input; throws on unreadable files.
+  // analyze: 0 every verdict holds, 1 one does not; compare --baseline: 3 a point is slower than the
+  // threshold; all: 2 bad input; throws on unreadable files.
   virtual std::optional<int> run() const = 0;
 };
 

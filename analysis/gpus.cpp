@@ -5,8 +5,11 @@
 // sm_90: 228 KB / 227 KB).
 #include "analysis/gpus.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
+#include <stdexcept>
 
 namespace flashio::analysis {
 
@@ -62,12 +65,45 @@ const std::vector<GpuFigures>& gpu_table() {
        71e12,
        71e12,
        1536},
+      // NVIDIA L40S datasheet: 864 GB/s, 362.05 TFLOPS FP16/BF16 tensor dense (733 with sparsity),
+      // 568 fourth-generation tensor cores (4 per SM: 142 SMs). The datasheet gives no L2: 96 MB is
+      // AD102's (NVIDIA Ada GPU Architecture whitepaper), which the L40 (same 142-SM AD102) reports;
+      // describe a real L40S with `flashio device --json` and --gpu-spec where this matters. Before the
+      // L4 entry: its "l4" alias would match "NVIDIA L40S" too.
+      {"l40s", "NVIDIA L40S", {"l40s"}, 142, 100 * KiB, 99 * KiB, 96 * MiB, 864e9, 362e12, 362e12, 1536},
       // NVIDIA L4 datasheet: 121 TFLOPS FP16/BF16 dense (242 with sparsity), 300 GB/s; AD104:
       // 58 SMs, 48 MB L2 (NVIDIA Ada GPU Architecture whitepaper, Appendix).
       {"l4", "NVIDIA L4", {"l4"}, 58, 100 * KiB, 99 * KiB, 48 * MiB, 300e9, 121e12, 121e12, 1536},
+      // NVIDIA Ada GPU Architecture whitepaper (Appendix A, Table 2): GeForce RTX 4090, 128 SMs,
+      // 72 MB L2, 1,008 GB/s, peak FP16 tensor TFLOPS with FP32 accumulate 165.2 (dense; the
+      // GeForce part runs FP32 accumulation at half the FP16-accumulate rate; BF16 the same).
+      {"rtx4090",
+       "NVIDIA GeForce RTX 4090",
+       {"rtx 4090", "rtx4090"},
+       128,
+       100 * KiB,
+       99 * KiB,
+       72 * MiB,
+       1008e9,
+       165.2e12,
+       165.2e12,
+       1536},
       // NVIDIA A10 datasheet: 125 TFLOPS FP16/BF16 dense (250 with sparsity), 600 GB/s; GA102:
       // 72 SMs, 6 MB L2.
       {"a10", "NVIDIA A10", {"a10"}, 72, 100 * KiB, 99 * KiB, 6 * MiB, 600e9, 125e12, 125e12, 1536},
+      // NVIDIA H100 datasheet (PCIe): 2 TB/s, 756 TFLOPS FP16/BF16 dense (1,513 with sparsity);
+      // NVIDIA H100 Tensor Core GPU Architecture whitepaper (Table 3): H100 PCIe 114 SMs, 50 MB L2.
+      // Before the SXM entry: its "h100" alias would match "NVIDIA H100 PCIe" too.
+      {"h100-pcie",
+       "NVIDIA H100 PCIe",
+       {"h100 pcie", "h100-pcie"},
+       114,
+       228 * KiB,
+       227 * KiB,
+       50 * MiB,
+       2.0e12,
+       756e12,
+       756e12},
       // NVIDIA H100 datasheet (SXM5): 3.35 TB/s, 989 TFLOPS FP16/BF16 dense (1,979 with sparsity);
       // NVIDIA H100 Tensor Core GPU Architecture whitepaper: 132 SMs, 50 MB L2.
       {"h100-sxm", "NVIDIA H100 80GB HBM3", {"h100"}, 132, 228 * KiB, 227 * KiB, 50 * MiB, 3.35e12, 989e12, 989e12},
@@ -76,6 +112,44 @@ const std::vector<GpuFigures>& gpu_table() {
       {"h200", "NVIDIA H200", {"h200"}, 132, 228 * KiB, 227 * KiB, 60 * MiB, 4.8e12, 989e12, 989e12},
   };
   return table;
+}
+
+GpuFigures gpu_from_spec(const nlohmann::json& j, const std::string& source) {
+  if (!j.is_object()) throw std::invalid_argument(source + ": not a JSON object (expected flashio device --json)");
+  auto number = [&](const char* key, bool required) -> double {
+    if (j.contains(key) && j[key].is_number() && j[key].get<double>() > 0) return j[key].get<double>();
+    if (!required) return 0;
+    if (std::string(key).rfind("peak_fp16", 0) == 0)
+      throw std::invalid_argument(fmt::format(
+          "{}: no \"peak_fp16_tensor_flops\": add the GPU's dense FP16 tensor FLOP/s (FP32 accumulate) from its "
+          "datasheet to the flashio device --json output",
+          source));
+    throw std::invalid_argument(fmt::format("{}: no positive \"{}\" (expected flashio device --json)", source, key));
+  };
+  GpuFigures g;
+  g.name = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : std::string();
+  if (g.name.empty()) throw std::invalid_argument(source + ": no \"name\" (expected flashio device --json)");
+  g.key = lower(g.name);
+  g.sm_count = int(number("sm_count", true));
+  g.smem_per_sm_bytes = int64_t(number("smem_per_sm_bytes", true));
+  g.smem_per_block_optin_bytes = int64_t(number("smem_per_block_optin_bytes", true));
+  g.l2_bytes = int64_t(number("l2_bytes", true));
+  g.dram_bytes_per_s = number("peak_bandwidth_bytes_per_s", true);
+  g.peak_fp16_tensor_flops = number("peak_fp16_tensor_flops", true);
+  g.peak_bf16_tensor_flops = number("peak_bf16_tensor_flops", false);
+  if (g.peak_bf16_tensor_flops == 0) g.peak_bf16_tensor_flops = g.peak_fp16_tensor_flops;
+  // CUDA C++ Programming Guide, "Technical Specifications per Compute Capability": resident
+  // threads per SM.
+  const std::string cc = j.contains("compute_capability") && j["compute_capability"].is_string()
+                             ? j["compute_capability"].get<std::string>()
+                             : std::string();
+  if (cc == "7.5")
+    g.max_threads_per_sm = 1024;
+  else if (cc == "8.6" || cc == "8.7" || cc == "8.9")
+    g.max_threads_per_sm = 1536;
+  else if (cc.empty())
+    throw std::invalid_argument(source + ": no \"compute_capability\" (expected flashio device --json)");
+  return g;
 }
 
 std::optional<GpuFigures> find_gpu(const std::string& key_or_name) {

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -29,6 +31,11 @@ std::string csv_cell(const std::string& s) {
 }
 
 std::string fixed(double v, int digits) { return fmt::format("{:.{}f}", v, digits); }
+
+// A number cell shown with `digits` decimals after scaling by `shown_per_unit` (1e3: seconds as ms).
+Cell fixed_cell(double v, double shown_per_unit, int digits, const std::string& suffix = "") {
+  return number_cell(v, fixed(v * shown_per_unit, digits) + suffix);
+}
 
 // A setting of the papers' tables: pass and everything about the problem but N and batch
 // (FlashAttention-2's setting varies the batch with N at a fixed token count).
@@ -73,32 +80,89 @@ std::optional<double> total_memory(const json& rec) {
   return m.value("inputs_bytes", 0.0) + m.value("outputs_bytes", 0.0) + m.value("workspace_bytes", 0.0);
 }
 
-// One grid per setting: rows methods, columns N; `value` gives a cell or nothing.
-template <typename Value>
-std::vector<Table> grid(const Documents& docs, const std::string& what, Value value) {
-  struct Cells {
-    std::set<int64_t> ns;
-    std::map<std::string, std::map<int64_t, std::string>> rows;
+// The parts of a point's name that neither the setting, the method label nor the N column
+// show (a forced --mma path, nk, det, a sparsity pattern, ...): a row of its own, so no record
+// of a file is hidden behind another's cell.
+std::string variant_of(const json& rec) {
+  const std::string name = rec.value("name", "");
+  std::string out;
+  size_t pos = 0;
+  int part = 0;
+  while (pos <= name.size()) {
+    const size_t slash = std::min(name.find('/', pos), name.size());
+    const std::string c = name.substr(pos, slash - pos);
+    pos = slash + 1;
+    if (part++ < 2) continue;  // method, pass
+    const auto starts = [&](const char* p) { return c.rfind(p, 0) == 0; };
+    if (starts("b:") || starts("h:") || starts("kvh:") || starts("n:") || starts("d:") || starts("drop:") ||
+        starts("tile:") || c == "fp16" || c == "bf16" || c == "causal" || c == "pad" || c.empty())
+      continue;
+    out += (out.empty() ? "" : "/") + c;
+  }
+  return out.empty() ? out : " [" + out + "]";
+}
+
+// One grid per setting: rows methods (and their variants), columns N; `value` gives a number
+// in `unit` or nothing, `text` shows it. Records that would share a cell (same label and N) are
+// told apart by what differs between them (the kernel path run, the batch, the file), so every
+// record with a value has a cell.
+template <typename Value, typename Text>
+std::vector<Table> grid(const Documents& docs, const std::string& what, const std::string& unit, Value value,
+                        Text text) {
+  struct Entry {
+    std::string label;
+    int64_t n;
+    double v;
+    std::vector<std::string> features;  // kernel path, batch, file: candidates to tell entries apart
   };
-  std::map<std::string, Cells> by_setting;
+  std::map<std::string, std::vector<Entry>> by_setting;
   for (const auto& [path, doc] : docs)
     for (const auto& rec : doc.value("records", json::array())) {
       if (rec.value("status", "") != "ok") continue;
-      const auto v = value(rec, doc);
+      const std::optional<double> v = value(rec, doc);
       if (!v) continue;
       const std::string setting = setting_of(rec) + " · " + doc["device"].value("name", std::string("?"));
-      const int64_t n = rec["problem"].value("seqlen_q", int64_t(0));
-      Cells& c = by_setting[setting];
-      c.ns.insert(n);
-      c.rows[method_label(rec, doc)].emplace(n, *v);
+      const std::string file = std::filesystem::path(path).filename().string();
+      const std::string kernel = rec.contains("tiles") ? rec["tiles"].value("mma", std::string()) : std::string();
+      by_setting[setting].push_back(
+          {method_label(rec, doc) + variant_of(rec),
+           rec["problem"].value("seqlen_q", int64_t(0)),
+           *v,
+           {kernel.empty() ? "" : " via " + kernel, fmt::format(" · b {}", rec["problem"].value("batch", int64_t(0))),
+            " · " + file}});
     }
   std::vector<Table> out;
-  for (const auto& [setting, c] : by_setting) {
-    Table t{what + " — " + setting, {"method"}, {}};
-    for (int64_t n : c.ns) t.header.push_back(std::to_string(n));
-    for (const auto& [m, cells] : c.rows) {
-      std::vector<std::string> row{m};
-      for (int64_t n : c.ns) row.push_back(cells.count(n) ? cells.at(n) : "-");
+  for (auto& [setting, entries] : by_setting) {
+    // Labels whose entries collide get each feature that differs among the colliding entries.
+    for (size_t f = 0; f < 3; ++f) {
+      std::map<std::pair<std::string, int64_t>, std::set<std::string>> feature_values;
+      std::map<std::pair<std::string, int64_t>, int> count;
+      for (const auto& e : entries) {
+        feature_values[{e.label, e.n}].insert(e.features[f]);
+        ++count[{e.label, e.n}];
+      }
+      std::set<std::string> split;
+      for (const auto& [key, c] : count)
+        if (c > 1 && feature_values[key].size() > 1) split.insert(key.first);
+      for (auto& e : entries)
+        if (split.count(e.label)) e.label += e.features[f];
+    }
+    std::set<int64_t> ns;
+    std::map<std::string, std::map<int64_t, double>> rows;
+    for (const auto& e : entries) {
+      ns.insert(e.n);
+      std::string label = e.label;
+      for (int k = 2; rows[label].count(e.n); ++k) label = fmt::format("{} #{}", e.label, k);  // alike in all
+      rows[label].emplace(e.n, e.v);
+    }
+    Table t{what + " — " + setting, {"method"}, {""}, {}};
+    for (int64_t n : ns) {
+      t.header.push_back(std::to_string(n));
+      t.units.push_back(unit);
+    }
+    for (const auto& [m, cells] : rows) {
+      std::vector<Cell> row{text_cell(m)};
+      for (int64_t n : ns) row.push_back(cells.count(n) ? number_cell(cells.at(n), text(cells.at(n))) : no_cell());
       t.rows.push_back(row);
     }
     out.push_back(t);
@@ -130,11 +194,25 @@ double peak_flops(const json& device, const json& rec) {
 
 }  // namespace
 
+Cell text_cell(const std::string& s) { return {s, s}; }
+Cell number_cell(double v, const std::string& text) { return {text, std::isfinite(v) ? json(v) : json(nullptr)}; }
+Cell no_cell(const std::string& text) { return {text, nullptr}; }
+
 std::string render(const std::vector<Table>& tables, Format f) {
   std::string s;
   if (f == Format::Json) {
     json j = json::array();
-    for (const auto& t : tables) j.push_back({{"title", t.title}, {"header", t.header}, {"rows", t.rows}});
+    for (const auto& t : tables) {
+      json cols = json::array(), rows = json::array();
+      for (size_t i = 0; i < t.header.size(); ++i)
+        cols.push_back({{"name", t.header[i]}, {"unit", i < t.units.size() ? t.units[i] : std::string()}});
+      for (const auto& r : t.rows) {
+        json row = json::array();
+        for (const auto& c : r) row.push_back(c.value);
+        rows.push_back(row);
+      }
+      j.push_back({{"title", t.title}, {"columns", cols}, {"rows", rows}});
+    }
     return j.dump(1) + "\n";
   }
   for (const auto& t : tables) {
@@ -146,7 +224,7 @@ std::string render(const std::vector<Table>& tables, Format f) {
       s += "\n";
       for (const auto& r : t.rows) {
         s += "|";
-        for (const auto& c : r) s += " " + c + " |";
+        for (const auto& c : r) s += " " + c.text + " |";
         s += "\n";
       }
       s += "\n";
@@ -155,7 +233,7 @@ std::string render(const std::vector<Table>& tables, Format f) {
       for (size_t i = 0; i < t.header.size(); ++i) s += (i ? "," : "") + csv_cell(t.header[i]);
       s += "\n";
       for (const auto& r : t.rows) {
-        for (size_t i = 0; i < r.size(); ++i) s += (i ? "," : "") + csv_cell(r[i]);
+        for (size_t i = 0; i < r.size(); ++i) s += (i ? "," : "") + csv_cell(r[i].text);
         s += "\n";
       }
       s += "\n";
@@ -188,31 +266,40 @@ Documents read_documents(const std::vector<std::string>& paths) {
 std::vector<Table> report_tables(const Documents& docs) {
   std::vector<Table> out;
   auto append = [&](std::vector<Table> t) { out.insert(out.end(), t.begin(), t.end()); };
-  append(grid(docs, "Runtime (ms)", [](const json& r, const json&) -> std::optional<std::string> {
-    if (median_s(r) <= 0) return std::nullopt;
-    return fixed(median_s(r) * 1e3, 3);
-  }));
-  append(grid(docs, "Memory (MB)", [](const json& r, const json&) -> std::optional<std::string> {
-    const auto m = total_memory(r);
-    if (!m) return std::nullopt;
-    return fixed(*m / 1e6, 1);
-  }));
+  using Opt = std::optional<double>;
+  append(grid(
+      docs, "Runtime (ms)", "s",
+      [](const json& r, const json&) -> Opt {
+        if (median_s(r) <= 0) return std::nullopt;
+        return median_s(r);
+      },
+      [](double v) { return fixed(v * 1e3, 3); }));
+  append(grid(
+      docs, "Memory (MB)", "B", [](const json& r, const json&) -> Opt { return total_memory(r); },
+      [](double v) { return fixed(v / 1e6, 1); }));
   std::map<const json*, std::map<std::string, double>> std_times;
   for (const auto& [path, doc] : docs) std_times[&doc] = standard_times(doc);
-  append(grid(docs, "Speedup over standard", [&](const json& r, const json& doc) -> std::optional<std::string> {
-    const auto& st = std_times[&doc];
-    const auto it = st.find(point_key(r));
-    if (speedup_baseline(r) || it == st.end() || median_s(r) <= 0) return std::nullopt;
-    return fixed(it->second / median_s(r), 2) + "×";
-  }));
-  append(grid(docs, "TFLOP/s", [](const json& r, const json&) -> std::optional<std::string> {
-    if (median_s(r) <= 0) return std::nullopt;
-    return fixed(r.value("flops", 0.0) / median_s(r) / 1e12, 1);
-  }));
+  append(grid(
+      docs, "Speedup over standard", "ratio",
+      [&](const json& r, const json& doc) -> Opt {
+        const auto& st = std_times[&doc];
+        const auto it = st.find(point_key(r));
+        if (speedup_baseline(r) || it == st.end() || median_s(r) <= 0) return std::nullopt;
+        return it->second / median_s(r);
+      },
+      [](double v) { return fixed(v, 2) + "×"; }));
+  append(grid(
+      docs, "TFLOP/s", "flop/s",
+      [](const json& r, const json&) -> Opt {
+        if (median_s(r) <= 0) return std::nullopt;
+        return r.value("flops", 0.0) / median_s(r);
+      },
+      [](double v) { return fixed(v / 1e12, 1); }));
 
   // Figure 2 (left): N = 1024, d = 64, 16 heads, batch 64, forward + backward.
   Table fig2{"Figure 2 (left): attention on GPT-2 medium shapes (N 1024, d 64, 16 heads, batch 64, fwd+bwd)",
              {"device", "method", "GFLOPs", "HBM R/W (GB)", "HBM source", "runtime (ms)"},
+             {"", "", "flop", "B", "", "s"},
              {}};
   for (const auto& [path, doc] : docs)
     for (const auto& rec : doc.value("records", json::array())) {
@@ -220,22 +307,37 @@ std::vector<Table> report_tables(const Documents& docs) {
       if (rec.value("status", "") != "ok" || rec.value("pass", "") != "fwdbwd" || p.value("seqlen_q", 0) != 1024 ||
           p.value("head_dim", 0) != 64 || p.value("heads", 0) != 16 || p.value("batch", 0) != 64)
         continue;
-      std::string hbm = "-", source = "-";
+      Cell hbm = no_cell(), source = no_cell();
       const json c = rec.value("counters", json::object());
       if (c.value("status", "") == "ok" && c.contains("bytes") && c["bytes"].contains("dram_read")) {
-        hbm = fixed((c["bytes"].value("dram_read", 0.0) + c["bytes"].value("dram_write", 0.0)) / 1e9, 2);
-        source = "measured";
+        hbm = fixed_cell(c["bytes"].value("dram_read", 0.0) + c["bytes"].value("dram_write", 0.0), 1e-9, 2);
+        source = text_cell("measured");
       } else {
         const RecordModel rm = model_point_of(rec, doc);
         if (rm.point) {
-          hbm = fixed(double(compulsory_dram(*rm.point).total()) / 1e9, 2);
-          source = "model (compulsory)";
+          hbm = fixed_cell(double(compulsory_dram(*rm.point).total()), 1e-9, 2);
+          source = text_cell("model (compulsory)");
         }
       }
-      fig2.rows.push_back({doc["device"].value("name", std::string("?")), method_label(rec, doc),
-                           fixed(rec.value("flops", 0.0) / 1e9, 1), hbm, source, fixed(median_s(rec) * 1e3, 2)});
+      fig2.rows.push_back({text_cell(doc["device"].value("name", std::string("?"))),
+                           text_cell(method_label(rec, doc) + variant_of(rec)),
+                           fixed_cell(rec.value("flops", 0.0), 1e-9, 1), hbm, source,
+                           fixed_cell(median_s(rec), 1e3, 2)});
     }
   if (!fig2.rows.empty()) out.push_back(fig2);
+
+  // Every record without a time, so that none is left out of the report without a word.
+  Table untimed{"Points without a time (skipped, out of memory, failed)",
+                {"file", "point", "status", "reason"},
+                {"", "", "", ""},
+                {}};
+  for (const auto& [path, doc] : docs)
+    for (const auto& rec : doc.value("records", json::array()))
+      if (rec.value("status", "") != "ok" || median_s(rec) <= 0)
+        untimed.rows.push_back({text_cell(std::filesystem::path(path).filename().string()),
+                                text_cell(rec.value("name", "")), text_cell(rec.value("status", "")),
+                                text_cell(rec.value("reason", ""))});
+  if (!untimed.rows.empty()) out.push_back(untimed);
   return out;
 }
 
@@ -254,6 +356,31 @@ std::string compare_key(const json& rec, const json& doc) {
 
 }  // namespace
 
+std::vector<std::string> file_labels(const Documents& docs) {
+  std::vector<std::string> labels;
+  for (const auto& [path, doc] : docs) {
+    const json& dev = doc.contains("device") && doc["device"].is_object() ? doc["device"] : json::object();
+    std::string l = dev.value("name", std::string("?"));
+    if (doc.value("producer", "") == "published") {
+      l += " (published)";
+    } else {
+      const json& b = doc.contains("build") && doc["build"].is_object() ? doc["build"] : json::object();
+      const std::string rev = b.contains("git_revision") && b["git_revision"].is_string()
+                                  ? b["git_revision"].get<std::string>()
+                                  : std::string();
+      l += " @" + (rev.empty() ? std::string("?") : rev.substr(0, 7));
+    }
+    labels.push_back(l);
+  }
+  std::map<std::string, int> count;  // the same GPU and revision twice: add the file names
+  for (const auto& l : labels) ++count[l];
+  for (size_t i = 0; i < labels.size(); ++i)
+    if (count[labels[i]] > 1) labels[i] += " (" + std::filesystem::path(docs[i].first).filename().string() + ")";
+  return labels;
+}
+
+std::string matched_key(const json& rec, const json& doc) { return compare_key(rec, doc); }
+
 std::vector<Table> compare_tables(const Documents& docs) {
   // key → file index → record
   std::map<std::string, std::map<size_t, const json*>> points;
@@ -265,65 +392,92 @@ std::vector<Table> compare_tables(const Documents& docs) {
   }
   std::vector<std::map<std::string, double>> st;
   for (const auto& [p, d] : docs) st.push_back(standard_times(d));
+  const std::vector<std::string> labels = file_labels(docs);
 
-  Table t{"Matched points across GPUs", {"point"}, {}};
-  for (const auto& [path, doc] : docs) {
-    const std::string dev = doc["device"].value("name", std::string("?")) +
-                            (doc.value("producer", "") == "published" ? " (published)" : "");
-    for (const char* col : {"ms", "TFLOP/s", "% peak", "DRAM bytes", "speedup"}) t.header.push_back(dev + " " + col);
+  Table t{"Matched points across GPUs", {"point"}, {""}, {}};
+  for (const auto& label : labels) {
+    const std::vector<std::pair<const char*, const char*>> cols = {
+        {"ms", "s"}, {"TFLOP/s", "flop/s"}, {"% peak", "%"}, {"DRAM bytes", "B"}, {"speedup", "ratio"}};
+    for (const auto& [col, unit] : cols) {
+      t.header.push_back(label + " " + col);
+      t.units.push_back(unit);
+    }
   }
+  Table unmatched{"Points in one file only (not compared)", {"point", "file"}, {"", ""}, {}};
   for (const auto& [name, by_file] : points) {
-    if (by_file.size() < 2) continue;
-    std::vector<std::string> row{name};
+    if (by_file.size() < 2) {
+      unmatched.rows.push_back({text_cell(name), text_cell(labels[by_file.begin()->first])});
+      continue;
+    }
+    std::vector<Cell> row{text_cell(name)};
     for (size_t i = 0; i < docs.size(); ++i) {
       const auto it = by_file.find(i);
       if (it == by_file.end()) {
-        row.insert(row.end(), 5, "-");
+        row.insert(row.end(), 5, no_cell());
         continue;
       }
       const json& r = *it->second;
       const double s = median_s(r), tf = r.value("flops", 0.0) / s;
       const double peak = peak_flops(docs[i].second["device"], r);
       const json c = r.value("counters", json::object());
-      std::string dram = "-";
-      if (c.value("status", "") == "ok" && c.contains("bytes") && c["bytes"].contains("dram_read"))
-        dram = format_bytes(c["bytes"].value("dram_read", 0.0) + c["bytes"].value("dram_write", 0.0));
+      Cell dram = no_cell();
+      if (c.value("status", "") == "ok" && c.contains("bytes") && c["bytes"].contains("dram_read")) {
+        const double b = c["bytes"].value("dram_read", 0.0) + c["bytes"].value("dram_write", 0.0);
+        dram = number_cell(b, format_bytes(b));
+      }
       const auto sit = st[i].find(point_key(r));
-      row.push_back(fixed(s * 1e3, 3));
-      row.push_back(fixed(tf / 1e12, 1));
-      row.push_back(peak > 0 ? fixed(100 * tf / peak, 1) : "-");
+      row.push_back(fixed_cell(s, 1e3, 3));
+      row.push_back(fixed_cell(tf, 1e-12, 1));
+      row.push_back(peak > 0 ? fixed_cell(100 * tf / peak, 1, 1) : no_cell());
       row.push_back(dram);
-      row.push_back(sit != st[i].end() && !speedup_baseline(r) ? fixed(sit->second / s, 2) + "×" : "-");
+      row.push_back(sit != st[i].end() && !speedup_baseline(r) ? fixed_cell(sit->second / s, 1, 2, "×") : no_cell());
     }
     t.rows.push_back(row);
   }
-  return {t};
+  std::vector<Table> out{t};
+  if (!unmatched.rows.empty()) out.push_back(unmatched);
+  return out;
 }
 
 std::vector<Table> predict_tables(const PredictRequest& r) {
-  std::vector<Table> out;
-  const int64_t d = r.head_dim;
+  std::vector<GpuFigures> gpus = r.specs;
   for (const auto& key : r.gpus) {
     const auto g = find_gpu(key);
     if (!g) {
       std::vector<std::string> keys;
       for (const auto& x : gpu_table()) keys.push_back(x.key);
-      throw std::invalid_argument(fmt::format("unknown GPU '{}' (known: {})", key, fmt::join(keys, ", ")));
+      throw std::invalid_argument(
+          fmt::format("unknown GPU '{}' (known: {}; or describe it with --gpu-spec)", key, fmt::join(keys, ", ")));
     }
-    const GpuLimits lim{g->sm_count, g->smem_per_sm_bytes, g->l2_bytes, g->max_threads_per_sm};
+    gpus.push_back(*g);
+  }
+  std::vector<Table> out;
+  const int64_t d = r.head_dim;
+  for (const GpuFigures& g : gpus) {
+    const GpuLimits lim{g.sm_count, g.smem_per_sm_bytes, g.l2_bytes, g.max_threads_per_sm};
     Table t{
         fmt::format("{}: {} SMs, {} KiB shared memory/SM, L2 {} MiB, {:.0f} GB/s, {:.0f} TFLOP/s fp16 — b {} · h {} · "
                     "d {}{}",
-                    g->name, g->sm_count, g->smem_per_sm_bytes / 1024, g->l2_bytes / (1024 * 1024),
-                    g->dram_bytes_per_s / 1e9, g->peak_fp16_tensor_flops / 1e12, r.batch, r.heads, d,
+                    g.name, g.sm_count, g.smem_per_sm_bytes / 1024, g.l2_bytes / (1024 * 1024),
+                    g.dram_bytes_per_s / 1e9, g.peak_fp16_tensor_flops / 1e12, r.batch, r.heads, d,
                     r.causal ? " · causal" : ""),
         {"method", "pass", "N", "fwd tile", "SM↔L2", "DRAM (two-level)", "DRAM compulsory", "roofline (ms)", "bound"},
+        {"", "", "", "", "B", "B", "B", "s", ""},
         {}};
     for (const auto& method : r.methods)
       for (const auto& pass_name : r.passes)
         for (int64_t n : r.seqlens) {
           const auto pass = parse_pass(pass_name);
           if (!pass) throw std::invalid_argument("unknown pass " + pass_name);
+          const std::vector<Cell> head{text_cell(method), text_cell(pass_name),
+                                       number_cell(double(n), std::to_string(n))};
+          auto refused = [&](const Cell& tile, const Cell& why) {
+            std::vector<Cell> row = head;
+            row.push_back(tile);
+            row.push_back(why);
+            row.insert(row.end(), 4, no_cell());
+            t.rows.push_back(row);
+          };
           ModelPoint m;
           m.method = method;
           const IoModel& model = model_of(m);
@@ -331,40 +485,41 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
           m.problem.batch = r.batch, m.problem.heads = r.heads, m.problem.seqlen_q = n, m.problem.head_dim = d;
           m.problem.causal = r.causal;
           int64_t fwd_smem = 0, bwd_smem = 0;
-          std::string tile = "-";
+          Cell tile = no_cell();
           if (model.exact()) {  // the tiles the method's kernels would run (the kernels' config headers)
-            const PredictedTiles pt = model.predict_tiles(d, g->smem_per_block_optin_bytes);
+            const PredictedTiles pt = model.predict_tiles(d, g.smem_per_block_optin_bytes);
             if (!pt.fwd) {
-              t.rows.push_back({method, pass_name, std::to_string(n), "no tile fits", "-", "-", "-", "-", "-"});
+              refused(text_cell("no tile fits"), no_cell());
               continue;
             }
             const ModelTiles& ft = *pt.fwd;
             m.fwd_tiles = ft;
             m.bwd_tiles = pt.bwd;
             fwd_smem = pt.fwd_smem, bwd_smem = pt.bwd_smem;
-            tile = fmt::format("{}×{}", ft.block_r, ft.block_c);
+            tile = text_cell(fmt::format("{}×{}", ft.block_r, ft.block_c));
             const bool fwd_fits = blocks_per_sm(ft.warps * 32, fwd_smem, lim) > 0;
-            const bool bwd_fits = bwd_smem <= g->smem_per_block_optin_bytes && pt.bwd_kernel &&
+            const bool bwd_fits = bwd_smem <= g.smem_per_block_optin_bytes && pt.bwd_kernel &&
                                   blocks_per_sm(pt.bwd.warps * 32, bwd_smem, lim) > 0;
             if (!fwd_fits) {
-              t.rows.push_back(
-                  {method, pass_name, std::to_string(n), tile, "forward kernel does not fit", "-", "-", "-", "-"});
+              refused(tile, text_cell("forward kernel does not fit"));
               continue;
             }
             if (*pass != Pass::Fwd && !bwd_fits) {
-              t.rows.push_back(
-                  {method, pass_name, std::to_string(n), tile, "backward kernel does not fit", "-", "-", "-", "-"});
+              refused(tile, text_cell("backward kernel does not fit"));
               continue;
             }
           }
           const Traffic sm = predict_sm_l2(m);
           const DramPrediction dram = predict_dram(m, fwd_smem, bwd_smem, lim, r.l2_usable_fraction);
-          const double t_compute = flops(m.problem, *pass) / g->peak_fp16_tensor_flops;
-          const double t_memory = double(dram.predicted) / g->dram_bytes_per_s;
-          t.rows.push_back({method, pass_name, std::to_string(n), tile, format_bytes(double(sm.total())),
-                            format_bytes(double(dram.predicted)), format_bytes(double(dram.compulsory)),
-                            fixed(std::max(t_compute, t_memory) * 1e3, 3),
-                            t_compute >= t_memory ? "compute" : "memory"});
+          const double t_compute = flops(m.problem, *pass) / g.peak_fp16_tensor_flops;
+          const double t_memory = double(dram.predicted) / g.dram_bytes_per_s;
+          std::vector<Cell> row = head;
+          row.push_back(tile);
+          for (const double b : {double(sm.total()), double(dram.predicted), double(dram.compulsory)})
+            row.push_back(number_cell(b, format_bytes(b)));
+          row.push_back(fixed_cell(std::max(t_compute, t_memory), 1e3, 3));
+          row.push_back(text_cell(t_compute >= t_memory ? "compute" : "memory"));
+          t.rows.push_back(row);
         }
     out.push_back(t);
   }

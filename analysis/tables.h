@@ -6,15 +6,29 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/gpus.h"
+
 namespace flashio::analysis {
 
 enum class Format { Markdown, Csv, Json };
 
-// A rendered table: a title, a header and rows of cells (already formatted).
+// One cell: its text for Markdown and CSV ("3.20×", "275.74 MB", "-") and its typed value for
+// --json (a number in the column's unit, a string, or null where there is no value).
+struct Cell {
+  std::string text;
+  nlohmann::json value;
+};
+Cell text_cell(const std::string& s);                 // a string, both ways
+Cell number_cell(double v, const std::string& text);  // v in the column's unit, shown as text
+Cell no_cell(const std::string& text = "-");          // null
+
+// A table: a title, columns with their units ("s", "B", "flop/s", "ratio", "" for text) and rows.
+// --json renders {title, columns: [{name, unit}], rows: [[values]]}: numbers in SI units, no units in cells.
 struct Table {
   std::string title;
   std::vector<std::string> header;
-  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> units;  // one per header entry
+  std::vector<std::vector<Cell>> rows;
 };
 std::string render(const std::vector<Table>& tables, Format f);
 
@@ -27,11 +41,19 @@ Documents read_documents(const std::vector<std::string>& paths);  // throws std:
 std::vector<Table> report_tables(const Documents& docs);
 
 // Points matched on (method, pass, problem) across files: time, TFLOP/s, % of that GPU's peak,
-// DRAM bytes, speedup over standard in the same file.
+// DRAM bytes, speedup over standard in the same file; columns labelled by file_labels; the
+// points only one file has, listed in a table of their own.
 std::vector<Table> compare_tables(const Documents& docs);
+// Per file: "<GPU> @<revision, 7 digits>" ("<GPU> (published)" for a paper's figures), with the
+// file name added where two files would read the same.
+std::vector<std::string> file_labels(const Documents& docs);
+// The key a record is matched on across files: its name, with the method its model says it is
+// matched as where that differs (standard records of files from before standard_fused existed).
+std::string matched_key(const nlohmann::json& rec, const nlohmann::json& doc);
 
 struct PredictRequest {
   std::vector<std::string> gpus;     // keys of gpu_table()
+  std::vector<GpuFigures> specs;     // GPUs described by the user (--gpu-spec), before those
   std::vector<std::string> methods;  // flash1, flash2, standard
   std::vector<std::string> passes;   // fwd, bwd, fwdbwd
   std::vector<int64_t> seqlens;

@@ -306,7 +306,7 @@ FLASHIO_AXES = (
     ("--sparse-window", (), False, "local pattern: window"),
     ("--sparse-global", (), False, "local pattern: global blocks"),
     ("--preset", (), False, "a paper's experiment (flashio presets lists them); axes given override it"),
-    ("--sweep", (), False, "a flashio sweep file (README, section Sweeps); axes given override it"),
+    ("--sweep", (), False, "a flashio sweep file (docs/sweeps.md); axes given override it"),
 )
 
 
@@ -705,7 +705,8 @@ def grad_scope_text(scope: str, pairs: int, all_pairs: int) -> str:
 
 
 def summarize(seconds: Sequence[float], warmup: int, flushed: bool, clock: str = "cuda_events") -> dict:
-    s = sorted(float(x) for x in seconds)
+    samples = [float(x) for x in seconds]  # in the order run: time.samples_s
+    s = sorted(samples)
     n = len(s)
     if n == 0:
         raise ValueError("no samples")
@@ -722,6 +723,7 @@ def summarize(seconds: Sequence[float], warmup: int, flushed: bool, clock: str =
         "warmup": int(warmup),
         "l2_flushed": bool(flushed),
         "clock": clock,
+        "samples_s": samples,
     }
 
 

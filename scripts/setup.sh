@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Installs what flashio needs to build, if it is missing, on Debian/Ubuntu: a C++17
-# compiler, CMake >= 3.24, Ninja, nlohmann/json, CLI11, fmt, GoogleTest, Google Benchmark.
+# compiler, CMake >= 3.24 (checked: an older one is an error that says how to get a newer one),
+# Ninja, nlohmann/json, CLI11, fmt, GoogleTest, Google Benchmark and its tools (compare.py) with
+# scipy.
 # The CUDA Toolkit (nvcc, cuBLAS, CUPTI) must already be installed: this script only
 # checks for it. Safe to run again: installs nothing when everything is there.
 set -euo pipefail
 
-packages=(git cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev libbenchmark-dev python3)
+packages=(git cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev libbenchmark-dev python3
+          libbenchmark-tools python3-scipy)  # the last two: Google Benchmark's compare.py on flashio export
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -16,6 +19,14 @@ if ((${#missing[@]})); then
   if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# CMake >= 3.24 (CMakeLists.txt's cmake_minimum_required): older distributions ship an older one.
+cmake_version=$(cmake --version | head -1 | awk '{print $3}')
+if ! printf '3.24\n%s\n' "$cmake_version" | sort -V -C; then
+  echo "setup: CMake $cmake_version is older than 3.24; install a newer one, e.g. 'pip install \"cmake>=3.24\"'" \
+       "(then put its bin/ first on PATH) or from Kitware's APT repository for Ubuntu" >&2
+  exit 1
 fi
 
 nvcc="${CUDACXX:-}"

@@ -1,6 +1,7 @@
 // The several-GPU sweep runner on the GPUs present: every point once, in sweep order, tagged
 // with the GPU that ran it; a stop request ends the sweep after the points in flight; a
 // Google Benchmark-style timer sees the launches of a checked point. Skips without a GPU.
+#include <algorithm>
 #include <atomic>
 #include <set>
 
@@ -60,6 +61,12 @@ TEST_F(SweepRunnerGpu, EveryPointOnceInSweepOrderOnEveryGpu) {
     EXPECT_EQ(out.records[i].name(), points[i].name());
     EXPECT_EQ(out.records[i].status, Status::Ok) << out.records[i].name() << ": " << out.records[i].reason;
     gpus.insert(out.records[i].device_index);
+    // Every timed repetition is kept (time.samples_s), and the statistics are theirs.
+    const auto& t = out.records[i].time;
+    ASSERT_TRUE(t.has_value()) << out.records[i].name();
+    ASSERT_EQ(t->samples_s.size(), size_t(job.options.reps)) << out.records[i].name();
+    EXPECT_EQ(*std::min_element(t->samples_s.begin(), t->samples_s.end()), t->min_s);
+    EXPECT_EQ(*std::max_element(t->samples_s.begin(), t->samples_s.end()), t->max_s);
   }
   for (int d : gpus) EXPECT_LT(d, int(job.devices.size()));
 }

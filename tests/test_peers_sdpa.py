@@ -535,6 +535,7 @@ def test_summarize():
     assert abs(t["mean_s"] - 2.5e-3) < 1e-18
     assert abs(t["stddev_s"] - math.sqrt(((1.5e-3) ** 2 * 2 + (0.5e-3) ** 2 * 2) / 3)) < 1e-15  # sample stddev
     assert t["reps"] == 4 and t["warmup"] == 5 and t["l2_flushed"] is True and t["clock"] == "cuda_events"
+    assert t["samples_s"] == [3e-3, 1e-3, 2e-3, 4e-3]  # every repetition, in the order run
     t = ps.summarize([5e-3, 1e-3, 2e-3], warmup=0, flushed=False)
     assert t["median_s"] == 2e-3 and t["l2_flushed"] is False
     assert ps.summarize([1e-3], 0, True)["stddev_s"] == 0.0

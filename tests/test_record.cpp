@@ -126,6 +126,23 @@ TEST(Record, SchemaRejectsBrokenRecords) {
   EXPECT_TRUE(named("phases_s"));
 }
 
+TEST(Record, RepetitionSamplesKeepTheirOrderRoundTripAndConformToTheSchema) {
+  ResultFile f = sample_file();
+  f.records[0].time->samples_s = {1.2e-3, 0.9e-3, 1.0e-3};  // as run: not sorted
+  f.records[0].time->reps = 3;
+  const json j = to_json(f);
+  EXPECT_EQ(j["records"][0]["time"]["samples_s"], json::array({1.2e-3, 0.9e-3, 1.0e-3}));
+  EXPECT_FALSE(j["records"][2].contains("time"));
+  const ResultFile back = result_file_from_json(json::parse(j.dump()));
+  EXPECT_EQ(back.records[0].time->samples_s, (std::vector<double>{1.2e-3, 0.9e-3, 1.0e-3}));
+  EXPECT_TRUE(validate_schema(load_schema(), j).empty());
+  json bad = j;
+  bad["records"][0]["time"]["samples_s"][1] = -1e-3;
+  const auto errors = validate_schema(load_schema(), bad);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("samples_s/1"), std::string::npos) << errors[0];
+}
+
 TEST(Record, ReadingRejectsForeignFiles) {
   EXPECT_THROW(result_file_from_json(json{{"hello", 1}}), std::runtime_error);
   json newer = to_json(sample_file());

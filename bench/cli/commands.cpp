@@ -19,6 +19,7 @@
 #include "analysis/cli_analysis.h"
 #include "bench/core/build_info.h"
 #include "bench/cli/bad_input.h"
+#include "bench/cli/run_outputs.h"
 #include "bench/cli/sweep_commands.h"
 #include "bench/cuda/device_query.h"
 #include "bench/sweep/journal.h"
@@ -40,6 +41,7 @@ namespace fs = std::filesystem;
 
 constexpr int kExitRuntime = 1;
 constexpr int kExitBadInput = 2;
+constexpr int kExitPointsFailed = 3;  // run: a point's status is error (e.g. its correctness check failed)
 
 int64_t parse_int(const std::string& opt, const std::string& s) {
   try {
@@ -321,6 +323,7 @@ struct RunArgs {
   int reps = 30, warmup = 5, device = 0;
   bool no_flush = false, dry_run = false, json = false, quiet = false, verbose = false;
   std::string out, preset, sweep, resume, devices, shard;
+  std::string csv_out, md_out;  // --csv, --md: the records beside the JSON (bench/cli/run_outputs.h)
   std::string counters = "full";
 };
 
@@ -525,6 +528,8 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
     check_writable(out, "--out");
     check_no_unfinished_journal(out, a.resume);
   }
+  if (!a.csv_out.empty()) check_writable(a.csv_out, "--csv");
+  if (!a.md_out.empty()) check_writable(a.md_out, "--md");
   std::vector<DeviceInfo> devices;
   {
     std::string why;
@@ -620,6 +625,13 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
                 resumed.file.wall_s.value_or(0.0);
   write_result_file(file, out);
   std::remove(journal.c_str());  // the final file now holds everything the journal did
+  bool outputs_written = true;
+  try {
+    write_run_outputs(file, out, a.csv_out, a.md_out);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "flashio: {} (the records are in {}; flashio export makes the CSV from it)\n", e.what(), out);
+    outputs_written = false;
+  }
 
   for (const auto& e : outcome.errors) fmt::print(stderr, "flashio: {}\n", e);
   if (outcome.stopped) {
@@ -631,10 +643,19 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
   fmt::print("{}", format_records_table(file.records));
   fmt::print("{} on {}{} — {} points written to {}\n", build_info().git_revision.substr(0, 12), devices[0].name,
              devices.size() > 1 ? fmt::format(" (x{})", devices.size()) : std::string(), file.records.size(), out);
+  fmt::print("{}\n", format_status_counts(file.records));
+  if (!outputs_written) return kExitRuntime;
   if (file.records.size() < resumed.kept.size() + todo.size()) {
     fmt::print(stderr, "flashio: {} points were not run (no GPU worker could start); continue with --resume {}\n",
                resumed.kept.size() + todo.size() - file.records.size(), out);
     return kExitRuntime;
+  }
+  const auto failed = std::count_if(file.records.begin(), file.records.end(),
+                                    [](const Record& r) { return r.status == Status::Error; });
+  if (failed > 0) {
+    fmt::print(stderr, "flashio: {} points failed (status error: see their reasons above); exit {}\n", failed,
+               kExitPointsFailed);
+    return kExitPointsFailed;
   }
   return 0;
 }
@@ -662,6 +683,8 @@ int flashio_main(const std::vector<std::string>& args) {
   run->add_option("--warmup", run_args.warmup, "untimed launches before timing");
   run->add_flag("--no-l2-flush", run_args.no_flush, "do not clean L2 before each repetition (hot-cache timing)");
   run->add_option("--out,-o", run_args.out, "result file (default: results/<gpu>-<date>.json)");
+  run->add_option("--csv", run_args.csv_out, "also write the records as tidy CSV (flashio export's columns)");
+  run->add_option("--md", run_args.md_out, "also write flashio report's Markdown tables of the run");
   run->add_option("--device", run_args.device, "GPU index");
   run->add_flag("--dry-run", run_args.dry_run, "list the points and exit (no GPU needed)");
   run->add_flag("--json", run_args.json,
@@ -671,7 +694,7 @@ int flashio_main(const std::vector<std::string>& args) {
   run->add_option("--counters", run_args.counters,
                   "hardware counters after timing: off, dram (DRAM bytes, duration), full (both traffic levels; default)");
   run->add_option("--preset", run_args.preset, "run a paper's experiment (flashio presets lists them)");
-  run->add_option("--sweep", run_args.sweep, "run the sweep of a JSON sweep file (format: README, section Sweeps)");
+  run->add_option("--sweep", run_args.sweep, "run the sweep of a JSON sweep file (format: docs/sweeps.md)");
   run->add_option("--resume", run_args.resume, "skip the points already in this result file or journal (.json/.jsonl)");
   run->add_option("--devices", run_args.devices, "GPUs to run on at once, one worker each: 0,1,... or all");
   run->add_option("--shard", run_args.shard, "run slice i of n of the sweep (0 <= i < n); flashio merge joins the slices");
@@ -681,7 +704,10 @@ int flashio_main(const std::vector<std::string>& args) {
       "model dim 2048 (heads = 2048/d), N = 512..4096, d = 64, 128, fp16, standard and flash2.\n"
       "Axes given with --preset or --sweep replace those axes of the preset or file.\n"
       "Records are appended to <out>l (JSON Lines) as they are made; Ctrl-C finishes the current\n"
-      "point, writes <out> and exits 130; --resume <out> (or <out>l after a kill) continues.");
+      "point, writes <out> and exits 130; --resume <out> (or <out>l after a kill) continues.\n"
+      "A failed point is a record; the sweep goes on. The last line counts ok / skipped / oom / error.\n"
+      "Exit status: 0 no point failed; 1 a runtime failure (no GPU); 2 bad input; 3 a point's status is\n"
+      "error (e.g. its correctness check failed); 130 / 143 stopped by SIGINT / SIGTERM.");
 
   std::string presets_show;
   CLI::App* presets = app.add_subcommand("presets", "the papers' experiments that flashio run --preset reproduces");

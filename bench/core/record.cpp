@@ -76,6 +76,7 @@ json to_json(const Record& r) {
     j["time"] = {{"median_s", t.median_s}, {"min_s", t.min_s},   {"max_s", t.max_s},
                  {"mean_s", t.mean_s},     {"stddev_s", t.stddev_s}, {"reps", t.reps},
                  {"warmup", t.warmup},     {"l2_flushed", t.l2_flushed}, {"clock", t.clock}};
+    if (!t.samples_s.empty()) j["time"]["samples_s"] = t.samples_s;
     if (auto tf = r.tflops()) j["tflops"] = *tf;
   }
   if (r.memory) {
@@ -159,6 +160,7 @@ Record record_from_json(const json& j) {
       ts.warmup = t.value("warmup", 0);
       ts.l2_flushed = t.value("l2_flushed", true);
       ts.clock = t.value("clock", std::string("cuda_events"));
+      if (t.contains("samples_s")) ts.samples_s = t["samples_s"].get<std::vector<double>>();
       r.time = ts;
     }
     if (j.contains("memory")) {

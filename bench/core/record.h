@@ -29,6 +29,9 @@ struct TimeStats {
   int warmup = 0;
   bool l2_flushed = true;           // L2 cleaned (read-only pass) before every repetition
   std::string clock = "cuda_events";
+  // Every timed repetition, in the order run (empty in files written before it existed): what
+  // `flashio compare --baseline` bootstraps its intervals from.
+  std::vector<double> samples_s;
 };
 
 // One tensor's comparison with the reference (o, lse, dq, dk, dv).

@@ -2,7 +2,7 @@
 // M ∈ {0,1}^{⌈Nq/Bs⌉ × ⌈Nk/Bs⌉} over pattern blocks of Bs × Bs elements, shared by every
 // batch and head. Element (i, j) may be attended iff M[i/Bs][j/Bs] = 1 (and the causal and
 // key-padding masks allow it). A query row whose blocks are all zero has O = 0, LSE = -inf
-// and zero gradients (the convention of a row that sees no key, README "Block-sparse").
+// and zero gradients (the convention of a row that sees no key, docs/block-sparse.md).
 //
 // Patterns (Problem::pattern):
 //   butterfly     flat butterfly: M[r][c] = 1 iff r == c or r XOR c is a power of two (the

@@ -22,6 +22,7 @@ void L2Flusher::flush(cudaStream_t stream) const {
 
 TimeStats summarize(std::vector<double> s, int warmup, bool flushed, const char* clock) {
   TimeStats t;
+  t.samples_s = s;  // in the order run, before sorting
   std::sort(s.begin(), s.end());
   const size_t n = s.size();
   t.reps = int(n);

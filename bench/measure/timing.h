@@ -19,6 +19,7 @@ class L2Flusher {
   DeviceBuffer sink_;
 };
 
+// The statistics of `seconds`, which are kept as samples_s in the order given.
 TimeStats summarize(std::vector<double> seconds, int warmup, bool flushed, const char* clock);
 
 // Times `launch` (which only enqueues work on `stream`): `warmup` untimed calls, then

@@ -14,7 +14,7 @@ namespace flashio {
 
 namespace {
 
-// Assumed rates, read off the committed H200 results (README, "Results") and rounded down;
+// Assumed rates, read off the committed H200 results (docs/results.md) and rounded down;
 // only the ETA and --dry-run use them.
 double kernel_flops_per_s(const std::string& method, Pass pass) {
   if (method == "flash1") return 40e12;                         // fwd+bwd 38 TFLOP/s at N = 16k

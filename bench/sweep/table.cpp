@@ -38,4 +38,13 @@ std::string format_records_table(const std::vector<Record>& records) {
   return out;
 }
 
+std::string format_status_counts(const std::vector<Record>& records) {
+  std::string out;
+  for (Status st : {Status::Ok, Status::Skipped, Status::Oom, Status::Error}) {
+    const auto n = std::count_if(records.begin(), records.end(), [&](const Record& r) { return r.status == st; });
+    out += fmt::format("{}{} {}", out.empty() ? "" : " · ", to_string(st), n);
+  }
+  return out;
+}
+
 }  // namespace flashio
