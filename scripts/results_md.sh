@@ -38,6 +38,12 @@ PY
     "$bin" report "results/$gpu-fa2.json" "results/$gpu-fa2-sdpa.json"
   done
   echo
+  echo "## nvidia-h100: FlashAttention-3's comparison (flash3, flash2, SDPA's cuDNN and flash back-ends)"
+  echo
+  describe results/nvidia-h100-flash3.json results/nvidia-h100-flash3-sdpa.json
+  echo
+  "$bin" report results/nvidia-h100-flash3.json results/nvidia-h100-flash3-sdpa.json
+  echo
   echo "## The H100 against the H200"
   echo
   "$bin" compare results/nvidia-h100-fa2.json results/nvidia-h200-fa2.json
