@@ -310,14 +310,17 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
       for (const auto& x : gpu_table()) keys.push_back(x.key);
       throw std::invalid_argument(fmt::format("unknown GPU '{}' (known: {})", key, fmt::join(keys, ", ")));
     }
-    const GpuLimits lim{g->sm_count, g->smem_per_sm_bytes, g->l2_bytes, g->max_threads_per_sm};
+    GpuLimits lim{g->sm_count, g->smem_per_sm_bytes, g->l2_bytes, g->max_threads_per_sm};
+    lim.l2_partitions = l2_partitions_of(g->name);
+    lim.wave_model = r.wave_model;
     Table t{
         fmt::format("{}: {} SMs, {} KiB shared memory/SM, L2 {} MiB, {:.0f} GB/s, {:.0f} TFLOP/s fp16 — b {} · h {} · "
                     "d {}{}",
                     g->name, g->sm_count, g->smem_per_sm_bytes / 1024, g->l2_bytes / (1024 * 1024),
                     g->dram_bytes_per_s / 1e9, g->peak_fp16_tensor_flops / 1e12, r.batch, r.heads, d,
                     r.causal ? " · causal" : ""),
-        {"method", "pass", "N", "fwd tile", "SM↔L2", "DRAM (two-level)", "DRAM compulsory", "roofline (ms)", "bound"},
+        {"method", "pass", "N", "fwd tile", "SM↔L2", r.wave_model ? "DRAM (waves)" : "DRAM (L2 simulation)",
+         "DRAM compulsory", "DRAM dominant term", "roofline (ms)", "bound"},
         {}};
     for (const auto& method : r.methods)
       for (const auto& pass_name : r.passes)
@@ -335,7 +338,7 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
           if (model.exact()) {  // the tiles the method's kernels would run (the kernels' config headers)
             const PredictedTiles pt = model.predict_tiles(d, g->smem_per_block_optin_bytes);
             if (!pt.fwd) {
-              t.rows.push_back({method, pass_name, std::to_string(n), "no tile fits", "-", "-", "-", "-", "-"});
+              t.rows.push_back({method, pass_name, std::to_string(n), "no tile fits", "-", "-", "-", "-", "-", "-"});
               continue;
             }
             const ModelTiles& ft = *pt.fwd;
@@ -348,12 +351,12 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
                                   blocks_per_sm(pt.bwd.warps * 32, bwd_smem, lim) > 0;
             if (!fwd_fits) {
               t.rows.push_back(
-                  {method, pass_name, std::to_string(n), tile, "forward kernel does not fit", "-", "-", "-", "-"});
+                  {method, pass_name, std::to_string(n), tile, "forward kernel does not fit", "-", "-", "-", "-", "-"});
               continue;
             }
             if (*pass != Pass::Fwd && !bwd_fits) {
               t.rows.push_back(
-                  {method, pass_name, std::to_string(n), tile, "backward kernel does not fit", "-", "-", "-", "-"});
+                  {method, pass_name, std::to_string(n), tile, "backward kernel does not fit", "-", "-", "-", "-", "-"});
               continue;
             }
           }
@@ -363,6 +366,7 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
           const double t_memory = double(dram.predicted) / g->dram_bytes_per_s;
           t.rows.push_back({method, pass_name, std::to_string(n), tile, format_bytes(double(sm.total())),
                             format_bytes(double(dram.predicted)), format_bytes(double(dram.compulsory)),
+                            dram.dominant.empty() ? "-" : dram.dominant,
                             fixed(std::max(t_compute, t_memory) * 1e3, 3),
                             t_compute >= t_memory ? "compute" : "memory"});
         }
