@@ -77,7 +77,7 @@ struct GpuLimits {
 int l2_partitions_of(const std::string& device_name);
 
 // The simulation's step budget: a pass with more tile iterations is coarsened (above).
-inline constexpr int64_t kSimStepBudget = 4'000'000;
+inline constexpr int64_t kSimStepBudget = 2'000'000;
 
 struct DramPrediction {
   int64_t compulsory = 0;

@@ -132,7 +132,6 @@ L2SimResult simulate_l2(const std::vector<SimBuffer>& buffers, const std::vector
                         const L2SimConfig& cfg) {
   L2Model l2(buffers, cfg);
   L2SimResult out;
-  std::vector<SimAccess> step;
   for (const SimKernel& k : kernels) {
     if (k.blocks <= 0) {
       out.kernel_read.push_back(0), out.kernel_write.push_back(0);
@@ -150,19 +149,29 @@ L2SimResult simulate_l2(const std::vector<SimBuffer>& buffers, const std::vector
       steps[size_t(s)] = std::max<int64_t>(1, k.steps(block[size_t(s)]));
       ++active;
     }
-    // One time unit per pass over the slots: every running block does its next step; a block
-    // that ends hands its slot to the next block in launch order, which starts at the next unit.
+    // One time unit per pass over the slots: every running block does its next step, the
+    // blocks' accesses issued side by side (the first of every block, then the second, ...: blocks
+    // run concurrently, and a coarse step's chunks would otherwise put a whole step of every other
+    // block between two blocks' reads of one chunk); a block that ends hands its slot to the next
+    // block in launch order, which starts at the next unit.
+    std::vector<std::vector<SimAccess>> issued(static_cast<size_t>(slots));
     while (active > 0) {
+      size_t longest = 0;
       for (int64_t s = 0; s < slots; ++s) {
         const size_t si = size_t(s);
+        issued[si].clear();
         if (block[si] < 0) continue;
-        step.clear();
-        k.step(block[si], at[si], step);
-        const int sm = int(s % cfg.sm_count);
-        for (const SimAccess& a : step) l2.access(a, sm);
-        out.accesses += int64_t(step.size());
+        k.step(block[si], at[si], issued[si]);
+        longest = std::max(longest, issued[si].size());
+        out.accesses += int64_t(issued[si].size());
         ++out.steps;
-        if (++at[si] < steps[si]) continue;
+      }
+      for (size_t a = 0; a < longest; ++a)
+        for (int64_t s = 0; s < slots; ++s)
+          if (a < issued[size_t(s)].size()) l2.access(issued[size_t(s)][a], int(s % cfg.sm_count));
+      for (int64_t s = 0; s < slots; ++s) {
+        const size_t si = size_t(s);
+        if (block[si] < 0 || ++at[si] < steps[si]) continue;
         at[si] = 0;
         if (next < k.blocks) {
           block[si] = next++;

@@ -312,7 +312,10 @@ std::optional<SimTrace> Flash1Model::dram_trace(const ModelPoint& m, const DramC
   int64_t cq = 0, ck = 0;
   if (fwd) cq = gcd_rows(cq, need_tiles(m.fwd_tiles, m, "forward").block_r), ck = gcd_rows(ck, m.fwd_tiles->block_c);
   if (bwd) cq = gcd_rows(cq, need_tiles(m.bwd_tiles, m, "backward").block_r), ck = gcd_rows(ck, m.bwd_tiles->block_c);
-  cq *= coarse, ck *= coarse;
+  // Coarse steps take taller chunks of the streamed buffers only: K and V are the outer loop's
+  // tiles, which a block holds while it streams the Q side (with S > 1 a chunk of several K/V tiles
+  // would be read again at each of the block's tiles in it).
+  cq *= coarse;
   enum : int32_t { kQ, kK, kV, kO, kL, kOAcc, kRowSum, kRowMax, kDO, kAcc, kDQ, kDK, kDV };
   SimTrace tr;
   tr.buffers = {{"Q", qh, nq, d * e, cq},          {"K", kh, nkmax, d * e, ck},   {"V", kh, nkmax, d * e, ck},
@@ -378,7 +381,8 @@ std::optional<SimTrace> Flash1Model::dram_trace(const ModelPoint& m, const DramC
         int64_t j, i;
         bool load_kv, final;
       };
-      std::vector<It> its;
+      thread_local std::vector<It> its;  // reused: one step is called per block step
+      its.clear();
       Cursor& cur = (*cursors)[size_t(blk)];
       for (int64_t n = 0; n < k && cur.j < n_blocks; ++n) {
         bool load = false;
@@ -437,7 +441,8 @@ std::optional<SimTrace> Flash1Model::dram_trace(const ModelPoint& m, const DramC
         int64_t j, i;  // i < 0: the K/V tile's Q loop is empty
         bool first, last;
       };
-      std::vector<It> its;
+      thread_local std::vector<It> its;  // reused: one step is called per block step
+      its.clear();
       Cursor& cur = (*cursors)[size_t(blk)];
       if (!cur.started && cur.done == 0) cur.j = w.z;
       for (int64_t n = 0; n < k && cur.j < n_blocks; ++n) {
