@@ -18,7 +18,7 @@ nvcc -O3 -std=c++17 -arch=sm_${arch} -o "$out/l2_probe" "$here/tests/gpu_l2_prob
 l2_mib=$("$out/l2_probe" 1 1 | sed -n 's/.*L2 \([0-9]*\) bytes.*/\1/p')
 l2_mib=$((l2_mib / 1048576))
 echo "L2: ${l2_mib} MiB"
-metrics="dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum,lts__t_sectors_srcunit_tex_op_read.sum"
+metrics="dram__bytes_read.sum,dram__bytes_write.sum"
 printf "%8s %7s %5s %12s %12s %10s\n" "MiB" "blocks" "mode" "pass DRAM rd" "next DRAM wr" "share"
 for frac in 0.125 0.25 0.375 0.45 0.5 0.55 0.625 0.75 0.875 0.95 1.0 1.05 1.25 1.5 2.0; do
   mib=$(python3 -c "print(round($frac * $l2_mib, 2))")
