@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The L2 probe (tests/gpu_l2_probe.cu; issue 19): builds it, runs it under Nsight Compute for a
-# sweep of buffer sizes across the L2, every SM and one SM, and prints per size the DRAM bytes
-# of the second read pass (and, for writes, the dirty bytes written back by the next kernel) as
-# a share of the buffer. What the shapes mean: the header of tests/gpu_l2_probe.cu.
+# The L2 probes (issue 19): tests/gpu_l2_probe.cu under Nsight Compute for a sweep of buffer
+# sizes across the L2, every SM and one SM — per size the DRAM bytes of the second read pass
+# (and, for writes, the dirty bytes written back by the next kernel) as a share of the buffer;
+# what the shapes mean: the header of tests/gpu_l2_probe.cu — then tests/gpu_red_probe.cu, the
+# time of fp32 reductions into one shared tile against a tile per block.
 #
 #   scripts/l2_probe.sh [OUT_DIR]        (default out/l2-probe; needs nvcc and ncu on PATH)
 #
@@ -15,6 +16,7 @@ mkdir -p "$out"
 here="$(cd "$(dirname "$0")/.." && pwd)"
 arch="${FLASHIO_PROBE_ARCH:-90}"
 nvcc -O3 -std=c++17 -arch=sm_${arch} -o "$out/l2_probe" "$here/tests/gpu_l2_probe.cu"
+nvcc -O3 -std=c++17 -arch=sm_${arch} -o "$out/red_probe" "$here/tests/gpu_red_probe.cu"
 l2_mib=$("$out/l2_probe" 1 1 | sed -n 's/.*L2 \([0-9]*\) bytes.*/\1/p')
 l2_mib=$((l2_mib / 1048576))
 echo "L2: ${l2_mib} MiB"
@@ -48,3 +50,6 @@ EOF
   done
 done | tee "$out/table.txt"
 echo "table: $out/table.txt (read mode: share = 2nd pass DRAM reads / buffer; write mode: share = dirty bytes written back / buffer)"
+# Reduction contention (tests/gpu_red_probe.cu): the same blocks adding into one shared dQ-sized
+# tile, two per tile, or a tile each.
+"$out/red_probe" | tee "$out/red.txt"
