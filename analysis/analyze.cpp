@@ -354,7 +354,8 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
     gpu.drift = opt.drift;
     gpu.drift_all_kernels = opt.drift_all_kernels;
     gpu.wave_model = opt.wave_model;
-    gpu.l2_partitions = opt.l2_partitions > 0 ? opt.l2_partitions : l2_partitions_of(device.value("name", std::string()));
+    gpu.l2_partitions =
+        opt.l2_partitions > 0 ? opt.l2_partitions : l2_partitions_of(device.value("name", std::string()));
     json recs = json::array();
     md += fmt::format("## {} — {} ({} records)\n\n", path, device.value("name", std::string("unknown device")),
                       doc.value("records", json::array()).size());

@@ -89,8 +89,9 @@ class Commands final : public AnalysisCommands {
     predict_->add_option("--head-dim,-d", req_.head_dim, "head dim: 32, 64, 96, 128, 256 (default 64)")
         ->check(CLI::IsMember({32, 64, 96, 128, 256}));
     predict_->add_flag("--causal", req_.causal, "causal mask");
-    predict_->add_option("--l2-usable", req_.l2_usable_fraction,
-                         "with --dram-waves: share of L2 one stream can use (default 0.5)")
+    predict_
+        ->add_option("--l2-usable", req_.l2_usable_fraction,
+                     "with --dram-waves: share of L2 one stream can use (default 0.5)")
         ->check(CLI::Range(0.01, 1.0));
     predict_->add_flag("--dram-waves", req_.wave_model, "DRAM: the wave model instead of the L2 simulation");
     add_format(predict_);

@@ -7,7 +7,6 @@
 #include <stdexcept>
 
 #include "analysis/l2_sim.h"
-
 #include "analysis/models/model.h"
 
 namespace flashio::analysis {

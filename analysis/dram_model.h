@@ -105,11 +105,11 @@ struct DramPrediction {
   std::string out_of_scope;
   std::string note;
   // The L2 simulation (empty `model`: the wave model gave the prediction):
-  std::string model;         // "L2 simulation" or "waves"
-  Traffic terms;             // DRAM bytes per buffer (read: fetched, write: written back)
-  std::string dominant;      // the largest term, its share of the prediction and its fetches per byte
-  int coarse = 0;            // tile iterations per simulated step
-  int64_t sim_steps = 0;     // simulated block steps
+  std::string model;      // "L2 simulation" or "waves"
+  Traffic terms;          // DRAM bytes per buffer (read: fetched, write: written back)
+  std::string dominant;   // the largest term, its share of the prediction and its fetches per byte
+  int coarse = 0;         // tile iterations per simulated step
+  int64_t sim_steps = 0;  // simulated block steps
   int l2_partitions = 0;
   struct KernelBytes {
     std::string kernel;

@@ -49,10 +49,14 @@ int L2Model::home_of(int64_t id) const {
 
 void L2Model::remove(Part& p, int64_t id) {
   const size_t i = size_t(id);
-  if (p.prev[i] >= 0) p.next[size_t(p.prev[i])] = p.next[i];
-  else p.head = p.next[i];
-  if (p.next[i] >= 0) p.prev[size_t(p.next[i])] = p.prev[i];
-  else p.tail = p.prev[i];
+  if (p.prev[i] >= 0)
+    p.next[size_t(p.prev[i])] = p.next[i];
+  else
+    p.head = p.next[i];
+  if (p.next[i] >= 0)
+    p.prev[size_t(p.next[i])] = p.prev[i];
+  else
+    p.tail = p.prev[i];
   p.prev[i] = p.next[i] = -1;
   p.in[i] = 0, p.dirty[i] = 0;
   p.used -= bytes_[i];
@@ -63,8 +67,10 @@ void L2Model::touch(Part& p, int64_t id) {
   if (p.head == id) return;
   // unlink, then push at the head
   if (p.prev[i] >= 0) p.next[size_t(p.prev[i])] = p.next[i];
-  if (p.next[i] >= 0) p.prev[size_t(p.next[i])] = p.prev[i];
-  else p.tail = p.prev[i];
+  if (p.next[i] >= 0)
+    p.prev[size_t(p.next[i])] = p.prev[i];
+  else
+    p.tail = p.prev[i];
   p.prev[i] = -1, p.next[i] = p.head;
   if (p.head >= 0) p.prev[size_t(p.head)] = id;
   p.head = id;

@@ -75,10 +75,10 @@ struct L2SimConfig {
 };
 
 struct L2SimResult {
-  int64_t dram_read = 0, dram_write = 0;             // counted kernels only
-  std::vector<int64_t> read_of, write_of;            // per buffer
-  std::vector<int64_t> kernel_read, kernel_write;    // per kernel
-  int64_t steps = 0, accesses = 0;                   // the simulation's work
+  int64_t dram_read = 0, dram_write = 0;           // counted kernels only
+  std::vector<int64_t> read_of, write_of;          // per buffer
+  std::vector<int64_t> kernel_read, kernel_write;  // per kernel
+  int64_t steps = 0, accesses = 0;                 // the simulation's work
 };
 
 // Runs the kernels one after another (stream order) through one L2. Throws
@@ -111,7 +111,7 @@ class L2Model {
   void make_room(Part& p, int64_t bytes);
 
   std::vector<SimBuffer> buffers_;
-  std::vector<int64_t> base_;      // first global id of each buffer
+  std::vector<int64_t> base_;       // first global id of each buffer
   std::vector<int32_t> buffer_of_;  // global id → buffer
   std::vector<int64_t> bytes_;      // global id → chunk bytes
   std::vector<Part> parts_;

@@ -355,8 +355,8 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
               continue;
             }
             if (*pass != Pass::Fwd && !bwd_fits) {
-              t.rows.push_back(
-                  {method, pass_name, std::to_string(n), tile, "backward kernel does not fit", "-", "-", "-", "-", "-"});
+              t.rows.push_back({method, pass_name, std::to_string(n), tile, "backward kernel does not fit", "-", "-",
+                                "-", "-", "-"});
               continue;
             }
           }
@@ -366,8 +366,7 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
           const double t_memory = double(dram.predicted) / g->dram_bytes_per_s;
           t.rows.push_back({method, pass_name, std::to_string(n), tile, format_bytes(double(sm.total())),
                             format_bytes(double(dram.predicted)), format_bytes(double(dram.compulsory)),
-                            dram.dominant.empty() ? "-" : dram.dominant,
-                            fixed(std::max(t_compute, t_memory) * 1e3, 3),
+                            dram.dominant.empty() ? "-" : dram.dominant, fixed(std::max(t_compute, t_memory) * 1e3, 3),
                             t_compute >= t_memory ? "compute" : "memory"});
         }
     out.push_back(t);

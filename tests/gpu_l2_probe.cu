@@ -27,13 +27,13 @@
 #include <cstdlib>
 #include <string>
 
-#define CHECK(x)                                                                          \
-  do {                                                                                    \
-    cudaError_t err_ = (x);                                                               \
-    if (err_ != cudaSuccess) {                                                            \
+#define CHECK(x)                                                                                 \
+  do {                                                                                           \
+    cudaError_t err_ = (x);                                                                      \
+    if (err_ != cudaSuccess) {                                                                   \
       std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(err_)); \
-      std::exit(1);                                                                       \
-    }                                                                                     \
+      std::exit(1);                                                                              \
+    }                                                                                            \
   } while (0)
 
 __global__ void probe_read(const int4* __restrict__ buf, size_t n, unsigned* sink) {

@@ -18,13 +18,13 @@
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(x)                                                                                    \
-  do {                                                                                              \
-    cudaError_t err_ = (x);                                                                         \
-    if (err_ != cudaSuccess) {                                                                      \
+#define CHECK(x)                                                                                 \
+  do {                                                                                           \
+    cudaError_t err_ = (x);                                                                      \
+    if (err_ != cudaSuccess) {                                                                   \
       std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(err_)); \
-      std::exit(1);                                                                                 \
-    }                                                                                               \
+      std::exit(1);                                                                              \
+    }                                                                                            \
   } while (0)
 
 __global__ void add_tiles(float2* base, int tile_pairs, int blocks_per_tile, int iters) {

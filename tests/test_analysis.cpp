@@ -676,8 +676,8 @@ TEST(PredictCommand, EveryIssueGpuWithoutAGpu) {
 // stay dirty in L2 past the kernel; at N = 65536 the K+V of the heads a wave streams exceed
 // the L2 and each wave fetches them again: K read more than once, K or V the dominant term.
 TEST(PredictCommand, CellsAreTheModelsValues) {
-  const Captured c = run_cli({"predict", "--gpu", "h100-sxm", "--method", "flash2", "--pass", "fwd", "-n",
-                              "1024,65536", "--heads", "16", "-d", "64", "--json"});
+  const Captured c = run_cli({"predict", "--gpu", "h100-sxm", "--method", "flash2", "--pass", "fwd", "-n", "1024,65536",
+                              "--heads", "16", "-d", "64", "--json"});
   ASSERT_EQ(c.rc, 0) << c.out;
   const json t = json::parse(c.out).at(0);
   const auto& h = t["header"];
@@ -839,15 +839,24 @@ TEST(AnalyzeCommand, CommittedFilesFailOnlyTheirKnownMissesWithTheirRatios) {
     }
   }
   const std::map<std::string, std::pair<int, int>> expected_judged = {
-      {"nvidia-h100-blocksparse-fig2.json", {11, 11}},    {"nvidia-h100-d256.json", {36, 36}},
-      {"nvidia-h100-dram-drift-fwd-64x64.json", {4, 4}},  {"nvidia-h100-dram-drift-fwd-d64.json", {4, 4}},
-      {"nvidia-h100-dram-drift-fwd.json", {10, 10}},      {"nvidia-h100-dram-drift-fwdbwd.json", {5, 5}},
-      {"nvidia-h100-dram-level-mma-sync.json", {18, 18}}, {"nvidia-h100-dram-level.json", {18, 18}},
-      {"nvidia-h100-dsweep.json", {4, 4}},                {"nvidia-h100-fa1-16k.json", {12, 12}},
-      {"nvidia-h100-fa1.json", {28, 28}},                 {"nvidia-h100-fa2.json", {96, 96}},
-      {"nvidia-h100-figure2-left.json", {2, 2}},          {"nvidia-h100-figure2-middle.json", {4, 4}},
-      {"nvidia-h100-flash1-bwd-2048.json", {8, 8}},       {"nvidia-h200-blocksparse-tables.json", {12, 12}},
-      {"nvidia-h200-fa2-counters.json", {48, 48}},        {"nvidia-h200-fa2-wgmma.json", {24, 24}},
+      {"nvidia-h100-blocksparse-fig2.json", {11, 11}},
+      {"nvidia-h100-d256.json", {36, 36}},
+      {"nvidia-h100-dram-drift-fwd-64x64.json", {4, 4}},
+      {"nvidia-h100-dram-drift-fwd-d64.json", {4, 4}},
+      {"nvidia-h100-dram-drift-fwd.json", {10, 10}},
+      {"nvidia-h100-dram-drift-fwdbwd.json", {5, 5}},
+      {"nvidia-h100-dram-level-mma-sync.json", {18, 18}},
+      {"nvidia-h100-dram-level.json", {18, 18}},
+      {"nvidia-h100-dsweep.json", {4, 4}},
+      {"nvidia-h100-fa1-16k.json", {12, 12}},
+      {"nvidia-h100-fa1.json", {28, 28}},
+      {"nvidia-h100-fa2.json", {96, 96}},
+      {"nvidia-h100-figure2-left.json", {2, 2}},
+      {"nvidia-h100-figure2-middle.json", {4, 4}},
+      {"nvidia-h100-flash1-bwd-2048.json", {8, 8}},
+      {"nvidia-h200-blocksparse-tables.json", {12, 12}},
+      {"nvidia-h200-fa2-counters.json", {48, 48}},
+      {"nvidia-h200-fa2-wgmma.json", {24, 24}},
   };
   for (const auto& [file, n] : expected_judged) {
     EXPECT_EQ(judged[file].first, n.first) << file << ": SM↔L2 verdicts";
@@ -860,15 +869,20 @@ TEST(AnalyzeCommand, CommittedFilesFailOnlyTheirKnownMissesWithTheirRatios) {
     const char* why;
   };
   // Three groups (docs/io-model.md, "Misses"), each a behaviour the lock-step schedule does not have:
-  const char* drift = "co-resident blocks drift apart: ~2 K+V fetches per wave (the 128 × 64, d 128 kernel with local memory)";
+  const char* drift =
+      "co-resident blocks drift apart: ~2 K+V fetches per wave (the 128 × 64, d 128 kernel with local memory)";
   const char* bwd = "backward past the L2: blocks adding into one dQ tile do not stay in step, the stream misses";
   const char* split = "flash1 S = 2: a head's two blocks share its Q stream through L2 only partly";
-  const char* small = "flash1 fwd+bwd at N 256: the pass's buffers (~51 MB) at the L2's size; measured writes the "
-                      "simulation keeps dirty in L2";
+  const char* small =
+      "flash1 fwd+bwd at N 256: the pass's buffers (~51 MB) at the L2's size; measured writes the "
+      "simulation keeps dirty in L2";
   const std::map<std::string, Known> known = {
-      {"nvidia-h100-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:131072/d:128/fp16/tile:128x64/mma:mma.sync", {1.489, drift}},
-      {"nvidia-h100-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:196608/d:128/fp16/tile:128x64/mma:mma.sync", {1.743, drift}},
-      {"nvidia-h100-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:262144/d:128/fp16/tile:128x64/mma:mma.sync", {1.848, drift}},
+      {"nvidia-h100-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:131072/d:128/fp16/tile:128x64/mma:mma.sync",
+       {1.489, drift}},
+      {"nvidia-h100-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:196608/d:128/fp16/tile:128x64/mma:mma.sync",
+       {1.743, drift}},
+      {"nvidia-h100-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:262144/d:128/fp16/tile:128x64/mma:mma.sync",
+       {1.848, drift}},
       {"nvidia-h100-dram-drift-fwdbwd.json: dram flash2/fwdbwd/b:1/h:1/n:98304/d:128/fp16", {2.630, bwd}},
       {"nvidia-h100-dram-drift-fwdbwd.json: dram flash2/fwdbwd/b:1/h:1/n:131072/d:128/fp16", {4.360, bwd}},
       {"nvidia-h100-dram-level-mma-sync.json: dram flash2/fwd/b:1/h:1/n:131072/d:128/fp16", {1.487, drift}},
@@ -1092,7 +1106,8 @@ TEST(AnalyzeCommand, DramVerdictsCoverOnlyTheModelsScopeAndListTheRest) {
   EXPECT_EQ(j["dram_judged"].get<int>(), 12);
   const Captured md = run_cli({"analyze", file, "--dram-waves"});
   EXPECT_NE(md.out.find("DRAM: 12 judged, 6 outside the model's scope (listed):"), std::string::npos) << md.out;
-  EXPECT_EQ(run_cli({"analyze", file, "--dram-waves", "--dq-adds", "scalar"}).rc, 1);  // measured with vector dQ atomics (9077f49)
+  EXPECT_EQ(run_cli({"analyze", file, "--dram-waves", "--dq-adds", "scalar"}).rc,
+            1);  // measured with vector dQ atomics (9077f49)
   std::filesystem::remove(file);
 }
 

@@ -93,8 +93,8 @@ GpuLimits h100() {
   return g;
 }
 
-ModelPoint point(const char* method, Pass pass, int64_t b, int64_t h, int64_t n, int64_t d, bool causal,
-                 ModelTiles fwd, ModelTiles bwd) {
+ModelPoint point(const char* method, Pass pass, int64_t b, int64_t h, int64_t n, int64_t d, bool causal, ModelTiles fwd,
+                 ModelTiles bwd) {
   ModelPoint m;
   m.method = method;
   m.pass = pass;
@@ -171,10 +171,11 @@ TEST(L2SimTrace, CoarsenedSimulationAgreesWithTheFullOne) {
     int64_t b, h, n, d;
     bool causal;
   };
-  const Case cases[] = {{"flash2", Pass::Fwd, 1, 1, 65536, 128, false}, {"flash2", Pass::Fwd, 1, 1, 131072, 128, false},
-                        {"flash2", Pass::Fwd, 1, 8, 16384, 128, true},  {"flash2", Pass::FwdBwd, 1, 1, 32768, 128, false},
-                        {"flash2", Pass::Bwd, 2, 8, 8192, 128, true},   {"flash1", Pass::Fwd, 1, 8, 16384, 64, false},
-                        {"flash1", Pass::Bwd, 1, 8, 8192, 64, false},   {"flash1", Pass::FwdBwd, 4, 8, 4096, 64, false}};
+  const Case cases[] = {
+      {"flash2", Pass::Fwd, 1, 1, 65536, 128, false}, {"flash2", Pass::Fwd, 1, 1, 131072, 128, false},
+      {"flash2", Pass::Fwd, 1, 8, 16384, 128, true},  {"flash2", Pass::FwdBwd, 1, 1, 32768, 128, false},
+      {"flash2", Pass::Bwd, 2, 8, 8192, 128, true},   {"flash1", Pass::Fwd, 1, 8, 16384, 64, false},
+      {"flash1", Pass::Bwd, 1, 8, 8192, 64, false},   {"flash1", Pass::FwdBwd, 4, 8, 4096, 64, false}};
   for (const Case& c : cases) {
     ModelPoint m = point(c.method, c.pass, c.b, c.h, c.n, c.d, c.causal, tiles(128, 64, 4), tiles(64, 64, 4));
     if (c.pass == Pass::FwdBwd && std::string(c.method) == "flash1") {  // the committed files' flash1: S = 2
@@ -185,8 +186,8 @@ TEST(L2SimTrace, CoarsenedSimulationAgreesWithTheFullOne) {
     for (int k : {4, 16}) {
       const L2SimResult coarse = run(m, g.l2_bytes, 2, k, g);
       const double ratio = double(coarse.dram_read + coarse.dram_write) / double(full.dram_read + full.dram_write);
-      std::printf("%s %s n %lld coarse %d: %.3f of the full simulation\n", c.method, to_string(c.pass),
-                  (long long)c.n, k, ratio);
+      std::printf("%s %s n %lld coarse %d: %.3f of the full simulation\n", c.method, to_string(c.pass), (long long)c.n,
+                  k, ratio);
       EXPECT_NEAR(ratio, 1.0, 0.10) << c.method << " " << to_string(c.pass) << " n " << c.n << " coarse " << k;
     }
   }

@@ -289,7 +289,6 @@ int64_t Flash1Model::dram_beyond_compulsory(const ModelPoint& m, const DramConte
   return extra;
 }
 
-
 // The L2 simulation's trace (l2_sim.h), one time unit per (K/V tile j, Q tile i) iteration:
 //   forward   one block per (head, batch, split z), heads fastest; outer loop over K/V tiles j
 //             (K_j, V_j read at the block's first iteration of j), inner over its Q tiles
@@ -318,10 +317,12 @@ std::optional<SimTrace> Flash1Model::dram_trace(const ModelPoint& m, const DramC
   cq *= coarse;
   enum : int32_t { kQ, kK, kV, kO, kL, kOAcc, kRowSum, kRowMax, kDO, kAcc, kDQ, kDK, kDV };
   SimTrace tr;
-  tr.buffers = {{"Q", qh, nq, d * e, cq},          {"K", kh, nkmax, d * e, ck},   {"V", kh, nkmax, d * e, ck},
-                {"O", qh, nq, d * e, cq},          {"L", qh, nq, 4, cq},          {"O (fp32)", qh, nq, 4 * d, cq},
-                {"l", qh, nq, 4, cq},              {"m", qh, nq, 4, cq},          {"dO", qh, nq, d * e, cq},
-                {"dQ accumulator", qh, nq, 4 * d, cq}, {"dQ", qh, nq, d * e, cq}, {"dK", kh, nkmax, d * e, ck},
+  tr.buffers = {{"Q", qh, nq, d * e, cq},    {"K", kh, nkmax, d * e, ck},
+                {"V", kh, nkmax, d * e, ck}, {"O", qh, nq, d * e, cq},
+                {"L", qh, nq, 4, cq},        {"O (fp32)", qh, nq, 4 * d, cq},
+                {"l", qh, nq, 4, cq},        {"m", qh, nq, 4, cq},
+                {"dO", qh, nq, d * e, cq},   {"dQ accumulator", qh, nq, 4 * d, cq},
+                {"dQ", qh, nq, d * e, cq},   {"dK", kh, nkmax, d * e, ck},
                 {"dV", kh, nkmax, d * e, ck}};
   const auto bufs = std::make_shared<const std::vector<SimBuffer>>(tr.buffers);
   const int64_t k = coarse;
@@ -399,8 +400,7 @@ std::optional<SimTrace> Flash1Model::dram_trace(const ModelPoint& m, const DramC
       }
       for (int32_t buf : {kK, kV})
         for (const It& it : its)
-          if (it.load_kv)
-            push_rows(out, *bufs, buf, w.khead, it.j * bc, std::min(w.nk, (it.j + 1) * bc), SimOp::Read);
+          if (it.load_kv) push_rows(out, *bufs, buf, w.khead, it.j * bc, std::min(w.nk, (it.j + 1) * bc), SimOp::Read);
       auto rows = [&](int32_t buf, SimOp op, auto&& which) {
         for (const It& it : its)
           if (which(it)) push_rows(out, *bufs, buf, w.qhead, it.i * br, (it.i + 1) * br, op);
@@ -457,9 +457,9 @@ std::optional<SimTrace> Flash1Model::dram_trace(const ModelPoint& m, const DramC
       for (int32_t buf : {kK, kV})
         for (const It& it : its)
           if (it.first) push_rows(out, *bufs, buf, w.khead, it.j * bc, (it.j + 1) * bc, SimOp::Read);
-      for (auto [buf, op] : {std::pair{kQ, SimOp::Read}, std::pair{kDO, SimOp::Read}, std::pair{kO, SimOp::Read},
-                             std::pair{kRowSum, SimOp::Read}, std::pair{kRowMax, SimOp::Read},
-                             std::pair{kAcc, SimOp::Red}})
+      for (auto [buf, op] :
+           {std::pair{kQ, SimOp::Read}, std::pair{kDO, SimOp::Read}, std::pair{kO, SimOp::Read},
+            std::pair{kRowSum, SimOp::Read}, std::pair{kRowMax, SimOp::Read}, std::pair{kAcc, SimOp::Red}})
         for (const It& it : its)
           if (it.i >= 0) push_rows(out, *bufs, buf, w.qhead, it.i * br, (it.i + 1) * br, op);
       for (int32_t buf : {kDK, kDV})
@@ -467,8 +467,8 @@ std::optional<SimTrace> Flash1Model::dram_trace(const ModelPoint& m, const DramC
           if (it.last) push_rows(out, *bufs, buf, w.khead, it.j * bc, (it.j + 1) * bc, SimOp::Write);
     };
     tr.kernels.push_back(std::move(kb));
-    tr.kernels.push_back(streaming_kernel("convert", true, (*bufs)[kAcc].chunks(),
-                                          {{kAcc, SimOp::Read}, {kDQ, SimOp::Write}}));
+    tr.kernels.push_back(
+        streaming_kernel("convert", true, (*bufs)[kAcc].chunks(), {{kAcc, SimOp::Read}, {kDQ, SimOp::Write}}));
   }
   return tr;
 }

@@ -272,10 +272,12 @@ std::optional<SimTrace> Flash2Model::dram_trace(const ModelPoint& m, const DramC
   cq *= coarse, ck *= coarse;
   enum : int32_t { kQ, kK, kV, kO, kL, kDO, kD, kAcc, kDQ, kDK, kDV };
   SimTrace tr;
-  tr.buffers = {{"Q", qh, nq, d * e, cq},       {"K", kh, nkmax, d * e, ck}, {"V", kh, nkmax, d * e, ck},
-                {"O", qh, nq, d * e, cq},       {"L", qh, nq, 4, cq},        {"dO", qh, nq, d * e, cq},
-                {"D", qh, nq, 4, cq},           {"dQ accumulator", qh, nq, 4 * d, cq},
-                {"dQ", qh, nq, d * e, cq},      {"dK", kh, nkmax, d * e, ck}, {"dV", kh, nkmax, d * e, ck}};
+  tr.buffers = {{"Q", qh, nq, d * e, cq},    {"K", kh, nkmax, d * e, ck},
+                {"V", kh, nkmax, d * e, ck}, {"O", qh, nq, d * e, cq},
+                {"L", qh, nq, 4, cq},        {"dO", qh, nq, d * e, cq},
+                {"D", qh, nq, 4, cq},        {"dQ accumulator", qh, nq, 4 * d, cq},
+                {"dQ", qh, nq, d * e, cq},   {"dK", kh, nkmax, d * e, ck},
+                {"dV", kh, nkmax, d * e, ck}};
   const auto bufs = std::make_shared<const std::vector<SimBuffer>>(tr.buffers);
   const int64_t k = coarse;
 
@@ -335,8 +337,8 @@ std::optional<SimTrace> Flash2Model::dram_trace(const ModelPoint& m, const DramC
     const ModelTiles t = *m.bwd_tiles;
     const int64_t br = t.block_r, bc = t.block_c, mb = ceil_div(nq, br), tc = ceil_div(nkmax, bc);
     const int64_t q_chunks = (*bufs)[kO].chunks();
-    tr.kernels.push_back(streaming_kernel("preprocess", true, q_chunks,
-                                          {{kO, SimOp::Read}, {kDO, SimOp::Read}, {kD, SimOp::Write}}));
+    tr.kernels.push_back(
+        streaming_kernel("preprocess", true, q_chunks, {{kO, SimOp::Read}, {kDO, SimOp::Read}, {kD, SimOp::Write}}));
     tr.kernels.push_back(streaming_kernel("dQ accumulator memset", false, q_chunks, {{kAcc, SimOp::Write}}));
     // Block-sparse: per K/V tile, the mask's Q tiles, ascending.
     auto visible = std::make_shared<std::vector<std::vector<int64_t>>>();
@@ -390,8 +392,7 @@ std::optional<SimTrace> Flash2Model::dram_trace(const ModelPoint& m, const DramC
         for (int32_t buf : {kDK, kDV}) push_rows(out, *bufs, buf, w.khead, w.n0, w.n0 + bc, SimOp::Write);
     };
     tr.kernels.push_back(std::move(kb));
-    tr.kernels.push_back(
-        streaming_kernel("convert", true, q_chunks, {{kAcc, SimOp::Read}, {kDQ, SimOp::Write}}));
+    tr.kernels.push_back(streaming_kernel("convert", true, q_chunks, {{kAcc, SimOp::Read}, {kDQ, SimOp::Write}}));
   }
   return tr;
 }

@@ -178,7 +178,6 @@ inline double forward_drift(const std::optional<KernelResources>& r, const GpuLi
   return r->local_bytes_per_thread > 0 ? gpu.drift : 0.0;
 }
 
-
 // --- the L2 simulation's traces (l2_sim.h) ------------------------------------------------------
 
 // Appends the chunks holding rows [r0, r1) of `head` in buffer `buf` (rows past the buffer's
