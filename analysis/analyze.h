@@ -22,7 +22,7 @@ enum class DqAdds { Auto, Scalar, Pairs };
 
 struct AnalyzeOptions {
   double l2_tolerance = 0.03;        // |measured / exact model − 1| for fused kernels
-  double dram_tolerance = 0.25;      // |measured / two-level model − 1| for fused kernels
+  double dram_tolerance = 0.25;      // |measured / DRAM model − 1| for fused kernels
   double exponent_tolerance = 0.10;  // |measured exponent − model exponent|
   double l2_usable_fraction = kDefaultL2UsableFraction;
   bool require_counters = false;           // fail when no record could be judged
@@ -30,6 +30,8 @@ struct AnalyzeOptions {
   double drift = kDefaultCoResidentDrift;  // DRAM model: co-resident drift (dram_model.h)
   bool drift_all_kernels = false;          // ... also for kernels recorded without local memory
   DqAdds dq_adds = DqAdds::Auto;
+  bool wave_model = false;  // DRAM: the wave model (usable share, drift) instead of the L2 simulation
+  int l2_partitions = 0;    // DRAM simulation: L2 partitions; 0: from the device (l2_partitions_of)
 };
 
 // The architecture a file's fused kernels ran as (__CUDA_ARCH__ / 10): the highest of the
@@ -78,7 +80,9 @@ RecordModel model_point_of(const nlohmann::json& record, const nlohmann::json& f
 // hashed evenly over the two partitions that is 1 + 1/2 = 1.5× the sectors sent. The H100 files
 // measure exactly 1.5 × the model at every N (the SASS sends what the model counts:
 // io_model.h, dq_sectors_per_row). `lts__t_sectors_srcunit_tex_op_red.sum` (TEX only,
-// as `l2_write` is read) would count each sector once: factor 1.
+// as `l2_write` is read) would count each sector once: factor 1. Measured on GH100 (H100 and
+// H200 files, and Nsight Compute's srcunit split: results/crosscheck/nvidia-h100-ncu-red-scope.md);
+// applied to GA100 by the same two-partition argument, unmeasured, and the `why` says so.
 inline constexpr double kL2FabricRedFactor = 1.5;
 struct RedCounterScope {
   double factor = 1.0;

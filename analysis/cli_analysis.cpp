@@ -70,6 +70,12 @@ class Commands final : public AnalysisCommands {
         ->check(CLI::Range(0.0, 1.0));
     analyze_->add_flag("--drift-all-kernels", opt_.drift_all_kernels,
                        "DRAM model: apply the drift also to kernels recorded without local memory");
+    analyze_->add_flag("--dram-waves", opt_.wave_model,
+                       "DRAM: the wave model (usable L2 share, fitted drift) instead of the L2 simulation");
+    analyze_
+        ->add_option("--l2-partitions", opt_.l2_partitions,
+                     "DRAM simulation: L2 partitions (default: 2 on A100/H100/H200, else 1)")
+        ->check(CLI::Range(1, 8));
     analyze_
         ->add_option("--dq-adds", opt_.dq_adds,
                      "how the backward kernels added dQ: auto (from the file's revision), scalar (before 9077f49), "
@@ -123,8 +129,11 @@ class Commands final : public AnalysisCommands {
     predict_->add_option("--head-dim,-d", req_.head_dim, "head dim: 32, 64, 96, 128, 256 (default 64)")
         ->check(CLI::IsMember({32, 64, 96, 128, 256}));
     predict_->add_flag("--causal", req_.causal, "causal mask");
-    predict_->add_option("--l2-usable", req_.l2_usable_fraction, "share of L2 one stream can use (default 0.5)")
+    predict_
+        ->add_option("--l2-usable", req_.l2_usable_fraction,
+                     "with --dram-waves: share of L2 one stream can use (default 0.5)")
         ->check(CLI::Range(0.01, 1.0));
+    predict_->add_flag("--dram-waves", req_.wave_model, "DRAM: the wave model instead of the L2 simulation");
     add_format(predict_);
 
     export_ = app.add_subcommand("export",

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "analysis/l2_sim.h"
 #include "analysis/models/model.h"
 
 namespace flashio::analysis {
@@ -36,6 +37,61 @@ int64_t pass_inputs(const ModelPoint& m) {
   return q + 2 * kv + 2 * q + rows * 4;               // Q, K, V, O, dO, L
 }
 
+// Tile iterations per simulated step: the smallest power of two that brings the pass within
+// kSimStepBudget steps, as long as its longest block keeps at least 32 steps.
+int coarsening(const SimTrace& t) {
+  int64_t total = 0, longest = 0;
+  for (const auto& k : t.kernels)
+    for (int64_t b = 0; b < k.blocks; ++b) {
+      const int64_t s = k.steps(b);
+      total += s, longest = std::max(longest, s);
+    }
+  int c = 1;
+  while (total / c > kSimStepBudget && longest / (2 * c) >= 32) c *= 2;
+  return c;
+}
+
+// The prediction from the L2 simulation of the pass's trace.
+void simulate_pass(const ModelPoint& m, const IoModel& model, const DramContext& ctx, SimTrace trace,
+                   DramPrediction& out) {
+  const GpuLimits& gpu = ctx.gpu;
+  out.coarse = coarsening(trace);
+  if (out.coarse > 1) trace = *model.dram_trace(m, ctx, out.coarse);
+  out.l2_partitions = gpu.l2_partitions > 0 ? gpu.l2_partitions : 1;
+  const L2SimResult r = simulate_l2(trace.buffers, trace.kernels, {gpu.l2_bytes, out.l2_partitions, gpu.sm_count});
+  out.model = "L2 simulation";
+  out.predicted = r.dram_read + r.dram_write;
+  out.sim_steps = r.steps;
+  for (size_t k = 0; k < trace.kernels.size(); ++k)
+    if (trace.kernels[k].counted) out.kernels.push_back({trace.kernels[k].name, r.kernel_read[k], r.kernel_write[k]});
+  for (size_t b = 0; b < trace.buffers.size(); ++b)
+    if (r.read_of[b] + r.write_of[b] > 0) out.terms.add(trace.buffers[b].name, r.read_of[b], r.write_of[b]);
+  // The main kernel's occupancy (the forward's where the pass has one).
+  for (const auto& k : trace.kernels)
+    if (k.name == "forward" || k.name == "backward") {
+      out.blocks_per_sm = k.blocks_per_sm;
+      out.wave_blocks = int64_t(k.blocks_per_sm) * gpu.sm_count;
+      out.occupancy = occupancy_source(k.name == "forward" ? ctx.kernels.fwd : ctx.kernels.bwd, gpu);
+      break;
+    }
+  const Term* top = nullptr;
+  for (const auto& t : out.terms.terms)
+    if (!top || t.read + t.write > top->read + top->write) top = &t;
+  if (top && out.predicted > 0) {
+    int64_t size = 0;
+    for (const auto& b : trace.buffers)
+      if (b.name == top->name) size = b.heads * b.rows * b.row_bytes;
+    const bool reads = top->read >= top->write;
+    out.dominant = fmt::format("{} {} {:.0f} % ({:.2f}× its bytes)", top->name, reads ? "read" : "written back",
+                               100.0 * double(top->read + top->write) / double(out.predicted),
+                               size > 0 ? double(reads ? top->read : top->write) / double(size) : 0.0);
+  }
+  out.spills = r.dram_read > model.compulsory_dram(m).read + model.compulsory_dram(m).read / 50;
+  out.footprint = pass_footprint(m, model);
+  out.resident = out.footprint <= gpu.l2_bytes;
+  out.note = "L2 simulation; dominant: " + out.dominant;
+}
+
 }  // namespace
 
 nlohmann::json DramPrediction::to_json() const {
@@ -52,7 +108,24 @@ nlohmann::json DramPrediction::to_json() const {
           {"out_of_scope", out_of_scope},
           {"note", note},
           {"occupancy", occupancy},
-          {"drift", drift}};
+          {"drift", drift},
+          {"model", model},
+          {"terms", terms.to_json()},
+          {"dominant", dominant},
+          {"coarse", coarse},
+          {"sim_steps", sim_steps},
+          {"l2_partitions", l2_partitions},
+          {"kernels", [&] {
+             nlohmann::json k = nlohmann::json::array();
+             for (const auto& x : kernels) k.push_back({{"kernel", x.kernel}, {"read", x.read}, {"write", x.write}});
+             return k;
+           }()}};
+}
+
+int l2_partitions_of(const std::string& name) {
+  for (const char* two : {"A100", "A800", "H100", "H800", "H200", "GH200"})
+    if (name.find(two) != std::string::npos) return 2;
+  return 1;
 }
 
 int blocks_per_sm(int threads, int64_t smem_bytes, const GpuLimits& gpu, int registers_per_thread) {
@@ -85,6 +158,14 @@ DramPrediction predict_dram(const ModelPoint& m, int64_t fwd_smem_bytes, int64_t
   const double usable = l2_usable_fraction * double(gpu.l2_bytes);
   DramPrediction out;
   out.compulsory = model.compulsory_dram(m).total();
+  if (!gpu.wave_model) {
+    const DramContext ctx{fwd_smem_bytes, bwd_smem_bytes, gpu, usable, kernels};
+    if (auto trace = model.dram_trace(m, ctx, 1)) {
+      simulate_pass(m, model, ctx, std::move(*trace), out);
+      return out;
+    }
+  }
+  out.model = "waves";
   const int64_t extra =
       model.dram_beyond_compulsory(m, DramContext{fwd_smem_bytes, bwd_smem_bytes, gpu, usable, kernels}, out);
   out.predicted = out.compulsory + extra;

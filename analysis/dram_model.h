@@ -1,4 +1,18 @@
-// The second level of the IO model: L2 as the fast memory, a wave of resident thread blocks as
+// The second level of the IO model: L2 ↔ DRAM bytes. Two models:
+//
+// * the L2 simulation (default, issue 19; analysis/l2_sim.h): the method's schedule
+//   (IoModel::dram_trace: its launches, blocks in launch order, each block's tile steps) run
+//   through a model of the device's L2 — capacity from the record, two partitions on GA100 and
+//   GH100 (l2_partitions_of), LRU, dirty write-back — with one time unit per tile iteration,
+//   so causal blocks that end early free their slots early. Nothing in it is fitted: the
+//   inputs are the record's device (L2 bytes, SMs), tiles and occupancy. A large pass is
+//   simulated coarsened (`coarse` tile iterations per step and chunks `coarse` times the
+//   tiles' rows, a power of two chosen so that at most kSimStepBudget steps run; the analysis
+//   tests bound what that changes against the full simulation);
+// * the wave model (`--dram-model waves`, kept for comparison; the text below): closed-form
+//   waves with a usable-L2 share and a fitted co-resident drift.
+//
+// The wave model: L2 as the fast memory, a wave of resident thread blocks as
 // the tile (DESIGN.md "Where DRAM traffic does grow"). The thread blocks resident together
 // stream the same K/V (forward) or Q/dO (backward) in near lock-step, so L2 serves every
 // re-read inside a wave. While the operand set a wave streams fits in the L2 share one stream
@@ -36,6 +50,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "analysis/io_model.h"
 #include "bench/core/counters.h"
@@ -52,7 +67,17 @@ struct GpuLimits {
   int blocks_per_sm_override = 0;          // > 0: the resident blocks per SM a wave assumes (a hypothesis to test)
   double drift = kDefaultCoResidentDrift;  // co-resident drift (see above); 0 = layers in lock-step
   bool drift_all_kernels = false;          // apply it also to kernels recorded without local memory
+  int l2_partitions = 0;                   // the simulation's L2 partitions; 0: l2_partitions_of the device
+  bool wave_model = false;                 // predict with the wave model instead of the L2 simulation
 };
+
+// The L2 partitions of a GPU by its name: two on GA100 and GH100 (A100, H100, H200, H800, A800 —
+// the A100 and H100 whitepapers: "the L2 cache is divided into two partitions", each serving
+// the GPCs directly connected to it), one otherwise.
+int l2_partitions_of(const std::string& device_name);
+
+// The simulation's step budget: a pass with more tile iterations is coarsened (above).
+inline constexpr int64_t kSimStepBudget = 2'000'000;
 
 struct DramPrediction {
   int64_t compulsory = 0;
@@ -79,6 +104,18 @@ struct DramPrediction {
   //   not modelled.
   std::string out_of_scope;
   std::string note;
+  // The L2 simulation (empty `model`: the wave model gave the prediction):
+  std::string model;      // "L2 simulation" or "waves"
+  Traffic terms;          // DRAM bytes per buffer (read: fetched, write: written back)
+  std::string dominant;   // the largest term, its share of the prediction and its fetches per byte
+  int coarse = 0;         // tile iterations per simulated step
+  int64_t sim_steps = 0;  // simulated block steps
+  int l2_partitions = 0;
+  struct KernelBytes {
+    std::string kernel;
+    int64_t read = 0, write = 0;
+  };
+  std::vector<KernelBytes> kernels;  // per launch (counted ones), as the records' counters.kernels[]
   nlohmann::json to_json() const;
 };
 

@@ -454,15 +454,18 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
   std::vector<Table> out;
   const int64_t d = r.head_dim;
   for (const GpuFigures& g : gpus) {
-    const GpuLimits lim{g.sm_count, g.smem_per_sm_bytes, g.l2_bytes, g.max_threads_per_sm};
+    GpuLimits lim{g.sm_count, g.smem_per_sm_bytes, g.l2_bytes, g.max_threads_per_sm};
+    lim.l2_partitions = l2_partitions_of(g.name);
+    lim.wave_model = r.wave_model;
     Table t{
         fmt::format("{}: {} SMs, {} KiB shared memory/SM, L2 {} MiB, {:.0f} GB/s, {:.0f} TFLOP/s fp16 — b {} · h {} · "
                     "d {}{}",
                     g.name, g.sm_count, g.smem_per_sm_bytes / 1024, g.l2_bytes / (1024 * 1024),
                     g.dram_bytes_per_s / 1e9, g.peak_fp16_tensor_flops / 1e12, r.batch, r.heads, d,
                     r.causal ? " · causal" : ""),
-        {"method", "pass", "N", "fwd tile", "SM↔L2", "DRAM (two-level)", "DRAM compulsory", "roofline (ms)", "bound"},
-        {"", "", "", "", "B", "B", "B", "s", ""},
+        {"method", "pass", "N", "fwd tile", "SM↔L2", r.wave_model ? "DRAM (waves)" : "DRAM (L2 simulation)",
+         "DRAM compulsory", "DRAM dominant term", "roofline (ms)", "bound"},
+        {"", "", "", "", "B", "B", "B", "", "s", ""},
         {}};
     for (const auto& method : r.methods)
       for (const auto& pass_name : r.passes)
@@ -475,7 +478,7 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
             std::vector<Cell> row = head;
             row.push_back(tile);
             row.push_back(why);
-            row.insert(row.end(), 4, no_cell());
+            row.insert(row.end(), 5, no_cell());
             t.rows.push_back(row);
           };
           ModelPoint m;
@@ -517,6 +520,7 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
           row.push_back(tile);
           for (const double b : {double(sm.total()), double(dram.predicted), double(dram.compulsory)})
             row.push_back(number_cell(b, format_bytes(b)));
+          row.push_back(dram.dominant.empty() ? no_cell() : text_cell(dram.dominant));
           row.push_back(fixed_cell(std::max(t_compute, t_memory), 1e3, 3));
           row.push_back(text_cell(t_compute >= t_memory ? "compute" : "memory"));
           t.rows.push_back(row);

@@ -59,7 +59,8 @@ struct PredictRequest {
   std::vector<int64_t> seqlens;
   int64_t batch = 1, heads = 16, head_dim = 64;
   bool causal = false;
-  double l2_usable_fraction = 0.5;
+  double l2_usable_fraction = 0.5;  // the wave model's
+  bool wave_model = false;          // DRAM: the wave model instead of the L2 simulation
 };
 std::vector<Table> predict_tables(const PredictRequest& r);  // throws std::invalid_argument on an unknown GPU
 

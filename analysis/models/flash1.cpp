@@ -167,6 +167,7 @@ class Flash1Model final : public IoModel {
   }
 
   int64_t dram_beyond_compulsory(const ModelPoint& m, const DramContext& c, DramPrediction& out) const override;
+  std::optional<SimTrace> dram_trace(const ModelPoint& m, const DramContext& c, int coarse) const override;
 
   // The forward's fp32 O accumulator and its ℓ, m.
   int64_t forward_workspace_bytes(const Problem& p) const override {
@@ -286,6 +287,190 @@ int64_t Flash1Model::dram_beyond_compulsory(const ModelPoint& m, const DramConte
     }
   }
   return extra;
+}
+
+// The L2 simulation's trace (l2_sim.h), one time unit per (K/V tile j, Q tile i) iteration:
+//   forward   one block per (head, batch, split z), heads fastest; outer loop over K/V tiles j
+//             (K_j, V_j read at the block's first iteration of j), inner over its Q tiles
+//             i ≡ z (mod S), i ≥ i_first(j): Q_i read; the fp32 O, ℓ, m read back when j > 0;
+//             written back, or on the last visit O, L, ℓ, m written;
+//   backward  the dQ accumulator's cudaMemsetAsync (not counted); main: one block per (head,
+//             batch, split z): K/V tiles j ≡ z (mod S) below seqlen_k (K_j, V_j read first, dK_j,
+//             dV_j written last), Q tiles i ≥ i_first(j) of sequences that see j: Q_i, dO_i, O_i,
+//             ℓ_i, m_i read, dQ_i added into the accumulator (a read-modify-write in L2);
+//             convert (accumulator read, dQ written).
+std::optional<SimTrace> Flash1Model::dram_trace(const ModelPoint& m, const DramContext& c, int coarse) const {
+  const Problem& p = m.problem;
+  const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, nkmax = p.nk();
+  const bool fwd = m.pass != Pass::Bwd, bwd = m.pass != Pass::Fwd;
+  const int64_t heads = p.heads, kvh = p.kvh(), group = heads / kvh, batch = p.batch;
+  const int64_t qh = batch * heads, kh = batch * kvh;
+  const bool causal = p.causal;
+  const auto lens_i32 = key_lengths(p);
+  const auto lens = std::make_shared<const std::vector<int64_t>>(lens_i32.begin(), lens_i32.end());
+  int64_t cq = 0, ck = 0;
+  if (fwd) cq = gcd_rows(cq, need_tiles(m.fwd_tiles, m, "forward").block_r), ck = gcd_rows(ck, m.fwd_tiles->block_c);
+  if (bwd) cq = gcd_rows(cq, need_tiles(m.bwd_tiles, m, "backward").block_r), ck = gcd_rows(ck, m.bwd_tiles->block_c);
+  // Coarse steps take taller chunks of the streamed buffers only: K and V are the outer loop's
+  // tiles, which a block holds while it streams the Q side (with S > 1 a chunk of several K/V tiles
+  // would be read again at each of the block's tiles in it).
+  cq *= coarse;
+  enum : int32_t { kQ, kK, kV, kO, kL, kOAcc, kRowSum, kRowMax, kDO, kAcc, kDQ, kDK, kDV };
+  SimTrace tr;
+  tr.buffers = {{"Q", qh, nq, d * e, cq},    {"K", kh, nkmax, d * e, ck},
+                {"V", kh, nkmax, d * e, ck}, {"O", qh, nq, d * e, cq},
+                {"L", qh, nq, 4, cq},        {"O (fp32)", qh, nq, 4 * d, cq},
+                {"l", qh, nq, 4, cq},        {"m", qh, nq, 4, cq},
+                {"dO", qh, nq, d * e, cq},   {"dQ accumulator", qh, nq, 4 * d, cq},
+                {"dQ", qh, nq, d * e, cq},   {"dK", kh, nkmax, d * e, ck},
+                {"dV", kh, nkmax, d * e, ck}};
+  const auto bufs = std::make_shared<const std::vector<SimBuffer>>(tr.buffers);
+  const int64_t k = coarse;
+
+  // A block's iterations (j, i), walked by a cursor per block: step s continues where s − 1 ended.
+  struct Cursor {
+    int64_t j = 0, i = 0, done = 0;
+    bool started = false;
+  };
+  struct Block {
+    int64_t h, b, z, qhead, khead, nk;
+  };
+  auto block_of = [=](int64_t blk) {
+    Block w{};
+    w.h = blk % heads, w.b = (blk / heads) % batch, w.z = blk / heads / batch;
+    w.qhead = w.b * heads + w.h, w.khead = w.b * kvh + w.h / group;
+    w.nk = std::min((*lens)[size_t(w.b)], nkmax);
+    return w;
+  };
+
+  if (fwd) {
+    const ModelTiles t = *m.fwd_tiles;
+    const int64_t br = t.block_r, bc = t.block_c, mb = ceil_div(nq, br), splits = t.splits;
+    // The block's first Q tile at or after `from` (i ≡ z mod S), or mb.
+    auto own_from = [=](int64_t z, int64_t from) {
+      return std::min(from + ((z - from % splits) % splits + splits) % splits, mb);
+    };
+    auto i_first = [=](int64_t j) { return causal ? std::min(j * bc / br, mb) : int64_t(0); };
+    auto per_j = [=](int64_t z, int64_t j) {  // the block's Q tiles for K/V tile j
+      const int64_t f = own_from(z, i_first(j));
+      return f >= mb ? int64_t(0) : (mb - 1 - f) / splits + 1;
+    };
+    auto iterations = [=](int64_t blk) {
+      const Block w = block_of(blk);
+      int64_t n = 0;
+      for (int64_t j = 0; j < ceil_div(w.nk, bc); ++j) n += per_j(w.z, j);
+      return n;
+    };
+    auto cursors = std::make_shared<std::vector<Cursor>>();
+    SimKernel kf;
+    kf.name = "forward";
+    kf.blocks = heads * batch * splits;
+    cursors->resize(size_t(kf.blocks));
+    kf.blocks_per_sm = resident_blocks(t.warps * 32, c.fwd_smem, c.gpu, c.kernels.fwd);
+    kf.steps = [=](int64_t blk) { return std::max<int64_t>(1, ceil_div(iterations(blk), k)); };
+    kf.step = [=](int64_t blk, int64_t, std::vector<SimAccess>& out) {
+      const Block w = block_of(blk);
+      const int64_t n_blocks = ceil_div(w.nk, bc);
+      if (n_blocks == 0) {  // no visible key: O = 0 and L = −∞ over the block's rows
+        for (int64_t i = own_from(w.z, 0); i < mb; i += splits)
+          for (int32_t buf : {kO, kL}) push_rows(out, *bufs, buf, w.qhead, i * br, (i + 1) * br, SimOp::Write);
+        return;
+      }
+      // The step's iterations first, then their accesses buffer by buffer (a coarse step's
+      // consecutive Q tiles share chunks).
+      struct It {
+        int64_t j, i;
+        bool load_kv, final;
+      };
+      thread_local std::vector<It> its;  // reused: one step is called per block step
+      its.clear();
+      Cursor& cur = (*cursors)[size_t(blk)];
+      for (int64_t n = 0; n < k && cur.j < n_blocks; ++n) {
+        bool load = false;
+        if (!cur.started) {  // the next K/V tile with a Q tile of this block
+          while (cur.j < n_blocks && per_j(w.z, cur.j) == 0) ++cur.j;
+          if (cur.j >= n_blocks) break;
+          cur.i = own_from(w.z, i_first(cur.j)), cur.started = true, load = true;
+        }
+        const int64_t r0 = cur.i * br;
+        const int64_t last_j = causal ? std::min(n_blocks - 1, (r0 + br - 1) / bc) : n_blocks - 1;
+        its.push_back({cur.j, cur.i, load, cur.j == last_j});
+        cur.i += splits;
+        if (cur.i >= mb) ++cur.j, cur.started = false;
+      }
+      for (int32_t buf : {kK, kV})
+        for (const It& it : its)
+          if (it.load_kv) push_rows(out, *bufs, buf, w.khead, it.j * bc, std::min(w.nk, (it.j + 1) * bc), SimOp::Read);
+      auto rows = [&](int32_t buf, SimOp op, auto&& which) {
+        for (const It& it : its)
+          if (which(it)) push_rows(out, *bufs, buf, w.qhead, it.i * br, (it.i + 1) * br, op);
+      };
+      rows(kQ, SimOp::Read, [](const It&) { return true; });
+      for (int32_t buf : {kOAcc, kRowSum, kRowMax}) rows(buf, SimOp::Read, [](const It& it) { return it.j > 0; });
+      for (int32_t buf : {kO, kL}) rows(buf, SimOp::Write, [](const It& it) { return it.final; });
+      rows(kOAcc, SimOp::Write, [](const It& it) { return !it.final; });
+      for (int32_t buf : {kRowSum, kRowMax}) rows(buf, SimOp::Write, [](const It&) { return true; });
+    };
+    tr.kernels.push_back(std::move(kf));
+  }
+  if (bwd) {
+    const ModelTiles t = *m.bwd_tiles;
+    const int64_t br = t.block_r, bc = t.block_c, mb = ceil_div(nq, br), splits = t.splits;
+    const int64_t n_blocks = ceil_div(nkmax, bc);  // every K/V tile up to seqlen_k is loaded
+    tr.kernels.push_back(
+        streaming_kernel("dQ accumulator memset", false, (*bufs)[kAcc].chunks(), {{kAcc, SimOp::Write}}));
+    auto i_first = [=](int64_t j) { return causal ? std::min(j * bc / br, mb) : int64_t(0); };
+    // Iterations of K/V tile j: its Q tiles, or one (K/V in, dK/dV out) when its Q loop is empty.
+    auto per_j = [=](const Block& w, int64_t j) { return j * bc < w.nk ? std::max<int64_t>(1, mb - i_first(j)) : 1; };
+    auto iterations = [=](int64_t blk) {
+      const Block w = block_of(blk);
+      int64_t n = 0;
+      for (int64_t j = w.z; j < n_blocks; j += splits) n += per_j(w, j);
+      return n;
+    };
+    auto cursors = std::make_shared<std::vector<Cursor>>();
+    SimKernel kb;
+    kb.name = "backward";
+    kb.blocks = heads * batch * splits;
+    cursors->resize(size_t(kb.blocks));
+    kb.blocks_per_sm = resident_blocks(t.warps * 32, c.bwd_smem, c.gpu, c.kernels.bwd);
+    kb.steps = [=](int64_t blk) { return std::max<int64_t>(1, ceil_div(iterations(blk), k)); };
+    kb.step = [=](int64_t blk, int64_t, std::vector<SimAccess>& out) {
+      const Block w = block_of(blk);
+      struct It {
+        int64_t j, i;  // i < 0: the K/V tile's Q loop is empty
+        bool first, last;
+      };
+      thread_local std::vector<It> its;  // reused: one step is called per block step
+      its.clear();
+      Cursor& cur = (*cursors)[size_t(blk)];
+      if (!cur.started && cur.done == 0) cur.j = w.z;
+      for (int64_t n = 0; n < k && cur.j < n_blocks; ++n) {
+        const bool visits = cur.j * bc < w.nk && i_first(cur.j) < mb;
+        const bool first = !cur.started;
+        if (first) cur.i = i_first(cur.j), cur.started = true;
+        its.push_back({cur.j, visits ? cur.i : -1, first, !visits || cur.i + 1 >= mb});
+        if (visits) ++cur.i;
+        ++cur.done;
+        if (its.back().last) cur.j += splits, cur.started = false;
+      }
+      for (int32_t buf : {kK, kV})
+        for (const It& it : its)
+          if (it.first) push_rows(out, *bufs, buf, w.khead, it.j * bc, (it.j + 1) * bc, SimOp::Read);
+      for (auto [buf, op] :
+           {std::pair{kQ, SimOp::Read}, std::pair{kDO, SimOp::Read}, std::pair{kO, SimOp::Read},
+            std::pair{kRowSum, SimOp::Read}, std::pair{kRowMax, SimOp::Read}, std::pair{kAcc, SimOp::Red}})
+        for (const It& it : its)
+          if (it.i >= 0) push_rows(out, *bufs, buf, w.qhead, it.i * br, (it.i + 1) * br, op);
+      for (int32_t buf : {kDK, kDV})
+        for (const It& it : its)
+          if (it.last) push_rows(out, *bufs, buf, w.khead, it.j * bc, (it.j + 1) * bc, SimOp::Write);
+    };
+    tr.kernels.push_back(std::move(kb));
+    tr.kernels.push_back(
+        streaming_kernel("convert", true, (*bufs)[kAcc].chunks(), {{kAcc, SimOp::Read}, {kDQ, SimOp::Write}}));
+  }
+  return tr;
 }
 
 }  // namespace

@@ -247,6 +247,157 @@ int64_t Flash2Model::dram_beyond_compulsory(const ModelPoint& m, const DramConte
   return extra;
 }
 
+// The L2 simulation's trace (l2_sim.h) of the pass's launches, in stream order:
+//   forward   one block per (Q tile, head, batch), x fastest; causal: x = 0 is the last Q tile
+//             (heaviest first). Step 0 reads Q_i; each step reads the next K/V tiles, last to
+//             first (rows past the sequence's key length not requested; block-sparse: the
+//             mask's tiles); the last step writes O_i and L_i.
+//   backward  preprocess (O, dO read, D written, row by row), the dQ accumulator's
+//             cudaMemsetAsync (not counted), main: one block per (K/V tile, K/V head, batch);
+//             step 0 reads K_j, V_j; each step visits the next Q tile of the group's heads (Q,
+//             dO, L, D read, dQ_i reduced into the accumulator); the last writes dK_j, dV_j;
+//             convert (accumulator read, dQ written).
+// One tile iteration (QKᵀ and PV, or the backward's five products) is one time unit.
+std::optional<SimTrace> Flash2Model::dram_trace(const ModelPoint& m, const DramContext& c, int coarse) const {
+  const Problem& p = m.problem;
+  const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, nkmax = p.nk();
+  const bool fwd = m.pass != Pass::Bwd, bwd = m.pass != Pass::Fwd;
+  const int64_t heads = p.heads, kvh = p.kvh(), group = heads / kvh, batch = p.batch;
+  const int64_t qh = batch * heads, kh = batch * kvh;
+  const bool causal = p.causal;
+  const auto lens_i32 = key_lengths(p);
+  const auto lens = std::make_shared<const std::vector<int64_t>>(lens_i32.begin(), lens_i32.end());
+  int64_t cq = 0, ck = 0;
+  if (fwd) cq = gcd_rows(cq, need_tiles(m.fwd_tiles, m, "forward").block_r), ck = gcd_rows(ck, m.fwd_tiles->block_c);
+  if (bwd) cq = gcd_rows(cq, need_tiles(m.bwd_tiles, m, "backward").block_r), ck = gcd_rows(ck, m.bwd_tiles->block_c);
+  cq *= coarse, ck *= coarse;
+  enum : int32_t { kQ, kK, kV, kO, kL, kDO, kD, kAcc, kDQ, kDK, kDV };
+  SimTrace tr;
+  tr.buffers = {{"Q", qh, nq, d * e, cq},    {"K", kh, nkmax, d * e, ck},
+                {"V", kh, nkmax, d * e, ck}, {"O", qh, nq, d * e, cq},
+                {"L", qh, nq, 4, cq},        {"dO", qh, nq, d * e, cq},
+                {"D", qh, nq, 4, cq},        {"dQ accumulator", qh, nq, 4 * d, cq},
+                {"dQ", qh, nq, d * e, cq},   {"dK", kh, nkmax, d * e, ck},
+                {"dV", kh, nkmax, d * e, ck}};
+  const auto bufs = std::make_shared<const std::vector<SimBuffer>>(tr.buffers);
+  const int64_t k = coarse;
+
+  if (fwd) {
+    const ModelTiles t = *m.fwd_tiles;
+    const int64_t br = t.block_r, bc = t.block_c, tq = ceil_div(nq, br);
+    // Block-sparse: per Q tile, the mask's K/V tiles, last to first.
+    auto visible = std::make_shared<std::vector<std::vector<int64_t>>>();
+    if (!m.mask.empty())
+      for (int64_t i = 0; i < tq; ++i) {
+        visible->emplace_back();
+        for (int64_t j = m.mask.cols - 1; j >= 0; --j)
+          if (m.mask.at(i, j)) visible->back().push_back(j);
+      }
+    struct Where {
+      int64_t i, qhead, khead, nk, nb, skip, count;
+    };
+    auto where = [=](int64_t blk) {
+      Where w{};
+      const int64_t x = blk % tq, h = (blk / tq) % heads, b = blk / tq / heads;
+      w.i = causal ? tq - 1 - x : x;
+      w.qhead = b * heads + h, w.khead = b * kvh + h / group;
+      w.nk = std::min((*lens)[size_t(b)], nkmax);
+      const int64_t n_end = causal ? std::min(w.nk, (w.i + 1) * br) : w.nk;
+      w.nb = n_end > 0 ? ceil_div(n_end, bc) : 0;
+      if (visible->empty()) {
+        w.count = w.nb;
+      } else {  // the list is descending: tiles at or past nb come first
+        const auto& v = (*visible)[size_t(w.i)];
+        w.skip = std::partition_point(v.begin(), v.end(), [&](int64_t j) { return j >= w.nb; }) - v.begin();
+        w.count = int64_t(v.size()) - w.skip;
+      }
+      return w;
+    };
+    SimKernel kf;
+    kf.name = "forward";
+    kf.blocks = tq * heads * batch;
+    kf.blocks_per_sm = resident_blocks(t.warps * 32, c.fwd_smem, c.gpu, c.kernels.fwd);
+    kf.steps = [=](int64_t blk) { return std::max<int64_t>(1, ceil_div(where(blk).count, k)); };
+    kf.step = [=](int64_t blk, int64_t s, std::vector<SimAccess>& out) {
+      const Where w = where(blk);
+      const int64_t steps = std::max<int64_t>(1, ceil_div(w.count, k));
+      if (s == 0) push_rows(out, *bufs, kQ, w.qhead, w.i * br, (w.i + 1) * br, SimOp::Read);
+      for (int32_t buf : {kK, kV})
+        for (int64_t q = s * k; q < std::min(w.count, (s + 1) * k); ++q) {
+          const int64_t j = visible->empty() ? w.nb - 1 - q : (*visible)[size_t(w.i)][size_t(w.skip + q)];
+          push_rows(out, *bufs, buf, w.khead, j * bc, std::min(w.nk, (j + 1) * bc), SimOp::Read);
+        }
+      if (s == steps - 1) {
+        push_rows(out, *bufs, kO, w.qhead, w.i * br, (w.i + 1) * br, SimOp::Write);
+        push_rows(out, *bufs, kL, w.qhead, w.i * br, (w.i + 1) * br, SimOp::Write);
+      }
+    };
+    tr.kernels.push_back(std::move(kf));
+  }
+  if (bwd) {
+    const ModelTiles t = *m.bwd_tiles;
+    const int64_t br = t.block_r, bc = t.block_c, mb = ceil_div(nq, br), tc = ceil_div(nkmax, bc);
+    const int64_t q_chunks = (*bufs)[kO].chunks();
+    tr.kernels.push_back(
+        streaming_kernel("preprocess", true, q_chunks, {{kO, SimOp::Read}, {kDO, SimOp::Read}, {kD, SimOp::Write}}));
+    tr.kernels.push_back(streaming_kernel("dQ accumulator memset", false, q_chunks, {{kAcc, SimOp::Write}}));
+    // Block-sparse: per K/V tile, the mask's Q tiles, ascending.
+    auto visible = std::make_shared<std::vector<std::vector<int64_t>>>();
+    if (!m.bwd_mask.empty())
+      for (int64_t j = 0; j < tc; ++j) {
+        visible->emplace_back();
+        for (int64_t i = 0; i < std::min(mb, m.bwd_mask.rows); ++i)
+          if (m.bwd_mask.at(i, j)) visible->back().push_back(i);
+      }
+    struct Where {
+      int64_t j, khead, qhead0, n0, m_first, skip, per_head, count;
+    };
+    auto where = [=](int64_t blk) {
+      Where w{};
+      w.j = blk % tc;
+      const int64_t hk = (blk / tc) % kvh, b = blk / tc / kvh;
+      w.khead = b * kvh + hk, w.qhead0 = b * heads + hk * group;
+      w.n0 = w.j * bc;
+      const int64_t nk = std::min((*lens)[size_t(b)], nkmax);
+      w.m_first = causal ? std::min(w.n0 / br, mb) : 0;
+      if (w.n0 >= nk) {
+        w.per_head = 0;
+      } else if (visible->empty()) {
+        w.per_head = mb - w.m_first;
+      } else {
+        const auto& v = (*visible)[size_t(w.j)];
+        w.skip = std::partition_point(v.begin(), v.end(), [&](int64_t i) { return i < w.m_first; }) - v.begin();
+        w.per_head = int64_t(v.size()) - w.skip;
+      }
+      w.count = group * w.per_head;
+      return w;
+    };
+    SimKernel kb;
+    kb.name = "backward";
+    kb.blocks = tc * kvh * batch;
+    kb.blocks_per_sm = resident_blocks(t.warps * 32, c.bwd_smem, c.gpu, c.kernels.bwd);
+    kb.steps = [=](int64_t blk) { return std::max<int64_t>(1, ceil_div(where(blk).count, k)); };
+    kb.step = [=](int64_t blk, int64_t s, std::vector<SimAccess>& out) {
+      const Where w = where(blk);
+      const int64_t steps = std::max<int64_t>(1, ceil_div(w.count, k));
+      if (s == 0)
+        for (int32_t buf : {kK, kV}) push_rows(out, *bufs, buf, w.khead, w.n0, w.n0 + bc, SimOp::Read);
+      for (auto [buf, op] : {std::pair{kQ, SimOp::Read}, std::pair{kDO, SimOp::Read}, std::pair{kL, SimOp::Read},
+                             std::pair{kD, SimOp::Read}, std::pair{kAcc, SimOp::Red}})
+        for (int64_t q = s * k; q < std::min(w.count, (s + 1) * k); ++q) {
+          const int64_t g = q / w.per_head, x = q % w.per_head;
+          const int64_t i = visible->empty() ? w.m_first + x : (*visible)[size_t(w.j)][size_t(w.skip + x)];
+          push_rows(out, *bufs, buf, w.qhead0 + g, i * br, (i + 1) * br, op);
+        }
+      if (s == steps - 1)
+        for (int32_t buf : {kDK, kDV}) push_rows(out, *bufs, buf, w.khead, w.n0, w.n0 + bc, SimOp::Write);
+    };
+    tr.kernels.push_back(std::move(kb));
+    tr.kernels.push_back(streaming_kernel("convert", true, q_chunks, {{kAcc, SimOp::Read}, {kDQ, SimOp::Write}}));
+  }
+  return tr;
+}
+
 std::string Flash2Model::asymptotic_formula(const ModelPoint& m) const {
   const std::string s = m.mask.empty() ? "" : "s·";
   if (m.pass == Pass::Fwd) return "N·d + " + s + "N²·d/Br  (FA-2: K,V read Tr times)";

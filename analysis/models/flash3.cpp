@@ -2,9 +2,11 @@
 // visible K/V tiles once per Q tile, O and L once — moved by TMA: the tile loads read whole
 // tiles up to the tensor's end (a batch's padded keys are read and masked, where flash2's
 // copies stop at the key length), O leaves in TMA stores clipped at Nq. The persistent grid
-// changes the order in which Q tiles run, not what each moves; the DRAM terms are flash2's
-// forward's (the same waves of Q tiles over a head's K/V). No backward kernel. The ablations
-// (flash3_no_pingpong, flash3_no_overlap) move the same bytes.
+// changes when Q tiles run, not what each moves; its DRAM prediction is flash2's forward trace
+// through the L2 simulation (Flash2Model::dram_trace): the dynamic scheduler hands out work items
+// in flash2's grid order (a head's Q tiles consecutive, causal longest first), one block per SM at
+// this shared memory. No backward kernel. The ablations (flash3_no_pingpong, flash3_no_overlap)
+// move the same bytes.
 #include "analysis/models/flash3.h"
 
 #include <fmt/format.h>

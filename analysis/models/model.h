@@ -19,6 +19,7 @@
 
 #include "analysis/dram_model.h"
 #include "analysis/io_model.h"
+#include "analysis/l2_sim.h"
 
 namespace flashio::analysis {
 
@@ -77,6 +78,13 @@ class IoModel {
   // Whether a pass whose buffers fit in the L2 reads its inputs once and writes nothing back
   // (dram_model.h, residency); false for a model of compulsory matrices only.
   virtual bool dram_residency() const { return true; }
+  // The pass's launches for the L2 simulation (l2_sim.h): the kernels in stream order, their
+  // blocks in launch order, each block's tile steps, `coarse` tile iterations per step and
+  // chunks `coarse` times the tiles' common rows (dram_model.h, coarsening). None: the method's
+  // DRAM bytes are not simulated (the wave model above applies).
+  virtual std::optional<SimTrace> dram_trace(const ModelPoint& /*m*/, const DramContext& /*c*/, int /*coarse*/) const {
+    return std::nullopt;
+  }
   // The forward's buffers beyond Q, K, V, O, L (its footprint in L2).
   virtual int64_t forward_workspace_bytes(const Problem&) const { return 0; }
 

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -14,6 +16,7 @@
 
 #include "analysis/dram_model.h"
 #include "analysis/io_model.h"
+#include "analysis/l2_sim.h"
 
 namespace flashio::analysis::parts {
 
@@ -174,5 +177,42 @@ inline double forward_drift(const std::optional<KernelResources>& r, const GpuLi
   if (!r || gpu.drift_all_kernels) return gpu.drift;
   return r->local_bytes_per_thread > 0 ? gpu.drift : 0.0;
 }
+
+// --- the L2 simulation's traces (l2_sim.h) ------------------------------------------------------
+
+// Appends the chunks holding rows [r0, r1) of `head` in buffer `buf` (rows past the buffer's
+// end are not requested), skipping a chunk equal to the last one appended with the same op (a
+// coarse step's consecutive tiles in one chunk).
+inline void push_rows(std::vector<SimAccess>& out, const std::vector<SimBuffer>& bufs, int32_t buf, int64_t head,
+                      int64_t r0, int64_t r1, SimOp op) {
+  const SimBuffer& b = bufs[size_t(buf)];
+  r1 = std::min(r1, b.rows);
+  if (r1 <= r0) return;
+  const int64_t cph = b.chunks_per_head();
+  for (int64_t c = r0 / b.chunk_rows; c <= (r1 - 1) / b.chunk_rows; ++c) {
+    const SimAccess a{buf, head * cph + c, op};
+    if (!out.empty() && out.back().buffer == a.buffer && out.back().chunk == a.chunk && out.back().op == op) continue;
+    out.push_back(a);
+  }
+}
+
+// A kernel that walks buffers chunk by chunk, one block per chunk (preprocess, convert,
+// cudaMemsetAsync): block c touches chunk c of every buffer in `ops` (buffers chunked alike).
+// 256-thread blocks: 8 per SM.
+inline SimKernel streaming_kernel(std::string name, bool counted, int64_t chunks,
+                                  std::vector<std::pair<int32_t, SimOp>> ops) {
+  SimKernel k;
+  k.name = std::move(name);
+  k.counted = counted;
+  k.blocks = chunks;
+  k.blocks_per_sm = 8;
+  k.steps = [](int64_t) { return int64_t(1); };
+  k.step = [ops](int64_t c, int64_t, std::vector<SimAccess>& out) {
+    for (const auto& [buf, op] : ops) out.push_back({buf, c, op});
+  };
+  return k;
+}
+
+inline int64_t gcd_rows(int64_t a, int64_t b) { return a <= 0 ? b : b <= 0 ? a : std::gcd(a, b); }
 
 }  // namespace flashio::analysis::parts

@@ -1,0 +1,199 @@
+// The schedule-driven L2 simulation; see l2_sim.h.
+#include "analysis/l2_sim.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace flashio::analysis {
+
+int64_t SimBuffer::chunk_bytes(int64_t chunk) const {
+  const int64_t c = chunk % chunks_per_head();
+  return (std::min(rows, (c + 1) * chunk_rows) - c * chunk_rows) * row_bytes;
+}
+
+L2Model::L2Model(const std::vector<SimBuffer>& buffers, const L2SimConfig& cfg) : buffers_(buffers) {
+  if (cfg.l2_bytes <= 0 || cfg.partitions <= 0 || cfg.sm_count <= 0)
+    throw std::invalid_argument("L2 simulation: the device lacks an L2 size, partitions or SMs");
+  int64_t n = 0;
+  for (size_t b = 0; b < buffers_.size(); ++b) {
+    if (buffers_[b].chunk_rows <= 0) throw std::invalid_argument("L2 simulation: a buffer's chunk_rows must be > 0");
+    base_.push_back(n);
+    n += buffers_[b].chunks();
+  }
+  buffer_of_.resize(size_t(n));
+  bytes_.resize(size_t(n));
+  for (size_t b = 0; b < buffers_.size(); ++b)
+    for (int64_t c = 0; c < buffers_[b].chunks(); ++c) {
+      buffer_of_[size_t(base_[b] + c)] = int32_t(b);
+      bytes_[size_t(base_[b] + c)] = buffers_[b].chunk_bytes(c);
+    }
+  parts_.resize(size_t(cfg.partitions));
+  for (auto& p : parts_) {
+    p.capacity = cfg.l2_bytes / cfg.partitions;
+    p.prev.assign(size_t(n), -1), p.next.assign(size_t(n), -1);
+    p.in.assign(size_t(n), 0), p.dirty.assign(size_t(n), 0);
+  }
+  read_of_.assign(buffers_.size(), 0), write_of_.assign(buffers_.size(), 0);
+}
+
+int L2Model::home_of(int64_t id) const {
+  if (parts_.size() == 1) return 0;
+  uint64_t z = uint64_t(id) + 0x9e3779b97f4a7c15ull;  // splitmix64: addresses hashed evenly
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return int(z % parts_.size());
+}
+
+void L2Model::remove(Part& p, int64_t id) {
+  const size_t i = size_t(id);
+  if (p.prev[i] >= 0)
+    p.next[size_t(p.prev[i])] = p.next[i];
+  else
+    p.head = p.next[i];
+  if (p.next[i] >= 0)
+    p.prev[size_t(p.next[i])] = p.prev[i];
+  else
+    p.tail = p.prev[i];
+  p.prev[i] = p.next[i] = -1;
+  p.in[i] = 0, p.dirty[i] = 0;
+  p.used -= bytes_[i];
+}
+
+void L2Model::touch(Part& p, int64_t id) {
+  const size_t i = size_t(id);
+  if (p.head == id) return;
+  // unlink, then push at the head
+  if (p.prev[i] >= 0) p.next[size_t(p.prev[i])] = p.next[i];
+  if (p.next[i] >= 0)
+    p.prev[size_t(p.next[i])] = p.prev[i];
+  else
+    p.tail = p.prev[i];
+  p.prev[i] = -1, p.next[i] = p.head;
+  if (p.head >= 0) p.prev[size_t(p.head)] = id;
+  p.head = id;
+  if (p.tail < 0) p.tail = id;
+}
+
+void L2Model::make_room(Part& p, int64_t bytes) {
+  while (p.tail >= 0 && p.used + bytes > p.capacity) {
+    const int64_t victim = p.tail;
+    if (p.dirty[size_t(victim)] && counting_) {
+      write_ += bytes_[size_t(victim)];
+      write_of_[size_t(buffer_of_[size_t(victim)])] += bytes_[size_t(victim)];
+    }
+    remove(p, victim);
+  }
+}
+
+void L2Model::insert(Part& p, int64_t id, bool dirty) {
+  const size_t i = size_t(id);
+  make_room(p, bytes_[i]);
+  p.in[i] = 1, p.dirty[i] = dirty ? 1 : 0;
+  p.prev[i] = -1, p.next[i] = p.head;
+  if (p.head >= 0) p.prev[size_t(p.head)] = id;
+  p.head = id;
+  if (p.tail < 0) p.tail = id;
+  p.used += bytes_[i];
+}
+
+void L2Model::access(const SimAccess& a, int sm) {
+  if (a.buffer < 0 || size_t(a.buffer) >= buffers_.size() || a.chunk < 0 ||
+      a.chunk >= buffers_[size_t(a.buffer)].chunks())
+    throw std::invalid_argument(fmt::format("L2 simulation: chunk {} of buffer {} out of range", a.chunk, a.buffer));
+  const int64_t id = base_[size_t(a.buffer)] + a.chunk;
+  const size_t i = size_t(id);
+  Part& home = parts_[size_t(home_of(id))];
+  Part& near = parts_[size_t(sm) % parts_.size()];
+  auto fetch = [&] {
+    if (!counting_) return;
+    read_ += bytes_[i];
+    read_of_[size_t(a.buffer)] += bytes_[i];
+  };
+  if (a.op == SimOp::Read) {
+    if (near.in[i]) return touch(near, id);
+    if (&near != &home && home.in[i]) {
+      touch(home, id);
+      return insert(near, id, false);
+    }
+    fetch();
+    insert(home, id, false);
+    if (&near != &home) insert(near, id, false);
+    return;
+  }
+  // Writes and reductions are performed at the home partition; a copy on the other side is stale.
+  if (&near != &home && near.in[i]) remove(near, id);
+  if (home.in[i]) {
+    touch(home, id);
+    home.dirty[i] = 1;
+    return;
+  }
+  if (a.op == SimOp::Red) fetch();
+  insert(home, id, true);
+}
+
+L2SimResult simulate_l2(const std::vector<SimBuffer>& buffers, const std::vector<SimKernel>& kernels,
+                        const L2SimConfig& cfg) {
+  L2Model l2(buffers, cfg);
+  L2SimResult out;
+  for (const SimKernel& k : kernels) {
+    if (k.blocks <= 0) {
+      out.kernel_read.push_back(0), out.kernel_write.push_back(0);
+      continue;
+    }
+    if (k.blocks_per_sm <= 0) throw std::invalid_argument("L2 simulation: " + k.name + " has no resident block");
+    l2.count(k.counted);
+    const int64_t r0 = l2.dram_read(), w0 = l2.dram_write();
+    const int64_t slots = std::min<int64_t>(k.blocks, int64_t(k.blocks_per_sm) * cfg.sm_count);
+    std::vector<int64_t> block(static_cast<size_t>(slots)), at(static_cast<size_t>(slots), 0),
+        steps(static_cast<size_t>(slots));
+    int64_t next = 0, active = 0;
+    for (int64_t s = 0; s < slots; ++s) {
+      block[size_t(s)] = next++;
+      steps[size_t(s)] = std::max<int64_t>(1, k.steps(block[size_t(s)]));
+      ++active;
+    }
+    // One time unit per pass over the slots: every running block does its next step, the
+    // blocks' accesses issued side by side (the first of every block, then the second, ...: blocks
+    // run concurrently, and a coarse step's chunks would otherwise put a whole step of every other
+    // block between two blocks' reads of one chunk); a block that ends hands its slot to the next
+    // block in launch order, which starts at the next unit.
+    std::vector<std::vector<SimAccess>> issued(static_cast<size_t>(slots));
+    while (active > 0) {
+      size_t longest = 0;
+      for (int64_t s = 0; s < slots; ++s) {
+        const size_t si = size_t(s);
+        issued[si].clear();
+        if (block[si] < 0) continue;
+        k.step(block[si], at[si], issued[si]);
+        longest = std::max(longest, issued[si].size());
+        out.accesses += int64_t(issued[si].size());
+        ++out.steps;
+      }
+      for (size_t a = 0; a < longest; ++a)
+        for (int64_t s = 0; s < slots; ++s)
+          if (a < issued[size_t(s)].size()) l2.access(issued[size_t(s)][a], int(s % cfg.sm_count));
+      for (int64_t s = 0; s < slots; ++s) {
+        const size_t si = size_t(s);
+        if (block[si] < 0 || ++at[si] < steps[si]) continue;
+        at[si] = 0;
+        if (next < k.blocks) {
+          block[si] = next++;
+          steps[si] = std::max<int64_t>(1, k.steps(block[si]));
+        } else {
+          block[si] = -1;
+          --active;
+        }
+      }
+    }
+    out.kernel_read.push_back(l2.dram_read() - r0);
+    out.kernel_write.push_back(l2.dram_write() - w0);
+  }
+  out.dram_read = l2.dram_read(), out.dram_write = l2.dram_write();
+  out.read_of = l2.read_of(), out.write_of = l2.write_of();
+  return out;
+}
+
+}  // namespace flashio::analysis

@@ -1,0 +1,123 @@
+// The L2 ↔ DRAM level simulated from a kernel's schedule (issue 19): thread blocks start in the
+// hardware's launch order (linear block index, blockIdx.x fastest) into the resident slots of
+// the GPU (blocks per SM × SMs), each block runs its tile steps one per time unit (every step
+// costs the same: a causal block with fewer tiles ends early and frees its slot for the next
+// block), and the chunks each step reads, writes or reduces go through a model of the L2:
+//
+// * capacity: the device's L2 bytes, split into `partitions` equal partitions (GA100, GH100:
+//   two, joined by a fabric). Every chunk has a home partition (a hash of its address); an SM
+//   belongs to partition sm mod partitions (the block scheduler deals consecutive blocks to
+//   GPCs in turn, and GPCs alternate between the partitions). A read from the far side looks
+//   up the SM's own partition first, then the home one, and leaves a clean copy in its own
+//   partition (the "point of coherence" copy the A100/H100 whitepapers describe): data read by
+//   SMs of both sides is held twice, data read by one side once;
+// * replacement: least recently used per partition (the micro-benchmark in
+//   tests/gpu_l2_probe.cu, scripts/l2_probe.sh, tests this on the GPU);
+// * writes: a whole chunk written (tile stores of whole rows, 32-byte sectors) is allocated
+//   dirty in its home partition without a DRAM read; a reduction (dQ atomics, a
+//   read-modify-write) reads its chunk from DRAM on a miss and leaves it dirty; a dirty chunk
+//   is written back when evicted. Dirty chunks left at the end stay in L2 (the counters' ranges
+//   end with the last kernel);
+// * counting: DRAM bytes are counted while a `counted` kernel runs (the counters' per-kernel
+//   ranges; cudaMemsetAsync is no kernel of them, its evictions are not counted, the dirty
+//   lines it leaves are).
+//
+// The L2 starts empty (the counter pass cleans it with a read-only sweep: clean lines cost
+// nothing to evict). Granularity: chunks of whole rows of one buffer of one head (the tiles'
+// rows, or a multiple: analysis/dram_model.h, coarsening); bytes are counted exactly per chunk.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace flashio::analysis {
+
+// A buffer of the trace: `heads` × `rows` rows of `row_bytes`, cut per head into chunks of
+// `chunk_rows` rows (the last chunk of a head shorter).
+struct SimBuffer {
+  std::string name;
+  int64_t heads = 0, rows = 0, row_bytes = 0, chunk_rows = 1;
+  int64_t chunks_per_head() const { return rows <= 0 ? 0 : (rows + chunk_rows - 1) / chunk_rows; }
+  int64_t chunks() const { return heads * chunks_per_head(); }
+  int64_t chunk_bytes(int64_t chunk) const;
+};
+
+enum class SimOp : uint8_t { Read, Write, Red };
+
+struct SimAccess {
+  int32_t buffer = 0;
+  int64_t chunk = 0;  // index within the buffer: head · chunks_per_head + chunk of the head
+  SimOp op = SimOp::Read;
+};
+
+// One launch: `blocks` thread blocks in launch order, `blocks_per_sm` resident per SM; block b
+// runs steps(b) ≥ 1 steps, step s touching what step(b, s, out) appends.
+struct SimKernel {
+  std::string name;
+  bool counted = true;  // inside the counters' ranges (false: cudaMemsetAsync)
+  int64_t blocks = 0;
+  int blocks_per_sm = 1;
+  std::function<int64_t(int64_t)> steps;
+  std::function<void(int64_t, int64_t, std::vector<SimAccess>&)> step;
+};
+
+// A pass as the simulation sees it: its buffers and its launches in stream order.
+struct SimTrace {
+  std::vector<SimBuffer> buffers;
+  std::vector<SimKernel> kernels;
+};
+
+struct L2SimConfig {
+  int64_t l2_bytes = 0;
+  int partitions = 1;
+  int sm_count = 0;
+};
+
+struct L2SimResult {
+  int64_t dram_read = 0, dram_write = 0;           // counted kernels only
+  std::vector<int64_t> read_of, write_of;          // per buffer
+  std::vector<int64_t> kernel_read, kernel_write;  // per kernel
+  int64_t steps = 0, accesses = 0;                 // the simulation's work
+};
+
+// Runs the kernels one after another (stream order) through one L2. Throws
+// std::invalid_argument on a malformed trace (a chunk out of range, no SMs or L2).
+L2SimResult simulate_l2(const std::vector<SimBuffer>& buffers, const std::vector<SimKernel>& kernels,
+                        const L2SimConfig& cfg);
+
+// The same L2 driven directly (the tests' and the probe's streams): accesses from SM `sm`.
+class L2Model {
+ public:
+  L2Model(const std::vector<SimBuffer>& buffers, const L2SimConfig& cfg);
+  void access(const SimAccess& a, int sm);
+  void count(bool on) { counting_ = on; }
+  int64_t dram_read() const { return read_; }
+  int64_t dram_write() const { return write_; }
+  const std::vector<int64_t>& read_of() const { return read_of_; }
+  const std::vector<int64_t>& write_of() const { return write_of_; }
+  int home_of(int64_t id) const;
+
+ private:
+  struct Part {
+    int64_t capacity = 0, used = 0;
+    int64_t head = -1, tail = -1;  // most / least recently used
+    std::vector<int64_t> prev, next;
+    std::vector<uint8_t> in, dirty;
+  };
+  void touch(Part& p, int64_t id);
+  void insert(Part& p, int64_t id, bool dirty);
+  void remove(Part& p, int64_t id);
+  void make_room(Part& p, int64_t bytes);
+
+  std::vector<SimBuffer> buffers_;
+  std::vector<int64_t> base_;       // first global id of each buffer
+  std::vector<int32_t> buffer_of_;  // global id → buffer
+  std::vector<int64_t> bytes_;      // global id → chunk bytes
+  std::vector<Part> parts_;
+  bool counting_ = true;
+  int64_t read_ = 0, write_ = 0;
+  std::vector<int64_t> read_of_, write_of_;
+};
+
+}  // namespace flashio::analysis

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The L2 probes (issue 19): tests/gpu_l2_probe.cu under Nsight Compute for a sweep of buffer
+# sizes across the L2, every SM and one SM — per size the DRAM bytes of the second read pass
+# (and, for writes, the dirty bytes written back by the next kernel) as a share of the buffer;
+# what the shapes mean: the header of tests/gpu_l2_probe.cu — then tests/gpu_red_probe.cu, the
+# time of fp32 reductions into one shared tile against a tile per block.
+#
+#   scripts/l2_probe.sh [OUT_DIR]        (default out/l2-probe; needs nvcc and ncu on PATH)
+#
+# ncu runs with --cache-control none (no flush between the kernels: the probe's point) and
+# --replay-mode application (each metric pass reruns the program, so the L2 state a kernel sees
+# is the one the previous kernels left, never a replay's).
+set -euo pipefail
+out="${1:-out/l2-probe}"
+mkdir -p "$out"
+here="$(cd "$(dirname "$0")/.." && pwd)"
+arch="${FLASHIO_PROBE_ARCH:-90}"
+nvcc -O3 -std=c++17 -arch=sm_${arch} -o "$out/l2_probe" "$here/tests/gpu_l2_probe.cu"
+nvcc -O3 -std=c++17 -arch=sm_${arch} -o "$out/red_probe" "$here/tests/gpu_red_probe.cu"
+l2_mib=$("$out/l2_probe" 1 1 | sed -n 's/.*L2 \([0-9]*\) bytes.*/\1/p')
+l2_mib=$((l2_mib / 1048576))
+echo "L2: ${l2_mib} MiB"
+metrics="dram__bytes_read.sum,dram__bytes_write.sum"
+printf "%8s %7s %5s %12s %12s %10s\n" "MiB" "blocks" "mode" "pass DRAM rd" "next DRAM wr" "share"
+for frac in 0.125 0.25 0.375 0.45 0.5 0.55 0.625 0.75 0.875 0.95 1.0 1.05 1.25 1.5 2.0; do
+  mib=$(python3 -c "print(round($frac * $l2_mib, 2))")
+  for blocks in 0 1; do
+    for mode in r w; do
+      csv="$out/probe-${mib}-${blocks}-${mode}.csv"
+      ncu --cache-control none --clock-control none --replay-mode application --print-units base --metrics "$metrics" \
+        -k regex:'probe_' --csv --log-file "$csv" "$out/l2_probe" "$mib" "$blocks" "$mode" >/dev/null
+      # Launch order: flush, then (r) read, read or (w) write, flush. The measured launch is the 3rd.
+      python3 - "$csv" "$mib" "$blocks" "$mode" <<'EOF'
+import csv, sys
+path, mib, blocks, mode = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
+rows = [r for r in csv.reader(l for l in open(path) if l.startswith('"'))]
+head, rows = rows[0], rows[1:]
+col = {n: i for i, n in enumerate(head)}
+by_launch = {}
+for r in rows:
+    by_launch.setdefault(int(r[col["ID"]]), {})[r[col["Metric Name"]]] = float(r[col["Metric Value"]].replace(",", ""))
+ids = sorted(by_launch)
+third = by_launch[ids[2]]
+rd, wr = third.get("dram__bytes_read.sum", 0), third.get("dram__bytes_write.sum", 0)
+buf = mib * 1048576
+share = (rd if mode == "r" else wr) / buf
+print(f"{mib:8.2f} {('all' if blocks == '0' else 'one'):>7} {mode:>5} {rd:12.0f} {wr:12.0f} {share:10.3f}")
+EOF
+    done
+  done
+done | tee "$out/table.txt"
+echo "table: $out/table.txt (read mode: share = 2nd pass DRAM reads / buffer; write mode: share = dirty bytes written back / buffer)"
+# Reduction contention (tests/gpu_red_probe.cu): the same blocks adding into one shared dQ-sized
+# tile, two per tile, or a tile each.
+"$out/red_probe" | tee "$out/red.txt"

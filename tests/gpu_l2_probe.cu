@@ -1,0 +1,100 @@
+// The L2 probe (issue 19): what the DRAM model's L2 simulation assumes (analysis/l2_sim.h) —
+// capacity, two partitions holding a line read from both sides twice, least-recently-used
+// replacement, dirty lines written back only when evicted — measured on the GPU.
+//
+// One run = one buffer of `MiB` mebibytes and a sequence of launches, each a kernel of its own,
+// so that Nsight Compute (scripts/l2_probe.sh runs it with --cache-control none: no flush
+// between kernels) reads each launch's DRAM bytes:
+//   probe_flush   reads a separate buffer of 3 × L2 (the L2 holds only clean lines of it after)
+//   probe_read    (pass 1) reads the buffer once: every line from DRAM
+//   probe_read    (pass 2) reads it again: DRAM bytes = what pass 1 left that L2 lost
+//   probe_write   (mode w only) overwrites the buffer, then probe_flush's read of the other
+//                 buffer: its DRAM writes = the dirty bytes the L2 still held
+// `blocks`: 0 = 4 blocks per SM (every SM reads, both partitions), 1 = one block (one SM: one
+// side). Loads are ld.global.cg (__ldcg: L2 only, no L1), 16 bytes per thread per iteration,
+// addresses in order, block b taking the b-th contiguous slice (a cyclic stream, LRU's worst case).
+//
+// What each model predicts for pass 2's DRAM bytes / buffer bytes (S = buffer, C = L2):
+//   LRU, one pool of C:                 0 for S ≤ C, 1 for S > C (a cliff)
+//   LRU, two partitions, line held
+//   on both sides when read from both:  0 for S ≤ C/2, 1 beyond (every SM) ; one SM: 0 to C/2,
+//                                       ½ between C/2 and C (the far half stays home), 1 beyond
+//   random / adaptive replacement:      a slope (≈ 1 − C/S) instead of a cliff
+// Build and run: scripts/l2_probe.sh (one command, prints the table).
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#define CHECK(x)                                                                                 \
+  do {                                                                                           \
+    cudaError_t err_ = (x);                                                                      \
+    if (err_ != cudaSuccess) {                                                                   \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(err_)); \
+      std::exit(1);                                                                              \
+    }                                                                                            \
+  } while (0)
+
+__global__ void probe_read(const int4* __restrict__ buf, size_t n, unsigned* sink) {
+  const size_t per_block = (n + gridDim.x - 1) / gridDim.x;
+  const size_t from = size_t(blockIdx.x) * per_block, to = min(n, from + per_block);
+  int acc = 0;
+  for (size_t i = from + threadIdx.x; i < to; i += blockDim.x) {
+    const int4 v = __ldcg(buf + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x7fffffff) atomicAdd(sink, 1u);  // keeps the loads
+}
+
+__global__ void probe_write(int4* __restrict__ buf, size_t n) {
+  const size_t per_block = (n + gridDim.x - 1) / gridDim.x;
+  const size_t from = size_t(blockIdx.x) * per_block, to = min(n, from + per_block);
+  for (size_t i = from + threadIdx.x; i < to; i += blockDim.x) __stcg(buf + i, make_int4(int(i), 1, 2, 3));
+}
+
+__global__ void probe_flush(const int4* __restrict__ buf, size_t n, unsigned* sink) {
+  int acc = 0;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    const int4 v = __ldcg(buf + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x7fffffff) atomicAdd(sink, 1u);
+}
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s MiB blocks [r|w]   (blocks 0: 4 per SM; 1: one SM)\n", argv[0]);
+    return 2;
+  }
+  const double mib = std::atof(argv[1]);
+  int blocks = std::atoi(argv[2]);
+  const bool write_mode = argc > 3 && std::string(argv[3]) == "w";
+  cudaDeviceProp prop{};
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  if (blocks <= 0) blocks = 4 * prop.multiProcessorCount;
+  const size_t bytes = size_t(mib * 1024 * 1024) / 16 * 16, n = bytes / 16;
+  const size_t flush_bytes = size_t(prop.l2CacheSize) * 3, flush_n = flush_bytes / 16;
+  int4 *buf = nullptr, *other = nullptr;
+  unsigned* sink = nullptr;
+  CHECK(cudaMalloc(&buf, bytes));
+  CHECK(cudaMalloc(&other, flush_bytes));
+  CHECK(cudaMalloc(&sink, sizeof(unsigned)));
+  CHECK(cudaMemset(buf, 1, bytes));
+  CHECK(cudaMemset(other, 2, flush_bytes));
+  CHECK(cudaDeviceSynchronize());
+  const int flush_blocks = 4 * prop.multiProcessorCount;
+  probe_flush<<<flush_blocks, 256>>>(other, flush_n, sink);
+  if (write_mode) {
+    probe_write<<<blocks, 256>>>(buf, n);
+    probe_flush<<<flush_blocks, 256>>>(other, flush_n, sink);  // its DRAM writes: the dirty bytes held
+  } else {
+    probe_read<<<blocks, 256>>>(buf, n, sink);  // pass 1
+    probe_read<<<blocks, 256>>>(buf, n, sink);  // pass 2
+  }
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+  std::printf("device %s, L2 %d bytes, %d SMs; buffer %zu bytes, %d blocks, mode %s\n", prop.name, prop.l2CacheSize,
+              prop.multiProcessorCount, bytes, blocks, write_mode ? "w" : "r");
+  return 0;
+}

@@ -1,0 +1,238 @@
+// The DRAM model's L2 simulation (analysis/l2_sim.h) and the schedule traces the fused models
+// feed it (IoModel::dram_trace): the L2's own rules on hand-made streams, the traces against
+// the exact SM↔L2 model (a trace with no cache reads what the schedule requests), the coarsened
+// simulation against the full one, and the time a 256k-token pass takes.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "analysis/dram_model.h"
+#include "analysis/io_model.h"
+#include "analysis/l2_sim.h"
+#include "analysis/models/model.h"
+
+namespace flashio::analysis {
+namespace {
+
+// One buffer of `chunks` chunks of 1 MiB.
+std::vector<SimBuffer> mib_chunks(int64_t chunks) { return {{"buf", 1, chunks, 1 << 20, 1}}; }
+
+int64_t read_twice(int64_t chunks, int64_t l2_mib, int partitions, bool every_side) {
+  L2Model l2(mib_chunks(chunks), {l2_mib << 20, partitions, 132});
+  int64_t first = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int64_t c = 0; c < chunks; ++c) l2.access({0, c, SimOp::Read}, every_side ? int(c % 132) : 0);
+    if (pass == 0) first = l2.dram_read();
+  }
+  return l2.dram_read() - first;  // the second pass
+}
+
+// LRU over one pool: a stream that fits is read once; one chunk more than fits misses on every
+// chunk of the second pass (a cyclic stream evicts each chunk just before it is needed).
+TEST(L2Sim, OnePartitionLruKeepsAStreamThatFitsAndLosesAllOfOneThatDoesNot) {
+  EXPECT_EQ(read_twice(50, 50, 1, true), 0);
+  EXPECT_EQ(read_twice(51, 50, 1, true), int64_t(51) << 20);
+}
+
+// Two partitions: a chunk read from both sides is held twice (home and near copy), so a stream
+// read by every SM fits in half the L2; read from one side, its far-homed half stays at home,
+// so between half and the whole L2 half of it comes back from DRAM.
+TEST(L2Sim, TwoPartitionsHoldAStreamReadFromBothSidesTwice) {
+  EXPECT_EQ(read_twice(20, 50, 2, true), 0);
+  EXPECT_GT(read_twice(40, 50, 2, true), (int64_t(40) << 20) * 9 / 10);
+  const int64_t one_side = read_twice(40, 50, 2, false);
+  EXPECT_GT(one_side, (int64_t(40) << 20) * 3 / 10);
+  EXPECT_LT(one_side, (int64_t(40) << 20) * 7 / 10);
+  EXPECT_EQ(read_twice(60, 50, 2, false), int64_t(60) << 20);
+}
+
+// Whole-chunk writes need no DRAM read; dirty chunks are written back once, when evicted, and
+// those still held at the end are not (the counters' ranges end with the last kernel); a
+// reduction reads its chunk on a miss. Nothing is counted while counting is off (cudaMemsetAsync).
+TEST(L2Sim, WritesAllocateDirtyAndAreWrittenBackOnEvictionOnly) {
+  L2Model l2({{"out", 1, 80, 1 << 20, 1}, {"acc", 1, 10, 1 << 20, 1}}, {int64_t(50) << 20, 1, 1});
+  for (int64_t c = 0; c < 80; ++c) l2.access({0, c, SimOp::Write}, 0);
+  EXPECT_EQ(l2.dram_read(), 0);
+  EXPECT_EQ(l2.dram_write(), int64_t(30) << 20);  // 80 written, 50 still held
+  l2.count(false);
+  for (int64_t c = 0; c < 10; ++c) l2.access({1, c, SimOp::Write}, 0);  // evicts 10 dirty, not counted
+  l2.count(true);
+  EXPECT_EQ(l2.dram_write(), int64_t(30) << 20);
+  for (int64_t c = 0; c < 10; ++c) l2.access({1, c, SimOp::Red}, 0);  // held: no read
+  EXPECT_EQ(l2.dram_read(), 0);
+  EXPECT_EQ(l2.write_of()[0], int64_t(30) << 20);
+}
+
+// The slots: with one resident block per SM and 2 SMs, four one-step blocks that each read a
+// chunk of their own, and a causal-like kernel whose first block has 3 steps and the others 1:
+// blocks 2 and 3 start in block 1's slot while block 0 still runs (its chunks were read by then).
+TEST(L2Sim, BlocksStartInLaunchOrderIntoTheSlotsThatFree) {
+  std::vector<int64_t> order;
+  SimKernel k;
+  k.name = "k";
+  k.blocks = 4;
+  k.blocks_per_sm = 1;
+  k.steps = [](int64_t b) { return b == 0 ? int64_t(3) : int64_t(1); };
+  k.step = [&](int64_t b, int64_t s, std::vector<SimAccess>& out) {
+    order.push_back(b * 10 + s);
+    out.push_back({0, b, SimOp::Read});
+  };
+  const L2SimResult r = simulate_l2(mib_chunks(4), {k}, {int64_t(8) << 20, 1, 2});
+  EXPECT_EQ(order, (std::vector<int64_t>{0, 10, 1, 20, 2, 30}));
+  EXPECT_EQ(r.steps, 6);
+  EXPECT_EQ(r.dram_read, int64_t(4) << 20);
+}
+
+GpuLimits h100() {
+  GpuLimits g;
+  g.sm_count = 132, g.smem_per_sm_bytes = 233472, g.l2_bytes = 52428800, g.l2_partitions = 2;
+  g.blocks_per_sm_override = 2;  // the 128 × 64 forward at d 128 and the backward's occupancy on an H100
+  return g;
+}
+
+ModelPoint point(const char* method, Pass pass, int64_t b, int64_t h, int64_t n, int64_t d, bool causal, ModelTiles fwd,
+                 ModelTiles bwd) {
+  ModelPoint m;
+  m.method = method;
+  m.pass = pass;
+  m.problem.batch = b, m.problem.heads = h, m.problem.seqlen_q = n, m.problem.head_dim = d;
+  m.problem.causal = causal;
+  m.fwd_tiles = fwd, m.bwd_tiles = bwd;
+  return m;
+}
+
+ModelTiles tiles(int br, int bc, int warps, SmemLayout layout = SmemLayout::Swizzle128) {
+  ModelTiles t{{br, bc, warps, 2}};
+  t.smem_layout = layout;
+  return t;
+}
+
+int64_t term(const Traffic& t, const std::string& name) {
+  for (const auto& x : t.terms)
+    if (x.name == name) return x.read + x.write + x.red;
+  return 0;
+}
+
+L2SimResult run(const ModelPoint& m, int64_t l2_bytes, int partitions, int coarse, const GpuLimits& gpu) {
+  const StreamingKernels none;
+  const DramContext ctx{0, 0, gpu, 0, none};
+  const auto trace = model_of(m).dram_trace(m, ctx, coarse);
+  if (!trace) throw std::logic_error("no trace");
+  return simulate_l2(trace->buffers, trace->kernels, {l2_bytes, partitions, gpu.sm_count});
+}
+
+// With an L2 of one byte and one block at a time (one SM, one slot: no two blocks' reads of a
+// chunk side by side) every read is a DRAM read: the trace requests exactly the tiles the exact
+// SM↔L2 model counts (swizzled tiles: one delivery per row) — Q once per block, K and V per
+// visited tile, causal, GQA, odd N — so the simulation walks the kernels' schedule.
+TEST(L2SimTrace, WithoutACacheTheTraceReadsWhatTheScheduleRequests) {
+  GpuLimits g = h100();
+  g.sm_count = 1, g.blocks_per_sm_override = 1;
+  for (bool causal : {false, true})
+    for (int64_t n : {1013, 4096}) {
+      ModelPoint m = point("flash2", Pass::Fwd, 2, 4, n, 64, causal, tiles(128, 64, 4), tiles(64, 64, 4));
+      m.problem.kv_heads = 2;
+      const Traffic sm = predict_sm_l2(m);
+      const L2SimResult r = run(m, 1, 1, 1, g);
+      EXPECT_EQ(r.read_of[0], term(sm, "Q tiles")) << n << causal;
+      EXPECT_EQ(r.read_of[1] + r.read_of[2], term(sm, "K,V tiles")) << n << causal;
+      EXPECT_EQ(r.write_of[3], term(sm, "O")) << n << causal;
+      ModelPoint b = m;
+      b.pass = Pass::Bwd;
+      const Traffic smb = predict_sm_l2(b);
+      const L2SimResult rb = run(b, 1, 1, 1, g);
+      EXPECT_EQ(rb.read_of[1] + rb.read_of[2], term(smb, "K,V tiles")) << n << causal;
+      // Q and dO per visit (the preprocess reads dO once more, and the flash2 model counts no Q there)
+      const int64_t dO = m.problem.q_elements() * 2;
+      EXPECT_EQ(rb.read_of[0] + rb.read_of[5] - dO, term(smb, "Q, dO tiles")) << n << causal;
+      ModelPoint f1 = point("flash1", Pass::Fwd, 2, 4, n, 64, causal, tiles(64, 128, 4), tiles(64, 64, 4));
+      const Traffic sm1 = predict_sm_l2(f1);
+      const L2SimResult r1 = run(f1, 1, 1, 1, g);
+      EXPECT_EQ(r1.read_of[1] + r1.read_of[2], term(sm1, "K,V tiles")) << n << causal;
+      EXPECT_EQ(r1.read_of[0], term(sm1, "Q tiles")) << n << causal;
+    }
+}
+
+// The shortcut: a coarsened pass (k tile iterations per step, chunks of the streamed buffers k
+// times the tiles' rows) predicts within 10 % of the full simulation where both run, across the
+// transitions the committed files cross (K+V below, near and far beyond the L2; causal; backward
+// streams; flash1 with two blocks per head). The largest gap (printed; when this was written):
+// fwd+bwd at N 32768, whose backward stream per head (34 MB) sits at a partition's capacity,
+// 1.089 at k 16. Passes are coarsened only beyond kSimStepBudget steps (the committed files: k ≤ 16,
+// at N ≥ 128k).
+TEST(L2SimTrace, CoarsenedSimulationAgreesWithTheFullOne) {
+  const GpuLimits g = h100();
+  struct Case {
+    const char* method;
+    Pass pass;
+    int64_t b, h, n, d;
+    bool causal;
+  };
+  const Case cases[] = {
+      {"flash2", Pass::Fwd, 1, 1, 65536, 128, false}, {"flash2", Pass::Fwd, 1, 1, 131072, 128, false},
+      {"flash2", Pass::Fwd, 1, 8, 16384, 128, true},  {"flash2", Pass::FwdBwd, 1, 1, 32768, 128, false},
+      {"flash2", Pass::Bwd, 2, 8, 8192, 128, true},   {"flash1", Pass::Fwd, 1, 8, 16384, 64, false},
+      {"flash1", Pass::Bwd, 1, 8, 8192, 64, false},   {"flash1", Pass::FwdBwd, 4, 8, 4096, 64, false}};
+  for (const Case& c : cases) {
+    ModelPoint m = point(c.method, c.pass, c.b, c.h, c.n, c.d, c.causal, tiles(128, 64, 4), tiles(64, 64, 4));
+    if (c.pass == Pass::FwdBwd && std::string(c.method) == "flash1") {  // the committed files' flash1: S = 2
+      m.fwd_tiles = tiles(64, 256, 4), m.bwd_tiles = tiles(64, 64, 4);
+      m.fwd_tiles->splits = 2, m.bwd_tiles->splits = 2;
+    }
+    const L2SimResult full = run(m, g.l2_bytes, 2, 1, g);
+    for (int k : {4, 16}) {
+      const L2SimResult coarse = run(m, g.l2_bytes, 2, k, g);
+      const double ratio = double(coarse.dram_read + coarse.dram_write) / double(full.dram_read + full.dram_write);
+      std::printf("%s %s n %lld coarse %d: %.3f of the full simulation\n", c.method, to_string(c.pass), (long long)c.n,
+                  k, ratio);
+      EXPECT_NEAR(ratio, 1.0, 0.10) << c.method << " " << to_string(c.pass) << " n " << c.n << " coarse " << k;
+    }
+  }
+}
+
+// Out of sample: PyTorch's FA-2 forward on an H200 (DESIGN.md's table, batch 1, fp16, read with
+// ncu), simulated as our schedule with that kernel's d 128 tiles (128 × 64, 4 warps, 2 blocks
+// per SM): DRAM reads within 25 % at every row — one K+V fetch per wave of 264 blocks past the
+// L2 (64k: 2 waves, 1.68 × the compulsory bytes measured). The d 64 row (256k) is left out: that
+// kernel's d 64 tiles and occupancy are not known here.
+TEST(L2SimTrace, PyTorchFa2ForwardOnAnH200FromTheDesignNote) {
+  GpuLimits h200;
+  h200.sm_count = 132, h200.smem_per_sm_bytes = 233472, h200.l2_bytes = 62914560, h200.l2_partitions = 2;
+  h200.blocks_per_sm_override = 2;
+  struct Row {
+    int64_t n, heads;
+    double measured_read;
+  };
+  for (const Row& r : {Row{8192, 4, 25e6}, Row{32768, 2, 65e6}, Row{65536, 1, 84e6}, Row{131072, 1, 335e6}}) {
+    const ModelPoint m = point("flash2", Pass::Fwd, 1, r.heads, r.n, 128, false, tiles(128, 64, 4), tiles(64, 64, 4));
+    const DramPrediction p = predict_dram(m, 0, 0, h200);
+    double read = 0;
+    for (const auto& t : p.terms.terms) read += double(t.read);
+    std::printf("H200 PyTorch FA-2 fwd N %lld h %lld: simulated read %.1f MB, measured %.1f MB (%.3f)\n",
+                (long long)r.n, (long long)r.heads, read / 1e6, r.measured_read / 1e6, r.measured_read / read);
+    EXPECT_NEAR(r.measured_read / read, 1.0, 0.25) << r.n;
+  }
+}
+
+// The bound: a 256k-token pass (flash2, d 128, one head, forward and fwd+bwd) simulates
+// in seconds (coarsened to kSimStepBudget steps).
+TEST(L2SimTrace, A256kTokenPassSimulatesInSeconds) {
+  const GpuLimits g = h100();
+  for (Pass pass : {Pass::Fwd, Pass::FwdBwd}) {
+    const ModelPoint m = point("flash2", pass, 1, 1, 262144, 128, false, tiles(128, 64, 4), tiles(64, 64, 4));
+    const auto t0 = std::chrono::steady_clock::now();
+    const DramPrediction p = predict_dram(m, 0, 0, g);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(p.model, "L2 simulation");
+    EXPECT_LE(p.sim_steps, 2 * kSimStepBudget);
+    EXPECT_LT(s, 20.0) << to_string(pass);
+    std::printf("%s 256k: %.2f s, %lld steps, coarse %d, predicted %.3f GB\n", to_string(pass), s,
+                (long long)p.sim_steps, p.coarse, double(p.predicted) / 1e9);
+  }
+}
+
+}  // namespace
+}  // namespace flashio::analysis
