@@ -12,13 +12,12 @@
 #include "analysis/analyze.h"
 #include "analysis/gpus.h"
 #include "analysis/tables.h"
+#include "bench/core/exit_codes.h"
 
 namespace flashio::analysis {
 
 namespace {
 
-constexpr int kExitVerdictFails = 1;
-constexpr int kExitBadInput = 2;
 
 class Commands final : public AnalysisCommands {
  public:
@@ -54,12 +53,13 @@ class Commands final : public AnalysisCommands {
         ->transform(CLI::CheckedTransformer(
             std::map<std::string, DqAdds>{{"auto", DqAdds::Auto}, {"scalar", DqAdds::Scalar}, {"pairs", DqAdds::Pairs}},
             CLI::ignore_case));
-    analyze_->footer("Exit status: 0 when every verdict holds, 1 otherwise, 2 on bad input.");
+    analyze_->footer(exit_status_help("a verdict does not hold (or, with --require-counters, none could be judged)"));
 
     report_ = app.add_subcommand(
         "report", "the papers' tables (runtime, memory, speedup, TFLOP/s, Figure 2 left) from result files");
     report_->add_option("files", files_, "result files")->required()->check(CLI::ExistingFile);
     add_format(report_);
+    report_->footer(exit_status_help());
 
     compare_ =
         app.add_subcommand("compare", "the same points side by side across GPUs (result files of different machines)");
@@ -68,6 +68,7 @@ class Commands final : public AnalysisCommands {
         ->expected(2, -1)
         ->check(CLI::ExistingFile);
     add_format(compare_);
+    compare_->footer(exit_status_help());
 
     predict_ =
         app.add_subcommand("predict", "the IO model and a roofline time for a GPU you may not have (no GPU needed)");
@@ -77,7 +78,9 @@ class Commands final : public AnalysisCommands {
     predict_->add_option("--method,-m", req_.methods, "flash1, flash2, standard, standard_fused (default flash2)")
         ->delimiter(',');
     predict_->add_option("--pass", req_.passes, "fwd, bwd, fwdbwd (default fwd)")->delimiter(',');
-    predict_->add_option("--seqlen,-n", req_.seqlens, "sequence lengths (default 1024..16384)")->delimiter(',');
+    predict_->add_option("--seqlen,-n", req_.seqlens, "sequence lengths (default 1024..16384)")
+        ->delimiter(',')
+        ->check(CLI::PositiveNumber);
     predict_->add_option("--batch,-b", req_.batch, "batch (default 1)")->check(CLI::PositiveNumber);
     predict_->add_option("--heads", req_.heads, "heads (default 16)")->check(CLI::PositiveNumber);
     predict_->add_option("--head-dim,-d", req_.head_dim, "head dim: 32, 64, 96, 128, 256 (default 64)")
@@ -86,6 +89,7 @@ class Commands final : public AnalysisCommands {
     predict_->add_option("--l2-usable", req_.l2_usable_fraction, "share of L2 one stream can use (default 0.5)")
         ->check(CLI::Range(0.01, 1.0));
     add_format(predict_);
+    predict_->footer(exit_status_help());
   }
 
   std::optional<int> run() const override {
@@ -93,7 +97,7 @@ class Commands final : public AnalysisCommands {
       if (analyze_->parsed()) {
         const AnalyzeReport rep = analyze_files(files_, opt_);
         std::fputs(json_ ? (rep.json.dump(1) + "\n").c_str() : rep.markdown.c_str(), stdout);
-        return rep.ok(opt_) ? 0 : kExitVerdictFails;
+        return rep.ok(opt_) ? kExitOk : kExitOutcomeFailed;
       }
       if (report_->parsed()) return print(report_tables(read_documents(files_)));
       if (compare_->parsed()) return print(compare_tables(read_documents(files_)));

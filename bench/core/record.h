@@ -119,7 +119,8 @@ Record record_from_json(const nlohmann::json& j);  // throws std::runtime_error
 nlohmann::json to_json(const ResultFile& f);
 ResultFile result_file_from_json(const nlohmann::json& j);
 
-// Writes atomically (temporary file + rename): a reader never sees half a file.
+// Writes atomically (a unique temporary file in path's folder, fsync, rename: safe_write.h),
+// replacing path; whether it may be replaced is the caller's check (check_output).
 void write_result_file(const ResultFile& f, const std::string& path);
 ResultFile read_result_file(const std::string& path);  // throws std::runtime_error
 

@@ -19,8 +19,8 @@ std::string journal_path(const std::string& out);
 
 class JournalWriter {
  public:
-  // Replaces `path` atomically (temporary file + rename) by the header line of `file` and
-  // its records (those a resumed run keeps), then appends to it.
+  // Replaces `path` atomically (a unique temporary file + rename: bench/core/safe_write.h) by
+  // the header line of `file` and its records (those a resumed run keeps), then appends to it.
   JournalWriter(const std::string& path, const ResultFile& file);
   ~JournalWriter();
   JournalWriter(const JournalWriter&) = delete;
