@@ -57,6 +57,7 @@ class DepthScan final : public nlohmann::json_sax<json> {
   bool start_object(std::size_t) override { return open(false); }
   bool key(string_t& k) override {
     frames_.back().key = k;
+    frames_.back().has_key = true;
     return true;
   }
   bool end_object() override { return close(); }
@@ -73,7 +74,8 @@ class DepthScan final : public nlohmann::json_sax<json> {
 
   std::string pointer() const {
     std::string p;
-    for (const auto& f : frames_) p += "/" + (f.array ? std::to_string(f.next) : pointer_token(f.key));
+    for (const auto& f : frames_)
+      if (f.array || f.has_key) p += "/" + (f.array ? std::to_string(f.next) : pointer_token(f.key));
     return p;
   }
   std::string problem;
@@ -83,6 +85,7 @@ class DepthScan final : public nlohmann::json_sax<json> {
     bool array = false;
     int64_t next = 0;  // arrays: the index of the value being read
     std::string key;   // objects: the key of the value being read
+    bool has_key = false;
   };
   bool value() {
     if (!frames_.empty() && frames_.back().array) ++frames_.back().next;
@@ -93,7 +96,7 @@ class DepthScan final : public nlohmann::json_sax<json> {
       problem = fmt::format("nested deeper than {} levels", max_depth_);
       return false;
     }
-    frames_.push_back({array, 0, {}});
+    frames_.push_back({array, 0, {}, false});
     return true;
   }
   bool close() {
@@ -120,7 +123,8 @@ std::string pointer_of(const std::vector<std::string>& context) {
 std::string value_at(const json& doc, const std::string& pointer) {
   try {
     const json& v = doc.at(json::json_pointer(pointer));
-    std::string s = v.is_structured() ? std::string(v.is_object() ? "an object" : "an array") : v.dump();
+    if (v.is_structured()) return {};  // the pointer says where; its content would not fit one line
+    std::string s = v.dump();
     if (s.size() > 60) s = s.substr(0, 57) + "...";
     return s;
   } catch (const std::exception&) {
@@ -205,6 +209,13 @@ std::optional<JsonSchema::Problem> JsonSchema::first_problem(const json& doc) co
   // The first error is the innermost: the value that failed, not the containers around it.
   Problem p{pointer_of(e.context), one_line(e.description)};
   if (!p.what.empty() && p.what.back() == '.') p.what.pop_back();
+  // A key the schema does not know: valijson names it at the end of the object's message.
+  const std::string unknown = "Object contains a property that could not be validated using 'properties' or "
+                              "'additionalProperties' constraints: '";
+  if (p.what.rfind(unknown, 0) == 0 && p.what.size() > unknown.size() && p.what.back() == '\'') {
+    p.pointer += "/" + pointer_token(p.what.substr(unknown.size(), p.what.size() - unknown.size() - 1));
+    p.what = "a key the schema does not have";
+  }
   const std::string v = value_at(doc, p.pointer);
   if (!v.empty()) p.what = fmt::format("{} (found {})", p.what, v);
   return p;

@@ -36,7 +36,7 @@ std::optional<Status> parse_status(const std::string& s) {
 }
 
 std::optional<double> Record::tflops() const {
-  if (!time || time->median_s <= 0) return std::nullopt;
+  if (!time || !(time->median_s > 0)) return std::nullopt;  // NaN too
   return flops() / time->median_s / 1e12;
 }
 
@@ -187,8 +187,8 @@ json to_json(const ResultFile& f) {
             {"created", f.created},
             {"producer", f.producer},
             {"command_line", f.command_line},
-            {"build", f.build},
-            {"device", f.device},
+            {"build", f.build.is_null() ? json::object() : f.build},  // the schema's type even when unset
+            {"device", f.device.is_null() ? json::object() : f.device},
             {"records", records}};
   if (!f.devices.empty()) j["devices"] = f.devices;
   if (f.wall_s) j["wall_s"] = *f.wall_s;

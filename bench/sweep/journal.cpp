@@ -74,7 +74,11 @@ LoadedResults read_results_any(const std::string& path) {
     out.file = read_result_file(path);
     return out;
   }
-  const std::string text = read_input_file(path);
+  return parse_journal_text(read_input_file(path), path);
+}
+
+LoadedResults parse_journal_text(const std::string& text, const std::string& path) {
+  LoadedResults out;
   std::vector<std::string> lines;
   for (size_t at = 0; at < text.size();) {
     const size_t end = std::min(text.find('\n', at), text.size());

@@ -40,8 +40,11 @@ struct LoadedResults {
   bool truncated = false;  // the last line was cut short (a killed run) and was skipped
 };
 
-// Reads a journal (.jsonl) or a result file (anything else). Throws std::runtime_error
-// with one line naming the file and the problem.
+// Reads a journal (.jsonl) or a result file (anything else). Throws InputError with one
+// line naming the file, the JSON pointer and the problem.
 LoadedResults read_results_any(const std::string& path);
+// A journal's text (from `path`, named in errors): bounded, each line checked against
+// results/schema.json; throws InputError (bench/core/json_input.h).
+LoadedResults parse_journal_text(const std::string& text, const std::string& path);
 
 }  // namespace flashio
