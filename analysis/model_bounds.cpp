@@ -12,6 +12,9 @@ std::optional<std::string> model_work_reason(const ModelPoint& m) {
     return checked_mul((p.seqlen_q + br - 1) / br, (p.nk() + bc - 1) / bc);
   };
   std::optional<int64_t> work = checked_mul(p.batch, p.heads);
+  if (!work || *work > kMaxModelHeads)
+    return fmt::format("too large to model: b {} · h {} is more than flashio's bound of {} (batch, head) pairs", p.batch,
+                       p.heads, kMaxModelHeads);
   for (const auto* t : {&m.fwd_tiles, &m.bwd_tiles}) {
     const auto pairs = tiles(*t);
     const auto w = work && pairs ? checked_mul(*work, *pairs) : std::nullopt;

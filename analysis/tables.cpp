@@ -356,7 +356,7 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
               continue;
             }
           }
-          if (auto why = model_work_reason(m)) throw std::invalid_argument(fmt::format("--seqlen {}: {}", n, *why));
+          if (auto why = model_work_reason(m)) throw std::invalid_argument(fmt::format("N = {}: {}", n, *why));
           const Traffic sm = predict_sm_l2(m);
           const DramPrediction dram = predict_dram(m, fwd_smem, bwd_smem, lim, r.l2_usable_fraction);
           const double t_compute = flops(m.problem, *pass) / g->peak_fp16_tensor_flops;

@@ -640,7 +640,8 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
             [](const Record& x, const Record& y) { return x.point_index < y.point_index; });
   file.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - sweep_start).count() +
                 resumed.file.wall_s.value_or(0.0);
-  write_result_file(file, out);
+  // A file that appeared at `out` during the run is not replaced (exit 2, the journal kept).
+  write_result_file(file, out, a.force || replaces_resumed);
   std::remove(journal.c_str());  // this run's own journal (written above): the final file now holds everything it did
 
   for (const auto& e : outcome.errors) fmt::print(stderr, "flashio: {}\n", e);

@@ -1,5 +1,6 @@
 #include "bench/core/problem.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -124,7 +125,7 @@ std::vector<int32_t> key_lengths(const Problem& p) {
 // The measured density s of the problem's block mask; 1 when the pattern cannot be made
 // (an invalid problem is rejected before it runs, but its record still needs a number).
 static double sparse_density_or_one(const Problem& p) {
-  if (p.from_record && p.recorded_density && p.pattern_mask.empty()) return *p.recorded_density;
+  if (p.from_record && p.recorded_density) return *p.recorded_density;  // the record's measurement: no mask made
   try {
     return make_block_mask(p).density();
   } catch (const std::exception&) {
@@ -165,28 +166,38 @@ nlohmann::json to_json(const Problem& p) {
           {"block_c", p.block_c}};
   if (p.deterministic) j["deterministic"] = true;  // only when set, so other records are unchanged
   if (!p.mma.empty()) j["mma"] = p.mma;             // likewise
-  if (p.sparse()) {  // only with a pattern, so dense records are unchanged
+  auto mask_rows = [](const std::string& text) {  // a mask in the pattern-file format, without its header
+    nlohmann::json rows = nlohmann::json::array();
+    for (size_t at = text.find('\n') + 1; at > 0 && at < text.size();) {
+      const size_t end = std::min(text.find('\n', at), text.size());
+      rows.push_back(text.substr(at, end - at));
+      at = end + 1;
+    }
+    return rows;
+  };
+  if (p.sparse() && p.from_record && p.recorded_density && p.recorded_blocks) {
+    // Written back as read (merge): what the record measured, its mask not made again.
+    j["pattern"] = p.pattern;
+    j["sparse_block"] = p.sparse_block;
+    j["density"] = *p.recorded_density;
+    j["sparse_blocks"] = {p.recorded_blocks->first, p.recorded_blocks->second};
+    if (!p.pattern_mask.empty()) j["pattern_mask"] = mask_rows(p.pattern_mask);
+  } else if (p.sparse()) {  // only with a pattern, so dense records are unchanged
     j["pattern"] = p.pattern;
     j["sparse_block"] = p.sparse_block;
     try {
       const BlockMask m = make_block_mask(p);
       j["density"] = m.density();  // measured: the fraction s of non-zero blocks
       j["sparse_blocks"] = {m.rows, m.cols};
-      if (parse_pattern(p.pattern) == PatternKind::File) {  // the mask itself: a record never names a path to read
-        nlohmann::json rows = nlohmann::json::array();
-        const std::string text = block_mask_text(m);
-        for (size_t at = text.find('\n') + 1; at < text.size();) {
-          const size_t end = text.find('\n', at);
-          rows.push_back(text.substr(at, end - at));
-          at = end + 1;
-        }
-        j["pattern_mask"] = std::move(rows);
-      }
+      if (parse_pattern(p.pattern) == PatternKind::File)  // the mask itself: a record never names a path to read
+        j["pattern_mask"] = mask_rows(block_mask_text(m));
     } catch (const std::exception&) {
       // a record's file: pattern without an embedded mask: what the record said
       j["density"] = p.recorded_density ? nlohmann::json(*p.recorded_density) : nlohmann::json(nullptr);
       if (p.recorded_blocks) j["sparse_blocks"] = {p.recorded_blocks->first, p.recorded_blocks->second};
     }
+  }
+  if (p.sparse()) {
     const auto kind = parse_pattern(p.pattern);
     if (kind == PatternKind::Random) j["sparse_target_density"] = p.sparse_density;
     if (kind == PatternKind::Local) {

@@ -227,8 +227,8 @@ ResultFile result_file_from_json(const json& j) {
   return f;
 }
 
-void write_result_file(const ResultFile& f, const std::string& path) {
-  write_file_atomically(path, to_json(f).dump(1) + "\n", /*overwrite=*/true);
+void write_result_file(const ResultFile& f, const std::string& path, bool overwrite) {
+  write_file_atomically(path, to_json(f).dump(1) + "\n", overwrite);
 }
 
 ResultFile read_result_file(const std::string& path) {
