@@ -17,6 +17,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "analysis/model_bounds.h"
 #include "analysis/models/model.h"
 #include "analysis/tables.h"
 #include "bench/core/sparsity.h"
@@ -45,7 +46,9 @@ std::optional<ModelTiles> tiles_of(const json& rec, const char* key, int64_t* sm
 
 std::optional<double> byte_counter(const json& counters, const char* key) {
   if (!counters.contains("bytes") || !counters["bytes"].contains(key)) return std::nullopt;
-  return counters["bytes"][key].get<double>();
+  const json& v = counters["bytes"][key];
+  if (!v.is_number()) return std::nullopt;  // null: NaN, no measurement
+  return v.get<double>();
 }
 
 GpuLimits limits_of(const json& device) {
@@ -188,6 +191,7 @@ RecordModel model_point_of(const json& rec, const json& file, DqAdds dq_adds) {
     out.why_not = std::string("bad problem: ") + e.what();
     return out;
   }
+
   try {
     m.fwd_tiles = tiles_of(rec, "tiles", &out.fwd_smem);
     m.bwd_tiles = tiles_of(rec, "tiles_bwd", &out.bwd_smem);
@@ -230,6 +234,10 @@ RecordModel model_point_of(const json& rec, const json& file, DqAdds dq_adds) {
     if (m.pass != Pass::Fwd && !m.bwd_tiles)
       out.why_not = "the record carries no backward tiles (tiles_bwd): the backward kernel's Br, Bc are unknown";
     if (!out.why_not.empty()) return out;
+  }
+  if (auto why = model_work_reason(m)) {
+    out.why_not = *why;
+    return out;
   }
   out.kernels = streaming_kernels_of(rec);
   for (const auto& [name, r] : kernel_resources_of(rec))

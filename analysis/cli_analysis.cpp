@@ -16,14 +16,11 @@
 #include "analysis/export.h"
 #include "analysis/gpus.h"
 #include "analysis/tables.h"
+#include "bench/core/exit_codes.h"
 
 namespace flashio::analysis {
 
 namespace {
-
-constexpr int kExitVerdictFails = 1;
-constexpr int kExitBadInput = 2;
-constexpr int kExitRegression = 3;
 
 // "5%" or "0.05": a relative threshold in [0, 10).
 double parse_threshold(const std::string& s) {
@@ -83,12 +80,13 @@ class Commands final : public AnalysisCommands {
         ->transform(CLI::CheckedTransformer(
             std::map<std::string, DqAdds>{{"auto", DqAdds::Auto}, {"scalar", DqAdds::Scalar}, {"pairs", DqAdds::Pairs}},
             CLI::ignore_case));
-    analyze_->footer("Exit status: 0 when every verdict holds, 1 otherwise, 2 on bad input.");
+    analyze_->footer(exit_status_help("a verdict does not hold (or, with --require-counters, none could be judged)"));
 
     report_ = app.add_subcommand(
         "report", "the papers' tables (runtime, memory, speedup, TFLOP/s, Figure 2 left) from result files");
     report_->add_option("files", files_, "result files")->required()->check(CLI::ExistingFile);
     add_format(report_);
+    report_->footer(exit_status_help());
 
     compare_ =
         app.add_subcommand("compare", "the same points side by side across GPUs (result files of different machines)");
@@ -106,8 +104,8 @@ class Commands final : public AnalysisCommands {
                          "above 1 (default 5%)");
     add_format(compare_);
     compare_->footer(
-        "Exit status: 0; with --baseline 3 when a matched point is slower than the threshold and the interval\n"
-        "excludes 1 (points without samples are listed, not judged); 2 on bad input.");
+        exit_status_help("with --baseline: a matched point is slower than the threshold and its interval excludes 1 "
+                         "(points without samples are listed, not judged)"));
 
     predict_ =
         app.add_subcommand("predict", "the IO model and a roofline time for a GPU you may not have (no GPU needed)");
@@ -123,7 +121,9 @@ class Commands final : public AnalysisCommands {
     predict_->add_option("--method,-m", req_.methods, "flash1, flash2, standard, standard_fused (default flash2)")
         ->delimiter(',');
     predict_->add_option("--pass", req_.passes, "fwd, bwd, fwdbwd (default fwd)")->delimiter(',');
-    predict_->add_option("--seqlen,-n", req_.seqlens, "sequence lengths (default 1024..16384)")->delimiter(',');
+    predict_->add_option("--seqlen,-n", req_.seqlens, "sequence lengths (default 1024..16384)")
+        ->delimiter(',')
+        ->check(CLI::PositiveNumber);
     predict_->add_option("--batch,-b", req_.batch, "batch (default 1)")->check(CLI::PositiveNumber);
     predict_->add_option("--heads", req_.heads, "heads (default 16)")->check(CLI::PositiveNumber);
     predict_->add_option("--head-dim,-d", req_.head_dim, "head dim: 32, 64, 96, 128, 256 (default 64)")
@@ -135,6 +135,7 @@ class Commands final : public AnalysisCommands {
         ->check(CLI::Range(0.01, 1.0));
     predict_->add_flag("--dram-waves", req_.wave_model, "DRAM: the wave model instead of the L2 simulation");
     add_format(predict_);
+    predict_->footer(exit_status_help());
 
     export_ = app.add_subcommand("export",
                                  "result files as tidy data: one row per record, SI units (CSV, JSON Lines, "
@@ -150,7 +151,7 @@ class Commands final : public AnalysisCommands {
     export_->add_option("--out,-o", export_out_, "write here (atomically) instead of to stdout");
     std::string columns = "Columns (csv, jsonl):\n";
     for (const auto& c : export_columns()) columns += fmt::format("  {:<24} {}\n", c.name, c.what);
-    export_->footer(columns + "Exit status: 0, or 2 on bad input (nothing is written).");
+    export_->footer(columns + exit_status_help());
   }
 
   std::optional<int> run() const override {
@@ -158,7 +159,7 @@ class Commands final : public AnalysisCommands {
       if (analyze_->parsed()) {
         const AnalyzeReport rep = analyze_files(files_, opt_);
         std::fputs(json_ ? (rep.json.dump(1) + "\n").c_str() : rep.markdown.c_str(), stdout);
-        return rep.ok(opt_) ? 0 : kExitVerdictFails;
+        return rep.ok(opt_) ? kExitOk : kExitOutcomeFailed;
       }
       if (report_->parsed()) return print(report_tables(read_documents(files_)));
       if (compare_->parsed()) {
@@ -181,7 +182,7 @@ class Commands final : public AnalysisCommands {
         if (rep.regressions > 0) {
           fmt::print(stderr, "flashio: {} matched points are slower than the baseline by more than {:g}%\n",
                      rep.regressions, ab.threshold * 100);
-          return kExitRegression;
+          return kExitOutcomeFailed;
         }
         return 0;
       }

@@ -14,8 +14,9 @@ class AnalysisCommands {
  public:
   virtual ~AnalysisCommands() = default;
   // The exit code of the analysis subcommand that was parsed, or nullopt if none was.
-  // analyze: 0 every verdict holds, 1 one does not; compare --baseline: 3 a point is slower than the
-  // threshold; all: 2 bad input; throws on unreadable files.
+  // analyze: 0 every verdict holds, 3 one does not; compare --baseline: 3 a point is slower than
+  // the threshold; all: 2 bad input (an input file refused: bench/core/json_input.h);
+  // bench/core/exit_codes.h.
   virtual std::optional<int> run() const = 0;
 };
 

@@ -15,7 +15,9 @@
 #include "analysis/dram_model.h"
 #include "analysis/gpus.h"
 #include "analysis/io_model.h"
+#include "analysis/model_bounds.h"
 #include "analysis/models/model.h"
+#include "bench/core/json_input.h"
 
 namespace flashio::analysis {
 
@@ -46,7 +48,7 @@ std::string setting_of(const json& rec) {
   if (p.value("kv_heads", 0) != p.value("heads", 0)) s += fmt::format(" · kv heads {}", p.value("kv_heads", 0));
   s += p.value("causal", false) ? " · causal" : "";
   s += p.value("padding", "none") != "none" ? " · masking (key padding)" : "";
-  s += p.value("dropout", 0.0) > 0 ? fmt::format(" · dropout {}", p.value("dropout", 0.0)) : "";
+  s += number_field(p, "dropout", 0.0) > 0 ? fmt::format(" · dropout {}", number_field(p, "dropout", 0.0)) : "";
   return s;
 }
 
@@ -71,13 +73,17 @@ std::string method_label(const json& rec, const json& doc) {
   return m;
 }
 
-double median_s(const json& rec) { return rec.contains("time") ? rec["time"].value("median_s", 0.0) : 0.0; }
+// NaN (written as null) reads as NaN; a time that is not positive is no time (the cell stays empty).
+double median_s(const json& rec) {
+  const double t = rec.contains("time") ? number_field(rec["time"], "median_s", 0.0) : 0.0;
+  return t > 0 ? t : 0.0;
+}
 
 std::optional<double> total_memory(const json& rec) {
   if (!rec.contains("memory")) return std::nullopt;
   const json& m = rec["memory"];
-  if (m.contains("total_bytes")) return m["total_bytes"].get<double>();
-  return m.value("inputs_bytes", 0.0) + m.value("outputs_bytes", 0.0) + m.value("workspace_bytes", 0.0);
+  if (m.contains("total_bytes")) return number_field(m, "total_bytes", 0.0);
+  return number_field(m, "inputs_bytes", 0.0) + number_field(m, "outputs_bytes", 0.0) + number_field(m, "workspace_bytes", 0.0);
 }
 
 // The parts of a point's name that neither the setting, the method label nor the N column
@@ -245,20 +251,13 @@ std::string render(const std::vector<Table>& tables, Format f) {
 Documents read_documents(const std::vector<std::string>& paths) {
   Documents docs;
   for (const auto& p : paths) {
-    std::ifstream in(p);
-    if (!in) throw std::runtime_error(fmt::format("cannot read {}", p));
-    try {
-      docs.emplace_back(p, json::parse(in));
-    } catch (const json::exception& e) {
-      throw std::runtime_error(fmt::format("{}: not valid JSON ({})", p, e.what()));
-    }
-    if (docs.back().second.contains("$schema")) {  // results/schema.json caught by a glob: not data
+    json doc = parse_json_input(read_input_file(p), p);  // bounded (bench/core/json_input.h)
+    if (doc.is_object() && doc.contains("$schema")) {  // results/schema.json caught by a glob: not data
       fmt::print(stderr, "flashio: skipping {}: a JSON schema, not a result file\n", p);
-      docs.pop_back();
       continue;
     }
-    if (docs.back().second.value("schema", "") != "flashio/result")
-      throw std::runtime_error(fmt::format("{}: not a flashio result file", p));
+    result_file_schema().check(doc, p);
+    docs.emplace_back(p, std::move(doc));
   }
   return docs;
 }
@@ -292,7 +291,7 @@ std::vector<Table> report_tables(const Documents& docs) {
       docs, "TFLOP/s", "flop/s",
       [](const json& r, const json&) -> Opt {
         if (median_s(r) <= 0) return std::nullopt;
-        return r.value("flops", 0.0) / median_s(r);
+        return number_field(r, "flops", 0.0) / median_s(r);
       },
       [](double v) { return fixed(v / 1e12, 1); }));
 
@@ -310,7 +309,8 @@ std::vector<Table> report_tables(const Documents& docs) {
       Cell hbm = no_cell(), source = no_cell();
       const json c = rec.value("counters", json::object());
       if (c.value("status", "") == "ok" && c.contains("bytes") && c["bytes"].contains("dram_read")) {
-        hbm = fixed_cell(c["bytes"].value("dram_read", 0.0) + c["bytes"].value("dram_write", 0.0), 1e-9, 2);
+        hbm = fixed_cell(number_field(c["bytes"], "dram_read", 0.0) + number_field(c["bytes"], "dram_write", 0.0), 1e-9,
+                         2);
         source = text_cell("measured");
       } else {
         const RecordModel rm = model_point_of(rec, doc);
@@ -321,7 +321,7 @@ std::vector<Table> report_tables(const Documents& docs) {
       }
       fig2.rows.push_back({text_cell(doc["device"].value("name", std::string("?"))),
                            text_cell(method_label(rec, doc) + variant_of(rec)),
-                           fixed_cell(rec.value("flops", 0.0), 1e-9, 1), hbm, source,
+                           fixed_cell(number_field(rec, "flops", 0.0), 1e-9, 1), hbm, source,
                            fixed_cell(median_s(rec), 1e3, 2)});
     }
   if (!fig2.rows.empty()) out.push_back(fig2);
@@ -417,12 +417,12 @@ std::vector<Table> compare_tables(const Documents& docs) {
         continue;
       }
       const json& r = *it->second;
-      const double s = median_s(r), tf = r.value("flops", 0.0) / s;
+      const double s = median_s(r), tf = number_field(r, "flops", 0.0) / s;
       const double peak = peak_flops(docs[i].second["device"], r);
       const json c = r.value("counters", json::object());
       Cell dram = no_cell();
       if (c.value("status", "") == "ok" && c.contains("bytes") && c["bytes"].contains("dram_read")) {
-        const double b = c["bytes"].value("dram_read", 0.0) + c["bytes"].value("dram_write", 0.0);
+        const double b = number_field(c["bytes"], "dram_read", 0.0) + number_field(c["bytes"], "dram_write", 0.0);
         dram = number_cell(b, format_bytes(b));
       }
       const auto sit = st[i].find(point_key(r));
@@ -512,6 +512,7 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
               continue;
             }
           }
+          if (auto why = model_work_reason(m)) throw std::invalid_argument(fmt::format("N = {}: {}", n, *why));
           const Traffic sm = predict_sm_l2(m);
           const DramPrediction dram = predict_dram(m, fwd_smem, bwd_smem, lim, r.l2_usable_fraction);
           const double t_compute = flops(m.problem, *pass) / g.peak_fp16_tensor_flops;

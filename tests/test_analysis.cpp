@@ -619,7 +619,7 @@ TEST(AnalyzeCommand, SyntheticCountersHoldAndAPerturbedFileFails) {
   const std::string bad = (std::filesystem::temp_directory_path() / "flashio-analyze-bad.json").string();
   std::ofstream(bad) << doc.dump();
   const Captured fail = run_cli({"analyze", bad, "--dram-waves"});
-  EXPECT_EQ(fail.rc, 1);
+  EXPECT_EQ(fail.rc, 3);  // a verdict fails: exit 3 (bench/core/exit_codes.h)
   EXPECT_NE(fail.out.find("FAILS"), std::string::npos);
 
   const Captured js = run_cli({"analyze", kFixture, "--dram-waves", "--json"});
@@ -634,7 +634,7 @@ TEST(AnalyzeCommand, CommittedFilesWithoutCountersJudgeNothingAndSayWhy) {
   const Captured c = run_cli({"analyze", kSource + "/results/nvidia-h200-fa2-forward.json"});
   EXPECT_EQ(c.rc, 0);
   EXPECT_NE(c.out.find("carry no counters"), std::string::npos);
-  EXPECT_EQ(run_cli({"analyze", kSource + "/results/nvidia-h200-fa2-forward.json", "--require-counters"}).rc, 1);
+  EXPECT_EQ(run_cli({"analyze", kSource + "/results/nvidia-h200-fa2-forward.json", "--require-counters"}).rc, 3);
 }
 
 TEST(ReportCommand, PublishedA100TablesRegenerate) {
@@ -821,7 +821,7 @@ TEST(AnalyzeCommand, CommittedFilesFailOnlyTheirKnownMissesWithTheirRatios) {
   for (const auto& e : std::filesystem::directory_iterator(kSource + "/results"))
     if (e.path().extension() == ".json" && e.path().filename() != "schema.json") args.push_back(e.path().string());
   const Captured c = run_cli(args);
-  EXPECT_EQ(c.rc, 1);  // the misses below
+  EXPECT_EQ(c.rc, 3);  // the misses below
   const json j = json::parse(c.out);
   std::map<std::string, std::pair<int, int>> judged;  // file → (SM↔L2, DRAM) verdicts
   std::map<std::string, double> misses;               // "file: level point" → ratio
@@ -971,7 +971,7 @@ TEST(AnalyzeCommand, RecordedResourcesSetTheWaveAndTheDriftFollowsLocalMemory) {
 TEST(AnalyzeCommand, SpillingKernelIsFlaggedBesideItsSmL2Excess) {
   const std::string file = kSource + "/tests/data/resources-injected-h100.json";
   const Captured c = run_cli({"analyze", file, "--json"});
-  EXPECT_EQ(c.rc, 1);
+  EXPECT_EQ(c.rc, 3);
   int flagged = 0;
   const json j = json::parse(c.out);
   for (const auto& r : j["files"][0]["records"]) {
@@ -1001,7 +1001,7 @@ TEST(AnalyzeCommand, H100DramSweepHoldsWithTheDriftAndNotWithLockStepWaves) {
   const std::string file = kSource + "/results/nvidia-h100-dram-level-mma-sync.json";
   EXPECT_EQ(run_cli({"analyze", file, "--dram-waves"}).rc, 0);
   const Captured lock = run_cli({"analyze", file, "--dram-waves", "--drift", "0", "--json"});
-  EXPECT_EQ(lock.rc, 1);
+  EXPECT_EQ(lock.rc, 3);
   int failed = 0;
   const json j = json::parse(lock.out);
   for (const auto& r : j["files"][0]["records"])
@@ -1108,7 +1108,7 @@ TEST(AnalyzeCommand, DramVerdictsCoverOnlyTheModelsScopeAndListTheRest) {
   const Captured md = run_cli({"analyze", file, "--dram-waves"});
   EXPECT_NE(md.out.find("DRAM: 12 judged, 6 outside the model's scope (listed):"), std::string::npos) << md.out;
   EXPECT_EQ(run_cli({"analyze", file, "--dram-waves", "--dq-adds", "scalar"}).rc,
-            1);  // measured with vector dQ atomics (9077f49)
+            3);  // measured with vector dQ atomics (9077f49)
   std::filesystem::remove(file);
 }
 

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "bench/cli/commands.h"
+#include "bench/core/json_input.h"
 #include "bench/sweep/journal.h"
 #include "bench/sweep/shard.h"
 #include "bench/sweep/sweep_file.h"
@@ -157,8 +158,8 @@ TEST(Journal, ABadLineInTheMiddleIsRefused) {
   try {
     read_results_any(path);
     FAIL();
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find(":3: not a record"), std::string::npos) << e.what();
+  } catch (const InputError& e) {  // one line: the file, its line, the pointer, the problem
+    EXPECT_NE(std::string(e.what()).find("corrupt.jsonl:3: : not valid JSON"), std::string::npos) << e.what();
   }
 }
 

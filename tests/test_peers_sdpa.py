@@ -353,8 +353,14 @@ def test_default_sweep_and_axes():
         "sdpa_flash/fwd/b:2/h:8/n:100/d:32/fp16", "sdpa_flash/fwd/b:2/h:8/n:200/d:32/fp16",
         "sdpa_flash/fwd/b:3/h:8/n:100/d:32/fp16", "sdpa_flash/fwd/b:3/h:8/n:200/d:32/fp16",
     ]
-    cfg = ps.parse_config(["--backend", "flash", "-b", "2", "--tokens", "800", "-n", "100,200", "-d", "32",
-                           "--out", "x.json"])
+    # --batch and --tokens both set the batch: refused, not one silently ignored (issue 21)
+    try:
+        ps.parse_config(["--backend", "flash", "-b", "2", "--tokens", "800", "-n", "100,200", "-d", "32",
+                         "--out", "x.json"])
+        assert False, "--batch with --tokens was accepted"
+    except ps.BadInput as e:
+        assert "--batch and --tokens both set the batch" in str(e), e
+    cfg = ps.parse_config(["--backend", "flash", "--tokens", "800", "-n", "100,200", "-d", "32", "--out", "x.json"])
     assert [pt.name() for pt in cfg.points] == ["sdpa_flash/fwd/b:8/h:64/n:100/d:32/fp16",
                                                 "sdpa_flash/fwd/b:4/h:64/n:200/d:32/fp16"]
     cfg = ps.parse_config(["--tokens", "4096", "--model-dim", "1024", "-n", "1024", "-d", "128", "--pass",

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "bench/core/json_input.h"
 #include "bench/core/record.h"
 #include "bench/core/schema.h"
 
@@ -148,7 +149,7 @@ TEST(Record, ReadingRejectsForeignFiles) {
   json newer = to_json(sample_file());
   newer["schema_version"] = kSchemaVersion + 1;
   EXPECT_THROW(result_file_from_json(newer), std::runtime_error);
-  EXPECT_THROW(read_result_file("/nonexistent/flashio.json"), std::runtime_error);
+  EXPECT_THROW(read_result_file("/nonexistent/flashio.json"), InputError);  // one line, exit 2
 }
 
 TEST(Record, CommittedResultFilesConformToSchemaAndRead) {

@@ -18,6 +18,9 @@
 
 #include "analysis/cli_analysis.h"
 #include "bench/core/build_info.h"
+#include "bench/core/exit_codes.h"
+#include "bench/core/json_input.h"
+#include "bench/core/safe_write.h"
 #include "bench/cli/bad_input.h"
 #include "bench/cli/run_outputs.h"
 #include "bench/cli/sweep_commands.h"
@@ -39,9 +42,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kExitRuntime = 1;
-constexpr int kExitBadInput = 2;
-constexpr int kExitPointsFailed = 3;  // run: a point's status is error (e.g. its correctness check failed)
+// Exit codes: bench/core/exit_codes.h.
+
+// A string option given with an empty value (--out "", --preset "") is refused, not taken as absent.
+const CLI::Validator kNonEmpty([](std::string& v) { return v.empty() ? std::string("an empty value") : std::string(); },
+                               "", "NONEMPTY");
 
 int64_t parse_int(const std::string& opt, const std::string& s) {
   try {
@@ -146,6 +151,9 @@ SweepSpec build_spec(const AxisOptions& a, SweepSpec s) {
     s.heads = parse_ints("heads", a.heads, 1);
     s.model_dim.reset();
   }
+  // --batch sets the batch, --tokens derives it: both on one command line contradict each other.
+  if (!a.batch.empty() && !a.tokens.empty()) throw BadInput("--batch and --tokens both set the batch: give one");
+  if (!a.heads.empty() && !a.model_dim.empty()) throw BadInput("--heads and --model-dim both set the heads: give one");
   if (!a.tokens.empty()) s.tokens = parse_ints("tokens", {a.tokens}, 1)[0];
   if (!a.model_dim.empty()) s.model_dim = parse_ints("model-dim", {a.model_dim}, 1)[0];
   if (!a.kv_heads.empty()) s.kv_heads = parse_ints("kv-heads", a.kv_heads, 1);
@@ -175,9 +183,13 @@ SweepSpec build_spec(const AxisOptions& a, SweepSpec s) {
   if (!a.deterministic.empty())
     s.deterministic = parse_list<bool>("deterministic", a.deterministic,
                                        [](const std::string& v) { return parse_bool("deterministic", v); });
-  auto ints = [](const std::string& opt, const std::vector<std::string>& v) {
+  auto ints = [](const std::string& opt, const std::vector<std::string>& v) {  // 32-bit: refused, never truncated
     std::vector<int> out;
-    for (int64_t x : parse_ints(opt, v, 0)) out.push_back(int(x));
+    for (int64_t x : parse_ints(opt, v, 0)) {
+      if (x > std::numeric_limits<int>::max())
+        throw BadInput(fmt::format("--{}: {} is above the maximum {}", opt, x, std::numeric_limits<int>::max()));
+      out.push_back(int(x));
+    }
     return out;
   };
   if (!a.block_r.empty()) s.block_r = ints("block-r", a.block_r);
@@ -197,8 +209,8 @@ SweepSpec build_spec(const AxisOptions& a, SweepSpec s) {
       return x;
     });
   if (!a.sparse_block.empty()) s.sparse_block = ints("sparse-block", a.sparse_block);
-  if (!a.sparse_window.empty()) s.sparse_window = int(parse_ints("sparse-window", {a.sparse_window}, 0)[0]);
-  if (!a.sparse_global.empty()) s.sparse_global = int(parse_ints("sparse-global", {a.sparse_global}, 0)[0]);
+  if (!a.sparse_window.empty()) s.sparse_window = ints("sparse-window", {a.sparse_window})[0];
+  if (!a.sparse_global.empty()) s.sparse_global = ints("sparse-global", {a.sparse_global})[0];
   for (const auto& m : s.methods)
     if (!builtin_registry().find(m))
       throw BadInput(fmt::format("--method: unknown method '{}' (known: {})", m, fmt::join(builtin_registry().names(), ", ")));
@@ -321,7 +333,7 @@ int cmd_list(const AxisOptions& axes, bool shape_given) {
 struct RunArgs {
   AxisOptions axes;
   int reps = 30, warmup = 5, device = 0;
-  bool no_flush = false, dry_run = false, json = false, quiet = false, verbose = false;
+  bool no_flush = false, dry_run = false, json = false, quiet = false, verbose = false, force = false;
   std::string out, preset, sweep, resume, devices, shard;
   std::string csv_out, md_out;  // --csv, --md: the records beside the JSON (bench/cli/run_outputs.h)
   std::string counters = "full";
@@ -365,6 +377,7 @@ std::vector<int> parse_device_list(const std::string& s) {
   while (start <= s.size()) {
     const size_t comma = std::min(s.find(',', start), s.size());
     const int64_t d = parse_ints("devices", {s.substr(start, comma - start)}, 0)[0];
+    if (d > 1024) throw BadInput(fmt::format("--devices: there is no GPU {}", d));
     if (std::find(out.begin(), out.end(), int(d)) != out.end()) throw BadInput(fmt::format("--devices: GPU {} given twice", d));
     out.push_back(int(d));
     start = comma + 1;
@@ -413,7 +426,8 @@ Resumed load_resume(const std::string& path, const std::vector<Point>& points) {
 // records: refuse to overwrite them.
 void check_no_unfinished_journal(const std::string& out, const std::string& resume) {
   const std::string journal = journal_path(out);
-  if (fs::exists(journal) && (resume.empty() || fs::absolute(journal) != fs::absolute(resume)))
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(journal, ec)) && (resume.empty() || !same_file(journal, resume)))
     throw BadInput(fmt::format("--out: {} exists (an interrupted run?): continue it with --resume {}, or remove it",
                                journal, journal));
 }
@@ -524,8 +538,15 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
     return 0;
   }
 
+  // Inputs the output must not be: the sweep file, the pattern files; the resumed file is the
+  // one output that may be replaced without --force (resuming rewrites it with more records).
+  std::vector<std::string> inputs = {a.sweep};
+  for (const auto& pat : a.axes.pattern)
+    if (pat.rfind("file:", 0) == 0) inputs.push_back(pat.substr(5));
+  const bool replaces_resumed = !a.resume.empty() && !out.empty() && same_file(out, a.resume);
   if (!out.empty()) {
-    check_writable(out, "--out");
+    check_writable(out, "--out", inputs, a.force || replaces_resumed);
+    check_writable(journal_path(out), "--out (its journal)", inputs, /*overwrite=*/true);
     check_no_unfinished_journal(out, a.resume);
   }
   if (!a.csv_out.empty()) check_writable(a.csv_out, "--csv");
@@ -562,7 +583,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
     std::error_code ec;
     fs::create_directories("results", ec);
     out = default_output_path(devices[0]);
-    check_writable(out, "--out");
+    check_writable(out, "--out", inputs);
   }
   const std::string journal = journal_path(out);
   check_no_unfinished_journal(out, a.resume);
@@ -623,8 +644,9 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
             [](const Record& x, const Record& y) { return x.point_index < y.point_index; });
   file.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - sweep_start).count() +
                 resumed.file.wall_s.value_or(0.0);
-  write_result_file(file, out);
-  std::remove(journal.c_str());  // the final file now holds everything the journal did
+  // A file that appeared at `out` during the run is not replaced (exit 2, the journal kept).
+  write_result_file(file, out, a.force || replaces_resumed);
+  std::remove(journal.c_str());  // this run's own journal (written above): the final file now holds everything it did
   bool outputs_written = true;
   try {
     write_run_outputs(file, out, a.csv_out, a.md_out);
@@ -653,11 +675,11 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
   const auto failed = std::count_if(file.records.begin(), file.records.end(),
                                     [](const Record& r) { return r.status == Status::Error; });
   if (failed > 0) {
-    fmt::print(stderr, "flashio: {} points failed (status error: see their reasons above); exit {}\n", failed,
-               kExitPointsFailed);
-    return kExitPointsFailed;
+    fmt::print(stderr, "flashio: {} of {} points failed (status error: see their reasons above, and {}); exit {}\n",
+               failed, file.records.size(), out, kExitOutcomeFailed);
+    return kExitOutcomeFailed;
   }
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace
@@ -682,9 +704,11 @@ int flashio_main(const std::vector<std::string>& args) {
   run->add_option("--reps", run_args.reps, "timed repetitions per point (median reported)");
   run->add_option("--warmup", run_args.warmup, "untimed launches before timing");
   run->add_flag("--no-l2-flush", run_args.no_flush, "do not clean L2 before each repetition (hot-cache timing)");
-  run->add_option("--out,-o", run_args.out, "result file (default: results/<gpu>-<date>.json)");
-  run->add_option("--csv", run_args.csv_out, "also write the records as tidy CSV (flashio export's columns)");
-  run->add_option("--md", run_args.md_out, "also write flashio report's Markdown tables of the run");
+  run->add_option("--out,-o", run_args.out, "result file (default: results/<gpu>-<date>.json)")->check(kNonEmpty);
+  run->add_flag("--force", run_args.force, "replace --out if it exists (never an input of this run)");
+  run->add_option("--csv", run_args.csv_out, "also write the records as tidy CSV (flashio export's columns)")
+      ->check(kNonEmpty);
+  run->add_option("--md", run_args.md_out, "also write flashio report's Markdown tables of the run")->check(kNonEmpty);
   run->add_option("--device", run_args.device, "GPU index");
   run->add_flag("--dry-run", run_args.dry_run, "list the points and exit (no GPU needed)");
   run->add_flag("--json", run_args.json,
@@ -692,12 +716,17 @@ int flashio_main(const std::vector<std::string>& args) {
   run->add_flag("--quiet,-q", run_args.quiet, "no progress on stderr");
   run->add_flag("--verbose,-v", run_args.verbose, "also print the counter set, its metrics and replay passes");
   run->add_option("--counters", run_args.counters,
-                  "hardware counters after timing: off, dram (DRAM bytes, duration), full (both traffic levels; default)");
-  run->add_option("--preset", run_args.preset, "run a paper's experiment (flashio presets lists them)");
-  run->add_option("--sweep", run_args.sweep, "run the sweep of a JSON sweep file (format: docs/sweeps.md)");
-  run->add_option("--resume", run_args.resume, "skip the points already in this result file or journal (.json/.jsonl)");
-  run->add_option("--devices", run_args.devices, "GPUs to run on at once, one worker each: 0,1,... or all");
-  run->add_option("--shard", run_args.shard, "run slice i of n of the sweep (0 <= i < n); flashio merge joins the slices");
+                  "hardware counters after timing: off, dram (DRAM bytes, duration), full (both traffic levels; default)")
+      ->check(kNonEmpty);
+  run->add_option("--preset", run_args.preset, "run a paper's experiment (flashio presets lists them)")->check(kNonEmpty);
+  run->add_option("--sweep", run_args.sweep, "run the sweep of a JSON sweep file (format: docs/sweeps.md)")
+      ->check(kNonEmpty);
+  run->add_option("--resume", run_args.resume, "skip the points already in this result file or journal (.json/.jsonl)")
+      ->check(kNonEmpty);
+  run->add_option("--devices", run_args.devices, "GPUs to run on at once, one worker each: 0,1,... or all")
+      ->check(kNonEmpty);
+  run->add_option("--shard", run_args.shard, "run slice i of n of the sweep (0 <= i < n); flashio merge joins the slices")
+      ->check(kNonEmpty);
   run->footer(
       "Axes take comma-separated lists; the sweep is their cartesian product. With no axes,\n"
       "the default sweep is FlashAttention-2's setting: 16384 tokens (batch = 16384/N),\n"
@@ -705,27 +734,39 @@ int flashio_main(const std::vector<std::string>& args) {
       "Axes given with --preset or --sweep replace those axes of the preset or file.\n"
       "Records are appended to <out>l (JSON Lines) as they are made; Ctrl-C finishes the current\n"
       "point, writes <out> and exits 130; --resume <out> (or <out>l after a kill) continues.\n"
-      "A failed point is a record; the sweep goes on. The last line counts ok / skipped / oom / error.\n"
-      "Exit status: 0 no point failed; 1 a runtime failure (no GPU); 2 bad input; 3 a point's status is\n"
-      "error (e.g. its correctness check failed); 130 / 143 stopped by SIGINT / SIGTERM.");
+      "A failed point is a record; the sweep goes on. The last line counts ok / skipped / oom / error.\n" +
+      exit_status_help("a point's status is error (e.g. its correctness check failed)"));
 
   std::string presets_show;
   CLI::App* presets = app.add_subcommand("presets", "the papers' experiments that flashio run --preset reproduces");
-  presets->add_option("--show", presets_show, "print this preset's sweep as a sweep file");
+  presets->add_option("--show", presets_show, "print this preset's sweep as a sweep file")->check(kNonEmpty);
+  presets->footer(exit_status_help());
 
   MergeArgs merge_args;
   CLI::App* merge = app.add_subcommand("merge", "join result files (shards, journals) into one result file");
   merge->add_option("inputs", merge_args.inputs, "result files (.json) or journals (.jsonl)")->required();
-  merge->add_option("--out,-o", merge_args.out, "the merged result file")->required();
+  merge->add_option("--out,-o", merge_args.out, "the merged result file")->required()->check(kNonEmpty);
+  merge->add_flag("--force", merge_args.force, "replace --out if it exists (never one of the inputs)");
   merge->add_flag("--allow-mixed-gpus", merge_args.allow_mixed_gpus, "merge files measured on different GPU models");
+  merge->footer(exit_status_help());
 
   int device_index = 0;
   bool device_json = false;
   CLI::App* device = app.add_subcommand("device", "describe the GPU: SMs, shared memory, L2, bandwidth, clocks, versions");
   device->add_option("--device", device_index, "GPU index");
   device->add_flag("--json", device_json, "print as JSON");
+  device->footer(exit_status_help());
+  list->footer(exit_status_help());
+  app.footer(exit_status_help("analyze: a verdict does not hold; run: a point ended in an error record"));
 
   const auto analysis_commands = analysis::add_analysis_commands(app);  // analyze, report, compare, predict
+  // No option takes an empty value (--out "", --tokens "", --device ""): an empty value is refused,
+  // never taken as the option being absent.
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+    for (CLI::Option* o : sub->get_options([](CLI::Option* o) { return o->get_items_expected_max() > 0; }))
+      o->check(kNonEmpty);
+  run->get_option("--device")->check(CLI::NonNegativeNumber);
+  device->get_option("--device")->check(CLI::NonNegativeNumber);
 
   std::vector<const char*> cargs;
   for (const auto& s : args) cargs.push_back(s.c_str());
@@ -757,6 +798,9 @@ int flashio_main(const std::vector<std::string>& args) {
     if (device->parsed()) return cmd_device(device_index, device_json);
     if (const auto rc = analysis_commands->run()) return *rc;
   } catch (const BadInput& e) {
+    fmt::print(stderr, "flashio: error: {}\n", e.what());
+    return kExitBadInput;
+  } catch (const InputError& e) {  // a file refused by its reader (bench/core/json_input.h)
     fmt::print(stderr, "flashio: error: {}\n", e.what());
     return kExitBadInput;
   } catch (const std::exception& e) {

@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 
 #include "bench/core/build_info.h"
+#include "bench/core/json_input.h"
+#include "bench/core/safe_write.h"
 #include "bench/cli/bad_input.h"
 #include "bench/sweep/journal.h"
 #include "bench/core/method.h"
@@ -20,17 +22,9 @@ namespace flashio {
 
 namespace fs = std::filesystem;
 
-void check_writable(const std::string& path, const std::string& option) {
-  const fs::path p(path);
-  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) throw BadInput(fmt::format("{}: directory '{}' does not exist", option, dir.string()));
-  if (fs::is_directory(p, ec)) throw BadInput(fmt::format("{}: '{}' is a directory", option, path));
-  const std::string probe = path + ".tmp";
-  std::ofstream f(probe);
-  if (!f) throw BadInput(fmt::format("{}: cannot write '{}'", option, path));
-  f.close();
-  std::remove(probe.c_str());
+void check_writable(const std::string& path, const std::string& option, const std::vector<std::string>& inputs,
+                    bool overwrite) {
+  check_output(path, inputs, overwrite, option);
 }
 
 int cmd_presets(const std::string& show) {
@@ -59,16 +53,10 @@ int cmd_presets(const std::string& show) {
 
 int cmd_merge(const MergeArgs& a) {
   if (a.inputs.empty()) throw BadInput("merge: give the files to merge");
-  check_writable(a.out, "--out");
+  check_writable(a.out, "--out", a.inputs, a.force);  // by file identity: ./a.json is a.json
   std::vector<LoadedResults> in;
   for (const auto& path : a.inputs) {
-    if (fs::absolute(path) == fs::absolute(a.out))
-      throw BadInput(fmt::format("merge: '{}' is both an input and --out", path));
-    try {
-      in.push_back(read_results_any(path));
-    } catch (const std::exception& e) {
-      throw BadInput(fmt::format("merge: {}", e.what()));
-    }
+    in.push_back(read_results_any(path));  // InputError: one line with the file and pointer, exit 2
     if (in.back().truncated)
       fmt::print(stderr, "flashio: note: {} ends in a cut-short line (a killed run); merged its complete records\n",
                  path);
@@ -128,7 +116,11 @@ int cmd_merge(const MergeArgs& a) {
   out.build = first.build;
   out.device = first.device;
   if (devices.size() > 1) out.devices = devices;
-  write_result_file(out, a.out);
+  const nlohmann::json doc = to_json(out);
+  if (const auto p = result_file_schema().first_problem(doc))  // the inputs were valid: a flashio bug
+    throw std::runtime_error(fmt::format("merge: the merged file would not match results/schema.json at {}: {}",
+                                         p->pointer, p->what));
+  write_file_atomically(a.out, doc.dump(1) + "\n", a.force);
   fmt::print("merged {} records from {} files into {}\n", out.records.size(), in.size(), a.out);
   return 0;
 }

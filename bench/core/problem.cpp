@@ -1,10 +1,12 @@
 #include "bench/core/problem.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
+#include "bench/core/json_input.h"
 #include "bench/core/rng.h"
 #include "bench/core/sparsity.h"
 
@@ -65,6 +67,33 @@ std::string Problem::name() const {
   return s;
 }
 
+std::optional<int64_t> checked_mul(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+
+// Why the sizes are beyond the bounds (problem.h), or nullopt; assumes each extent >= 0.
+static std::optional<std::string> size_reason(const Problem& p) {
+  const std::pair<const char*, int64_t> extents[] = {{"batch", p.batch},       {"heads", p.heads},
+                                                     {"kv-heads", p.kv_heads}, {"seqlen", p.seqlen_q},
+                                                     {"seqlen-k", p.seqlen_k}, {"head-dim", p.head_dim}};
+  for (const auto& [name, v] : extents)
+    if (v > kMaxExtent) return fmt::format("{} {} is more than flashio's bound {}", name, v, kMaxExtent);
+  auto elements = [](int64_t b, int64_t h, int64_t n, int64_t d) {
+    auto x = checked_mul(b, h);
+    if (x) x = checked_mul(*x, n);
+    if (x) x = checked_mul(*x, d);
+    return x;
+  };
+  const auto q = elements(p.batch, p.heads, p.seqlen_q, p.head_dim);
+  const auto kv = elements(p.batch, p.kvh(), p.nk(), p.head_dim);
+  if (!q || !kv || *q > kMaxTensorElements || *kv > kMaxTensorElements)
+    return fmt::format("b:{} h:{} n:{} nk:{} d:{}: a tensor of more than 2^40 elements (beyond any GPU's memory)",
+                       p.batch, p.heads, p.seqlen_q, p.nk(), p.head_dim);
+  return std::nullopt;
+}
+
 std::optional<std::string> Problem::invalid_reason() const {
   if (batch < 1) return fmt::format("batch must be >= 1 (got {})", batch);
   if (heads < 1) return fmt::format("heads must be >= 1 (got {})", heads);
@@ -76,6 +105,7 @@ std::optional<std::string> Problem::invalid_reason() const {
   if (!(dropout >= 0.0 && dropout < 1.0)) return fmt::format("dropout must be in [0, 1) (got {})", dropout);
   if (softmax_scale < 0.0) return fmt::format("softmax-scale must be > 0 (got {})", softmax_scale);
   if (block_r < 0 || block_c < 0) return "block sizes must be >= 0";
+  if (auto why = size_reason(*this)) return why;
   if (!mma.empty() && mma != "mma.sync" && mma != "wgmma")
     return fmt::format("mma must be mma.sync or wgmma (got '{}')", mma);
   if (auto why = pattern_invalid_reason(*this)) return why;
@@ -95,6 +125,7 @@ std::vector<int32_t> key_lengths(const Problem& p) {
 // The measured density s of the problem's block mask; 1 when the pattern cannot be made
 // (an invalid problem is rejected before it runs, but its record still needs a number).
 static double sparse_density_or_one(const Problem& p) {
+  if (p.from_record && p.recorded_density) return *p.recorded_density;  // the record's measurement: no mask made
   try {
     return make_block_mask(p).density();
   } catch (const std::exception&) {
@@ -135,16 +166,38 @@ nlohmann::json to_json(const Problem& p) {
           {"block_c", p.block_c}};
   if (p.deterministic) j["deterministic"] = true;  // only when set, so other records are unchanged
   if (!p.mma.empty()) j["mma"] = p.mma;             // likewise
-  if (p.sparse()) {  // only with a pattern, so dense records are unchanged
+  auto mask_rows = [](const std::string& text) {  // a mask in the pattern-file format, without its header
+    nlohmann::json rows = nlohmann::json::array();
+    for (size_t at = text.find('\n') + 1; at > 0 && at < text.size();) {
+      const size_t end = std::min(text.find('\n', at), text.size());
+      rows.push_back(text.substr(at, end - at));
+      at = end + 1;
+    }
+    return rows;
+  };
+  if (p.sparse() && p.from_record && p.recorded_density && p.recorded_blocks) {
+    // Written back as read (merge): what the record measured, its mask not made again.
+    j["pattern"] = p.pattern;
+    j["sparse_block"] = p.sparse_block;
+    j["density"] = *p.recorded_density;
+    j["sparse_blocks"] = {p.recorded_blocks->first, p.recorded_blocks->second};
+    if (!p.pattern_mask.empty()) j["pattern_mask"] = mask_rows(p.pattern_mask);
+  } else if (p.sparse()) {  // only with a pattern, so dense records are unchanged
     j["pattern"] = p.pattern;
     j["sparse_block"] = p.sparse_block;
     try {
       const BlockMask m = make_block_mask(p);
       j["density"] = m.density();  // measured: the fraction s of non-zero blocks
       j["sparse_blocks"] = {m.rows, m.cols};
+      if (parse_pattern(p.pattern) == PatternKind::File)  // the mask itself: a record never names a path to read
+        j["pattern_mask"] = mask_rows(block_mask_text(m));
     } catch (const std::exception&) {
-      j["density"] = nullptr;
+      // a record's file: pattern without an embedded mask: what the record said
+      j["density"] = p.recorded_density ? nlohmann::json(*p.recorded_density) : nlohmann::json(nullptr);
+      if (p.recorded_blocks) j["sparse_blocks"] = {p.recorded_blocks->first, p.recorded_blocks->second};
     }
+  }
+  if (p.sparse()) {
     const auto kind = parse_pattern(p.pattern);
     if (kind == PatternKind::Random) j["sparse_target_density"] = p.sparse_density;
     if (kind == PatternKind::Local) {
@@ -157,30 +210,43 @@ nlohmann::json to_json(const Problem& p) {
 
 Problem problem_from_json(const nlohmann::json& j) {
   Problem p;
+  p.from_record = true;
   try {
-    p.batch = j.at("batch").get<int64_t>();
-    p.heads = j.at("heads").get<int64_t>();
-    p.kv_heads = j.value("kv_heads", p.heads);
-    p.seqlen_q = j.at("seqlen_q").get<int64_t>();
-    p.seqlen_k = j.value("seqlen_k", p.seqlen_q);
-    p.head_dim = j.at("head_dim").get<int64_t>();
+    if (!j.is_object()) throw std::runtime_error("the problem is not an object");
+    for (const char* key : {"batch", "heads", "seqlen_q", "head_dim", "dtype"})
+      if (!j.contains(key)) throw std::runtime_error(fmt::format("the problem has no \"{}\"", key));
+    p.batch = int_field(j, "batch", p.batch);
+    p.heads = int_field(j, "heads", p.heads);
+    p.kv_heads = int_field(j, "kv_heads", p.heads);
+    p.seqlen_q = int_field(j, "seqlen_q", p.seqlen_q);
+    p.seqlen_k = int_field(j, "seqlen_k", p.seqlen_q);
+    p.head_dim = int_field(j, "head_dim", p.head_dim);
     const auto dt = parse_dtype(j.at("dtype").get<std::string>());
     if (!dt) throw std::runtime_error("unknown dtype " + j.at("dtype").dump());
     p.dtype = *dt;
     p.causal = j.value("causal", false);
     p.padding = j.value("padding", std::string("none")) == "random" ? Padding::Random : Padding::None;
-    p.dropout = j.value("dropout", 0.0);
+    p.dropout = number_field(j, "dropout", 0.0);
     p.deterministic = j.value("deterministic", false);
-    p.seed = j.value("seed", p.seed);
-    p.softmax_scale = j.value("softmax_scale", 0.0);
-    p.block_r = j.value("block_r", 0);
-    p.block_c = j.value("block_c", 0);
+    if (j.contains("seed"))  // the full uint64 range: seeds are written unsigned
+      p.seed = j["seed"].is_number_unsigned() ? j["seed"].get<uint64_t>() : uint64_t(int_field(j, "seed", int64_t(0)));
+    p.softmax_scale = number_field(j, "softmax_scale", 0.0);
+    p.block_r = int_field(j, "block_r", 0);
+    p.block_c = int_field(j, "block_c", 0);
     p.mma = j.value("mma", std::string());
     p.pattern = j.value("pattern", std::string());
-    p.sparse_block = j.value("sparse_block", p.sparse_block);
-    p.sparse_density = j.value("sparse_target_density", p.sparse_density);
-    p.sparse_window = j.value("sparse_window", p.sparse_window);
-    p.sparse_global = j.value("sparse_global", p.sparse_global);
+    p.sparse_block = int_field(j, "sparse_block", p.sparse_block);
+    p.sparse_density = number_field(j, "sparse_target_density", p.sparse_density);
+    p.sparse_window = int_field(j, "sparse_window", p.sparse_window);
+    p.sparse_global = int_field(j, "sparse_global", p.sparse_global);
+    if (j.contains("density") && j["density"].is_number()) p.recorded_density = j["density"].get<double>();
+    if (j.contains("sparse_blocks") && j["sparse_blocks"].is_array() && j["sparse_blocks"].size() == 2)
+      p.recorded_blocks = std::make_pair(checked_integer(j["sparse_blocks"][0], 0, kMaxExtent, "sparse_blocks"),
+                                         checked_integer(j["sparse_blocks"][1], 0, kMaxExtent, "sparse_blocks"));
+    if (j.contains("pattern_mask") && p.recorded_blocks) {
+      p.pattern_mask = fmt::format("{} {}\n", p.recorded_blocks->first, p.recorded_blocks->second);
+      for (const auto& row : j.at("pattern_mask")) p.pattern_mask += row.get<std::string>() + "\n";
+    }
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(std::string("bad problem in record: ") + e.what());
   }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -49,6 +50,13 @@ struct Problem {
   double sparse_density = 0.5;  // random: target fraction of non-zero blocks, in (0, 1]
   int sparse_window = 1;        // local: blocks on each side of the diagonal
   int sparse_global = 1;        // local: leading rows and columns that are all ones
+  // A problem read from a record (problem_from_json): a file: pattern's path is never opened (a
+  // result file must not make flashio read a path); its mask is the one the record embeds
+  // ("pattern_mask", in the pattern-file format), and without one its density is the record's.
+  bool from_record = false;
+  std::string pattern_mask;
+  std::optional<double> recorded_density;
+  std::optional<std::pair<int64_t, int64_t>> recorded_blocks;
 
   bool sparse() const { return !pattern.empty() && pattern != "none"; }
   int64_t kvh() const { return kv_heads > 0 ? kv_heads : heads; }
@@ -59,9 +67,19 @@ struct Problem {
 
   // The point's name, Google Benchmark style: b:4/h:16/n:4096/d:64/fp16[/causal]...[/det]
   std::string name() const;
-  // Why the problem is impossible (d <= 0, heads not divisible by kv_heads, ...), or nullopt.
+  // Why the problem is impossible (d <= 0, heads not divisible by kv_heads, sizes beyond the
+  // bounds below, ...), or nullopt.
   std::optional<std::string> invalid_reason() const;
 };
+
+// Bounds on a problem's sizes, so that every product of them is exact in int64 and no loop over
+// them runs for ever: each extent at most kMaxExtent (the kernels index with 32-bit integers), a
+// tensor at most kMaxTensorElements elements (2 TiB of fp16, beyond any GPU's memory).
+inline constexpr int64_t kMaxExtent = (int64_t(1) << 31) - 1;
+inline constexpr int64_t kMaxTensorElements = int64_t(1) << 40;
+
+// a·b, or nullopt when it does not fit in int64 (a, b >= 0).
+std::optional<int64_t> checked_mul(int64_t a, int64_t b);
 
 // Valid key count per sequence for the problem's padding (deterministic in seed).
 std::vector<int32_t> key_lengths(const Problem& p);

@@ -1,29 +1,23 @@
 #include "bench/core/record.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <ctime>
-#include <fstream>
 #include <random>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "bench/core/build_info.h"
+#include "bench/core/json_input.h"
+#include "bench/core/safe_write.h"
 
 namespace flashio {
 
 using nlohmann::json;
 
-// JSON has no NaN: nlohmann writes it as null, and a null reads back as NaN.
-static double number_or_nan(const json& obj, const char* key) {
-  if (!obj.contains(key) || obj[key].is_null()) return std::nan("");
-  return obj[key].get<double>();
-}
+// JSON has no NaN: nlohmann writes it as null, and a null reads back as NaN (number_field).
+static double number_or_nan(const json& obj, const char* key) { return number_field(obj, key, std::nan("")); }
 
 const char* to_string(Status s) {
   switch (s) {
@@ -42,7 +36,7 @@ std::optional<Status> parse_status(const std::string& s) {
 }
 
 std::optional<double> Record::tflops() const {
-  if (!time || time->median_s <= 0) return std::nullopt;
+  if (!time || !(time->median_s > 0)) return std::nullopt;  // NaN too
   return flops() / time->median_s / 1e12;
 }
 
@@ -108,14 +102,14 @@ Record record_from_json(const json& j) {
     if (!st) throw std::runtime_error("unknown status " + j.at("status").dump());
     r.status = *st;
     r.reason = j.value("reason", std::string());
-    r.device_index = j.value("device_index", 0);
-    r.point_index = j.value("point_index", int64_t(-1));
+    r.device_index = int_field(j, "device_index", 0);
+    r.point_index = int_field(j, "point_index", int64_t(-1));
     for (const char* key : {"tiles", "tiles_bwd"}) {
       if (!j.contains(key)) continue;
       const auto& t = j[key];
       (std::string(key) == "tiles" ? r.tiles : r.tiles_bwd) =
-          Tiles{{t.value("block_r", 0), t.value("block_c", 0), t.value("warps", 0), t.value("stages", 0)},
-                t.value("smem_bytes", int64_t(0)), t.value("splits", 0), t.value("mma", std::string()),
+          Tiles{{int_field(t, "block_r", 0), int_field(t, "block_c", 0), int_field(t, "warps", 0), int_field(t, "stages", 0)},
+                int_field(t, "smem_bytes", int64_t(0)), int_field(t, "splits", 0), t.value("mma", std::string()),
                 t.value("smem_layout", std::string()), t.value("elementwise", std::string()),
                 t.value("dq_adds", std::string())};
     }
@@ -126,10 +120,10 @@ Record record_from_json(const json& j) {
       cr.max_abs_err = number_or_nan(c, "max_abs_err");
       cr.max_rel_err = number_or_nan(c, "max_rel_err");
       cr.worst_ratio = number_or_nan(c, "worst_ratio");
-      cr.atol = c.value("atol", 0.0);
-      cr.rtol = c.value("rtol", 0.0);
-      cr.rows_checked = c.value("rows_checked", int64_t(0));
-      cr.rows_total = c.value("rows_total", int64_t(0));
+      cr.atol = number_field(c, "atol", 0.0);
+      cr.rtol = number_field(c, "rtol", 0.0);
+      cr.rows_checked = int_field(c, "rows_checked", int64_t(0));
+      cr.rows_total = int_field(c, "rows_total", int64_t(0));
       cr.lse_checked = c.value("lse_checked", false);
       cr.scope = c.value("scope", std::string());
       cr.grad_scope = c.value("grad_scope", std::string());
@@ -141,9 +135,9 @@ Record record_from_json(const json& j) {
           t.max_rel_err = number_or_nan(it.value(), "max_rel_err");
           t.worst_ratio = number_or_nan(it.value(), "worst_ratio");
           t.nan = std::isnan(t.worst_ratio);
-          t.atol = it.value().value("atol", 0.0);
-          t.rtol = it.value().value("rtol", 0.0);
-          t.elements = it.value().value("elements", int64_t(0));
+          t.atol = number_field(it.value(), "atol", 0.0);
+          t.rtol = number_field(it.value(), "rtol", 0.0);
+          t.elements = int_field(it.value(), "elements", int64_t(0));
           cr.tensors.push_back(t);
         }
       r.check = cr;
@@ -151,13 +145,13 @@ Record record_from_json(const json& j) {
     if (j.contains("time")) {
       const auto& t = j["time"];
       TimeStats ts;
-      ts.median_s = t.at("median_s").get<double>();
-      ts.min_s = t.value("min_s", 0.0);
-      ts.max_s = t.value("max_s", 0.0);
-      ts.mean_s = t.value("mean_s", 0.0);
-      ts.stddev_s = t.value("stddev_s", 0.0);
-      ts.reps = t.value("reps", 0);
-      ts.warmup = t.value("warmup", 0);
+      ts.median_s = number_or_nan(t, "median_s");
+      ts.min_s = number_field(t, "min_s", 0.0);
+      ts.max_s = number_field(t, "max_s", 0.0);
+      ts.mean_s = number_field(t, "mean_s", 0.0);
+      ts.stddev_s = number_field(t, "stddev_s", 0.0);
+      ts.reps = int_field(t, "reps", 0);
+      ts.warmup = int_field(t, "warmup", 0);
       ts.l2_flushed = t.value("l2_flushed", true);
       ts.clock = t.value("clock", std::string("cuda_events"));
       if (t.contains("samples_s")) ts.samples_s = t["samples_s"].get<std::vector<double>>();
@@ -165,18 +159,19 @@ Record record_from_json(const json& j) {
     }
     if (j.contains("memory")) {
       const auto& m = j["memory"];
-      MemoryStats ms{m.value("inputs_bytes", int64_t(0)), m.value("outputs_bytes", int64_t(0)),
-                     m.value("workspace_bytes", int64_t(0)), 0};
+      MemoryStats ms{int_field(m, "inputs_bytes", int64_t(0)), int_field(m, "outputs_bytes", int64_t(0)),
+                     int_field(m, "workspace_bytes", int64_t(0)), 0};
       // Files written before total_bytes existed: the same sum.
-      ms.total_bytes = m.value("total_bytes", ms.inputs_bytes + ms.outputs_bytes + ms.workspace_bytes);
-      ms.library_bytes = m.value("library_bytes", int64_t(0));
+      ms.total_bytes = int_field(m, "total_bytes", ms.inputs_bytes + ms.outputs_bytes + ms.workspace_bytes);
+      ms.library_bytes = int_field(m, "library_bytes", int64_t(0));
       r.memory = ms;
     }
     if (j.contains("phases_s")) {
       const auto& t = j["phases_s"];
-      r.phases = PhaseTimes{t.value("inputs", 0.0), t.value("reference", 0.0), t.value("plan", 0.0),
-                            t.value("check", 0.0),  t.value("timed", 0.0),     t.value("counters", 0.0),
-                            t.value("total", 0.0)};
+      r.phases = PhaseTimes{number_field(t, "inputs", 0.0), number_field(t, "reference", 0.0),
+                            number_field(t, "plan", 0.0),   number_field(t, "check", 0.0),
+                            number_field(t, "timed", 0.0),  number_field(t, "counters", 0.0),
+                            number_field(t, "total", 0.0)};
     }
     if (j.contains("counters")) r.counters = j["counters"];
   } catch (const json::exception& e) {
@@ -194,8 +189,8 @@ json to_json(const ResultFile& f) {
             {"created", f.created},
             {"producer", f.producer},
             {"command_line", f.command_line},
-            {"build", f.build},
-            {"device", f.device},
+            {"build", f.build.is_null() ? json::object() : f.build},  // the schema's type even when unset
+            {"device", f.device.is_null() ? json::object() : f.device},
             {"records", records}};
   if (!f.devices.empty()) j["devices"] = f.devices;
   if (f.wall_s) j["wall_s"] = *f.wall_s;
@@ -208,7 +203,7 @@ ResultFile result_file_from_json(const json& j) {
   try {
     if (j.value("schema", std::string()) != "flashio/result")
       throw std::runtime_error("not a flashio result file (no \"schema\": \"flashio/result\")");
-    f.schema_version = j.at("schema_version").get<int>();
+    f.schema_version = int_field(j, "schema_version", 0);
     if (f.schema_version > kSchemaVersion)
       throw std::runtime_error(fmt::format("schema version {} is newer than this build's {}", f.schema_version, kSchemaVersion));
     f.run_id = j.value("run_id", std::string());
@@ -218,49 +213,32 @@ ResultFile result_file_from_json(const json& j) {
     f.build = j.value("build", json::object());
     f.device = j.value("device", json::object());
     f.devices = j.value("devices", json::array());
-    if (j.contains("wall_s") && j["wall_s"].is_number()) f.wall_s = j["wall_s"].get<double>();
+    if (j.contains("wall_s") && !j["wall_s"].is_null()) f.wall_s = number_field(j, "wall_s", 0.0);
     f.merged_from = j.value("merged_from", json::array());
-    for (const auto& r : j.at("records")) f.records.push_back(record_from_json(r));
+    const json& records = j.at("records");
+    for (size_t i = 0; i < records.size(); ++i) {
+      try {
+        f.records.push_back(record_from_json(records[i]));
+      } catch (const std::runtime_error& e) {
+        throw std::runtime_error(fmt::format("/records/{}: {}", i, e.what()));
+      }
+    }
   } catch (const json::exception& e) {
     throw std::runtime_error(std::string("bad result file: ") + e.what());
   }
   return f;
 }
 
-void write_result_file(const ResultFile& f, const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) throw std::runtime_error(fmt::format("cannot write {}", tmp));
-    out << to_json(f).dump(1) << '\n';
-    out.flush();
-    if (!out) throw std::runtime_error(fmt::format("error writing {}", tmp));
-  }
-  // On disk before the rename makes it visible: a crash never leaves an empty final file.
-  const int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error(fmt::format("cannot rename {} to {}", tmp, path));
-  }
+void write_result_file(const ResultFile& f, const std::string& path, bool overwrite) {
+  write_file_atomically(path, to_json(f).dump(1) + "\n", overwrite);
 }
 
 ResultFile read_result_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(fmt::format("cannot read {}", path));
-  json j;
+  const json doc = read_result_document(path);  // bounded, parsed and checked against results/schema.json
   try {
-    in >> j;
-  } catch (const json::exception& e) {
-    throw std::runtime_error(fmt::format("{}: not valid JSON ({})", path, e.what()));
-  }
-  try {
-    return result_file_from_json(j);
+    return result_file_from_json(doc);
   } catch (const std::runtime_error& e) {
-    throw std::runtime_error(fmt::format("{}: {}", path, e.what()));
+    throw InputError(fmt::format("{}: {}", path, e.what()));
   }
 }
 

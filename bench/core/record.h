@@ -122,8 +122,9 @@ Record record_from_json(const nlohmann::json& j);  // throws std::runtime_error
 nlohmann::json to_json(const ResultFile& f);
 ResultFile result_file_from_json(const nlohmann::json& j);
 
-// Writes atomically (temporary file + rename): a reader never sees half a file.
-void write_result_file(const ResultFile& f, const std::string& path);
+// Writes atomically (a unique temporary file in path's folder, fsync, rename: safe_write.h).
+// Without `overwrite`, an existing path is left alone (InputError).
+void write_result_file(const ResultFile& f, const std::string& path, bool overwrite = true);
 ResultFile read_result_file(const std::string& path);  // throws std::runtime_error
 
 std::string utc_timestamp();  // 2026-11-22T01:02:03Z

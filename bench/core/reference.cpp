@@ -262,7 +262,9 @@ void reference_dq_rows(const Problem& p, const HostTensors& t, const uint16_t* d
   const double scale = p.scale();
   dq.assign(rows.size() * size_t(d), 0.0);
   const auto mask = mask_of(p);
-  for (const auto& [head, members] : rows_by_kv_head(p, rows)) {
+  for (const auto& group : rows_by_kv_head(p, rows)) {
+    const auto& head = group.first;  // not a structured binding: clang 14 cannot capture one in a lambda
+    const auto& members = group.second;
     const DecodedHead kv = decode_head(p, t, head.first, head.second, threads);
     parallel_for(members.size(), thread_count(members.size(), threads), [&](int tid, int nthreads) {
       RowGrad g;
@@ -345,7 +347,9 @@ void reference_rows(const Problem& p, const HostTensors& t, const std::vector<Ro
   out.assign(rows.size() * size_t(d), 0.0);
   lse.assign(rows.size(), 0.0);
   const auto mask = mask_of(p);
-  for (const auto& [head, members] : rows_by_kv_head(p, rows)) {
+  for (const auto& group : rows_by_kv_head(p, rows)) {
+    const auto& head = group.first;  // not a structured binding: clang 14 cannot capture one in a lambda
+    const auto& members = group.second;
     const DecodedHead kv = decode_head(p, t, head.first, head.second, threads);
     parallel_for(members.size(), thread_count(members.size(), threads), [&](int tid, int nthreads) {
       std::vector<double> scores(static_cast<size_t>(p.nk())), qrow(static_cast<size_t>(d));

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "bench/core/json_input.h"
 #include "bench/core/rng.h"
 
 namespace flashio {
@@ -34,12 +35,18 @@ namespace {
 
 constexpr uint64_t kPatternSeedSalt = 0xb10c5ba75e11ull;  // random masks: a stream apart from the inputs'
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument(fmt::format("cannot read block-mask file {}", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// A pattern file is small: ⌈N/Bs⌉² characters and a header.
+constexpr int64_t kMaxPatternFileBytes = 2 * kMaxMaskBlocks + 4096;
+
+std::string read_file(const std::string& path) { return read_input_file(path, kMaxPatternFileBytes); }
+
+// rows·cols, refused beyond kMaxMaskBlocks (and never overflowing).
+int64_t mask_cells(int64_t rows, int64_t cols, const std::string& what) {
+  const auto n = checked_mul(rows, cols);
+  if (!n || *n > kMaxMaskBlocks)
+    throw std::invalid_argument(fmt::format("{}: a block mask of {} x {} blocks is more than flashio's bound of {} blocks",
+                                            what, rows, cols, kMaxMaskBlocks));
+  return *n;
 }
 
 bool is_power_of_two(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
@@ -66,7 +73,7 @@ BlockMask parse_block_mask_text(const std::string& text, const std::string& sour
       if (!(hs >> m.rows >> m.cols) || (hs >> extra) || m.rows < 1 || m.cols < 1)
         throw std::invalid_argument(
             fmt::format("{}:{}: expected a header \"ROWS COLS\" (two positive integers)", source, lineno));
-      m.bits.reserve(size_t(m.rows * m.cols));
+      m.bits.reserve(size_t(mask_cells(m.rows, m.cols, source)));
       have_header = true;
       continue;
     }
@@ -123,9 +130,11 @@ BlockMask make_block_mask(const Problem& p) {
   if (p.sparse_block < 1) throw std::invalid_argument("sparse block must be >= 1");
   BlockMask m;
   m.block_r = m.block_c = p.sparse_block;
+  if (p.seqlen_q < 1 || p.nk() < 1 || p.seqlen_q > kMaxExtent || p.nk() > kMaxExtent)
+    throw std::invalid_argument(fmt::format("sequence lengths {} and {} are outside [1, {}]", p.seqlen_q, p.nk(), kMaxExtent));
   m.rows = (p.seqlen_q + p.sparse_block - 1) / p.sparse_block;
   m.cols = (p.nk() + p.sparse_block - 1) / p.sparse_block;
-  m.bits.assign(size_t(m.rows * m.cols), 0);
+  m.bits.assign(size_t(mask_cells(m.rows, m.cols, p.pattern)), 0);
   auto set = [&](int64_t r, int64_t c) { m.bits[size_t(r * m.cols + c)] = 1; };
   switch (*kind) {
     case PatternKind::None:
@@ -163,7 +172,11 @@ BlockMask make_block_mask(const Problem& p) {
       break;
     case PatternKind::File: {
       const std::string path = p.pattern.substr(5);
-      BlockMask f = parse_block_mask_text(read_file(path), path);
+      if (p.from_record && p.pattern_mask.empty())
+        throw std::invalid_argument(fmt::format(
+            "{}: the record embeds no mask, and flashio never opens a path named in a result file", p.pattern));
+      BlockMask f = p.from_record ? parse_block_mask_text(p.pattern_mask, p.pattern + " (the record's pattern_mask)")
+                                  : parse_block_mask_text(read_file(path), path);
       if (f.rows != m.rows || f.cols != m.cols)
         throw std::invalid_argument(
             fmt::format("{}: mask is {}x{} blocks, but Nq={}, Nk={} with sparse block {} need {}x{}", path, f.rows,
@@ -184,7 +197,7 @@ BlockMask tile_mask(const BlockMask& m, int64_t seqlen_q, int64_t seqlen_k, int 
   t.block_c = block_c;
   t.rows = (seqlen_q + block_r - 1) / block_r;
   t.cols = (seqlen_k + block_c - 1) / block_c;
-  t.bits.resize(size_t(t.rows * t.cols));
+  t.bits.resize(size_t(mask_cells(t.rows, t.cols, "tile mask")));
   for (int64_t r = 0; r < t.rows; ++r)
     for (int64_t c = 0; c < t.cols; ++c) t.bits[size_t(r * t.cols + c)] = m.allows(r * block_r, c * block_c);
   return t;
@@ -217,7 +230,7 @@ BlockLists by_cols(const BlockMask& m) {
 }
 
 std::vector<uint8_t> expand_mask(const BlockMask& m, int64_t seqlen_q, int64_t seqlen_k) {
-  std::vector<uint8_t> e(size_t(seqlen_q * seqlen_k));
+  std::vector<uint8_t> e(size_t(mask_cells(seqlen_q, seqlen_k, "element mask")));
   for (int64_t i = 0; i < seqlen_q; ++i)
     for (int64_t j = 0; j < seqlen_k; ++j) e[size_t(i * seqlen_k + j)] = m.allows(i, j);
   return e;

@@ -10,7 +10,8 @@
 //   local         |r − c| <= window, plus `global` leading rows and columns of ones
 //   random        exactly round(density·R·C) blocks, chosen uniformly from the seed
 //   causal_block  c <= r (block lower triangle)
-//   file:PATH     read from a text file, format below
+//   file:PATH     read from a text file, format below (a regular file; never from a path named
+//                 in a result file: records embed the mask, Problem::pattern_mask)
 //
 // File format: '#' starts a comment (to the end of the line); blank lines are ignored. The
 // first remaining line holds "R C" (rows, columns), then R lines of C characters '0' or '1'
@@ -27,6 +28,10 @@
 #include "bench/core/problem.h"
 
 namespace flashio {
+
+// The most blocks a mask may have (rows·cols, overflow-checked): 2^24 (N = 512k at Bs = 128). A
+// pattern at N = 2^40 is refused, not allocated.
+inline constexpr int64_t kMaxMaskBlocks = int64_t(1) << 24;
 
 // A block mask over rows × cols blocks of block_r × block_c elements, row-major.
 struct BlockMask {

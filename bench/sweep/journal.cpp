@@ -6,10 +6,14 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <fstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
+
+#include "bench/core/json_input.h"
+#include "bench/core/safe_write.h"
 
 namespace flashio {
 
@@ -21,19 +25,22 @@ std::string journal_path(const std::string& out) {
   return out + ".jsonl";
 }
 
-JournalWriter::JournalWriter(const std::string& path, const ResultFile& file) : path_(path + ".tmp") {
+JournalWriter::JournalWriter(const std::string& path, const ResultFile& file) : path_(path) {
   // Built under a temporary name and renamed: resuming from this very journal never leaves
   // a moment in which its records exist nowhere on disk.
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw std::runtime_error(fmt::format("cannot create {}: {}", path_, std::strerror(errno)));
+  TempFile tmp(path);
+  fd_ = tmp.fd();
+  ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_APPEND);
+  path_ = tmp.path();
   json header = to_json(file);
   header.erase("records");
   header["schema"] = "flashio/journal";
   write_line(header.dump());
   for (const auto& r : file.records) append(r);
-  if (std::rename(path_.c_str(), path.c_str()) != 0)
-    throw std::runtime_error(fmt::format("cannot rename {} to {}: {}", path_, path, std::strerror(errno)));
-  path_ = path;  // the descriptor follows the file
+  tmp.commit(/*overwrite=*/true);  // the caller refused a journal this run does not resume from
+  fd_ = ::dup(tmp.fd());           // the descriptor follows the file; tmp closes its own
+  if (fd_ < 0) throw std::runtime_error(fmt::format("cannot keep {} open: {}", path, std::strerror(errno)));
+  path_ = path;
 }
 
 JournalWriter::~JournalWriter() {
@@ -67,34 +74,52 @@ LoadedResults read_results_any(const std::string& path) {
     out.file = read_result_file(path);
     return out;
   }
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(fmt::format("cannot read {}", path));
+  return parse_journal_text(read_input_file(path), path);
+}
+
+LoadedResults parse_journal_text(const std::string& text, const std::string& path) {
+  LoadedResults out;
   std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) lines.push_back(line);
-  if (lines.empty()) throw std::runtime_error(fmt::format("{}: empty journal (no header line)", path));
-  json header;
-  try {
-    header = json::parse(lines[0]);
-  } catch (const json::exception&) {
-    throw std::runtime_error(fmt::format("{}: the first line is not a journal header", path));
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    lines.push_back(text.substr(at, end - at));
+    at = end + 1;
   }
-  if (header.value("schema", std::string()) != "flashio/journal")
-    throw std::runtime_error(
-        fmt::format("{}: not a flashio journal (no \"schema\": \"flashio/journal\" header)", path));
+  // Only a last line without its newline can be a killed run's half-written record.
+  const bool last_unfinished = !text.empty() && text.back() != '\n';
+  if (lines.empty()) throw InputError(fmt::format("{}: : an empty journal (no header line)", path));
+  const std::string header_source = fmt::format("{}:1", path);
+  json header = parse_json_input(lines[0], header_source);
+  if (!header.is_object() || header.value("schema", json()) != "flashio/journal")
+    throw InputError(fmt::format("{}: /schema: not a flashio journal (the first line has no \"schema\": \"flashio/journal\")",
+                                 header_source));
+  // The header is the result file's top level without its records.
   header["schema"] = "flashio/result";
+  if (header.contains("records"))
+    throw InputError(fmt::format("{}: /records: a journal header holds no records", header_source));
   header["records"] = json::array();
-  out.file = result_file_from_json(header);
+  result_file_schema().check(header, header_source);
+  try {
+    out.file = result_file_from_json(header);
+  } catch (const std::runtime_error& e) {
+    throw InputError(fmt::format("{}: {}", header_source, e.what()));
+  }
   for (size_t i = 1; i < lines.size(); ++i) {
-    const bool last = i + 1 == lines.size();
+    const std::string source = fmt::format("{}:{}", path, i + 1);
     try {
-      out.file.records.push_back(record_from_json(json::parse(lines[i])));
-    } catch (const std::exception& e) {
-      if (last) {  // a killed run's half-written line (a strict prefix of a record never parses)
+      const json rec = parse_json_input(lines[i], source);
+      record_schema().check(rec, source);
+      try {
+        out.file.records.push_back(record_from_json(rec));
+      } catch (const std::runtime_error& e) {
+        throw InputError(fmt::format("{}: {}", source, e.what()));
+      }
+    } catch (const InputError&) {
+      if (i + 1 == lines.size() && last_unfinished) {  // a killed run's half-written line
         out.truncated = true;
         break;
       }
-      throw std::runtime_error(fmt::format("{}:{}: not a record ({})", path, i + 1, e.what()));
+      throw;
     }
   }
   return out;

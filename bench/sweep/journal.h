@@ -19,8 +19,8 @@ std::string journal_path(const std::string& out);
 
 class JournalWriter {
  public:
-  // Replaces `path` atomically (temporary file + rename) by the header line of `file` and
-  // its records (those a resumed run keeps), then appends to it.
+  // Replaces `path` atomically (a unique temporary file + rename: bench/core/safe_write.h) by
+  // the header line of `file` and its records (those a resumed run keeps), then appends to it.
   JournalWriter(const std::string& path, const ResultFile& file);
   ~JournalWriter();
   JournalWriter(const JournalWriter&) = delete;
@@ -40,8 +40,11 @@ struct LoadedResults {
   bool truncated = false;  // the last line was cut short (a killed run) and was skipped
 };
 
-// Reads a journal (.jsonl) or a result file (anything else). Throws std::runtime_error
-// with one line naming the file and the problem.
+// Reads a journal (.jsonl) or a result file (anything else). Throws InputError with one
+// line naming the file, the JSON pointer and the problem.
 LoadedResults read_results_any(const std::string& path);
+// A journal's text (from `path`, named in errors): bounded, each line checked against
+// results/schema.json; throws InputError (bench/core/json_input.h).
+LoadedResults parse_journal_text(const std::string& text, const std::string& path);
 
 }  // namespace flashio

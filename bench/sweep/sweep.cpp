@@ -1,6 +1,8 @@
 #include "bench/sweep/sweep.h"
 
+#include <optional>
 #include <stdexcept>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -63,6 +65,16 @@ std::vector<Point> expand(const SweepSpec& s) {
 
   std::vector<int64_t> batches = s.tokens ? std::vector<int64_t>{0} : s.batch;
   std::vector<int64_t> heads = s.model_dim ? std::vector<int64_t>{0} : s.heads;
+  // The cartesian product's size first, overflow-checked: a sweep is never expanded past kMaxPoints.
+  std::optional<int64_t> count = int64_t(1);
+  for (size_t n : {s.dtypes.size(), s.head_dim.size(), s.causal.size(), s.padding.size(), s.dropout.size(), heads.size(),
+                   s.kv_heads.size(), batches.size(), s.seqlen.size(), s.seqlen_k.size(), s.block_r.size(),
+                   s.block_c.size(), s.mma.size(), sparsity.size(), s.deterministic.size(), s.methods.size(),
+                   s.passes.size()})
+    if (count) count = checked_mul(*count, int64_t(n));
+  if (!count || *count > kMaxPoints)
+    throw std::invalid_argument(fmt::format("the sweep has {} points, more than flashio's bound of {}",
+                                            count ? std::to_string(*count) : std::string("over 2^63"), kMaxPoints));
   std::vector<Point> points;
   for (DType dt : s.dtypes)
     for (int64_t d : s.head_dim)

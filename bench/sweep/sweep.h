@@ -51,6 +51,8 @@ struct Point {
 
 // Throws std::invalid_argument naming the first impossible value (d = 0, tokens not
 // divisible by seqlen, heads not divisible by kv-heads, ...).
+// Refuses (std::invalid_argument) a sweep of more than kMaxPoints points before making any.
+inline constexpr int64_t kMaxPoints = int64_t(1) << 20;
 std::vector<Point> expand(const SweepSpec& spec);
 
 // The default sweep of `flashio run` with no arguments: FlashAttention-2's setting

@@ -1,14 +1,18 @@
 #include "bench/sweep/sweep_file.h"
 
-#include <fstream>
+#include <algorithm>
+#include <limits>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
+
+#include "bench/core/json_input.h"
 
 namespace flashio {
 
 using nlohmann::json;
+
+extern const char* const kSweepSchemaText;  // bench/sweep/sweep.schema.json, generated (cmake/EmbedText.cmake)
 
 namespace {
 
@@ -37,7 +41,12 @@ class AxisReader {
 
   int64_t integer(const char* key, const json& e, int64_t min) const {
     if (!e.is_number_integer()) fail(key, fmt::format("value {} is not an integer", e.dump()));
-    const int64_t v = e.get<int64_t>();
+    int64_t v = 0;
+    try {
+      v = checked_integer(e, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), key);
+    } catch (const std::runtime_error&) {
+      fail(key, fmt::format("value {} does not fit a 64-bit integer", e.dump()));
+    }
     if (v < min) fail(key, fmt::format("value {} is below the minimum {}", v, min));
     return v;
   }
@@ -66,7 +75,11 @@ SweepSpec parse_one_sweep(const json& obj, const std::string& where) {
   SweepSpec s;
   AxisReader r(obj, where);
   auto int_axis = [&](int64_t min) { return [&r, min](const char* k, const json& e) { return r.integer(k, e, min); }; };
-  auto small_int_axis = [&](const char* k, const json& e) { return int(r.integer(k, e, 0)); };
+  auto small_int_axis = [&](const char* k, const json& e) {
+    const int64_t v = r.integer(k, e, 0);
+    if (v > std::numeric_limits<int>::max()) r.fail(k, fmt::format("value {} is above the maximum {}", v, std::numeric_limits<int>::max()));
+    return int(v);
+  };
   r.list("method", s.methods, [&](const char* k, const json& e) { return r.text(k, e); });
   r.list("pass", s.passes, [&](const char* k, const json& e) {
     const auto p = parse_pass(r.text(k, e));
@@ -128,8 +141,8 @@ SweepSpec parse_one_sweep(const json& obj, const std::string& where) {
   if (auto t = scalar("tokens", 1)) s.tokens = t;
   if (auto m = scalar("model_dim", 1)) s.model_dim = m;
   if (auto seed = scalar("seed", 0)) s.seed = uint64_t(*seed);
-  if (auto w = scalar("sparse_window", 0)) s.sparse_window = int(*w);
-  if (auto g = scalar("sparse_global", 0)) s.sparse_global = int(*g);
+  if (auto w = scalar("sparse_window", 0)) s.sparse_window = int(std::min<int64_t>(*w, std::numeric_limits<int>::max()));
+  if (auto g = scalar("sparse_global", 0)) s.sparse_global = int(std::min<int64_t>(*g, std::numeric_limits<int>::max()));
   if (s.tokens && obj.contains("batch")) r.fail("tokens", "and \"batch\" both set the batch: give one");
   if (s.model_dim && obj.contains("heads")) r.fail("model_dim", "and \"heads\" both set the heads: give one");
   return s;
@@ -168,35 +181,29 @@ SweepFile parse_sweep_json(const json& j, const std::string& where) {
   return f;
 }
 
+const JsonSchema& sweep_schema() {
+  static const JsonSchema schema(kSweepSchemaText);
+  return schema;
+}
+
 SweepFile parse_sweep_text(const std::string& text, const std::string& where) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    // nlohmann's message names the byte; keep it on one line.
-    std::string what = e.what();
-    for (char& c : what)
-      if (c == '\n') c = ' ';
-    throw std::invalid_argument(fmt::format("{}: not valid JSON ({})", where, what));
-  }
+  const json j = parse_json_input(text, where);  // InputError is an std::invalid_argument
+  sweep_schema().check(j, where);
   return parse_sweep_json(j, where);
 }
 
-SweepFile read_sweep_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument(fmt::format("--sweep: cannot read '{}'", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw std::invalid_argument(fmt::format("--sweep: cannot read '{}'", path));
-  return parse_sweep_text(ss.str(), path);
-}
+SweepFile read_sweep_file(const std::string& path) { return parse_sweep_text(read_input_file(path), path); }
 
 std::vector<Point> expand_all(const std::vector<SweepSpec>& sweeps) {
   std::vector<Point> out;
   std::set<std::string> seen;
   for (const auto& s : sweeps)
     for (auto& p : expand(s))
-      if (seen.insert(p.name()).second) out.push_back(std::move(p));
+      if (seen.insert(p.name()).second) {
+        if (int64_t(out.size()) >= kMaxPoints)
+          throw std::invalid_argument(fmt::format("the sweeps have more than flashio's bound of {} points", kMaxPoints));
+        out.push_back(std::move(p));
+      }
   return out;
 }
 

@@ -29,7 +29,11 @@ struct SweepFile {
 // the file name or the preset name). Does not check that the methods exist.
 SweepFile parse_sweep_json(const nlohmann::json& j, const std::string& where);
 SweepFile parse_sweep_text(const std::string& text, const std::string& where);
-SweepFile read_sweep_file(const std::string& path);
+SweepFile read_sweep_file(const std::string& path);  // a regular file, bounded (bench/core/json_input.h)
+
+// bench/sweep/sweep.schema.json, which parse_sweep_text checks a file against first.
+class JsonSchema;
+const JsonSchema& sweep_schema();
 
 // The points of several sweeps, in order, each name once. Throws std::invalid_argument
 // on an impossible shape (as expand()).
