@@ -17,6 +17,8 @@
 #include "analysis/gpus.h"
 #include "analysis/tables.h"
 #include "bench/core/exit_codes.h"
+#include "bench/core/json_input.h"
+#include "bench/core/safe_write.h"
 
 namespace flashio::analysis {
 
@@ -187,6 +189,7 @@ class Commands final : public AnalysisCommands {
         return 0;
       }
       if (export_->parsed()) {
+        if (!export_out_.empty()) check_output(export_out_, files_, /*overwrite=*/false, "--out");
         const std::string text = render_export(read_result_files(files_), export_format_);
         if (export_out_.empty())
           std::fputs(text.c_str(), stdout);
@@ -197,13 +200,7 @@ class Commands final : public AnalysisCommands {
       if (predict_->parsed()) {
         PredictRequest r = req_;
         for (const auto& path : gpu_specs_) {
-          std::ifstream in(path);
-          nlohmann::json spec;
-          try {
-            spec = nlohmann::json::parse(in);
-          } catch (const nlohmann::json::exception&) {
-            throw std::invalid_argument(fmt::format("--gpu-spec {}: not valid JSON", path));
-          }
+          const nlohmann::json spec = parse_json_input(read_input_file(path), "--gpu-spec " + path);  // bounded
           r.specs.push_back(gpu_from_spec(spec, "--gpu-spec " + path));
         }
         if (r.gpus.empty() && r.specs.empty()) throw std::invalid_argument("predict: give --gpu or --gpu-spec");

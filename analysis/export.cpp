@@ -12,7 +12,9 @@
 #include <stdexcept>
 
 #include "analysis/gpus.h"
+#include "bench/core/json_input.h"
 #include "bench/core/record.h"
+#include "bench/core/safe_write.h"
 
 namespace flashio::analysis {
 
@@ -311,14 +313,8 @@ Documents read_result_files(const std::vector<std::string>& paths) {
   std::optional<int> version;
   std::string version_file;
   for (const auto& p : paths) {
-    std::ifstream in(p);
-    if (!in) throw std::invalid_argument(fmt::format("cannot read {}", p));
-    json doc;
-    try {
-      doc = json::parse(in);
-    } catch (const json::exception&) {
-      throw std::invalid_argument(fmt::format("{}: not valid JSON (truncated or not JSON)", p));
-    }
+    // Bounded and depth-limited (bench/core/json_input.h), then checked against results/schema.json.
+    json doc = parse_json_input(read_input_file(p), p);
     if (doc.is_object() && doc.contains("$schema")) {  // results/schema.json caught by a glob: not data
       fmt::print(stderr, "flashio: skipping {}: a JSON schema, not a result file\n", p);
       continue;
@@ -335,17 +331,8 @@ Documents read_result_files(const std::vector<std::string>& paths) {
       throw std::invalid_argument(fmt::format(
           "{} has schema version {} but {} has {}: convert them to one version first", p, v, version_file, *version));
     version = v, version_file = p;
-    if (!doc.contains("records") || !doc["records"].is_array())
-      throw std::invalid_argument(fmt::format("{}: no records array", p));
+    result_file_schema().check(doc, p);  // InputError: the file and the JSON pointer of the first problem
     if (!doc.contains("device") || !doc["device"].is_object()) doc["device"] = json::object();
-    const json& records = doc["records"];
-    for (size_t i = 0; i < records.size(); ++i) {
-      const json& r = records[i];
-      if (!r.is_object() || !r.contains("name") || !r["name"].is_string() || !r.contains("method") ||
-          !r["method"].is_string() || !r.contains("pass") || !r["pass"].is_string() || !r.contains("problem") ||
-          !r["problem"].is_object() || !r.contains("status") || !r["status"].is_string())
-        throw std::invalid_argument(fmt::format("{}: record {} lacks a name, method, pass, problem or status", p, i));
-    }
     docs.emplace_back(p, std::move(doc));
   }
   if (docs.empty()) throw std::invalid_argument("no result files among the inputs");
@@ -396,22 +383,7 @@ std::string render_export(const Documents& docs, ExportFormat format) {
 }
 
 void write_text_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc | std::ios::binary);
-    if (!out) throw std::invalid_argument(fmt::format("cannot write {}", path));
-    out << text;
-    out.flush();
-    if (!out) {
-      out.close();
-      std::remove(tmp.c_str());
-      throw std::invalid_argument(fmt::format("cannot write {} (disk full?)", path));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::invalid_argument(fmt::format("cannot write {}", path));
-  }
+  write_file_atomically(path, text, /*overwrite=*/false);  // bench/core/safe_write.h: never over a file
 }
 
 }  // namespace flashio::analysis

@@ -11,10 +11,10 @@
 
 namespace flashio::analysis {
 
-// Result files, each checked: readable, valid JSON, a flashio result file ("schema":
-// "flashio/result") whose records are objects with a name, method, pass and problem, of one
-// schema version (all files alike) no newer than this build's. results/schema.json caught by a
-// glob is left out with a note on stderr. Throws std::invalid_argument: one line naming the file.
+// Result files, each read bounded and checked against results/schema.json (bench/core/json_input.h),
+// of one schema version (all files alike) no newer than this build's. results/schema.json caught
+// by a glob is left out with a note on stderr. Throws std::invalid_argument (InputError): one line
+// naming the file (and the JSON pointer of the first problem).
 Documents read_result_files(const std::vector<std::string>& paths);
 
 struct ExportColumn {
@@ -34,8 +34,9 @@ enum class ExportFormat { Csv, Jsonl, Gbench };
 // (status other than ok, or no time) are left out of gbench only.
 std::string render_export(const Documents& docs, ExportFormat format);
 
-// Writes `text` to `path` through a temporary file renamed into place; throws
-// std::invalid_argument ("cannot write PATH") and leaves nothing behind on failure.
+// Writes `text` to a new file `path` (bench/core/safe_write.h: a unique temporary file in its
+// folder, fsynced, renamed into place, never over an existing file); throws and leaves nothing
+// behind on failure.
 void write_text_atomically(const std::string& path, const std::string& text);
 
 }  // namespace flashio::analysis

@@ -99,7 +99,9 @@ json synthetic(const std::string& revision, double scale_a, double scale_b, bool
   json doc = {{"schema", "flashio/result"},
               {"schema_version", kSchemaVersion},
               {"run_id", "r-" + revision},
+              {"created", "2026-11-25T00:00:00Z"},
               {"producer", "flashio"},
+              {"command_line", "synthetic"},
               {"build", {{"git_revision", revision}, {"git_dirty", false}}},
               {"device", {{"name", gpu}}},
               {"records", json::array()}};
@@ -130,8 +132,22 @@ json synthetic(const std::string& revision, double scale_a, double scale_b, bool
         {{"name", name},
          {"method", "flash2"},
          {"pass", "fwd"},
-         {"problem", {{"batch", 1}, {"heads", 16}, {"seqlen_q", 4096 << k}, {"head_dim", 64}, {"dtype", "fp16"}}},
+         {"problem",
+          {{"batch", 1},
+           {"heads", 16},
+           {"kv_heads", 16},
+           {"seqlen_q", 4096 << k},
+           {"seqlen_k", 4096 << k},
+           {"head_dim", 64},
+           {"dtype", "fp16"},
+           {"causal", false},
+           {"padding", "none"},
+           {"dropout", 0.0},
+           {"seed", 0},
+           {"softmax_scale", 0.125}}},
          {"status", "ok"},
+         {"device_index", 0},
+         {"counters", {{"status", "not_collected"}}},
          {"flops", 1e9},
          {"time", t}});
     ++k;
@@ -611,7 +627,8 @@ TEST(RunOutputs, CsvAndMarkdownBesideTheJsonHoldEveryRecord) {
   EXPECT_NE(mtext.find("### Points without a time"), std::string::npos);  // its 24 skipped records
   fs::remove(csv);
   fs::remove(md);
-  EXPECT_THROW(write_run_outputs(file, "run.json", "/nonexistent-dir/x.csv", ""), std::invalid_argument);
+  // A folder that vanished after the up-front check: a runtime failure (exit 1), nothing left behind.
+  EXPECT_THROW(write_run_outputs(file, "run.json", "/nonexistent-dir/x.csv", ""), std::runtime_error);
 }
 
 TEST(RunOutputs, AnUnwritableCsvOrMdIsBadInputBeforeAnyGpuWork) {
