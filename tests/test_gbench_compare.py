@@ -30,13 +30,17 @@ def result_file(revision: str, slower: float) -> dict:
         samples = [median * (1 + 0.01 * ((i * 7) % 20 - 9.5) / 9.5) for i in range(20)]
         s = sorted(samples)
         records.append({
-            "name": name, "method": "flash2", "pass": "fwd", "status": "ok", "flops": 1e9,
-            "problem": {"batch": 1, "heads": 16, "seqlen_q": 4096 << k, "head_dim": 64, "dtype": "fp16"},
+            "name": name, "method": "flash2", "pass": "fwd", "status": "ok", "flops": 1e9, "device_index": 0,
+            "counters": {"status": "not_collected"},
+            "problem": {"batch": 1, "heads": 16, "kv_heads": 16, "seqlen_q": 4096 << k, "seqlen_k": 4096 << k,
+                        "head_dim": 64, "dtype": "fp16", "causal": False, "padding": "none", "dropout": 0.0,
+                        "seed": 0, "softmax_scale": 0.125},
             "time": {"median_s": 0.5 * (s[9] + s[10]), "min_s": s[0], "max_s": s[-1], "mean_s": sum(s) / 20,
                      "stddev_s": 0.0, "reps": 20, "warmup": 2, "l2_flushed": True, "clock": "cuda_events",
                      "samples_s": samples},
         })
     return {"schema": "flashio/result", "schema_version": 1, "run_id": revision, "producer": "flashio",
+            "created": "2026-11-25T00:00:00Z", "command_line": "synthetic",
             "build": {"git_revision": revision}, "device": {"name": "NVIDIA H100 80GB HBM3"}, "records": records}
 
 
