@@ -74,6 +74,20 @@ function(flashio_instantiate template prefix out)
   set(${out} ${sources} PARENT_SCOPE)
 endfunction()
 
+# flashio_hopper_kernels(OUT): ON when this build compiles Hopper-only kernels (wgmma, TMA,
+# setmaxnreg: sm_90a) — a CUDA build whose CMAKE_CUDA_ARCHITECTURES name 90 —, else OFF.
+function(flashio_hopper_kernels out)
+  set(hopper OFF)
+  if(FLASHIO_CUDA)
+    foreach(arch IN LISTS CMAKE_CUDA_ARCHITECTURES)
+      if(arch MATCHES "^90")
+        set(hopper ON)
+      endif()
+    endforeach()
+  endif()
+  set(${out} ${hopper} PARENT_SCOPE)
+endfunction()
+
 # flashio_cuda_target(TARGET): the device-code flags every CUDA library of flashio compiles with.
 function(flashio_cuda_target target)
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:${FLASHIO_CUDA_FLAGS}>)
