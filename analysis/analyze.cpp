@@ -355,7 +355,8 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
   std::map<std::string, bool> sweep_fused;
   std::vector<std::string> out_of_scope;  // DRAM points outside the model's scope, with why
 
-  for (const auto& [path, doc] : docs) {
+  for (const auto& [file, doc] : docs) {
+    const std::string& path = file;  // a plain name: lambdas below use it (C++17 cannot capture bindings)
     const json device = doc.value("device", json::object());
     GpuLimits gpu = limits_of(device);
     gpu.blocks_per_sm_override = opt.blocks_per_sm;
