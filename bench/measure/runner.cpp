@@ -303,9 +303,11 @@ struct Runner::State {
   }
 };
 
-Runner::Runner(const DeviceInfo& dev, RunOptions opt) : state_(std::make_unique<State>()) {
+Runner::Runner(const DeviceInfo& dev, RunOptions opt, const std::vector<Point>& first)
+    : state_(std::make_unique<State>()) {
   state_->dev = dev;
   state_->opt = opt;
+  prefetch(first);  // the host makes the first problem while the GPU's context and counters start
   FLASHIO_CUDA_CHECK(cudaSetDevice(dev.index));
   FLASHIO_CUDA_CHECK(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking));
   state_->flusher = std::make_unique<L2Flusher>(state_->alloc, dev.l2_bytes);

@@ -22,8 +22,8 @@ struct RunOptions {
   double check_budget_macs = 4e9;  // reference work per problem before rows are sampled
   CounterSet counters = CounterSet::Off;  // the hardware-counter pass after timing
   std::string cupti_library;              // empty: CounterSession::default_library()
-  // Host threads of the float64 reference: 0 = every core. Several GPU workers share the
-  // cores (run_sweep gives each its share) instead of each starting one thread per core.
+  // Host threads of the float64 reference: 0 = every core (also with several GPU workers: their
+  // host work seldom overlaps, and where it does the scheduler shares the cores).
   int host_threads = 0;
 };
 
@@ -36,7 +36,9 @@ class Runner {
   // times through this; the default is time_gpu's warm-up and median of repetitions.)
   using Timer = std::function<TimeStats(const std::function<void()>& launch, cudaStream_t stream, const L2Flusher* flusher)>;
 
-  Runner(const DeviceInfo& dev, RunOptions opt);
+  // `first`: the first problem group this runner will run, prepared on the host (see prefetch)
+  // while the constructor starts the GPU's context and the counter session.
+  Runner(const DeviceInfo& dev, RunOptions opt, const std::vector<Point>& first = {});
   ~Runner();
   Record run(const Point& point);  // never throws for a failing point
   Record run(const Point& point, const Timer& timer);

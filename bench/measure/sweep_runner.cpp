@@ -1,12 +1,12 @@
 #include "bench/measure/sweep_runner.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <deque>
 #include <mutex>
 #include <optional>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "bench/sweep/progress.h"
 #include "bench/sweep/shard.h"
@@ -36,9 +36,8 @@ SweepOutcome run_sweep(const SweepJob& job) {
   // (each prepares its next group while its GPU runs the current one), and when it does the
   // scheduler shares the cores between them. (Splitting the cores made every reference twice as
   // long with two GPUs: 0.4 -> 0.9 s of a 64-point sweep's reference on two H200s, d1ebc73.)
-  const int host_threads = job.options.host_threads > 0
-                               ? job.options.host_threads
-                               : int(std::max(1u, std::thread::hardware_concurrency()));
+  const int host_threads =
+      job.options.host_threads > 0 ? job.options.host_threads : int(std::max(1u, std::thread::hardware_concurrency()));
 
   std::mutex mu;  // guards groups, held, healthy, outcome and the callbacks
   std::vector<std::optional<std::pair<size_t, size_t>>> held(job.devices.size());  // each worker's next group
@@ -47,29 +46,20 @@ SweepOutcome run_sweep(const SweepJob& job) {
   SweepOutcome outcome;
   auto stopping = [&] { return job.stop && job.stop->load() != 0; };
 
+  using Group = std::pair<size_t, size_t>;  // positions [begin, end) in job.todo
+  auto group_points = [&](const Group& g) {
+    std::vector<Point> out;
+    for (size_t pos = g.first; pos < g.second; ++pos) out.push_back(points[job.todo[pos]]);
+    return out;
+  };
+
   auto worker = [&](size_t me) {
     const DeviceInfo& dev = job.devices[me];
-    std::unique_ptr<Runner> runner;
-    try {
-      RunOptions opt = job.options;
-      opt.device = dev.index;
-      opt.host_threads = host_threads;
-      runner = std::make_unique<Runner>(dev, opt);  // sets this thread's current device
-    } catch (const std::exception& e) {
-      std::lock_guard<std::mutex> lock(mu);
-      outcome.errors.push_back(fmt::format("GPU {}: {}", dev.index, e.what()));
-      --healthy;
-      return;
-    }
-    if (job.on_worker_ready) {
-      std::lock_guard<std::mutex> lock(mu);
-      job.on_worker_ready(dev, runner->counters_description());
-    }
     // Each worker holds the group after the one it runs (held[me]), and has its runner prepare
     // that group's inputs and reference on the host while the GPU runs this one. A worker that
     // finds no group left takes another worker's held group, which has not started (its prefetch
     // is then wasted), so that no GPU idles at the end while another still has two groups to run.
-    auto take = [&](bool steal) -> std::optional<std::pair<size_t, size_t>> {
+    auto take = [&](bool steal) -> std::optional<Group> {
       std::lock_guard<std::mutex> lock(mu);
       if (!groups.empty()) {
         auto g = groups.front();
@@ -85,26 +75,45 @@ SweepOutcome run_sweep(const SweepJob& job) {
         }
       return std::nullopt;
     };
-    auto take_held = [&]() -> std::optional<std::pair<size_t, size_t>> {
+    auto take_held = [&]() -> std::optional<Group> {
       std::lock_guard<std::mutex> lock(mu);
       auto g = held[me];
       held[me].reset();
       return g;
     };
+
+    // The first group is taken before the runner starts, so that the host makes its inputs and
+    // reference while the GPU's context and the counter session start.
+    std::optional<Group> current = take(true);
+    std::unique_ptr<Runner> runner;
+    try {
+      RunOptions opt = job.options;
+      opt.device = dev.index;
+      opt.host_threads = host_threads;
+      runner = std::make_unique<Runner>(dev, opt, current ? group_points(*current) : std::vector<Point>{});
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      outcome.errors.push_back(fmt::format("GPU {}: {}", dev.index, e.what()));
+      if (current) groups.push_front(*current);
+      --healthy;
+      return;
+    }
+    if (job.on_worker_ready) {
+      std::lock_guard<std::mutex> lock(mu);
+      job.on_worker_ready(dev, runner->counters_description());
+    }
     for (;;) {
-      auto current = take_held();
+      if (!current) current = take_held();
       if (!current) current = take(true);
       if (!current) return;
-      const std::pair<size_t, size_t> group = *current;
-      const auto upcoming = take(false);
-      if (upcoming) {
-        std::lock_guard<std::mutex> lock(mu);
-        held[me] = upcoming;
-      }
-      if (upcoming) {
-        std::vector<Point> next;
-        for (size_t pos = upcoming->first; pos < upcoming->second; ++pos) next.push_back(points[job.todo[pos]]);
-        runner->prefetch(next);
+      const Group group = *current;
+      current.reset();
+      if (const auto upcoming = take(false)) {
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          held[me] = upcoming;
+        }
+        runner->prefetch(group_points(*upcoming));
       }
       for (size_t pos = group.first; pos < group.second; ++pos) {
         if (stopping() || failed) return;
