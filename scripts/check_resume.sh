@@ -58,7 +58,7 @@ echo "4. resumed from the result file written at SIGINT, to the end"
 echo "5. comparing $out/full.json with $out/resumed.json"
 python3 - "$out/full.json" "$out/resumed.json" <<'PY'
 import json, sys
-MEASURED = {"time", "tflops", "device_index", "counters"}  # measurements: may differ between runs
+MEASURED = {"time", "tflops", "device_index", "counters", "phases_s"}  # measurements: may differ between runs
 def comparable(r):
     c = {k: v for k, v in r.items() if k not in MEASURED}
     if "memory" in c:  # library_bytes is read with cudaMemGetInfo: ±one 2 MiB driver page

@@ -30,6 +30,10 @@ SweepOutcome run_sweep(const SweepJob& job) {
     };
     std::stable_sort(all_groups.begin(), all_groups.end(),
                      [&](const auto& x, const auto& y) { return group_cost(x) > group_cost(y); });
+    // But each worker starts with one of the shortest groups: its host work is the one not made
+    // while a GPU runs (the first), and the long group after it is then made during it.
+    const size_t starters = std::min(job.devices.size(), all_groups.size());
+    std::rotate(all_groups.begin(), all_groups.end() - long(starters), all_groups.end());
   }
   std::deque<std::pair<size_t, size_t>> groups(all_groups.begin(), all_groups.end());  // positions in job.todo
   // Each worker's reference may use every core: the workers' host work seldom runs at the same time
