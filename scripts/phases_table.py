@@ -49,16 +49,16 @@ def table(one, multi):
     out.append(f"{one[0]['gpu']}, revision {one[0]['rev']}. Median wall on one GPU {wall1:.1f} s"
                + (f"; on {multi[0]['gpus']} GPUs {statistics.median(f['wall'] for f in multi):.1f} s, "
                   f"{wall1 / statistics.median(f['wall'] for f in multi):.2f}x" if multi else "") + ".")
-    # Projection T(n) = H + G/n: H the part that does not shrink with more GPUs (host work on
-    # every core), G the part their workers do side by side. With several-GPU files, H and G
+    # Projection T(n) = H + G/n: H the part that does not shrink with more GPUs (each worker's
+    # start, host work on shared cores), G the part their workers do side by side. With several-GPU files, H and G
     # solve the two measured walls; without, H = inputs + reference of the one-GPU breakdown.
     if multi:
         n2 = multi[0]["gpus"]
         wall2 = statistics.median(f["wall"] for f in multi)
         g = (wall1 - wall2) * n2 / (n2 - 1)
         h = wall1 - g
-        how = (f"H and G from the measured walls on 1 and {n2} GPUs: H = {h:.1f} s (does not shrink: "
-               f"the host's cores are shared), G = {g:.1f} s")
+        how = (f"H and G from the measured walls on 1 and {n2} GPUs: H = {h:.1f} s (does not shrink: what "
+               f"every worker pays once, and host work the workers share), G = {g:.1f} s")
     else:
         h = statistics.median(f["sums"]["inputs"] + f["sums"]["reference"] for f in one)
         g = wall1 - h
