@@ -69,7 +69,7 @@ class Colours {
 // side by side on one y range.
 struct Family {
   GridQuantity quantity;
-  std::string id, heading, y_label, missing;
+  std::string id, heading, what, y_label, missing;  // what: the panels' titles begin with it
   AxisScale y_scale;
   TickFormat y_format;
   double y_per_unit;  // shown = value · y_per_unit
@@ -102,7 +102,7 @@ std::string figures_of(const Family& f, const std::vector<Grid>& grids, Colours&
   std::vector<std::string> order;
   for (const Grid& g : grids) {
     Chart c;
-    c.title = g.what + " — " + g.setting + " — " + g.device;
+    c.title = f.what + " — " + g.setting + " — " + g.device;
     c.x = {"sequence length N", AxisScale::Log2, TickFormat::SeqLen, std::nullopt, false};
     c.y = {f.y_label, f.y_scale, f.y_format, std::nullopt, f.from_zero};
     c.reference_y = f.reference_y;
@@ -274,20 +274,22 @@ std::string render_html_report(const Documents& docs) {
     if (device_set.insert(d).second) devices.push_back(d);
   }
   const std::vector<Family> families = {
-      {GridQuantity::Tflops, "tflops", "TFLOP/s vs sequence length", "TFLOP/s", "No timed records: no TFLOP/s figure.",
-       AxisScale::Linear, TickFormat::Plain, 1e-12, true, std::nullopt,
+      {GridQuantity::Tflops, "tflops", "TFLOP/s vs sequence length", "TFLOP/s", "TFLOP/s",
+       "No timed records: no TFLOP/s figure.", AxisScale::Linear, TickFormat::Plain, 1e-12, true, std::nullopt,
        "One panel per setting (pass, heads, head dim, dtype, masks) and GPU; FLOPs as the papers count them "
        "(causal halves them)."},
-      {GridQuantity::SpeedupOverStandard, "speedup-standard", "Speedup over standard", "speedup over standard",
-       "No record has a standard record at the same point of its file: no speedup figure.", AxisScale::Linear,
-       TickFormat::Ratio, 1, true, 1.0, "standard's time divided by the method's, at the same point of the same file."},
-      {GridQuantity::SpeedupOverPeers, "speedup-peers", "Speedup over peers (PyTorch SDPA)", "speedup over the peer",
+      {GridQuantity::SpeedupOverStandard, "speedup-standard", "Speedup over standard", "Speedup over standard",
+       "speedup over standard", "No record has a standard record at the same point of its file: no speedup figure.",
+       AxisScale::Linear, TickFormat::Ratio, 1, true, 1.0,
+       "standard's time divided by the method's, at the same point of the same file."},
+      {GridQuantity::SpeedupOverPeers, "speedup-peers", "Speedup over peers (PyTorch SDPA)", "Speedup over peers",
+       "speedup over the peer",
        "No peer records (scripts/peers_sdpa.py, methods sdpa_*) at the points of flashio's records on the same GPU: "
        "no speedup-over-peers figure.",
        AxisScale::Linear, TickFormat::Ratio, 1, true, 1.0,
        "The peer's time divided by the method's, at the same point (batch, heads, N, head dim, dtype, causal) on the "
        "same GPU, from any of the files."},
-      {GridQuantity::Memory, "memory", "Memory vs sequence length", "memory (bytes)",
+      {GridQuantity::Memory, "memory", "Memory vs sequence length", "Memory", "memory (bytes)",
        "No record carries its memory: no memory figure.", AxisScale::Log10, TickFormat::Bytes, 1, false, std::nullopt,
        "Inputs, outputs and the method's workspace (FlashAttention Table 26's footprint), log scale."},
   };
