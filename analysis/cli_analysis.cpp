@@ -1,4 +1,4 @@
-// flashio analyze | report | compare | predict | export.
+// flashio analyze | report [--html] | compare | predict | export.
 #include "analysis/cli_analysis.h"
 
 #include <fmt/format.h>
@@ -15,6 +15,7 @@
 #include "analysis/analyze.h"
 #include "analysis/export.h"
 #include "analysis/gpus.h"
+#include "analysis/html_report.h"
 #include "analysis/tables.h"
 #include "bench/core/exit_codes.h"
 #include "bench/core/json_input.h"
@@ -88,6 +89,13 @@ class Commands final : public AnalysisCommands {
         "report", "the papers' tables (runtime, memory, speedup, TFLOP/s, Figure 2 left) from result files");
     report_->add_option("files", files_, "result files")->required()->check(CLI::ExistingFile);
     add_format(report_);
+    report_
+        ->add_option("--html", html_out_,
+                     "write one self-contained HTML page instead (the tables and SVG figures: TFLOP/s, speedups over "
+                     "standard and the peers, memory, model vs measured bytes, GPUs side by side), atomically")
+        ->excludes(report_->get_option("--json"))
+        ->excludes(report_->get_option("--csv"));
+    report_->add_flag("--force", force_, "with --html: replace the file if it exists (never one of the inputs)");
     report_->footer(exit_status_help());
 
     compare_ =
@@ -163,7 +171,16 @@ class Commands final : public AnalysisCommands {
         std::fputs(json_ ? (rep.json.dump(1) + "\n").c_str() : rep.markdown.c_str(), stdout);
         return rep.ok(opt_) ? kExitOk : kExitOutcomeFailed;
       }
-      if (report_->parsed()) return print(report_tables(read_documents(files_)));
+      if (report_->parsed()) {
+        if (html_out_.empty()) {
+          if (force_) throw std::invalid_argument("--force: only with --html");
+          return print(report_tables(read_documents(files_)));
+        }
+        check_output(html_out_, files_, force_, "--html");  // before any work: exit 2, nothing written
+        const std::string page = render_html_report(read_documents(files_));
+        write_file_atomically(html_out_, page, force_);  // a runtime failure here: exit 1, no partial file
+        return 0;
+      }
       if (compare_->parsed()) {
         if (baseline_.empty()) {
           if (!threshold_.empty()) throw std::invalid_argument("--threshold: only with --baseline");
@@ -235,6 +252,8 @@ class Commands final : public AnalysisCommands {
   std::string baseline_, threshold_;
   ExportFormat export_format_ = ExportFormat::Csv;
   std::string export_out_;
+  std::string html_out_;
+  bool force_ = false;
 };
 
 }  // namespace

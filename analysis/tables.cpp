@@ -83,7 +83,8 @@ std::optional<double> total_memory(const json& rec) {
   if (!rec.contains("memory")) return std::nullopt;
   const json& m = rec["memory"];
   if (m.contains("total_bytes")) return number_field(m, "total_bytes", 0.0);
-  return number_field(m, "inputs_bytes", 0.0) + number_field(m, "outputs_bytes", 0.0) + number_field(m, "workspace_bytes", 0.0);
+  return number_field(m, "inputs_bytes", 0.0) + number_field(m, "outputs_bytes", 0.0) +
+         number_field(m, "workspace_bytes", 0.0);
 }
 
 // The parts of a point's name that neither the setting, the method label nor the N column
@@ -108,37 +109,43 @@ std::string variant_of(const json& rec) {
   return out.empty() ? out : " [" + out + "]";
 }
 
-// One grid per setting: rows methods (and their variants), columns N; `value` gives a number
-// in `unit` or nothing, `text` shows it. Records that would share a cell (same label and N) are
-// told apart by what differs between them (the kernel path run, the batch, the file), so every
-// record with a value has a cell.
-template <typename Value, typename Text>
-std::vector<Table> grid(const Documents& docs, const std::string& what, const std::string& unit, Value value,
-                        Text text) {
+// One grid per setting and GPU: rows methods (and their variants), columns N; `values` gives
+// the record's numbers in the grid's unit, each with a suffix for its row label (empty for one
+// value). Records that would share a cell (same label and N) are told apart by what differs
+// between them (the kernel path run, the batch, the file), so every record with a value has a cell.
+template <typename Values>
+std::vector<Grid> grids(const Documents& docs, const std::string& what, const std::string& unit, Values values) {
   struct Entry {
     std::string label;
     int64_t n;
     double v;
     std::vector<std::string> features;  // kernel path, batch, file: candidates to tell entries apart
   };
-  std::map<std::string, std::vector<Entry>> by_setting;
+  struct Setting {
+    std::string setting, device;
+    std::vector<Entry> entries;
+  };
+  std::map<std::string, Setting> by_setting;
   for (const auto& [path, doc] : docs)
     for (const auto& rec : doc.value("records", json::array())) {
       if (rec.value("status", "") != "ok") continue;
-      const std::optional<double> v = value(rec, doc);
-      if (!v) continue;
-      const std::string setting = setting_of(rec) + " · " + doc["device"].value("name", std::string("?"));
+      const std::vector<std::pair<std::string, double>> vs = values(rec, doc);
+      if (vs.empty()) continue;
+      const std::string device = doc["device"].value("name", std::string("?"));
+      Setting& s = by_setting[setting_of(rec) + " · " + device];
+      s.setting = setting_of(rec), s.device = device;
       const std::string file = std::filesystem::path(path).filename().string();
       const std::string kernel = rec.contains("tiles") ? rec["tiles"].value("mma", std::string()) : std::string();
-      by_setting[setting].push_back(
-          {method_label(rec, doc) + variant_of(rec),
-           rec["problem"].value("seqlen_q", int64_t(0)),
-           *v,
-           {kernel.empty() ? "" : " via " + kernel, fmt::format(" · b {}", rec["problem"].value("batch", int64_t(0))),
-            " · " + file}});
+      for (const auto& [suffix, v] : vs)
+        s.entries.push_back({method_label(rec, doc) + variant_of(rec) + suffix,
+                             rec["problem"].value("seqlen_q", int64_t(0)),
+                             v,
+                             {kernel.empty() ? "" : " via " + kernel,
+                              fmt::format(" · b {}", rec["problem"].value("batch", int64_t(0))), " · " + file}});
     }
-  std::vector<Table> out;
-  for (auto& [setting, entries] : by_setting) {
+  std::vector<Grid> out;
+  for (auto& [key, s] : by_setting) {
+    auto& entries = s.entries;
     // Labels whose entries collide get each feature that differs among the colliding entries.
     for (size_t f = 0; f < 3; ++f) {
       std::map<std::pair<std::string, int64_t>, std::set<std::string>> feature_values;
@@ -148,32 +155,31 @@ std::vector<Table> grid(const Documents& docs, const std::string& what, const st
         ++count[{e.label, e.n}];
       }
       std::set<std::string> split;
-      for (const auto& [key, c] : count)
-        if (c > 1 && feature_values[key].size() > 1) split.insert(key.first);
+      for (const auto& [k, c] : count)
+        if (c > 1 && feature_values[k].size() > 1) split.insert(k.first);
       for (auto& e : entries)
         if (split.count(e.label)) e.label += e.features[f];
     }
-    std::set<int64_t> ns;
-    std::map<std::string, std::map<int64_t, double>> rows;
+    std::map<std::string, std::set<int64_t>> taken;
+    Grid g{what, unit, s.setting, s.device, {}};
     for (const auto& e : entries) {
-      ns.insert(e.n);
       std::string label = e.label;
-      for (int k = 2; rows[label].count(e.n); ++k) label = fmt::format("{} #{}", e.label, k);  // alike in all
-      rows[label].emplace(e.n, e.v);
+      for (int k = 2; taken[label].count(e.n); ++k) label = fmt::format("{} #{}", e.label, k);  // alike in all
+      taken[label].insert(e.n);
+      g.values.push_back({label, e.n, e.v});
     }
-    Table t{what + " — " + setting, {"method"}, {""}, {}};
-    for (int64_t n : ns) {
-      t.header.push_back(std::to_string(n));
-      t.units.push_back(unit);
-    }
-    for (const auto& [m, cells] : rows) {
-      std::vector<Cell> row{text_cell(m)};
-      for (int64_t n : ns) row.push_back(cells.count(n) ? number_cell(cells.at(n), text(cells.at(n))) : no_cell());
-      t.rows.push_back(row);
-    }
-    out.push_back(t);
+    out.push_back(std::move(g));
   }
   return out;
+}
+
+// A grid's numbers as text.
+std::string grid_text(const Grid& g, double v) {
+  if (g.unit == "s") return fixed(v * 1e3, 3);
+  if (g.unit == "B") return fixed(v / 1e6, 1);
+  if (g.unit == "ratio") return fixed(v, 2) + "×";
+  if (g.unit == "flop/s") return fixed(v / 1e12, 1);
+  return fmt::format("{:g}", v);
 }
 
 // The standard method's time at the same point of the same file, for speedups.
@@ -252,7 +258,7 @@ Documents read_documents(const std::vector<std::string>& paths) {
   Documents docs;
   for (const auto& p : paths) {
     json doc = parse_json_input(read_input_file(p), p);  // bounded (bench/core/json_input.h)
-    if (doc.is_object() && doc.contains("$schema")) {  // results/schema.json caught by a glob: not data
+    if (doc.is_object() && doc.contains("$schema")) {    // results/schema.json caught by a glob: not data
       fmt::print(stderr, "flashio: skipping {}: a JSON schema, not a result file\n", p);
       continue;
     }
@@ -262,38 +268,84 @@ Documents read_documents(const std::vector<std::string>& paths) {
   return docs;
 }
 
-std::vector<Table> report_tables(const Documents& docs) {
-  std::vector<Table> out;
-  auto append = [&](std::vector<Table> t) { out.insert(out.end(), t.begin(), t.end()); };
-  using Opt = std::optional<double>;
-  append(grid(
-      docs, "Runtime (ms)", "s",
-      [](const json& r, const json&) -> Opt {
-        if (median_s(r) <= 0) return std::nullopt;
-        return median_s(r);
-      },
-      [](double v) { return fixed(v * 1e3, 3); }));
-  append(grid(
-      docs, "Memory (MB)", "B", [](const json& r, const json&) -> Opt { return total_memory(r); },
-      [](double v) { return fixed(v / 1e6, 1); }));
-  std::map<const json*, std::map<std::string, double>> std_times;
-  for (const auto& [path, doc] : docs) std_times[&doc] = standard_times(doc);
-  append(grid(
-      docs, "Speedup over standard", "ratio",
-      [&](const json& r, const json& doc) -> Opt {
+bool is_peer_method(const std::string& method) { return method.rfind("sdpa_", 0) == 0; }
+
+std::vector<Grid> report_grids(const Documents& docs, GridQuantity q) {
+  using Values = std::vector<std::pair<std::string, double>>;
+  switch (q) {
+    case GridQuantity::Runtime:
+      return grids(docs, "Runtime (ms)", "s", [](const json& r, const json&) -> Values {
+        if (median_s(r) <= 0) return {};
+        return {{"", median_s(r)}};
+      });
+    case GridQuantity::Memory:
+      return grids(docs, "Memory (MB)", "B", [](const json& r, const json&) -> Values {
+        const auto m = total_memory(r);
+        if (!m) return {};
+        return {{"", *m}};
+      });
+    case GridQuantity::SpeedupOverStandard: {
+      std::map<const json*, std::map<std::string, double>> std_times;
+      for (const auto& [path, doc] : docs) std_times[&doc] = standard_times(doc);
+      return grids(docs, "Speedup over standard", "ratio", [&](const json& r, const json& doc) -> Values {
         const auto& st = std_times[&doc];
         const auto it = st.find(point_key(r));
-        if (speedup_baseline(r) || it == st.end() || median_s(r) <= 0) return std::nullopt;
-        return it->second / median_s(r);
-      },
-      [](double v) { return fixed(v, 2) + "×"; }));
-  append(grid(
-      docs, "TFLOP/s", "flop/s",
-      [](const json& r, const json&) -> Opt {
-        if (median_s(r) <= 0) return std::nullopt;
-        return number_field(r, "flops", 0.0) / median_s(r);
-      },
-      [](double v) { return fixed(v / 1e12, 1); }));
+        if (speedup_baseline(r) || it == st.end() || median_s(r) <= 0) return {};
+        return {{"", it->second / median_s(r)}};
+      });
+    }
+    case GridQuantity::Tflops:
+      return grids(docs, "TFLOP/s", "flop/s", [](const json& r, const json&) -> Values {
+        if (median_s(r) <= 0) return {};
+        return {{"", number_field(r, "flops", 0.0) / median_s(r)}};
+      });
+    case GridQuantity::SpeedupOverPeers: {
+      // (GPU, point) → peer → its time; the first file's record where two files have it.
+      std::map<std::pair<std::string, std::string>, std::map<std::string, double>> peers;
+      for (const auto& [path, doc] : docs)
+        for (const auto& rec : doc.value("records", json::array()))
+          if (rec.value("status", "") == "ok" && is_peer_method(rec.value("method", "")) && median_s(rec) > 0)
+            peers[{doc["device"].value("name", std::string("?")), point_key(rec)}].emplace(rec.value("method", ""),
+                                                                                           median_s(rec));
+      return grids(docs, "Speedup over peers", "ratio", [&](const json& r, const json& doc) -> Values {
+        if (is_peer_method(r.value("method", "")) || speedup_baseline(r) || median_s(r) <= 0) return {};
+        const auto it = peers.find({doc["device"].value("name", std::string("?")), point_key(r)});
+        if (it == peers.end()) return {};
+        Values vs;
+        for (const auto& [peer, t] : it->second) vs.push_back({" over " + peer, t / median_s(r)});
+        return vs;
+      });
+    }
+  }
+  return {};
+}
+
+Table grid_table(const Grid& g) {
+  std::set<int64_t> ns;
+  std::map<std::string, std::map<int64_t, double>> rows;
+  for (const auto& v : g.values) {
+    ns.insert(v.n);
+    rows[v.label].emplace(v.n, v.value);
+  }
+  Table t{g.what + " — " + g.setting + " · " + g.device, {"method"}, {""}, {}};
+  for (int64_t n : ns) {
+    t.header.push_back(std::to_string(n));
+    t.units.push_back(g.unit);
+  }
+  for (const auto& [m, cells] : rows) {
+    std::vector<Cell> row{text_cell(m)};
+    for (int64_t n : ns)
+      row.push_back(cells.count(n) ? number_cell(cells.at(n), grid_text(g, cells.at(n))) : no_cell());
+    t.rows.push_back(row);
+  }
+  return t;
+}
+
+std::vector<Table> report_tables(const Documents& docs) {
+  std::vector<Table> out;
+  for (const GridQuantity q :
+       {GridQuantity::Runtime, GridQuantity::Memory, GridQuantity::SpeedupOverStandard, GridQuantity::Tflops})
+    for (const Grid& g : report_grids(docs, q)) out.push_back(grid_table(g));
 
   // Figure 2 (left): N = 1024, d = 64, 16 heads, batch 64, forward + backward.
   Table fig2{"Figure 2 (left): attention on GPT-2 medium shapes (N 1024, d 64, 16 heads, batch 64, fwd+bwd)",
@@ -457,16 +509,15 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
     GpuLimits lim{g.sm_count, g.smem_per_sm_bytes, g.l2_bytes, g.max_threads_per_sm};
     lim.l2_partitions = l2_partitions_of(g.name);
     lim.wave_model = r.wave_model;
-    Table t{
-        fmt::format("{}: {} SMs, {} KiB shared memory/SM, L2 {} MiB, {:.0f} GB/s, {:.0f} TFLOP/s fp16 — b {} · h {} · "
-                    "d {}{}",
-                    g.name, g.sm_count, g.smem_per_sm_bytes / 1024, g.l2_bytes / (1024 * 1024),
-                    g.dram_bytes_per_s / 1e9, g.peak_fp16_tensor_flops / 1e12, r.batch, r.heads, d,
-                    r.causal ? " · causal" : ""),
-        {"method", "pass", "N", "fwd tile", "SM↔L2", r.wave_model ? "DRAM (waves)" : "DRAM (L2 simulation)",
-         "DRAM compulsory", "DRAM dominant term", "roofline (ms)", "bound"},
-        {"", "", "", "", "B", "B", "B", "", "s", ""},
-        {}};
+    Table t{fmt::format(
+                "{}: {} SMs, {} KiB shared memory/SM, L2 {} MiB, {:.0f} GB/s, {:.0f} TFLOP/s fp16 — b {} · h {} · "
+                "d {}{}",
+                g.name, g.sm_count, g.smem_per_sm_bytes / 1024, g.l2_bytes / (1024 * 1024), g.dram_bytes_per_s / 1e9,
+                g.peak_fp16_tensor_flops / 1e12, r.batch, r.heads, d, r.causal ? " · causal" : ""),
+            {"method", "pass", "N", "fwd tile", "SM↔L2", r.wave_model ? "DRAM (waves)" : "DRAM (L2 simulation)",
+             "DRAM compulsory", "DRAM dominant term", "roofline (ms)", "bound"},
+            {"", "", "", "", "B", "B", "B", "", "s", ""},
+            {}};
     for (const auto& method : r.methods)
       for (const auto& pass_name : r.passes)
         for (int64_t n : r.seqlens) {

@@ -35,6 +35,33 @@ std::string render(const std::vector<Table>& tables, Format f);
 using Documents = std::vector<std::pair<std::string, nlohmann::json>>;
 Documents read_documents(const std::vector<std::string>& paths);  // throws std::runtime_error
 
+// What a grid of the report holds: one value per (row label, N) for one setting on one GPU.
+enum class GridQuantity {
+  Runtime,              // median time, s
+  Memory,               // total device bytes, B
+  SpeedupOverStandard,  // standard's time / the method's, same point and file
+  Tflops,               // FLOP/s
+  SpeedupOverPeers,     // a peer's time / the method's, same point and GPU: one row per method and peer
+};
+struct GridValue {
+  std::string label;  // the row: method (forced tile, variant), told apart where records would share a cell
+  int64_t n = 0;      // seqlen_q
+  double value = 0;   // in the grid's unit
+};
+struct Grid {
+  std::string what;     // "TFLOP/s", "Runtime (ms)", ...
+  std::string unit;     // "s", "B", "ratio", "flop/s"
+  std::string setting;  // pass · heads · head dim · dtype [· kv heads · causal · masking · dropout]
+  std::string device;   // the GPU's name
+  std::vector<GridValue> values;
+};
+// Timed records (status ok) of every file as `report`'s grids, one per setting and GPU, in the
+// tables' order. A peer is a method measured by scripts/peers_sdpa.py (`sdpa_*`): its records
+// are matched with flashio's on the point name and the GPU name, across files.
+std::vector<Grid> report_grids(const Documents& docs, GridQuantity q);
+Table grid_table(const Grid& g);  // rows sorted by label, columns N ascending
+bool is_peer_method(const std::string& method);
+
 // FlashAttention Tables 14–25 (runtime per method × N, per pass and dropout/masking setting),
 // Table 26 (memory), Figures 6–9 (speedup over standard), FlashAttention-2 Figures 4–7
 // (TFLOP/s), Figure 2 left (GFLOPs, HBM bytes, runtime at N = 1024, d = 64, 16 heads, batch 64).

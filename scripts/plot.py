@@ -5,6 +5,15 @@
 
 Figures (one per setting: pass, head dim, heads, dtype, causal, masking, dropout, device):
   runtime-*       runtime vs N per method, log-log (FlashAttention Figure 3 / Tables 14-25)
+  tflops-*        TFLOP/s vs N per method, log2 N (FlashAttention-2 Figures 4-7)
+  speedup-standard-*  standard's time / the method's at the same point of the same file
+                  (FlashAttention Figures 6-9)
+  speedup-peers-* a peer's time / the method's at the same point on the same GPU, any file: the
+                  peers are scripts/peers_sdpa.py's records (methods sdpa_*), one line per method
+                  and peer
+  gpus-*          with files from two or more GPUs: TFLOP/s vs N of every GPU in one figure per
+                  setting (pass, head dim, ...) measured on two or more; colour by method, line
+                  style by GPU
   memory-*        memory vs N per method (Table 26, Figure 3 right)
   blocksize-*     HBM bytes and runtime vs block size (Figure 2 middle): points whose tile was
                   forced (--block-r/--block-c), measured DRAM and SM<->L2 bytes where counted,
@@ -43,7 +52,11 @@ def ok_records(docs):
                 yield path, doc, r
 
 
-def setting(doc, r):
+def device_of(doc):
+    return doc.get("device", {}).get("name", "?")
+
+
+def setting_of_problem(r):
     p = r["problem"]
     s = f'{r["pass"]} d{p["head_dim"]} h{p["heads"]} {p["dtype"]}'
     if p.get("causal"):
@@ -52,7 +65,30 @@ def setting(doc, r):
         s += " masked"
     if p.get("dropout", 0) > 0:
         s += f' drop{p["dropout"]}'
-    return s + " " + doc.get("device", {}).get("name", "?")
+    return s
+
+
+def setting(doc, r):
+    return setting_of_problem(r) + " " + device_of(doc)
+
+
+def is_peer(r):
+    return r["method"].startswith("sdpa_")
+
+
+def point_key(r):
+    """The record's point without its method: the name after the first '/'."""
+    return r["name"].split("/", 1)[1]
+
+
+def median_s(r):
+    t = (r.get("time") or {}).get("median_s")
+    return t if t and t > 0 else None
+
+
+def tflops(r):
+    t = median_s(r)
+    return r.get("flops", 0) / t / 1e12 if t and r.get("flops") else None
 
 
 def slug(s):
@@ -112,6 +148,99 @@ def by_n_plot(docs, out, formats, kind):
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
         save(fig, out, f"{kind}-{slug(s)}", formats)
+
+
+def lines_vs_n(out, formats, name, groups, ylabel, title_prefix, reference=None, styles=None):
+    """One figure per group: {group: {label: {N: value}}}, log2 N, linear y from 0."""
+    for s, series in groups.items():
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for label, pts in sorted(series.items()):
+            xs = sorted(pts)
+            kw = styles(label) if styles else {}
+            ax.plot(xs, [pts[x] for x in xs], marker="o", label=label, **kw)
+        ax.set_xscale("log", base=2)
+        ax.set_ylim(bottom=0)
+        if reference is not None:
+            ax.axhline(reference, color="gray", linestyle=":", linewidth=1)
+        ax.set_xlabel("sequence length N")
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"{title_prefix}: {s}", fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the axes, off the lines
+        save(fig, out, f"{name}-{slug(s)}", formats)
+
+
+def tflops_plot(docs, out, formats):
+    groups = collections.defaultdict(lambda: collections.defaultdict(dict))
+    for _, doc, r in ok_records(docs):
+        v = tflops(r)
+        if v:
+            groups[setting(doc, r)][method_label(r)][r["problem"]["seqlen_q"]] = v
+    if not groups:
+        print("tflops: no timed records", file=sys.stderr)
+    lines_vs_n(out, formats, "tflops", groups, "TFLOP/s", "TFLOP/s")
+
+
+def speedup_standard_plot(docs, out, formats):
+    groups = collections.defaultdict(lambda: collections.defaultdict(dict))
+    for path, doc in docs:
+        standard = {point_key(r): median_s(r) for r in doc.get("records", [])
+                    if r.get("status") == "ok" and r["method"] == "standard" and median_s(r)}
+        for r in doc.get("records", []):
+            t = median_s(r) if r.get("status") == "ok" else None
+            if not t or r["method"] == "standard" or point_key(r) not in standard:
+                continue
+            groups[setting(doc, r)][method_label(r)][r["problem"]["seqlen_q"]] = standard[point_key(r)] / t
+    if not groups:
+        print("speedup-standard: no record with a standard record at its point in its file", file=sys.stderr)
+    lines_vs_n(out, formats, "speedup-standard", groups, "speedup over standard", "Speedup over standard", 1.0)
+
+
+def speedup_peers_plot(docs, out, formats):
+    peers = collections.defaultdict(dict)  # (GPU, point) -> {peer: time}; the first file's where two have it
+    for _, doc, r in ok_records(docs):
+        if is_peer(r) and median_s(r):
+            peers[(device_of(doc), point_key(r))].setdefault(r["method"], median_s(r))
+    groups = collections.defaultdict(lambda: collections.defaultdict(dict))
+    for _, doc, r in ok_records(docs):
+        t = median_s(r)
+        if not t or is_peer(r) or r["method"] == "standard":
+            continue
+        for peer, pt in peers.get((device_of(doc), point_key(r)), {}).items():
+            groups[setting(doc, r)][f"{method_label(r)} over {peer}"][r["problem"]["seqlen_q"]] = pt / t
+    if not groups:
+        print("speedup-peers: no peer records (scripts/peers_sdpa.py, sdpa_*) at flashio's points on the same GPU",
+              file=sys.stderr)
+    lines_vs_n(out, formats, "speedup-peers", groups, "speedup over the peer", "Speedup over peers", 1.0)
+
+
+def gpus_plot(docs, out, formats):
+    devices = sorted({device_of(doc) for _, doc in docs})
+    if len(devices) < 2:
+        print("gpus: the files come from one GPU: no cross-GPU figure", file=sys.stderr)
+        return
+    by_setting = collections.defaultdict(lambda: collections.defaultdict(dict))
+    gpus_of = collections.defaultdict(set)
+    for _, doc, r in ok_records(docs):
+        v = tflops(r)
+        if v:
+            s = setting_of_problem(r)
+            by_setting[s][(method_label(r), device_of(doc))][r["problem"]["seqlen_q"]] = v
+            gpus_of[s].add(device_of(doc))
+    groups = {s: {f"{m} — {g}": pts for (m, g), pts in series.items()}
+              for s, series in by_setting.items() if len(gpus_of[s]) > 1}
+    if not groups:
+        print("gpus: no setting measured on two or more GPUs", file=sys.stderr)
+        return
+    methods = sorted({label.split(" — ")[0] for series in groups.values() for label in series})
+    colours = {m: f"C{i % 10}" for i, m in enumerate(methods)}
+    dashes = ["-", "--", ":", "-."]
+
+    def style(label):
+        m, g = label.rsplit(" — ", 1)
+        return {"color": colours[m], "linestyle": dashes[devices.index(g) % len(dashes)]}
+
+    lines_vs_n(out, formats, "gpus", groups, "TFLOP/s", "TFLOP/s across GPUs", styles=style)
 
 
 def analyze_json(flashio, paths):
@@ -244,6 +373,10 @@ def main(argv=None):
     analysis = analyze_json(a.flashio, a.files)
     by_n_plot(docs, a.out, formats, "runtime")
     by_n_plot(docs, a.out, formats, "memory")
+    tflops_plot(docs, a.out, formats)
+    speedup_standard_plot(docs, a.out, formats)
+    speedup_peers_plot(docs, a.out, formats)
+    gpus_plot(docs, a.out, formats)
     blocksize_plot(docs, a.out, formats, analysis)
     sparsity_plot(docs, a.out, formats)
     traffic_plot(a.out, formats, analysis)

@@ -2,14 +2,16 @@
 # Installs what flashio needs to build, if it is missing, on Debian/Ubuntu: a C++17
 # compiler, CMake >= 3.24 (checked: an older one is an error that says how to get a newer one),
 # Ninja, nlohmann/json, CLI11, fmt, GoogleTest, Google Benchmark and its tools (compare.py) with
-# scipy, and valijson (the JSON Schema validator flashio checks its input files with).
+# scipy, Chromium (headless: the test of the HTML report) and valijson (the JSON Schema
+# validator flashio checks its input files with).
 # The CUDA Toolkit (nvcc, cuBLAS, CUPTI) must already be installed: this script only
 # checks for it. Safe to run again: installs nothing when everything is there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(git cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev libbenchmark-dev python3
-          libbenchmark-tools python3-scipy)  # the last two: Google Benchmark's compare.py on flashio export
+          libbenchmark-tools python3-scipy  # these two: Google Benchmark's compare.py on flashio export
+          chromium)  # headless, for the test of `flashio report --html` (tests/test_html_report.py)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -293,6 +293,20 @@ def output_cases():
         Case("merge-o:empty", ["merge", "{d}/a.json", "-o", ""], BAD, files={"a.json": good}),
         Case("merge-o:dangling-link", ["merge", "{d}/a.json", "-o", "{d}/dl"], BAD,
              files={"a.json": good, "dl": ("link", "nowhere")}),
+        # report --html: the same safe write as merge -o (an HTML page, never over an input or a file).
+        *[Case(f"report-html:{label}", ["report", "{d}/a.json", "--html", out, *force], BAD,
+               files={"a.json": good, "sub": ("dir",), "link.json": ("link", "a.json"),
+                      "hard.json": ("hardlink", "a.json"), "p": ("fifo",), "b.html": b"mine"})
+          for label, out, force in [
+              ("same-force", "{d}/a.json", ["--force"]), ("dotdot-force", "{d}/sub/../a.json", ["--force"]),
+              ("link-force", "{d}/link.json", ["--force"]), ("hardlink-force", "{d}/hard.json", ["--force"]),
+              ("exists", "{d}/b.html", []), ("folder", "{d}/sub", []), ("no-folder", "{d}/none/r.html", []),
+              ("dev-null-force", "/dev/null", ["--force"]), ("fifo-force", "{d}/p", ["--force"]), ("empty", "", [])]],
+        Case("report-html:exists-force", ["report", "{d}/a.json", "--html", "{d}/b.html", "--force"], 0,
+             files={"a.json": good, "b.html": b"mine"}, replaced={"b.html"}),
+        Case("report-html:force-without-html", ["report", "{d}/a.json", "--force"], BAD, files={"a.json": good}),
+        Case("report-html:ok", ["report", "{d}/a.json", "--html", "{d}/r.html"], 0, files={"a.json": good},
+             outputs={"r.html"}),
         Case("merge:duplicate-input", ["merge", "{d}/a.json", "{d}/a.json", "-o", "{d}/o.json"], BAD, files={"a.json": good}),
         Case("merge:ok", ["merge", "{d}/a.json", "-o", "{d}/o.json"], 0, files={"a.json": good}, outputs={"o.json"}),
         # run: the output checks come before the GPU is looked for (this build has none: exit 1).
