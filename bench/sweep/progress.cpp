@@ -14,23 +14,23 @@ namespace flashio {
 
 namespace {
 
-// Assumed rates, read off the committed H200 results (docs/results.md) and rounded down;
-// only the ETA and --dry-run use them.
+// Assumed rates, read off the H200 files of results/crosscheck/issue22-scaling (038a03a: medians
+// over the FA-2 setting) and rounded down; only the ETA and --dry-run use them.
 double kernel_flops_per_s(const std::string& method, Pass pass) {
-  if (method == "flash1") return 40e12;                         // fwd+bwd 38 TFLOP/s at N = 16k
-  if (method == "flash2") return pass == Pass::Fwd ? 250e12 : 150e12;  // fwd 250-320, fwd+bwd 150-170
-  return 100e12;                                                // standard: 90-300; peers, new methods
+  if (method == "flash1") return 80e12;                                // fwd+bwd median 90 TFLOP/s
+  if (method == "flash2") return pass == Pass::Fwd ? 300e12 : 250e12;  // fwd median 365, fwd+bwd 301-316
+  return 100e12;  // standard: medians 92-137; peers, new methods
 }
 constexpr double kHbmBytesPerS = 2.5e12;      // the materialized scores of `standard`
 constexpr double kReferenceBudgetMacs = 4e9;  // RunOptions::check_budget_macs
 constexpr double kCpuMethodFlopsPerS = 3e9;   // the `reference` method timed on the host
 constexpr double kOverheadS = 0.01;           // plan, allocation
 // Host work, from the records' phases_s of results/crosscheck/issue22-scaling (two H200s,
-// 32 host cores; docs/sweep-time.md):
-constexpr double kReferenceMacsPerCoreS = 4e8;  // the float64 reference, multiply-adds per core
-constexpr double kInputSecondsPerElement = 3.5e-9;  // generate and copy one input element
-constexpr double kCheckFwdS = 0.05;  // a forward point's checked runs and compares (medians 0.056 s)
-constexpr double kCheckBwdS = 0.12;  // with gradients (0.123 s)
+// 32 host cores, 038a03a; docs/sweep-time.md):
+constexpr double kReferenceMacsPerCoreS = 1.5e9;  // the float64 reference, multiply-adds per core (b99eb19, e1c1c9f: 3.9x)
+constexpr double kInputsS = 0.01;    // a problem's inputs: made on the GPU, the checked heads on the host (median 0.009 s)
+constexpr double kCheckFwdS = 0.015;  // a forward point's checked runs and compares (median 0.014 s)
+constexpr double kCheckBwdS = 0.035;  // with gradients (medians 0.032, 0.036 s)
 
 
 // Query rows the check compares (bench/measure/check.cpp's rows_to_check): all of them within
@@ -90,24 +90,36 @@ double estimate_seconds(const Point& pt, int reps, int warmup) {
 std::vector<double> estimate_sweep_seconds(const std::vector<Point>& points, int reps, int warmup, int host_cores) {
   const double cores = host_cores > 0 ? host_cores : double(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<double> out;
-  std::string last;          // the problem whose inputs and reference the runner holds
-  bool have_grad = false;
-  for (const Point& pt : points) {
-    double s = estimate_seconds(pt, reps, warmup);
+  std::string last;  // the problem whose inputs and reference the runner holds
+  // The runner makes a problem's host half (inputs, reference; the gradients' too when a point of
+  // the group is a backward pass) while the GPU runs the group before it: only what that group's
+  // time does not cover is waited for, on the group's first point.
+  double previous_group = -1;  // the GPU time of the group before; < 0: none (the first is waited for whole)
+  double current_group = 0;
+  size_t first_of_group = 0;
+  auto close_group = [&](size_t end) {
+    if (out.empty()) return;
+    const Problem& p = points[first_of_group].problem;
+    bool grad = false;
+    for (size_t i = first_of_group; i < end; ++i) grad = grad || points[i].pass != Pass::Fwd;
+    const double host = kInputsS + reference_seconds(p, false, cores) + (grad ? reference_seconds(p, true, cores) : 0);
+    out[first_of_group] += previous_group < 0 ? host : std::max(0.0, host - previous_group);
+    previous_group = current_group;
+  };
+  for (size_t i = 0; i < points.size(); ++i) {
+    const Point& pt = points[i];
+    const double s = estimate_seconds(pt, reps, warmup);
     const std::string key = problem_key(pt.problem);
     if (key != last) {
-      const Problem& p = pt.problem;
-      s += double(p.q_elements() + 2 * p.kv_elements()) * kInputSecondsPerElement;  // Q, K, V
-      s += reference_seconds(p, false, cores);
+      close_group(i);
+      first_of_group = i;
+      current_group = 0;
       last = key;
-      have_grad = false;
     }
-    if (pt.pass != Pass::Fwd && !have_grad) {
-      s += double(pt.problem.q_elements()) * kInputSecondsPerElement + reference_seconds(pt.problem, true, cores);  // dO
-      have_grad = true;
-    }
+    current_group += s;
     out.push_back(s);
   }
+  close_group(points.size());
   return out;
 }
 
