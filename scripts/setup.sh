@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # Installs what flashio needs to build, if it is missing, on Debian/Ubuntu: a C++17
 # compiler, CMake >= 3.24 (checked: an older one is an error that says how to get a newer one),
-# Ninja, nlohmann/json, CLI11, fmt, GoogleTest, Google Benchmark and its tools (compare.py) with
-# scipy, Chromium (headless: the test of the HTML report) and valijson (the JSON Schema
-# validator flashio checks its input files with).
+# Ninja, nlohmann/json, CLI11, fmt, GoogleTest, Google Benchmark and valijson (the JSON Schema
+# validator flashio checks its input files with). With --test (scripts/test.sh) also what only
+# the tests need: Google Benchmark's tools (compare.py) with scipy, Chromium (headless: the HTML
+# report's test), and Clang with its sanitizer and libFuzzer runtimes (the hostile-input suite
+# and the fuzzers).
 # The CUDA Toolkit (nvcc, cuBLAS, CUPTI) must already be installed: this script only
 # checks for it. Safe to run again: installs nothing when everything is there.
+#   scripts/setup.sh [--test]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(git cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev libbenchmark-dev python3
-          libbenchmark-tools python3-scipy  # these two: Google Benchmark's compare.py on flashio export
-          chromium)  # headless, for the test of `flashio report --html` (tests/test_html_report.py)
+packages=(git cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev libbenchmark-dev python3)
+if [ "${1:-}" = --test ]; then
+  packages+=(libbenchmark-tools python3-scipy  # Google Benchmark's compare.py on flashio export
+             chromium                          # headless, for tests/test_html_report.py
+             clang libclang-rt-dev)            # scripts/fuzz.sh, scripts/hostile.sh
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -5,7 +5,7 @@
 # run too. This is what CI runs (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --test
 
 nocuda="${FLASHIO_BUILD_DIR:-build}-nocuda"
 echo "== test.sh: build without CUDA ($nocuda)"
@@ -19,12 +19,12 @@ PATH="$plain_path" cmake -S . -B "$nocuda" -G Ninja -DCMAKE_BUILD_TYPE=Release -
 PATH="$plain_path" cmake --build "$nocuda"
 (cd "$nocuda" && PATH="$plain_path" ctest --output-on-failure --timeout 900 -j "$(nproc)")
 
-# Hostile input (docs/hostile-input.md): the suite again with flashio under ASan and UBSan, then
-# each libFuzzer target for FLASHIO_FUZZ_SECONDS (default 60).
-echo "== test.sh: hostile-input suite under AddressSanitizer and UndefinedBehaviorSanitizer"
-scripts/hostile.sh
+# Hostile input (docs/hostile-input.md): each libFuzzer target for FLASHIO_FUZZ_SECONDS (default
+# 60), then the suite again with flashio under ASan and UBSan (from the same sanitizer build).
 echo "== test.sh: fuzzing the readers and the CLI (${FLASHIO_FUZZ_SECONDS:-60} s each)"
 scripts/fuzz.sh
+echo "== test.sh: hostile-input suite under AddressSanitizer and UndefinedBehaviorSanitizer"
+scripts/hostile.sh
 
 echo "== test.sh: build with CUDA (${FLASHIO_BUILD_DIR:-build})"
 scripts/build.sh

@@ -16,7 +16,7 @@ then:
   - the safe-write contract: an existing output without --force, the output equal to an input,
     a missing input and a truncated input exit 2 with one line on stderr and leave no file.
 Without Chromium the test is skipped (exit 77), except under CI (CI=true), where it fails:
-scripts/setup.sh installs Debian's `chromium`. Exits 1 on a failure.
+scripts/setup.sh --test installs Debian's `chromium`. Exits 1 on a failure.
 """
 from __future__ import annotations
 
@@ -212,7 +212,7 @@ def main() -> int:
         chromium = find_chromium(a.chromium)
         if not chromium:
             if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
-                print("FAIL: no chromium (scripts/setup.sh installs Debian's chromium); CI=true: not skipped")
+                print("FAIL: no chromium (scripts/setup.sh --test installs Debian's chromium); CI=true: not skipped")
                 return 1
             print("SKIP: no chromium on PATH (apt-get install chromium); the page was checked without a browser")
             for f in failures:
