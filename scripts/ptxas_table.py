@@ -18,12 +18,16 @@ minutes on two cores).
                    any is worse
   --markdown       print the rows (or the comparison) as a markdown table
   --head-dim D     only head dim D (repeatable; while iterating)
+  --sass FILE      also write, per kernel, a hash of its SASS (the cubin's .text.<kernel>
+                   section) to FILE; two trees with equal hashes run the same machine code
   --ptx-ops DIR    also write, per kernel, the sequence of floating-point PTX instructions
                    (mma, ex2, fma, max, min, mul, add, sub, rcp, div, lg2, cvt/pack, selp on
                    floats) with operands stripped to DIR/<kernel>.ops, for comparing two trees
 """
 import argparse
+import hashlib
 import os
+import struct
 import re
 import subprocess
 import sys
@@ -133,6 +137,25 @@ def variant(causal, dropout):
     return ", ".join(parts) if parts else "—"
 
 
+def text_hashes(cubin):
+    """sha256 of every .text.<kernel> section of an ELF64 cubin, by kernel (mangled) name."""
+    with open(cubin, "rb") as f:
+        elf = f.read()
+    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", elf, shoff + i * shentsize) for i in range(shnum)]
+    names_off = sections[shstrndx][4]
+    out = {}
+    for sh in sections:
+        name = elf[names_off + sh[0]:elf.index(b"\0", names_off + sh[0])].decode()
+        if name.startswith(".text."):
+            out[name[len(".text."):]] = hashlib.sha256(elf[sh[4]:sh[4] + sh[5]]).hexdigest()[:16]
+    return out
+
+
+SASS = {}
+
+
 def compile_family(family, dtype, ptx_dir=None, head_dims=None):
     arch, body = TU[family]
     if head_dims:  # while iterating: these head dims of the family's list only
@@ -149,6 +172,7 @@ def compile_family(family, dtype, ptx_dir=None, head_dims=None):
         if r.returncode != 0:
             sys.stderr.write(r.stderr)
             raise SystemExit("nvcc failed for %s %s" % (family, dtype))
+        hashes = text_hashes(os.path.join(tmp, "out.cubin"))
         if ptx_dir:
             ptx = os.path.join(tmp, "out.ptx")
             subprocess.run(["nvcc", *FLAGS, "-arch=" + arch, "-I", ROOT, "-ptx", "-o", ptx, cu], check=True)
@@ -176,7 +200,9 @@ def compile_family(family, dtype, ptx_dir=None, head_dims=None):
         d, br, bc = m.group(3), m.group(4), m.group(5)
         causal, dropout = m.group(6) == "true", m.group(7) == "true"
         regs, st, ld = stats[name]
-        rows.append((FAMILY_NAMES[family], dtype, int(d), "%s×%s" % (br, bc), variant(causal, dropout), regs, st, ld))
+        row = (FAMILY_NAMES[family], dtype, int(d), "%s×%s" % (br, bc), variant(causal, dropout), regs, st, ld)
+        rows.append(row)
+        SASS[key(row)] = hashes.get(name, "-")
     return rows
 
 
@@ -229,6 +255,7 @@ def main():
     ap.add_argument("--compare")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--ptx-ops")
+    ap.add_argument("--sass")
     ap.add_argument("--head-dim", type=int, action="append", help="only these head dims (while iterating)")
     a = ap.parse_args()
     rows = []
@@ -236,6 +263,10 @@ def main():
         for dt in a.dtype or list(DTYPES):
             rows += compile_family(fam, dt, a.ptx_ops, a.head_dim)
     rows.sort(key=lambda r: (list(FAMILY_NAMES.values()).index(r[0]), r[1] == "bf16", r[2], r[3], r[4]))
+    if a.sass:
+        with open(a.sass, "w") as f:
+            for r in rows:
+                f.write("\t".join(key(r)) + "\t" + SASS[key(r)] + "\n")
     if a.output:
         with open(a.output, "w") as f:
             for r in rows:
