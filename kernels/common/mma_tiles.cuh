@@ -17,7 +17,8 @@ struct LdmatrixLane {
   int a_row, a_col;  // A, row-major (Q)
   int b_row, b_col;  // B with rows along n (K)
   int v_row, v_col;  // B read transposed (V)
-  __device__ __forceinline__ explicit LdmatrixLane(int lane)
+  // lane unsigned: its remainders and quotients are masks and shifts whatever the caller knows of it.
+  __device__ __forceinline__ explicit LdmatrixLane(unsigned lane)
       : a_row(lane % 16),
         a_col((lane / 16) * 8),
         b_row((lane % 8) + (lane / 16) * 8),
@@ -55,6 +56,21 @@ __device__ __forceinline__ void warp_mma_abt(float (&acc)[kMTiles][kNTiles][4], 
       }
     }
   }
+}
+
+// acc = 0 (an accumulator before its first product): the C fragments of one m16 tile …
+template <int kNTiles>
+__device__ __forceinline__ void clear_fragments(float (&acc)[kNTiles][4]) {
+#pragma unroll
+  for (int nt = 0; nt < kNTiles; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[nt][e] = 0.f;
+}
+// … or of kMTiles.
+template <int kMTiles, int kNTiles>
+__device__ __forceinline__ void clear_fragments(float (&acc)[kMTiles][kNTiles][4]) {
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt) clear_fragments(acc[mt]);
 }
 
 // acc += A·B over kKSteps k16 steps: a_frag(kk, mt, a) gives the A fragment of m16 tile mt and

@@ -89,6 +89,30 @@ FLASHIO_HOST_DEVICE float log_sum_exp(float m, float l, float scale_log2) {
 #endif
 }
 
+// FlashAttention (flash1) Algorithm 1 line 11, one tile on its own: per row hr, m̃ = rowmax S,
+// P̃ = exp(τ·(S − m̃)) and ℓ̃ = rowsum P̃ (reduced over the row's threads). Each pair of P̃ (n8 tile
+// j, elements 2hr, 2hr + 1) goes to store(j, hr, p0, p1), not back into S: a kernel packs it to
+// 16 bits as it goes, so that the fp32 scores die here.
+template <class Reduce, class S, class Store>
+FLASHIO_HOST_DEVICE void tile_softmax(const S& s, float scale_log2, float (&m)[2], float (&l)[2], Store store) {
+  FLASHIO_UNROLL
+  for (int hr = 0; hr < 2; ++hr) {
+    const float mx = tile_row_max<Reduce>(s, hr, -INFINITY);
+    const float m_scaled = max_scaled(mx, scale_log2);
+    float sum = 0.f;
+    FLASHIO_UNROLL
+    for (int j = 0; j < FragmentTiles<S>::value; ++j) {
+      const float p0 = exp_score(frag(s, j, 2 * hr), scale_log2, m_scaled);
+      const float p1 = exp_score(frag(s, j, 2 * hr + 1), scale_log2, m_scaled);
+      sum += p0;
+      sum += p1;
+      store(j, hr, p0, p1);
+    }
+    m[hr] = mx;
+    l[hr] = Reduce::sum(sum);
+  }
+}
+
 // The running statistics of a thread's two fragment rows (FlashAttention-2 Algorithm 1: m_i
 // and ℓ_i, kept on chip across the K/V tiles of a Q tile).
 struct OnlineSoftmax {
@@ -101,12 +125,17 @@ struct OnlineSoftmax {
   }
 
   // One K/V tile (lines 9-10): per row, m_new = max(m, rowmax S); ℓ and O rescaled by
-  // exp(τ·(m − m_new)); S becomes P = exp(τ·(S − m_new)) in place, ℓ += rowsum P.
+  // exp(τ·(m − m_new)); S becomes P = exp(τ·(S − m_new)) in place, ℓ += rowsum P. Row by row, in
+  // that order (the mma.sync and wgmma forwards' order, which their register allocation keeps).
   template <class Reduce, class S, class O>
   FLASHIO_HOST_DEVICE void update(S& s, O& o, float scale_log2) {
-    float alpha[2];
-    update_scores<Reduce>(s, scale_log2, alpha);
-    rescale(o, alpha);
+    FLASHIO_UNROLL
+    for (int hr = 0; hr < 2; ++hr) {
+      float alpha;
+      const float m_scaled = new_max<Reduce>(s, hr, scale_log2, alpha);
+      rescale_row(o, hr, alpha);
+      exp_row(s, hr, scale_log2, m_scaled);
+    }
   }
 
   // update() in two steps, for kernels whose O is still being accumulated (an asynchronous
@@ -116,32 +145,48 @@ struct OnlineSoftmax {
   FLASHIO_HOST_DEVICE void update_scores(S& s, float scale_log2, float (&alpha)[2]) {
     FLASHIO_UNROLL
     for (int hr = 0; hr < 2; ++hr) {
-      const float mx = tile_row_max<Reduce>(s, hr, row_max[hr]);  // row max
-      const float m_scaled = max_scaled(mx, scale_log2);
-      alpha[hr] = exp2f(row_max[hr] * scale_log2 - m_scaled);  // rescale factor
-      row_max[hr] = mx;
-      row_sum[hr] *= alpha[hr];
-      FLASHIO_UNROLL
-      for (int j = 0; j < FragmentTiles<S>::value; ++j) {
-        FLASHIO_UNROLL
-        for (int e = 2 * hr; e < 2 * hr + 2; ++e) {
-          const float pe = exp_score(frag(s, j, e), scale_log2, m_scaled);  // exp
-          frag(s, j, e) = pe;
-          row_sum[hr] += pe;  // row sum
-        }
-      }
+      const float m_scaled = new_max<Reduce>(s, hr, scale_log2, alpha[hr]);
+      exp_row(s, hr, scale_log2, m_scaled);
     }
   }
   // … then O rescaled, once nothing writes it any more.
   template <class O>
   static FLASHIO_HOST_DEVICE void rescale(O& o, const float (&alpha)[2]) {
     FLASHIO_UNROLL
-    for (int hr = 0; hr < 2; ++hr) {
+    for (int hr = 0; hr < 2; ++hr) rescale_row(o, hr, alpha[hr]);
+  }
+
+  // The steps of one row hr: the new max (m·τ·log2 e returned, the rescale factor in alpha, ℓ
+  // rescaled) …
+  template <class Reduce, class S>
+  FLASHIO_HOST_DEVICE float new_max(const S& s, int hr, float scale_log2, float& alpha) {
+    const float mx = tile_row_max<Reduce>(s, hr, row_max[hr]);  // row max
+    const float m_scaled = max_scaled(mx, scale_log2);
+    alpha = exp2f(row_max[hr] * scale_log2 - m_scaled);  // rescale factor
+    row_max[hr] = mx;
+    row_sum[hr] *= alpha;
+    return m_scaled;
+  }
+  // … P = exp(τ·(S − m)) in place and ℓ += rowsum P …
+  template <class S>
+  FLASHIO_HOST_DEVICE void exp_row(S& s, int hr, float scale_log2, float m_scaled) {
+    FLASHIO_UNROLL
+    for (int j = 0; j < FragmentTiles<S>::value; ++j) {
       FLASHIO_UNROLL
-      for (int j = 0; j < FragmentTiles<O>::value; ++j) {
-        frag(o, j, 2 * hr) *= alpha[hr];
-        frag(o, j, 2 * hr + 1) *= alpha[hr];
+      for (int e = 2 * hr; e < 2 * hr + 2; ++e) {
+        const float pe = exp_score(frag(s, j, e), scale_log2, m_scaled);  // exp
+        frag(s, j, e) = pe;
+        row_sum[hr] += pe;  // row sum
       }
+    }
+  }
+  // … and O's row times alpha.
+  template <class O>
+  static FLASHIO_HOST_DEVICE void rescale_row(O& o, int hr, float alpha) {
+    FLASHIO_UNROLL
+    for (int j = 0; j < FragmentTiles<O>::value; ++j) {
+      frag(o, j, 2 * hr) *= alpha;
+      frag(o, j, 2 * hr + 1) *= alpha;
     }
   }
 
