@@ -90,14 +90,29 @@ FLASHIO_HOST_DEVICE void sequence_mask_tile(int nk, float (&s)[kMTiles][kTiles][
   }
 }
 
+// The same for one m16 tile in a wgmma accumulator's layout, float[4·kTiles] (element (j, e) at
+// 4j + e).
+template <bool kCausal, int kN>
+FLASHIO_HOST_DEVICE void sequence_mask_tile(int nk, float (&s)[kN], int row_first, int col0, int cols, int g, int t) {
+  if (col0 + cols > nk || (kCausal && col0 + cols - 1 > row_first)) {
+    FLASHIO_UNROLL
+    for (int j = 0; j < kN / 4; ++j) FLASHIO_UNROLL
+    for (int e = 0; e < 4; ++e) {
+      const int row = row_first + g + (e >= 2 ? 8 : 0);
+      const int col = col0 + j * 8 + 2 * t + (e & 1);
+      if (col >= nk || (kCausal && col > row)) s[4 * j + e] = -INFINITY;
+    }
+  }
+}
+
 struct KeyPaddingMask {
   int nk;  // keys [0, nk) exist
 
   FLASHIO_HOST_DEVICE bool hidden(int /*row*/, int col) const { return col >= nk; }
   // Does the block of rows from row_first × keys [col0, col0 + cols) hide a score?
   FLASHIO_HOST_DEVICE bool partial(int /*row_first*/, int col0, int cols) const { return col0 + cols > nk; }
-  template <int kMTiles, int kTiles>
-  FLASHIO_HOST_DEVICE void tile(float (&s)[kMTiles][kTiles][4], int row_first, int col0, int cols, int g, int t) const {
+  template <class S>
+  FLASHIO_HOST_DEVICE void tile(S& s, int row_first, int col0, int cols, int g, int t) const {
     sequence_mask_tile<false>(nk, s, row_first, col0, cols, g, t);
   }
   template <int kRowStep = 8, int kColStep = 8, class S>
@@ -122,8 +137,8 @@ struct CausalMask {
   FLASHIO_HOST_DEVICE bool partial(int row_first, int col0, int cols) const {
     return col0 + cols > nk || col0 + cols - 1 > row_first;
   }
-  template <int kMTiles, int kTiles>
-  FLASHIO_HOST_DEVICE void tile(float (&s)[kMTiles][kTiles][4], int row_first, int col0, int cols, int g, int t) const {
+  template <class S>
+  FLASHIO_HOST_DEVICE void tile(S& s, int row_first, int col0, int cols, int g, int t) const {
     sequence_mask_tile<true>(nk, s, row_first, col0, cols, g, t);
   }
   template <int kRowStep = 8, int kColStep = 8, class S>

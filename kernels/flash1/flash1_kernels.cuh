@@ -22,6 +22,10 @@
 // (splits times); Q read Tc times; O read Tc−1 and written Tc times (4 bytes, the last write e bytes); ℓ, m read Tc−1
 // and written Tc times → Θ(N·d·Tc) = Θ(N²d²/M) with Bc = Θ(M/d) (Theorem 2).
 //
+// Forward steps written once (kernels/common): S = Q·Kᵀ and P̃·V (mma_tiles.cuh), the mask step
+// and trip counts (masks.h), the per-tile softmax and the merge (online_softmax.h: tile_softmax,
+// softmax_merge), dropout on packed P̃ (dropout_scores.cuh).
+//
 // Run: build/flashio run --method flash1 --seqlen 4096 --head-dim 64 [--block-c 128]
 #pragma once
 #include <cmath>
@@ -146,7 +150,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_fwd_kernel(const Flash1F
 
       // S_ij = Q_i K_jᵀ (line 9), raw scores (τ joins exp2): (16 rows of this warp, kBlockN).
       float acc_s[1][Tr::kNTilesS][4];
-      warp_mma_abt<T, Tr::kKStepsQK, Tr::kStride>(acc_s, sQs, warp_row, sK, ld);
+      uint32_t q_frag[1][4], k_frag[4];  // operand fragments, declared here (mma_tiles.cuh)
+      warp_mma_abt<T, Tr::kKStepsQK, Tr::kStride>(acc_s, sQs, warp_row, sK, ld, q_frag, k_frag);
       mask.tile(acc_s, m0 + warp_row, n0, Tr::kBlockN, g, t);  // line 10
 
       // m̃_ij, P̃_ij = exp(S − m̃), ℓ̃_ij (line 11), ℓ̃ in fp32. P̃ is packed to the element type as it is
@@ -162,6 +167,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_fwd_kernel(const Flash1F
       // P̃·V_j (line 15's new term), a fresh accumulator: (16 rows, kHeadDim).
       float acc_pv[1][Tr::kNTilesO][4];
       clear_fragments(acc_pv);
+      uint32_t p_frag[1][4], v_frag[4];
       warp_mma_ab_trans<T, Tr::kKStepsPV, Tr::kStride>(
           acc_pv,
           [&](int kk, int, uint32_t(&a)[4]) {
@@ -170,7 +176,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_fwd_kernel(const Flash1F
             a[2] = p_tile[2 * kk + 1][0];
             a[3] = p_tile[2 * kk + 1][1];
           },
-          sV, ld);
+          sV, ld, p_frag, v_frag);
 
       // Lines 13-16: m_i, ℓ_i, O_i merged in HBM.
       flash1_merge_rows<Tr, kDropout>(p, acc_pv[0], tile_max, tile_sum, o_acc, m_hbm, l_hbm, o, lse, m0 + warp_row + g,
