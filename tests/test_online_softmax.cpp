@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "bench/core/inputs.h"
 #include "bench/core/reference.h"
 #include "bench/measure/check.h"
-#include "bench/core/inputs.h"
 #include "kernels/common/masks.h"
 #include "kernels/common/online_softmax.h"
 #include "kernels/flash1/flash1_cpu.h"
@@ -238,6 +238,31 @@ TEST(OnlineSoftmax, MergeMatchesDirectFormula) {
   EXPECT_EQ(none.old_factor, 0.f);
 }
 
+// flash1's per-tile softmax (Algorithm 1 line 11): m̃ the row max, P̃ = exp(τ(s − m̃)) handed to
+// the store pair by pair, ℓ̃ their sum; a fully masked row gives m̃ = −inf, P̃ = 0, ℓ̃ = 0.
+TEST(OnlineSoftmax, TileSoftmaxMatchesDirectFormula) {
+  const float scale_log2 = 0.2f * 1.4426950408889634f;
+  float s[3][4] = {
+      {1.f, -2.f, -INFINITY, -INFINITY}, {3.5f, 0.25f, -INFINITY, -INFINITY}, {7.f, 2.f, -INFINITY, -INFINITY}};
+  float m[2], l[2], p[3][4] = {};
+  tile_softmax<RowInThread>(s, scale_log2, m, l, [&](int j, int hr, float p0, float p1) {
+    p[j][2 * hr] = p0;
+    p[j][2 * hr + 1] = p1;
+  });
+  EXPECT_EQ(m[0], 7.f);
+  double sum = 0;
+  for (int j = 0; j < 3; ++j)
+    for (int e = 0; e < 2; ++e) {
+      const double x = std::exp2(scale_log2 * (double(s[j][e]) - 7.0));
+      EXPECT_NEAR(p[j][e], x, 1e-6 * x + 1e-30) << j << " " << e;
+      sum += x;
+    }
+  EXPECT_NEAR(l[0], sum, 1e-5 * sum);
+  EXPECT_EQ(m[1], -INFINITY);
+  EXPECT_EQ(l[1], 0.f);
+  for (int j = 0; j < 3; ++j) EXPECT_EQ(p[j][2] + p[j][3], 0.f);
+}
+
 // ---- mask policies ---------------------------------------------------------------------------------
 
 // The GPU's C-fragment geometry (rows g, g + 8; columns 8j + 2t, +1), 32 emulated lanes: apply
@@ -264,6 +289,26 @@ void check_fragment_geometry(const Mask& mask, bool causal, int nk) {
           }
       }
       if (any_hidden) EXPECT_TRUE(mask.partial(row0, col0, 8 * kTiles)) << row0 << " " << col0;
+      // The kernels' step, tile(): two m16 tiles (rows row0 … row0 + 31) in one call, the same
+      // hidden scores, and nothing touched where the 32 × 64 block hides nothing.
+      bool block_hidden = false;
+      for (int lane = 0; lane < 32; ++lane) {
+        const int g = lane / 4, t = lane % 4;
+        float s[2][kTiles][4];
+        for (auto& m : s)
+          for (auto& x : m)
+            for (float& y : x) y = 1.f;
+        mask.tile(s, row0, col0, 8 * kTiles, g, t);
+        for (int mt = 0; mt < 2; ++mt)
+          for (int j = 0; j < kTiles; ++j)
+            for (int e = 0; e < 4; ++e) {
+              const int row = row0 + 16 * mt + g + (e >= 2 ? 8 : 0), col = col0 + 8 * j + 2 * t + (e & 1);
+              const bool hidden = !visible(causal, nk, row, col);
+              block_hidden = block_hidden || hidden;
+              EXPECT_EQ(s[mt][j][e] == -INFINITY, hidden) << "tile(): row " << row << " col " << col;
+            }
+      }
+      EXPECT_EQ(block_hidden, mask.partial(row0, col0, 8 * kTiles)) << row0 << " " << col0;
     }
 }
 

@@ -51,15 +51,17 @@ __device__ __forceinline__ void stage_o_row(const O& o, int hr, float inv, At at
 }
 
 // Epilogue, step 2 (after a barrier): the staged (kRows, kHeadDim) tile to global memory in
-// 16-byte chunks, rows below q_rows only; chunk(r, c) is the staged chunk c of row r.
-template <class T, int kRows, int kHeadDim, int kNThreads, class Chunk>
-__device__ __forceinline__ void store_o_tile(T* o, int q_rows, Chunk chunk) {
+// 16-byte chunks, rows below q_rows only; staged(r, col) is where the chunk of row r starting at
+// column col (a multiple of 8) was staged.
+template <class T, int kRows, int kHeadDim, int kNThreads, class Staged>
+__device__ __forceinline__ void store_o_tile(T* o, int q_rows, Staged staged) {
   constexpr int kChunksPerRow = kHeadDim / 8;
 #pragma unroll
   for (int c = threadIdx.x; c < kRows * kChunksPerRow; c += kNThreads) {
-    const int r = c / kChunksPerRow, col = c % kChunksPerRow;
+    const int r = c / kChunksPerRow;
+    const int col = (c % kChunksPerRow) * 8;
     if (r < q_rows)
-      *reinterpret_cast<uint4*>(o + int64_t(r) * kHeadDim + col * 8) = *reinterpret_cast<const uint4*>(chunk(r, col));
+      *reinterpret_cast<uint4*>(o + int64_t(r) * kHeadDim + col) = *reinterpret_cast<const uint4*>(staged(r, col));
   }
 }
 

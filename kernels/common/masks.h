@@ -29,6 +29,16 @@
 
 namespace flashio::kernels {
 
+// min(a, b): the GPU's integer min instruction on the device (as the kernels' own min(); a
+// ternary can stay a compare and a select there), a plain comparison on the host.
+FLASHIO_HOST_DEVICE int min_int(int a, int b) {
+#if defined(__CUDA_ARCH__)
+  return min(a, b);
+#else
+  return a < b ? a : b;
+#endif
+}
+
 // Tiles of `block` keys covering keys [0, key_end): ⌈key_end / block⌉, 0 for no key.
 FLASHIO_HOST_DEVICE int kv_tile_count(int key_end, int block) {
   return key_end > 0 ? (key_end + block - 1) / block : 0;
@@ -56,12 +66,55 @@ FLASHIO_HOST_DEVICE void hide_scores(const Mask& mask, S& s, int row, int col0, 
     if (mask.hidden(row + (e >= 2 ? kRowStep : 0), col0 + j * kColStep + col_lane + (e & 1))) frag(s, j, e) = -INFINITY;
 }
 
+// The "mask" step of the mma.sync kernels' loops for one visited K/V tile (KeyPaddingMask::tile,
+// CausalMask::tile): nothing unless the block of rows from row_first × keys [col0, col0 + cols)
+// hides a score (`partial`); then the hidden scores of the lane's fragments s become −inf. s holds
+// the C fragments of kMTiles m16 tiles, float[kMTiles][kTiles][4]: element (mt, j, e) lies at row
+// row_first + 16·mt + g + 8·[e ≥ 2] and key col0 + 8j + 2t + (e & 1) (g = lane / 4, t = lane % 4).
+// Written out with the tests in the branch conditions and the lane's offsets g, 2t added inside
+// the branch, as the kernels had it: the same tests through partial()/hidden() calls (bool
+// results), or the offsets added before the branch, reached ptxas as the same operations in
+// another order or polarity, and it allocated the loops' registers differently (kernels/NOTES.md).
+template <bool kCausal, int kMTiles, int kTiles>
+FLASHIO_HOST_DEVICE void sequence_mask_tile(int nk, float (&s)[kMTiles][kTiles][4], int row_first, int col0, int cols,
+                                            int g, int t) {
+  if (col0 + cols > nk || (kCausal && col0 + cols - 1 > row_first)) {
+    FLASHIO_UNROLL
+    for (int mt = 0; mt < kMTiles; ++mt) FLASHIO_UNROLL
+    for (int j = 0; j < kTiles; ++j) FLASHIO_UNROLL
+    for (int e = 0; e < 4; ++e) {
+      const int row = row_first + mt * 16 + g + (e >= 2 ? 8 : 0);
+      const int col = col0 + j * 8 + 2 * t + (e & 1);
+      if (col >= nk || (kCausal && col > row)) s[mt][j][e] = -INFINITY;
+    }
+  }
+}
+
+// The same for one m16 tile in a wgmma accumulator's layout, float[4·kTiles] (element (j, e) at
+// 4j + e).
+template <bool kCausal, int kN>
+FLASHIO_HOST_DEVICE void sequence_mask_tile(int nk, float (&s)[kN], int row_first, int col0, int cols, int g, int t) {
+  if (col0 + cols > nk || (kCausal && col0 + cols - 1 > row_first)) {
+    FLASHIO_UNROLL
+    for (int j = 0; j < kN / 4; ++j) FLASHIO_UNROLL
+    for (int e = 0; e < 4; ++e) {
+      const int row = row_first + g + (e >= 2 ? 8 : 0);
+      const int col = col0 + j * 8 + 2 * t + (e & 1);
+      if (col >= nk || (kCausal && col > row)) s[4 * j + e] = -INFINITY;
+    }
+  }
+}
+
 struct KeyPaddingMask {
   int nk;  // keys [0, nk) exist
 
   FLASHIO_HOST_DEVICE bool hidden(int /*row*/, int col) const { return col >= nk; }
   // Does the block of rows from row_first × keys [col0, col0 + cols) hide a score?
   FLASHIO_HOST_DEVICE bool partial(int /*row_first*/, int col0, int cols) const { return col0 + cols > nk; }
+  template <class S>
+  FLASHIO_HOST_DEVICE void tile(S& s, int row_first, int col0, int cols, int g, int t) const {
+    sequence_mask_tile<false>(nk, s, row_first, col0, cols, g, t);
+  }
   template <int kRowStep = 8, int kColStep = 8, class S>
   FLASHIO_HOST_DEVICE void apply(S& s, int row, int col0, int col_lane) const {
     hide_scores<kRowStep, kColStep>(*this, s, row, col0, col_lane);
@@ -84,20 +137,22 @@ struct CausalMask {
   FLASHIO_HOST_DEVICE bool partial(int row_first, int col0, int cols) const {
     return col0 + cols > nk || col0 + cols - 1 > row_first;
   }
+  template <class S>
+  FLASHIO_HOST_DEVICE void tile(S& s, int row_first, int col0, int cols, int g, int t) const {
+    sequence_mask_tile<true>(nk, s, row_first, col0, cols, g, t);
+  }
   template <int kRowStep = 8, int kColStep = 8, class S>
   FLASHIO_HOST_DEVICE void apply(S& s, int row, int col0, int col_lane) const {
     hide_scores<kRowStep, kColStep>(*this, s, row, col0, col_lane);
   }
   FLASHIO_HOST_DEVICE KvTileRange kv_tiles(int /*m_block*/, int row_end, int block_n) const {
-    return {kv_tile_count(nk < row_end ? nk : row_end, block_n)};  // keys up to the tile's last row
+    return {kv_tile_count(min_int(nk, row_end), block_n)};  // keys up to the tile's last row
   }
   FLASHIO_HOST_DEVICE int first_q_tile(int col0, int block_m, int m_blocks) const {
-    const int i = col0 / block_m;  // tiles before it end above the diagonal
-    return i < m_blocks ? i : m_blocks;
+    return min_int(col0 / block_m, m_blocks);  // tiles before it end above the diagonal
   }
   FLASHIO_HOST_DEVICE int last_kv_tile(int row_end, int block_n, int n_blocks) const {
-    const int j = (row_end - 1) / block_n;
-    return n_blocks - 1 < j ? n_blocks - 1 : j;
+    return min_int(n_blocks - 1, (row_end - 1) / block_n);
   }
 };
 

@@ -89,19 +89,102 @@ FLASHIO_HOST_DEVICE float log_sum_exp(float m, float l, float scale_log2) {
 #endif
 }
 
+// FlashAttention (flash1) Algorithm 1 line 11, one tile on its own: per row hr, m̃ = rowmax S,
+// P̃ = exp(τ·(S − m̃)) and ℓ̃ = rowsum P̃ (reduced over the row's threads). Each pair of P̃ (n8 tile
+// j, elements 2hr, 2hr + 1) goes to store(j, hr, p0, p1), not back into S: a kernel packs it to
+// 16 bits as it goes, so that the fp32 scores die here.
+template <class Reduce, class S, class Store>
+FLASHIO_HOST_DEVICE void tile_softmax(const S& s, float scale_log2, float (&m)[2], float (&l)[2], Store store) {
+  FLASHIO_UNROLL
+  for (int hr = 0; hr < 2; ++hr) {
+    const float mx = tile_row_max<Reduce>(s, hr, -INFINITY);
+    const float m_scaled = max_scaled(mx, scale_log2);
+    float sum = 0.f;
+    FLASHIO_UNROLL
+    for (int j = 0; j < FragmentTiles<S>::value; ++j) {
+      const float p0 = exp_score(frag(s, j, 2 * hr), scale_log2, m_scaled);
+      const float p1 = exp_score(frag(s, j, 2 * hr + 1), scale_log2, m_scaled);
+      sum += p0;
+      sum += p1;
+      store(j, hr, p0, p1);
+    }
+    m[hr] = mx;
+    l[hr] = Reduce::sum(sum);
+  }
+}
+
 // The running statistics of a thread's two fragment rows (FlashAttention-2 Algorithm 1: m_i
-// and ℓ_i, kept on chip across the K/V tiles of a Q tile).
+// and ℓ_i, kept on chip across the K/V tiles of a Q tile): m (raw scores) and ℓ (this thread's
+// share, Reduce::sum at the end) of rows hr = 0, 1. The steps are written on the two arrays, so
+// that a kernel with several m16 tiles per warp can keep them as arrays of its own
+// (float[kMTiles][2] each: the mma.sync forward, whose register allocation depends on that
+// layout); OnlineSoftmax below bundles them.
+
+// Before the first tile: m = −inf, ℓ = 0.
+FLASHIO_HOST_DEVICE void softmax_init(float (&m)[2], float (&l)[2]) {
+  m[0] = m[1] = -INFINITY;
+  l[0] = l[1] = 0.f;
+}
+
+// The steps of one row hr: the new max (m·τ·log2 e returned, the rescale factor in alpha, ℓ
+// rescaled) …
+template <class Reduce, class S>
+FLASHIO_HOST_DEVICE float softmax_new_max(float (&m)[2], float (&l)[2], const S& s, int hr, float scale_log2,
+                                          float& alpha) {
+  const float mx = tile_row_max<Reduce>(s, hr, m[hr]);  // row max
+  const float m_scaled = max_scaled(mx, scale_log2);
+  alpha = exp2f(m[hr] * scale_log2 - m_scaled);  // rescale factor
+  m[hr] = mx;
+  l[hr] *= alpha;
+  return m_scaled;
+}
+// … P = exp(τ·(S − m)) in place and ℓ += rowsum P …
+template <class S>
+FLASHIO_HOST_DEVICE void softmax_exp_row(float (&l)[2], S& s, int hr, float scale_log2, float m_scaled) {
+  FLASHIO_UNROLL
+  for (int j = 0; j < FragmentTiles<S>::value; ++j) {
+    FLASHIO_UNROLL
+    for (int e = 2 * hr; e < 2 * hr + 2; ++e) {
+      const float pe = exp_score(frag(s, j, e), scale_log2, m_scaled);  // exp
+      frag(s, j, e) = pe;
+      l[hr] += pe;  // row sum
+    }
+  }
+}
+// … and O's row times alpha.
+template <class O>
+FLASHIO_HOST_DEVICE void softmax_rescale_row(O& o, int hr, float alpha) {
+  FLASHIO_UNROLL
+  for (int j = 0; j < FragmentTiles<O>::value; ++j) {
+    frag(o, j, 2 * hr) *= alpha;
+    frag(o, j, 2 * hr + 1) *= alpha;
+  }
+}
+
+// One K/V tile (lines 9-10): per row, m_new = max(m, rowmax S); ℓ and O rescaled by
+// exp(τ·(m − m_new)); S becomes P = exp(τ·(S − m_new)) in place, ℓ += rowsum P. Row by row, in
+// that order (the mma.sync and wgmma forwards' order, which their register allocation keeps).
+template <class Reduce, class S, class O>
+FLASHIO_HOST_DEVICE void softmax_update(float (&m)[2], float (&l)[2], S& s, O& o, float scale_log2) {
+  FLASHIO_UNROLL
+  for (int hr = 0; hr < 2; ++hr) {
+    float alpha;
+    const float m_scaled = softmax_new_max<Reduce>(m, l, s, hr, scale_log2, alpha);
+    softmax_rescale_row(o, hr, alpha);
+    softmax_exp_row(l, s, hr, scale_log2, m_scaled);
+  }
+}
+
 struct OnlineSoftmax {
   float row_max[2];  // m of rows hr = 0, 1: raw scores
   float row_sum[2];  // ℓ: this thread's share (Reduce::sum at the end)
 
-  FLASHIO_HOST_DEVICE void init() {
-    row_max[0] = row_max[1] = -INFINITY;
-    row_sum[0] = row_sum[1] = 0.f;
-  }
+  FLASHIO_HOST_DEVICE void init() { softmax_init(row_max, row_sum); }
 
-  // One K/V tile (lines 9-10): per row, m_new = max(m, rowmax S); ℓ and O rescaled by
-  // exp(τ·(m − m_new)); S becomes P = exp(τ·(S − m_new)) in place, ℓ += rowsum P.
+  // One K/V tile: softmax_update's operations on every element, in another order: the
+  // statistics and P of both rows, then O (update_scores, rescale: flash3's order, which its
+  // register allocation keeps; softmax_update's row-by-row order is the mma.sync and wgmma
+  // forwards').
   template <class Reduce, class S, class O>
   FLASHIO_HOST_DEVICE void update(S& s, O& o, float scale_log2) {
     float alpha[2];
@@ -116,33 +199,15 @@ struct OnlineSoftmax {
   FLASHIO_HOST_DEVICE void update_scores(S& s, float scale_log2, float (&alpha)[2]) {
     FLASHIO_UNROLL
     for (int hr = 0; hr < 2; ++hr) {
-      const float mx = tile_row_max<Reduce>(s, hr, row_max[hr]);  // row max
-      const float m_scaled = max_scaled(mx, scale_log2);
-      alpha[hr] = exp2f(row_max[hr] * scale_log2 - m_scaled);  // rescale factor
-      row_max[hr] = mx;
-      row_sum[hr] *= alpha[hr];
-      FLASHIO_UNROLL
-      for (int j = 0; j < FragmentTiles<S>::value; ++j) {
-        FLASHIO_UNROLL
-        for (int e = 2 * hr; e < 2 * hr + 2; ++e) {
-          const float pe = exp_score(frag(s, j, e), scale_log2, m_scaled);  // exp
-          frag(s, j, e) = pe;
-          row_sum[hr] += pe;  // row sum
-        }
-      }
+      const float m_scaled = softmax_new_max<Reduce>(row_max, row_sum, s, hr, scale_log2, alpha[hr]);
+      softmax_exp_row(row_sum, s, hr, scale_log2, m_scaled);
     }
   }
   // … then O rescaled, once nothing writes it any more.
   template <class O>
   static FLASHIO_HOST_DEVICE void rescale(O& o, const float (&alpha)[2]) {
     FLASHIO_UNROLL
-    for (int hr = 0; hr < 2; ++hr) {
-      FLASHIO_UNROLL
-      for (int j = 0; j < FragmentTiles<O>::value; ++j) {
-        frag(o, j, 2 * hr) *= alpha[hr];
-        frag(o, j, 2 * hr + 1) *= alpha[hr];
-      }
-    }
+    for (int hr = 0; hr < 2; ++hr) softmax_rescale_row(o, hr, alpha[hr]);
   }
 
   // Lines 12-13, after the last tile: ℓ of row hr (reduced over its threads) …

@@ -22,13 +22,21 @@
 // (splits times); Q read Tc times; O read Tc−1 and written Tc times (4 bytes, the last write e bytes); ℓ, m read Tc−1
 // and written Tc times → Θ(N·d·Tc) = Θ(N²d²/M) with Bc = Θ(M/d) (Theorem 2).
 //
+// Forward steps written once (kernels/common): S = Q·Kᵀ and P̃·V (mma_tiles.cuh), the mask step
+// and trip counts (masks.h), the per-tile softmax and the merge (online_softmax.h: tile_softmax,
+// softmax_merge), dropout on packed P̃ (dropout_scores.cuh).
+//
 // Run: build/flashio run --method flash1 --seqlen 4096 --head-dim 64 [--block-c 128]
 #pragma once
 #include <cmath>
 
-#include "kernels/common/mma.cuh"
-#include "kernels/common/dropout_fragments.cuh"
 #include "bench/core/philox.h"
+#include "kernels/common/attention_tile_io.cuh"
+#include "kernels/common/dropout_scores.cuh"
+#include "kernels/common/masks.h"
+#include "kernels/common/mma.cuh"
+#include "kernels/common/mma_tiles.cuh"
+#include "kernels/common/online_softmax.h"
 #include "kernels/flash1/flash1_configs.h"
 #include "kernels/flash1/flash1_params.h"
 #include "kernels/flash2/flash2_bwd_kernel.cuh"
@@ -36,14 +44,55 @@
 
 namespace flashio::kernels {
 
+// Algorithm 1 lines 13-16 for the two rows hr of a thread: m_i, ℓ_i, O_i read from HBM (j > 0;
+// the initial O = 0, ℓ = 0, m = −∞ otherwise) and merged with the tile's m̃, ℓ̃ and P̃·V_j, written
+// back — or, on the last visit, O in the element type and L = m + log ℓ.
+template <typename Tr, bool kDropout, class Pv>
+__device__ __forceinline__ void flash1_merge_rows(const FwdParams& p, const Pv& acc_pv, const float (&tile_max)[2],
+                                                  const float (&tile_sum)[2], float* o_acc, float* m_hbm, float* l_hbm,
+                                                  typename Tr::Element* o, float* lse, int row, int j, int last_j,
+                                                  int t) {
+  using T = typename Tr::Element;
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    const int r = row + hr * 8;
+    if (r >= p.seqlen_q) continue;
+    const float m_old = j > 0 ? m_hbm[r] : -INFINITY;
+    const float l_old = j > 0 ? l_hbm[r] : 0.f;
+    const SoftmaxMerge s = softmax_merge(m_old, l_old, tile_max[hr], tile_sum[hr], p.scale_log2);  // line 13
+    const float inv = OnlineSoftmax::output_scale<false>(s.sum, 0.f);
+    const float w_old = l_old * s.old_factor * inv;
+    const float w_new = s.tile_factor * inv * (kDropout ? p.dropout_scale : 1.f);
+    const bool last = j == last_j;
+#pragma unroll
+    for (int nt = 0; nt < Tr::kNTilesO; ++nt) {  // line 15
+      const int col = nt * 8 + 2 * t;
+      float2 prev = make_float2(0.f, 0.f);
+      if (j > 0) prev = *reinterpret_cast<const float2*>(o_acc + size_t(r) * Tr::kHeadDim + col);
+      const float x0 = w_old * prev.x + w_new * acc_pv[nt][2 * hr];
+      const float x1 = w_old * prev.y + w_new * acc_pv[nt][2 * hr + 1];
+      if (last) {
+        *reinterpret_cast<uint32_t*>(o + size_t(r) * Tr::kHeadDim + col) = pack2<T>(x0, x1);
+      } else {
+        *reinterpret_cast<float2*>(o_acc + size_t(r) * Tr::kHeadDim + col) = make_float2(x0, x1);
+      }
+    }
+    if (t == 0) {  // line 16; ℓ and m are kept for the backward (Algorithm 4 reads them)
+      if (last) lse[r] = log_sum_exp(s.max, s.sum, p.scale_log2);
+      m_hbm[r] = s.max;
+      l_hbm[r] = s.sum;
+    }
+  }
+}
+
 template <typename Tr, bool kCausal, bool kDropout>
 __global__ void __launch_bounds__(Tr::kNThreads) flash1_fwd_kernel(const Flash1FwdParams fp) {
   using T = typename Tr::Element;
   const FwdParams& p = fp.base;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sK = reinterpret_cast<T*>(smem_raw);  // (kBlockN, kStride)
-  T* sV = sK + Tr::kSmemKV;                 // (kBlockN, kStride)
-  T* sQ = sV + Tr::kSmemKV;                 // (2, kBlockM, kStride)
+  T* sV = sK + Tr::kSmemKV;                // (kBlockN, kStride)
+  T* sQ = sV + Tr::kSmemKV;                // (2, kBlockM, kStride)
 
   const int h = blockIdx.x, b = blockIdx.y, z = blockIdx.z, splits = fp.splits;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -62,9 +111,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_fwd_kernel(const Flash1F
   float* l_hbm = fp.row_sum + row_base;
   float* lse = p.lse + row_base;
   const int warp_row = warp * Tr::kRowsPerWarp;
-  const int a_row = lane % 16, a_col = (lane / 16) * 8;
-  const int b_row = (lane % 8) + (lane / 16) * 8, b_col = ((lane / 8) % 2) * 8;
-  const int v_row = (lane % 8) + ((lane / 8) % 2) * 8, v_col = (lane / 16) * 8;
+  const LdmatrixLane ld(lane);
+  const SequenceMask<kCausal> mask{nk};
 
   if (n_blocks == 0) {  // no key visible to any row: O = 0, L = −∞ for this block's Q tiles
     for (int i = z; i < m_blocks; i += splits) {
@@ -77,10 +125,10 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_fwd_kernel(const Flash1F
 
   for (int j = 0; j < n_blocks; ++j) {  // Algorithm 1, line 5: outer loop over K/V tiles
     const int n0 = j * Tr::kBlockN;
-    const int i_first = kCausal ? min(n0 / Tr::kBlockM, m_blocks) : 0;
+    const int i_first = mask.first_q_tile(n0, Tr::kBlockM, m_blocks);
     const int i_mine = i_first + ((z - i_first) % splits + splits) % splits;  // this block's first Q tile ≥ i_first
-    if (i_mine >= m_blocks) continue;  // no Q tile of this block sees K_j: K_j, V_j not loaded
-    __syncthreads();  // the previous K/V tile and Q stages are no longer read
+    if (i_mine >= m_blocks) continue;                   // no Q tile of this block sees K_j: K_j, V_j not loaded
+    __syncthreads();                                    // the previous K/V tile and Q stages are no longer read
     load_tile<Tr, Tr::kBlockN>(sK, k, n0, p.seqlen_k);  // line 6
     load_tile<Tr, Tr::kBlockN>(sV, v, n0, p.seqlen_k);
     load_tile<Tr, Tr::kBlockM>(sQ, q, i_mine * Tr::kBlockM, p.seqlen_q);
@@ -96,142 +144,43 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_fwd_kernel(const Flash1F
         cp_async_wait<0>();
       }
       __syncthreads();
-      const T* sQs = sQ + stage * Tr::kSmemQ;
+      const T* sQs = sQ + stage * Tr::kSmemQ;  // (kBlockM, kStride): Q_i
       const int m0 = i * Tr::kBlockM;
-      const int last_j = kCausal ? min(n_blocks - 1, (m0 + Tr::kBlockM - 1) / Tr::kBlockN) : n_blocks - 1;
+      const int last_j = mask.last_kv_tile(m0 + Tr::kBlockM, Tr::kBlockN, n_blocks);  // O_i's last visit
 
-      // S_ij = τ·Q_i K_jᵀ (line 9): (16 rows of this warp, kBlockN), raw scores.
-      float acc_s[Tr::kNTilesS][4];
-#pragma unroll
-      for (int nt = 0; nt < Tr::kNTilesS; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc_s[nt][e] = 0.f;
-#pragma unroll
-      for (int kk = 0; kk < Tr::kKStepsQK; ++kk) {
-        uint32_t a[4];
-        ldmatrix_x4(a, smem_addr(sQs + (warp_row + a_row) * Tr::kStride + kk * 16 + a_col));
-#pragma unroll
-        for (int np = 0; np < Tr::kNTilesS / 2; ++np) {
-          uint32_t bk[4];
-          ldmatrix_x4(bk, smem_addr(sK + (np * 16 + b_row) * Tr::kStride + kk * 16 + b_col));
-          mma_16816<T>(acc_s[2 * np], a, bk[0], bk[1]);
-          mma_16816<T>(acc_s[2 * np + 1], a, bk[2], bk[3]);
-        }
-      }
-      const bool tail = n0 + Tr::kBlockN > nk;
-      const bool diagonal = kCausal && n0 + Tr::kBlockN - 1 > m0 + warp_row;
-      if (tail || diagonal) {  // line 10 (masking)
-#pragma unroll
-        for (int nt = 0; nt < Tr::kNTilesS; ++nt)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = m0 + warp_row + g + (e >= 2 ? 8 : 0);
-            const int col = n0 + nt * 8 + 2 * t + (e & 1);
-            if (col >= nk || (kCausal && col > row)) acc_s[nt][e] = -INFINITY;
-          }
-      }
+      // S_ij = Q_i K_jᵀ (line 9), raw scores (τ joins exp2): (16 rows of this warp, kBlockN).
+      float acc_s[1][Tr::kNTilesS][4];
+      uint32_t q_frag[1][4], k_frag[4];  // operand fragments, declared here (mma_tiles.cuh)
+      warp_mma_abt<T, Tr::kKStepsQK, Tr::kStride>(acc_s, sQs, warp_row, sK, ld, q_frag, k_frag);
+      mask.tile(acc_s, m0 + warp_row, n0, Tr::kBlockN, g, t);  // line 10
 
-      // m̃_ij = rowmax, P̃_ij = exp(S − m̃), ℓ̃_ij = rowsum(P̃) (line 11), ℓ̃ summed in fp32. P̃ is
-      // packed to the element type as it is computed — the P̃·V product's A operand — so that the
-      // fp32 scores die here: 64 registers instead of 128 at Bc = 256 (the dropout variant spilled).
+      // m̃_ij, P̃_ij = exp(S − m̃), ℓ̃_ij (line 11), ℓ̃ in fp32. P̃ is packed to the element type as it is
+      // computed — the P̃·V product's A operand — so that the fp32 scores die here: 64 registers
+      // instead of 128 at Bc = 256 (the dropout variant spilled).
       float tile_max[2], tile_sum[2];
       uint32_t p_tile[Tr::kNTilesS][2];  // (kNTilesS, rows g / g+8): P̃ of columns 2t, 2t+1, packed
-#pragma unroll
-      for (int hr = 0; hr < 2; ++hr) {
-        float mx = -INFINITY;
-#pragma unroll
-        for (int nt = 0; nt < Tr::kNTilesS; ++nt) mx = fmaxf(mx, fmaxf(acc_s[nt][2 * hr], acc_s[nt][2 * hr + 1]));
-        mx = quad_max(mx);
-        const float m_scaled = mx == -INFINITY ? 0.f : mx * p.scale_log2;
-        float sum = 0.f;
-#pragma unroll
-        for (int nt = 0; nt < Tr::kNTilesS; ++nt) {
-          const float x0 = exp2f(fmaf(acc_s[nt][2 * hr], p.scale_log2, -m_scaled));
-          const float x1 = exp2f(fmaf(acc_s[nt][2 * hr + 1], p.scale_log2, -m_scaled));
-          sum += x0;
-          sum += x1;
-          p_tile[nt][hr] = pack2<T>(x0, x1);
-        }
-        tile_max[hr] = mx;
-        tile_sum[hr] = quad_sum(sum);
-      }
-      if constexpr (kDropout) {  // line 12, after ℓ̃ took P̃: two n8 tiles per call, one Philox draw per lane
-        static_assert(Tr::kNTilesS % 2 == 0, "dropout_keep_fwd covers n8 tiles in pairs");
-        const uint32_t row = uint32_t(m0 + warp_row + g);
-#pragma unroll
-        for (int np = 0; np < Tr::kNTilesS / 2; ++np) {
-          const uint32_t group = uint32_t(n0 + np * 16) / kDropoutColumnsPerDraw;
-          const FragmentKeep<false> keep = dropout_keep_fwd(p.seed, uint32_t(b), uint32_t(h), row, row + 8, group,
-                                                            group + 1, p.dropout_threshold, lane);
-#pragma unroll
-          for (int k = 0; k < 2; ++k)
-#pragma unroll
-            for (int r = 0; r < 2; ++r) p_tile[2 * np + k][r] &= keep.pair_mask(k, r);
-        }
-      }
+      tile_softmax<QuadRowReduce>(acc_s[0], p.scale_log2, tile_max, tile_sum,
+                                  [&](int nt, int hr, float p0, float p1) { p_tile[nt][hr] = pack2<T>(p0, p1); });
+      if constexpr (kDropout)  // line 12, after ℓ̃ took P̃
+        dropout_p_packed(p_tile, p, uint32_t(b), uint32_t(h), uint32_t(m0 + warp_row + g), n0, lane);
 
       // P̃·V_j (line 15's new term), a fresh accumulator: (16 rows, kHeadDim).
-      float acc_pv[Tr::kNTilesO][4];
-#pragma unroll
-      for (int nt = 0; nt < Tr::kNTilesO; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc_pv[nt][e] = 0.f;
-#pragma unroll
-      for (int kk = 0; kk < Tr::kKStepsPV; ++kk) {
-        uint32_t a[4];  // A fragment of P̃ (16 rows, k16 step kk)
-        a[0] = p_tile[2 * kk][0];
-        a[1] = p_tile[2 * kk][1];
-        a[2] = p_tile[2 * kk + 1][0];
-        a[3] = p_tile[2 * kk + 1][1];
-#pragma unroll
-        for (int dp = 0; dp < Tr::kNTilesO / 2; ++dp) {
-          uint32_t bv[4];
-          ldmatrix_x4_trans(bv, smem_addr(sV + (kk * 16 + v_row) * Tr::kStride + dp * 16 + v_col));
-          mma_16816<T>(acc_pv[2 * dp], a, bv[0], bv[1]);
-          mma_16816<T>(acc_pv[2 * dp + 1], a, bv[2], bv[3]);
-        }
-      }
+      float acc_pv[1][Tr::kNTilesO][4];
+      clear_fragments(acc_pv);
+      uint32_t p_frag[1][4], v_frag[4];
+      warp_mma_ab_trans<T, Tr::kKStepsPV, Tr::kStride>(
+          acc_pv,
+          [&](int kk, int, uint32_t(&a)[4]) {
+            a[0] = p_tile[2 * kk][0];
+            a[1] = p_tile[2 * kk][1];
+            a[2] = p_tile[2 * kk + 1][0];
+            a[3] = p_tile[2 * kk + 1][1];
+          },
+          sV, ld, p_frag, v_frag);
 
-      // Lines 13-16: read m_i, ℓ_i, O_i from HBM, combine, write them back (or, on the
-      // last visit, O in the element type and L = m + log ℓ).
-#pragma unroll
-      for (int hr = 0; hr < 2; ++hr) {
-        const int r = m0 + warp_row + g + hr * 8;
-        if (r >= p.seqlen_q) continue;
-        const float m_old = j > 0 ? m_hbm[r] : -INFINITY;
-        const float l_old = j > 0 ? l_hbm[r] : 0.f;
-        const float m_new = fmaxf(m_old, tile_max[hr]);
-        float c_old = 0.f, c_new = 0.f;
-        if (m_new != -INFINITY) {
-          c_old = exp2f((m_old - m_new) * p.scale_log2);
-          c_new = exp2f((tile_max[hr] - m_new) * p.scale_log2);
-        }
-        const float l_new = c_old * l_old + c_new * tile_sum[hr];
-        const float inv = l_new > 0.f ? 1.f / l_new : 0.f;
-        const float w_old = l_old * c_old * inv;
-        const float w_new = c_new * inv * (kDropout ? p.dropout_scale : 1.f);
-        const bool last = j == last_j;
-#pragma unroll
-        for (int nt = 0; nt < Tr::kNTilesO; ++nt) {
-          const int col = nt * 8 + 2 * t;
-          float2 prev = make_float2(0.f, 0.f);
-          if (j > 0) prev = *reinterpret_cast<const float2*>(o_acc + size_t(r) * Tr::kHeadDim + col);
-          const float x0 = w_old * prev.x + w_new * acc_pv[nt][2 * hr];
-          const float x1 = w_old * prev.y + w_new * acc_pv[nt][2 * hr + 1];
-          if (last) {
-            *reinterpret_cast<uint32_t*>(o + size_t(r) * Tr::kHeadDim + col) = pack2<T>(x0, x1);
-          } else {
-            *reinterpret_cast<float2*>(o_acc + size_t(r) * Tr::kHeadDim + col) = make_float2(x0, x1);
-          }
-        }
-        if (t == 0) {
-          if (last) {
-            lse[r] = l_new > 0.f ? (m_new * p.scale_log2 + __log2f(l_new)) * kLn2 : -INFINITY;
-          }
-          m_hbm[r] = m_new;  // ℓ and m are kept for the backward (Algorithm 4 reads them)
-          l_hbm[r] = l_new;
-        }
-      }
+      // Lines 13-16: m_i, ℓ_i, O_i merged in HBM.
+      flash1_merge_rows<Tr, kDropout>(p, acc_pv[0], tile_max, tile_sum, o_acc, m_hbm, l_hbm, o, lse, m0 + warp_row + g,
+                                      j, last_j, t);
       __syncthreads();  // this Q stage is overwritten by the prefetch two iterations on
     }
   }
@@ -239,8 +188,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_fwd_kernel(const Flash1F
 
 // D_i = rowsum(dO_i ∘ O_i) for the kBlockM rows of a stage (Algorithm 4, line 19).
 template <typename Tr>
-__device__ __forceinline__ void rowsum_do_o(const typename Tr::Element* sdO, const typename Tr::Element* sO,
-                                            float* sD, int m0, int seqlen_q) {
+__device__ __forceinline__ void rowsum_do_o(const typename Tr::Element* sdO, const typename Tr::Element* sO, float* sD,
+                                            int m0, int seqlen_q) {
   using T = typename Tr::Element;
   for (int r = threadIdx.x; r < Tr::kBlockM; r += Tr::kNThreads) {
     float acc = 0.f;
@@ -264,14 +213,14 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_bwd_kernel(const Flash1B
   using T = typename Tr::Element;
   const BwdParams& p = fp.base;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* sK = reinterpret_cast<T*>(smem_raw);  // (kBlockN, kStride)
-  T* sV = sK + Tr::kSmemKV;                 // (kBlockN, kStride)
-  T* sQ = sV + Tr::kSmemKV;                 // (2, kBlockM, kStride)
-  T* sdO = sQ + 2 * Tr::kSmemQ;             // (2, kBlockM, kStride)
-  T* sO = sdO + 2 * Tr::kSmemQ;             // (2, kBlockM, kStride)
-  T* sdS = sO + 2 * Tr::kSmemQ;             // (kBlockN, kStrideS)
+  T* sK = reinterpret_cast<T*>(smem_raw);                     // (kBlockN, kStride)
+  T* sV = sK + Tr::kSmemKV;                                   // (kBlockN, kStride)
+  T* sQ = sV + Tr::kSmemKV;                                   // (2, kBlockM, kStride)
+  T* sdO = sQ + 2 * Tr::kSmemQ;                               // (2, kBlockM, kStride)
+  T* sO = sdO + 2 * Tr::kSmemQ;                               // (2, kBlockM, kStride)
+  T* sdS = sO + 2 * Tr::kSmemQ;                               // (kBlockN, kStrideS)
   float* sLse = reinterpret_cast<float*>(sdS + Tr::kSmemDs);  // (2, kBlockM)
-  float* sD = sLse + 2 * Tr::kBlockM;                          // (2, kBlockM)
+  float* sD = sLse + 2 * Tr::kBlockM;                         // (2, kBlockM)
 
   const int h = blockIdx.x, b = blockIdx.y, z = blockIdx.z, splits = fp.splits;
   const int nk = p.key_lengths ? min(p.key_lengths[b], p.seqlen_k) : p.seqlen_k;
@@ -286,8 +235,10 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_bwd_kernel(const Flash1B
     const int m0 = i * Tr::kBlockM;
     const T* base_q = static_cast<const T*>(p.q) + row_base * Tr::kHeadDim;
     load_tile<Tr, Tr::kBlockM>(sQ + stage * Tr::kSmemQ, base_q, m0, p.seqlen_q);
-    load_tile<Tr, Tr::kBlockM>(sdO + stage * Tr::kSmemQ, static_cast<const T*>(p.d_o) + row_base * Tr::kHeadDim, m0, p.seqlen_q);
-    load_tile<Tr, Tr::kBlockM>(sO + stage * Tr::kSmemQ, static_cast<const T*>(p.o) + row_base * Tr::kHeadDim, m0, p.seqlen_q);
+    load_tile<Tr, Tr::kBlockM>(sdO + stage * Tr::kSmemQ, static_cast<const T*>(p.d_o) + row_base * Tr::kHeadDim, m0,
+                               p.seqlen_q);
+    load_tile<Tr, Tr::kBlockM>(sO + stage * Tr::kSmemQ, static_cast<const T*>(p.o) + row_base * Tr::kHeadDim, m0,
+                               p.seqlen_q);
     for (int r = threadIdx.x; r < Tr::kBlockM; r += Tr::kNThreads) {
       const int i_row = m0 + r;
       float lse_log2 = INFINITY;  // a padded row, or one that saw no key: P = 0
@@ -302,7 +253,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_bwd_kernel(const Flash1B
   for (int j = z; j < n_blocks; j += splits) {  // line 6: outer loop over (this block's) K/V tiles
     const int n0 = j * Tr::kBlockN;
     const int i_first = kCausal ? min(n0 / Tr::kBlockM, m_blocks) : 0;
-    __syncthreads();  // the previous tile's dK/dV staging in sK/sV is written out
+    __syncthreads();                                    // the previous tile's dK/dV staging in sK/sV is written out
     load_tile<Tr, Tr::kBlockN>(sK, k, n0, p.seqlen_k);  // line 7
     load_tile<Tr, Tr::kBlockN>(sV, v, n0, p.seqlen_k);
     const bool any = n0 < nk && i_first < m_blocks;
@@ -328,16 +279,16 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_bwd_kernel(const Flash1B
       rowsum_do_o<Tr>(sdO + stage * Tr::kSmemQ, sO + stage * Tr::kSmemQ, sD + stage * Tr::kBlockM, m0, p.seqlen_q);
       __syncthreads();
       bwd_tile_step<Tr, kCausal, kDropout>(p, sK, sV, sQ + stage * Tr::kSmemQ, sdO + stage * Tr::kSmemQ, sdS,
-                                            sLse + stage * Tr::kBlockM, sD + stage * Tr::kBlockM, b, h, n0, m0, nk,
-                                            acc_dk, acc_dv, [](float* dst, float x0, float x1) {  // line 21
-                                              if constexpr (kAtomicDq) {  // other blocks add into the same rows
-                                                atomic_add2(dst, x0, x1);
-                                              } else {  // one 8-byte load and store: one sector per row and 8 columns
-                                                float2* d2 = reinterpret_cast<float2*>(dst);
-                                                const float2 v = *d2;
-                                                *d2 = make_float2(v.x + x0, v.y + x1);
-                                              }
-                                            });
+                                           sLse + stage * Tr::kBlockM, sD + stage * Tr::kBlockM, b, h, n0, m0, nk,
+                                           acc_dk, acc_dv, [](float* dst, float x0, float x1) {  // line 21
+                                             if constexpr (kAtomicDq) {  // other blocks add into the same rows
+                                               atomic_add2(dst, x0, x1);
+                                             } else {  // one 8-byte load and store: one sector per row and 8 columns
+                                               float2* d2 = reinterpret_cast<float2*>(dst);
+                                               const float2 v = *d2;
+                                               *d2 = make_float2(v.x + x0, v.y + x1);
+                                             }
+                                           });
       __syncthreads();
     }
 

@@ -27,13 +27,21 @@
 // scales by the density s (Proposition 4). With every tile non-zero the visiting order and the
 // arithmetic are those of the dense kernel, so the outputs are bitwise equal.
 //
+// Steps written once (kernels/common): the trip count and the mask step (masks.h: kv_tiles,
+// tile), S = Q·Kᵀ and O += P·V (mma_tiles.cuh), the online softmax (online_softmax.h:
+// softmax_update), dropout (dropout_scores.cuh). The kernel declares the operand fragments and keeps
+// m, ℓ as arrays of its own: the register allocation depends on it (kernels/NOTES.md).
+//
 // Run: build/flashio run --method flash2 --seqlen 4096 --head-dim 128
 #pragma once
 #include <cmath>
+#include <type_traits>
 
+#include "kernels/common/attention_tile_io.cuh"
+#include "kernels/common/dropout_scores.cuh"
+#include "kernels/common/masks.h"
 #include "kernels/common/mma.cuh"
-#include "kernels/common/dropout_fragments.cuh"
-#include "bench/core/philox.h"
+#include "kernels/common/mma_tiles.cuh"
 #include "kernels/common/online_softmax.h"
 #include "kernels/flash2/flash2_fwd_configs.h"
 #include "kernels/flash2/flash2_params.h"
@@ -50,15 +58,15 @@ struct Flash2FwdTraits {
   static constexpr int kStages = kStages_;
   static constexpr int kNThreads = kNWarps * 32;
   static constexpr int kRowsPerWarp = kBlockM / kNWarps;
-  static constexpr int kMTiles = kRowsPerWarp / 16;  // m16 tiles per warp
-  static constexpr int kNTilesS = kBlockN / 8;       // n8 tiles of S per m16 tile
-  static constexpr int kKStepsQK = kHeadDim / 16;    // k16 steps of Q·Kᵀ
-  static constexpr int kNTilesO = kHeadDim / 8;      // n8 tiles of O per m16 tile
-  static constexpr int kKStepsPV = kBlockN / 16;     // k16 steps of P·V
-  static constexpr int kStride = kHeadDim + 8;       // smem row, elements: odd number of 16-B chunks
-  static constexpr int kChunksPerRow = kHeadDim / 8; // 16-byte chunks per global row
-  static constexpr int kSmemQ = kBlockM * kStride;   // (kBlockM, kStride)
-  static constexpr int kSmemKV = kBlockN * kStride;  // (kBlockN, kStride) per stage
+  static constexpr int kMTiles = kRowsPerWarp / 16;   // m16 tiles per warp
+  static constexpr int kNTilesS = kBlockN / 8;        // n8 tiles of S per m16 tile
+  static constexpr int kKStepsQK = kHeadDim / 16;     // k16 steps of Q·Kᵀ
+  static constexpr int kNTilesO = kHeadDim / 8;       // n8 tiles of O per m16 tile
+  static constexpr int kKStepsPV = kBlockN / 16;      // k16 steps of P·V
+  static constexpr int kStride = kHeadDim + 8;        // smem row, elements: odd number of 16-B chunks
+  static constexpr int kChunksPerRow = kHeadDim / 8;  // 16-byte chunks per global row
+  static constexpr int kSmemQ = kBlockM * kStride;    // (kBlockM, kStride)
+  static constexpr int kSmemKV = kBlockN * kStride;   // (kBlockN, kStride) per stage
   static constexpr int kSmemBytes = flash2_fwd_smem_bytes(kHeadDim, {kBlockM, kBlockN, kNWarps, kStages});
 
   static_assert(kHeadDim % 32 == 0, "head dim: a multiple of 32 (ldmatrix.x4 loads 16 columns in pairs)");
@@ -95,8 +103,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash2_fwd_kernel(const FwdPara
   using T = typename Tr::Element;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);  // (kBlockM, kStride)
-  T* sK = sQ + Tr::kSmemQ;                  // (kStages, kBlockN, kStride)
-  T* sV = sK + Tr::kStages * Tr::kSmemKV;   // (kStages, kBlockN, kStride)
+  T* sK = sQ + Tr::kSmemQ;                 // (kStages, kBlockN, kStride)
+  T* sV = sK + Tr::kStages * Tr::kSmemKV;  // (kStages, kBlockN, kStride)
 
   // Heavy (late) causal Q tiles are scheduled first.
   const int m_block = kCausal ? int(gridDim.x) - 1 - int(blockIdx.x) : int(blockIdx.x);
@@ -114,61 +122,43 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash2_fwd_kernel(const FwdPara
   float* lse = p.lse + (int64_t(b) * p.heads + h) * p.seqlen_q + row0;
   const int q_rows = p.seqlen_q - row0;  // valid rows of this Q tile (may exceed kBlockM)
 
-  // Keys this tile can see: all valid keys, or (causal) those up to its last row.
-  const int n_end = kCausal ? min(nk, row0 + Tr::kBlockM) : nk;
-  const int n_blocks = n_end > 0 ? (n_end + Tr::kBlockN - 1) / Tr::kBlockN : 0;
-  // The K/V tiles this Q tile visits, iteration `it` → tile index: dense, all n_blocks of them
-  // last-to-first; block-sparse, the non-zero tiles below n_blocks, last-to-first.
-  int n_iters = n_blocks;
-  const int* sparse_tiles = nullptr;  // (n_iters) increasing tile indices
+  // The K/V tiles this Q tile visits, iteration `it` → tile index, last-to-first: dense, every
+  // tile with a key it can see; block-sparse, the non-zero tiles among them (masks.h).
+  using Mask = std::conditional_t<kSparse, TileListMask<SequenceMask<kCausal>>, SequenceMask<kCausal>>;
+  Mask mask{};
+  mask.nk = nk;
   if constexpr (kSparse) {
-    const int begin = p.sparse_ptr[m_block];
-    int end = p.sparse_ptr[m_block + 1];
-    while (end > begin && p.sparse_idx[end - 1] >= n_blocks) --end;  // past the causal / padding end
-    sparse_tiles = p.sparse_idx + begin;
-    n_iters = end - begin;
+    mask.sparse_ptr = p.sparse_ptr;
+    mask.sparse_idx = p.sparse_idx;
   }
-  auto tile_at = [&](int it) -> int {
-    if constexpr (kSparse) {
-      return sparse_tiles[n_iters - 1 - it];
-    } else {
-      return n_blocks - 1 - it;
-    }
-  };
+  const auto tiles = mask.kv_tiles(m_block, row0 + Tr::kBlockM, Tr::kBlockN);
 
   load_tile<Tr, Tr::kBlockM>(sQ, q, 0, q_rows);
   cp_async_commit();
-  if (n_iters > 0) {
-    const int n = tile_at(0);
+  if (tiles.count > 0) {
+    const int n = tiles(0);
     load_tile<Tr, Tr::kBlockN>(sK, k, n * Tr::kBlockN, nk);
     load_tile<Tr, Tr::kBlockN>(sV, v, n * Tr::kBlockN, nk);
   }
   cp_async_commit();
 
   float acc_o[Tr::kMTiles][Tr::kNTilesO][4];  // (rows of this warp, kHeadDim) in C fragments
-  float row_max[Tr::kMTiles][2];               // running max m of rows g and g+8, raw scores
-  float row_sum[Tr::kMTiles][2];               // this thread's share of ℓ (quad-reduced at the end)
+  float row_max[Tr::kMTiles][2];              // online softmax: m of rows g and g+8, raw scores
+  float row_sum[Tr::kMTiles][2];              // and this thread's share of ℓ (quad-reduced at the end)
 #pragma unroll
   for (int mt = 0; mt < Tr::kMTiles; ++mt) {
-#pragma unroll
-    for (int nt = 0; nt < Tr::kNTilesO; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc_o[mt][nt][e] = 0.f;
-    row_max[mt][0] = row_max[mt][1] = -INFINITY;
-    row_sum[mt][0] = row_sum[mt][1] = 0.f;
+    clear_fragments(acc_o[mt]);
+    softmax_init(row_max[mt], row_sum[mt]);
   }
 
   const int warp_row = warp * Tr::kRowsPerWarp;  // first row of this warp in the tile
-  // ldmatrix row/column offsets of this lane (see mma.cuh for the fragment layouts).
-  const int a_row = lane % 16, a_col = (lane / 16) * 8;                       // A: Q
-  const int b_row = (lane % 8) + (lane / 16) * 8, b_col = ((lane / 8) % 2) * 8;  // B: K
-  const int v_row = (lane % 8) + ((lane / 8) % 2) * 8, v_col = (lane / 16) * 8;  // B: V (trans)
+  const LdmatrixLane ld(lane);
 
-  for (int it = 0; it < n_iters; ++it) {
-    const int n = tile_at(it);  // last-to-first: masked tiles come first
+  for (int it = 0; it < tiles.count; ++it) {
+    const int n = tiles(it);  // last-to-first: masked tiles come first
     const int stage = it % 2;
-    if (it + 1 < n_iters) {  // prefetch the next tile into the other stage
-      const int next = tile_at(it + 1);
+    if (it + 1 < tiles.count) {  // prefetch the next tile into the other stage
+      const int next = tiles(it + 1);
       load_tile<Tr, Tr::kBlockN>(sK + (stage ^ 1) * Tr::kSmemKV, k, next * Tr::kBlockN, nk);
       load_tile<Tr, Tr::kBlockN>(sV + (stage ^ 1) * Tr::kSmemKV, v, next * Tr::kBlockN, nk);
       cp_async_commit();
@@ -180,118 +170,27 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash2_fwd_kernel(const FwdPara
     const T* sKs = sK + stage * Tr::kSmemKV;
     const T* sVs = sV + stage * Tr::kSmemKV;
 
-    // S = Q·K_jᵀ (Algorithm 1, line 8), fp32 accumulators: (rows of this warp, kBlockN).
+    // S = Q·K_jᵀ (Algorithm 1, line 8), raw scores (τ joins exp2): (rows of this warp, kBlockN).
     float acc_s[Tr::kMTiles][Tr::kNTilesS][4];
-#pragma unroll
-    for (int mt = 0; mt < Tr::kMTiles; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < Tr::kNTilesS; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc_s[mt][nt][e] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < Tr::kKStepsQK; ++kk) {
-      uint32_t a[Tr::kMTiles][4];
-#pragma unroll
-      for (int mt = 0; mt < Tr::kMTiles; ++mt)
-        ldmatrix_x4(a[mt], smem_addr(sQ + (warp_row + mt * 16 + a_row) * Tr::kStride + kk * 16 + a_col));
-#pragma unroll
-      for (int np = 0; np < Tr::kNTilesS / 2; ++np) {
-        uint32_t bk[4];
-        ldmatrix_x4(bk, smem_addr(sKs + (np * 16 + b_row) * Tr::kStride + kk * 16 + b_col));
-#pragma unroll
-        for (int mt = 0; mt < Tr::kMTiles; ++mt) {
-          mma_16816<T>(acc_s[mt][2 * np], a[mt], bk[0], bk[1]);
-          mma_16816<T>(acc_s[mt][2 * np + 1], a[mt], bk[2], bk[3]);
-        }
-      }
-    }
-
-    // Mask only where needed: the sequence tail, and (causal) tiles crossing the diagonal.
+    uint32_t q_frag[Tr::kMTiles][4], k_frag[4];  // operand fragments, declared here (mma_tiles.cuh)
+    warp_mma_abt<T, Tr::kKStepsQK, Tr::kStride>(acc_s, sQ, warp_row, sKs, ld, q_frag, k_frag);
+    // Mask, only where needed: the sequence tail, and (causal) tiles crossing the diagonal.
     const int col0 = n * Tr::kBlockN;
-    const bool tail = col0 + Tr::kBlockN > nk;
-    const bool diagonal = kCausal && col0 + Tr::kBlockN - 1 > row0 + warp_row;
-    if (tail || diagonal) {
-#pragma unroll
-      for (int mt = 0; mt < Tr::kMTiles; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < Tr::kNTilesS; ++nt)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = row0 + warp_row + mt * 16 + g + (e >= 2 ? 8 : 0);
-            const int col = col0 + nt * 8 + 2 * t + (e & 1);
-            if (col >= nk || (kCausal && col > row)) acc_s[mt][nt][e] = -INFINITY;
-          }
-    }
-
-    // Online softmax (lines 9-10): new max, rescale ℓ and O by exp(m_old - m_new), P = exp(S - m).
+    mask.tile(acc_s, row0 + warp_row, col0, Tr::kBlockN, g, t);
+    // Online softmax (lines 9-10): new max m, ℓ and O rescaled by exp(m_old − m), P = exp(S − m).
 #pragma unroll
     for (int mt = 0; mt < Tr::kMTiles; ++mt)
-#pragma unroll
-      for (int hr = 0; hr < 2; ++hr) {
-        float mx = row_max[mt][hr];
-#pragma unroll
-        for (int nt = 0; nt < Tr::kNTilesS; ++nt) mx = fmaxf(mx, fmaxf(acc_s[mt][nt][2 * hr], acc_s[mt][nt][2 * hr + 1]));
-        mx = quad_max(mx);
-        // All-masked-so-far rows keep m = -inf; subtract 0 instead so exp2 gives 0, not NaN.
-        const float m_scaled = mx == -INFINITY ? 0.f : mx * p.scale_log2;
-        const float alpha = exp2f(row_max[mt][hr] * p.scale_log2 - m_scaled);
-        row_max[mt][hr] = mx;
-        row_sum[mt][hr] *= alpha;
-#pragma unroll
-        for (int nt = 0; nt < Tr::kNTilesO; ++nt) {
-          acc_o[mt][nt][2 * hr] *= alpha;
-          acc_o[mt][nt][2 * hr + 1] *= alpha;
-        }
-#pragma unroll
-        for (int nt = 0; nt < Tr::kNTilesS; ++nt) {
-#pragma unroll
-          for (int e = 2 * hr; e < 2 * hr + 2; ++e) {
-            const float pe = exp2f(fmaf(acc_s[mt][nt][e], p.scale_log2, -m_scaled));
-            acc_s[mt][nt][e] = pe;
-            row_sum[mt][hr] += pe;
-          }
-        }
-      }
-    if constexpr (kDropout) {  // after ℓ took P: two n8 tiles per call, one Philox draw per lane
-      static_assert(Tr::kNTilesS % 2 == 0, "dropout_keep_fwd covers n8 tiles in pairs");
+      softmax_update<QuadRowReduce>(row_max[mt], row_sum[mt], acc_s[mt], acc_o[mt], p.scale_log2);
+    if constexpr (kDropout) {  // after ℓ took P
+      FragmentKeep<false> keep;
 #pragma unroll
       for (int mt = 0; mt < Tr::kMTiles; ++mt)
-#pragma unroll
-        for (int np = 0; np < Tr::kNTilesS / 2; ++np) {
-          const uint32_t i = uint32_t(row0 + warp_row + mt * 16 + g);
-          const uint32_t group = uint32_t(col0 + np * 16) / kDropoutColumnsPerDraw;
-          const FragmentKeep<false> keep =
-              dropout_keep_fwd(p.seed, uint32_t(b), uint32_t(h), i, i + 8, group, group + 1, p.dropout_threshold, lane);
-#pragma unroll
-          for (int k = 0; k < 2; ++k)
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-              if (!keep(k, e)) acc_s[mt][2 * np + k][e] = 0.f;
-        }
+        dropout_p_fragment(acc_s[mt], p, uint32_t(b), uint32_t(h), row0 + warp_row + mt * 16, g, col0, lane, keep);
     }
-
-    // O += P·V_j (line 10): P re-packed from S accumulators into A fragments, V by ldmatrix.trans.
-#pragma unroll
-    for (int kk = 0; kk < Tr::kKStepsPV; ++kk) {
-      uint32_t a[Tr::kMTiles][4];
-#pragma unroll
-      for (int mt = 0; mt < Tr::kMTiles; ++mt) {
-        a[mt][0] = pack2<T>(acc_s[mt][2 * kk][0], acc_s[mt][2 * kk][1]);
-        a[mt][1] = pack2<T>(acc_s[mt][2 * kk][2], acc_s[mt][2 * kk][3]);
-        a[mt][2] = pack2<T>(acc_s[mt][2 * kk + 1][0], acc_s[mt][2 * kk + 1][1]);
-        a[mt][3] = pack2<T>(acc_s[mt][2 * kk + 1][2], acc_s[mt][2 * kk + 1][3]);
-      }
-#pragma unroll
-      for (int dp = 0; dp < Tr::kNTilesO / 2; ++dp) {
-        uint32_t bv[4];
-        ldmatrix_x4_trans(bv, smem_addr(sVs + (kk * 16 + v_row) * Tr::kStride + dp * 16 + v_col));
-#pragma unroll
-        for (int mt = 0; mt < Tr::kMTiles; ++mt) {
-          mma_16816<T>(acc_o[mt][2 * dp], a[mt], bv[0], bv[1]);
-          mma_16816<T>(acc_o[mt][2 * dp + 1], a[mt], bv[2], bv[3]);
-        }
-      }
-    }
+    // O += P·V_j (line 10): P packed from the S accumulators into A fragments, V by ldmatrix.trans.
+    uint32_t p_frag[Tr::kMTiles][4], v_frag[4];
+    warp_mma_ab_trans<T, Tr::kKStepsPV, Tr::kStride>(
+        acc_o, [&](int kk, int mt, uint32_t(&a)[4]) { pack_a_fragment<T>(acc_s[mt], kk, a); }, sVs, ld, p_frag, v_frag);
     __syncthreads();  // this stage is overwritten by the prefetch two iterations on
   }
 
@@ -303,15 +202,14 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash2_fwd_kernel(const FwdPara
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
       const float l = quad_sum(row_sum[mt][hr]);
-      const float inv = l > 0.f ? (kDropout ? p.dropout_scale : 1.f) / l : 0.f;  // a row that sees no key: O = 0
+      const float inv = OnlineSoftmax::output_scale<kDropout>(l, p.dropout_scale);  // a row that sees no key: O = 0
       const int r = warp_row + mt * 16 + g + hr * 8;
 #pragma unroll
       for (int nt = 0; nt < Tr::kNTilesO; ++nt) {
         *reinterpret_cast<uint32_t*>(sQ + r * Tr::kStride + nt * 8 + 2 * t) =
             pack2<T>(acc_o[mt][nt][2 * hr] * inv, acc_o[mt][nt][2 * hr + 1] * inv);
       }
-      if (t == 0 && r < q_rows)
-        lse[r] = l > 0.f ? (row_max[mt][hr] * p.scale_log2 + __log2f(l)) * kLn2 : -INFINITY;
+      if (t == 0 && r < q_rows) lse[r] = log_sum_exp(row_max[mt][hr], l, p.scale_log2);
     }
   __syncthreads();
   constexpr int kChunks = Tr::kBlockM * Tr::kChunksPerRow;

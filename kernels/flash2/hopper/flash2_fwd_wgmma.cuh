@@ -26,6 +26,10 @@
 // by the suite's Philox mask (kernels/common/dropout_fragments.cuh: each warp's accumulator has
 // the mma.sync C-fragment layout those helpers serve) before P·V; 1/(1−p) joins the final 1/ℓ.
 //
+// Steps written once (kernels/common): the trip count and the mask step (masks.h), the online
+// softmax (online_softmax.h: softmax_update), dropout (dropout_scores.cuh), P packed to A
+// fragments (mma_tiles.cuh: pack_a_fragment); the wgmma products are this file's.
+//
 // Supported here: fp16/bf16, d ∈ {64, 128}, causal and key-padding masks, dropout, GQA/MQA,
 // Nq ≠ Nk, any N. Block-sparse lists run on the mma.sync kernel (flash2_method.cpp chooses).
 //
@@ -33,7 +37,9 @@
 #pragma once
 #include <cmath>
 
-#include "kernels/common/dropout_fragments.cuh"
+#include "kernels/common/dropout_scores.cuh"
+#include "kernels/common/masks.h"
+#include "kernels/common/mma_tiles.cuh"
 #include "kernels/common/online_softmax.h"
 #include "kernels/common/wgmma.cuh"
 #include "kernels/flash2/flash2_params.h"
@@ -49,8 +55,8 @@ struct Flash2FwdWgmmaTraits {
   static constexpr int kWarpGroups = kBlockM / 64;
   static constexpr int kNThreads = 128 * kWarpGroups;
   static constexpr int kStages = 2;
-  static constexpr int kAccS = kBlockN / 2;   // fp32 registers per thread of S: (64, Bc) per warpgroup
-  static constexpr int kAccO = kHeadDim / 2;  // fp32 registers per thread of O: (64, d) per warpgroup
+  static constexpr int kAccS = kBlockN / 2;                    // fp32 registers per thread of S: (64, Bc) per warpgroup
+  static constexpr int kAccO = kHeadDim / 2;                   // fp32 registers per thread of O: (64, d) per warpgroup
   static constexpr int kTileQBytes = kBlockM * kHeadDim * 2;   // (kBlockM, d) swizzle128
   static constexpr int kTileKVBytes = kBlockN * kHeadDim * 2;  // (kBlockN, d) swizzle128, per stage
   static constexpr int kSmemBytes = flash2_fwd_wgmma_smem_bytes(kHeadDim, kBlockM, kBlockN);
@@ -73,7 +79,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_fwd_wgmma_kernel(cons
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = typename Tr::Element;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  unsigned char* sQ = align_to_swizzle_atom(smem_raw);     // (kBlockM, d)
+  unsigned char* sQ = align_to_swizzle_atom(smem_raw);      // (kBlockM, d)
   unsigned char* sK = sQ + Tr::kTileQBytes;                 // (kStages, kBlockN, d)
   unsigned char* sV = sK + Tr::kStages * Tr::kTileKVBytes;  // (kStages, kBlockN, d)
 
@@ -82,7 +88,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_fwd_wgmma_kernel(cons
   const int h = blockIdx.y, b = blockIdx.z;
   const int hk = h / (p.heads / p.kv_heads);
   const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
-  const int g = lane / 4, t = lane % 4;  // accumulator row group and column pair
+  const int g = lane / 4, t = lane % 4;                            // accumulator row group and column pair
   const int warp_row = wg * 64 + ((threadIdx.x % 128) / 32) * 16;  // this warp's first row in the tile
   const int row0 = m_block * Tr::kBlockM;
   const int nk = p.key_lengths ? min(p.key_lengths[b], p.seqlen_k) : p.seqlen_k;
@@ -94,9 +100,9 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_fwd_wgmma_kernel(cons
   float* lse = p.lse + (int64_t(b) * p.heads + h) * p.seqlen_q + row0;
   const int q_rows = p.seqlen_q - row0;  // valid rows of this Q tile (may exceed kBlockM)
 
-  // Keys this tile can see: all valid keys, or (causal) those up to its last row.
-  const int n_end = kCausal ? min(nk, row0 + Tr::kBlockM) : nk;
-  const int n_blocks = n_end > 0 ? (n_end + Tr::kBlockN - 1) / Tr::kBlockN : 0;
+  // The K/V tiles this Q tile visits, last-to-first (masks.h): every tile with a key it can see.
+  const SequenceMask<kCausal> mask{nk};
+  const int n_blocks = mask.kv_tiles(m_block, row0 + Tr::kBlockM, Tr::kBlockN).count;
 
   load_tile_sw128<Tr::kBlockM, Tr::kHeadDim, Tr::kNThreads>(sQ, q, 0, q_rows);
   cp_async_commit();
@@ -106,7 +112,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_fwd_wgmma_kernel(cons
   }
   cp_async_commit();
 
-  float acc_o[Tr::kAccO];  // (64 rows of this warpgroup, d): rows g, g+8 of each warp's 16
+  float acc_o[Tr::kAccO];                     // (64 rows of this warpgroup, d): rows g, g+8 of each warp's 16
   float row_max[2] = {-INFINITY, -INFINITY};  // running max m of rows g and g+8, raw scores
   float row_sum[2] = {0.f, 0.f};              // this thread's share of ℓ (quad-reduced at the end)
 #pragma unroll
@@ -125,9 +131,9 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_fwd_wgmma_kernel(cons
     __syncthreads();
     if (it + 1 < n_blocks) {  // prefetch the next tile into the other stage
       load_tile_sw128<Tr::kBlockN, Tr::kHeadDim, Tr::kNThreads>(sK + (stage ^ 1) * Tr::kTileKVBytes, k,
-                                                                 (n - 1) * Tr::kBlockN, nk);
+                                                                (n - 1) * Tr::kBlockN, nk);
       load_tile_sw128<Tr::kBlockN, Tr::kHeadDim, Tr::kNThreads>(sV + (stage ^ 1) * Tr::kTileKVBytes, v,
-                                                                 (n - 1) * Tr::kBlockN, nk);
+                                                                (n - 1) * Tr::kBlockN, nk);
       cp_async_commit();
     }
     const uint32_t k_tile = smem_addr(sK + stage * Tr::kTileKVBytes);
@@ -139,78 +145,27 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_fwd_wgmma_kernel(cons
 #pragma unroll
     for (int kk = 0; kk < Tr::kHeadDim / 16; ++kk)
       Wgmma<T, Tr::kBlockN>::template ss<0, 0>(acc_s, desc_kmajor(q_tile, Tr::kBlockM, kk),
-                                                desc_kmajor(k_tile, Tr::kBlockN, kk), kk > 0);
+                                               desc_kmajor(k_tile, Tr::kBlockN, kk), kk > 0);
     wgmma_commit();
     wgmma_wait<0>();
     wgmma_fence_operands(acc_s);
 
-    // Mask only where needed: the sequence tail, and (causal) tiles crossing the diagonal.
+    // Mask, only where needed: the sequence tail, and (causal) tiles crossing the diagonal.
     const int col0 = n * Tr::kBlockN;
-    const bool tail = col0 + Tr::kBlockN > nk;
-    const bool diagonal = kCausal && col0 + Tr::kBlockN - 1 > row0 + warp_row;
-    if (tail || diagonal) {
-#pragma unroll
-      for (int j = 0; j < Tr::kBlockN / 8; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int row = row0 + warp_row + g + (e >= 2 ? 8 : 0);
-          const int col = col0 + j * 8 + 2 * t + (e & 1);
-          if (col >= nk || (kCausal && col > row)) acc_s[4 * j + e] = -INFINITY;
-        }
-    }
+    mask.tile(acc_s, row0 + warp_row, col0, Tr::kBlockN, g, t);
 
-    // Online softmax (lines 9-10): new max, rescale ℓ and O by exp(m_old − m_new), P = exp(S − m).
-#pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      float mx = row_max[hr];
-#pragma unroll
-      for (int j = 0; j < Tr::kBlockN / 8; ++j) mx = fmaxf(mx, fmaxf(acc_s[4 * j + 2 * hr], acc_s[4 * j + 2 * hr + 1]));
-      mx = quad_max(mx);
-      // All-masked-so-far rows keep m = −inf; subtract 0 instead so exp2 gives 0, not NaN.
-      const float m_scaled = mx == -INFINITY ? 0.f : mx * p.scale_log2;
-      const float alpha = exp2f(row_max[hr] * p.scale_log2 - m_scaled);
-      row_max[hr] = mx;
-      row_sum[hr] *= alpha;
-#pragma unroll
-      for (int j = 0; j < Tr::kHeadDim / 8; ++j) {
-        acc_o[4 * j + 2 * hr] *= alpha;
-        acc_o[4 * j + 2 * hr + 1] *= alpha;
-      }
-#pragma unroll
-      for (int j = 0; j < Tr::kBlockN / 8; ++j)
-#pragma unroll
-        for (int e = 2 * hr; e < 2 * hr + 2; ++e) {
-          const float pe = exp2f(fmaf(acc_s[4 * j + e], p.scale_log2, -m_scaled));
-          acc_s[4 * j + e] = pe;
-          row_sum[hr] += pe;
-        }
-    }
+    // Online softmax (lines 9-10): new max m, ℓ and O rescaled by exp(m_old − m), P = exp(S − m).
+    softmax_update<QuadRowReduce>(row_max, row_sum, acc_s, acc_o, p.scale_log2);
 
-    if constexpr (kDropout) {  // after ℓ took P: two n8 tiles per call, one Philox draw per lane
-      static_assert(Tr::kBlockN % 16 == 0, "dropout_keep_fwd covers n8 tiles in pairs");
-      const uint32_t i = uint32_t(row0 + warp_row + g);
-#pragma unroll
-      for (int np = 0; np < Tr::kBlockN / 16; ++np) {
-        const uint32_t group = uint32_t(col0 + np * 16) / kDropoutColumnsPerDraw;
-        const FragmentKeep<false> keep =
-            dropout_keep_fwd(p.seed, uint32_t(b), uint32_t(h), i, i + 8, group, group + 1, p.dropout_threshold, lane);
-#pragma unroll
-        for (int k = 0; k < 2; ++k)
-#pragma unroll
-          for (int e = 0; e < 4; ++e)
-            if (!keep(k, e)) acc_s[4 * (2 * np + k) + e] = 0.f;
-      }
+    if constexpr (kDropout) {  // after ℓ took P
+      FragmentKeep<false> keep;
+      dropout_p_fragment(acc_s, p, uint32_t(b), uint32_t(h), uint32_t(row0 + warp_row + g), col0, lane, keep);
     }
 
     // O += P·V_j (line 10): P packed from the S accumulators into A fragments, V read transposed.
     uint32_t a_p[Tr::kBlockN / 16][4];  // (64, kBlockN) in 16-bit A fragments
 #pragma unroll
-    for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
-      a_p[kk][0] = pack2<T>(acc_s[8 * kk + 0], acc_s[8 * kk + 1]);
-      a_p[kk][1] = pack2<T>(acc_s[8 * kk + 2], acc_s[8 * kk + 3]);
-      a_p[kk][2] = pack2<T>(acc_s[8 * kk + 4], acc_s[8 * kk + 5]);
-      a_p[kk][3] = pack2<T>(acc_s[8 * kk + 6], acc_s[8 * kk + 7]);
-    }
+    for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) pack_a_fragment<T>(acc_s, kk, a_p[kk]);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Tr::kBlockN / 16; ++kk)
@@ -233,8 +188,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_fwd_wgmma_kernel(cons
     for (int j = 0; j < Tr::kHeadDim / 8; ++j)
       *reinterpret_cast<uint32_t*>(sQ + swizzle128_chunk_offset(Tr::kBlockM, r, j) + 4 * t) =
           pack2<T>(acc_o[4 * j + 2 * hr] * inv, acc_o[4 * j + 2 * hr + 1] * inv);
-    if (t == 0 && r < q_rows)
-      lse[r] = l > 0.f ? (row_max[hr] * p.scale_log2 + __log2f(l)) * kLn2 : -INFINITY;
+    if (t == 0 && r < q_rows) lse[r] = l > 0.f ? (row_max[hr] * p.scale_log2 + __log2f(l)) * kLn2 : -INFINITY;
   }
   __syncthreads();
   constexpr int kChunksPerRow = Tr::kHeadDim / 8;
