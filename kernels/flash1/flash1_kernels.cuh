@@ -31,7 +31,6 @@
 #include <cmath>
 
 #include "bench/core/philox.h"
-#include "kernels/common/attention_tile_io.cuh"
 #include "kernels/common/dropout_scores.cuh"
 #include "kernels/common/masks.h"
 #include "kernels/common/mma.cuh"

@@ -37,7 +37,6 @@
 #include <cmath>
 #include <type_traits>
 
-#include "kernels/common/attention_tile_io.cuh"
 #include "kernels/common/dropout_scores.cuh"
 #include "kernels/common/masks.h"
 #include "kernels/common/mma.cuh"
