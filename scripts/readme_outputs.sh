@@ -10,14 +10,15 @@ python3 - "${1:-}" <<'PY'
 import sys
 
 def block(path, keep):
-    lines = open(path).read().rstrip("\n").split("\n")
+    # A log's first line, "# ...", says where it came from (results/README.md); it is not output.
+    lines = [l for l in open(path).read().rstrip("\n").split("\n") if not l.startswith("# ")]
     if len(lines) > keep:
         lines = ["..."] + lines[-keep:]
     return "```\n" + "\n".join(lines) + "\n```\n"
 
 readme = open("README.md").read()
 new = readme
-for marker, path, keep in [("quickstart-output", "results/quickstart/quickstart.log", 40),
+for marker, path, keep in [("quickstart-output", "results/quickstart/quickstart.log", 22),
                            ("test-output", "results/quickstart/test.log", 12)]:
     begin, end = f"<!-- {marker} -->", f"<!-- /{marker} -->"
     if begin not in new or end not in new:
