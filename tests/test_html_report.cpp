@@ -11,6 +11,8 @@
 #include <regex>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "analysis/html_report.h"
 #include "analysis/svg_chart.h"
 #include "analysis/tables.h"
@@ -111,7 +113,17 @@ TEST(SvgChart, NothingDrawableDrawsNothing) {
 }
 
 TEST(HtmlReport, SaysWhyAFigureIsMissingAndFetchesNothing) {
-  const std::string page = render_html_report(read_documents({kResults + "nvidia-h200-fa1-16k.json"}));
+  // A committed file of one GPU, without peers, its records' counters taken out (as a run with
+  // --counters off writes them).
+  nlohmann::json doc = nlohmann::json::parse(std::ifstream(kResults + "nvidia-h200-fa1.json"));
+  for (auto& r : doc["records"])
+    r["counters"] = {{"status", "not_collected"}, {"reason", "counter collection is off (--counters off)"}};
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("flashio-html-no-counters-" + std::to_string(getpid()) + ".json"))
+          .string();
+  std::ofstream(path) << doc.dump();
+  const std::string page = render_html_report(read_documents({path}));
+  std::filesystem::remove(path);
   EXPECT_NE(page.find("No peer records"), std::string::npos);
   EXPECT_NE(page.find("No record carries counters the IO model predicts"), std::string::npos);
   EXPECT_EQ(page.find("id=\"gpus\""), std::string::npos);  // one GPU: no cross-GPU section
