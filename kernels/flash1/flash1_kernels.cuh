@@ -22,9 +22,10 @@
 // (splits times); Q read Tc times; O read Tc−1 and written Tc times (4 bytes, the last write e bytes); ℓ, m read Tc−1
 // and written Tc times → Θ(N·d·Tc) = Θ(N²d²/M) with Bc = Θ(M/d) (Theorem 2).
 //
-// Forward steps written once (kernels/common): S = Q·Kᵀ and P̃·V (mma_tiles.cuh), the mask step
-// and trip counts (masks.h), the per-tile softmax and the merge (online_softmax.h: tile_softmax,
-// softmax_merge), dropout on packed P̃ (dropout_scores.cuh).
+// Forward steps written once (kernels/common): the prologue's key length and offsets
+// (fwd_head.cuh), S = Q·Kᵀ and P̃·V (mma_tiles.cuh), the mask step and trip counts (masks.h), the
+// per-tile softmax and the merge (online_softmax.h: tile_softmax, softmax_merge), dropout on
+// packed P̃ (dropout_scores.cuh).
 //
 // Run: build/flashio run --method flash1 --seqlen 4096 --head-dim 64 [--block-c 128]
 #pragma once
@@ -32,6 +33,7 @@
 
 #include "bench/core/philox.h"
 #include "kernels/common/dropout_scores.cuh"
+#include "kernels/common/fwd_head.cuh"
 #include "kernels/common/masks.h"
 #include "kernels/common/mma.cuh"
 #include "kernels/common/mma_tiles.cuh"
@@ -96,12 +98,13 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash1_fwd_kernel(const Flash1F
   const int h = blockIdx.x, b = blockIdx.y, z = blockIdx.z, splits = fp.splits;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
-  const int nk = p.key_lengths ? min(p.key_lengths[b], p.seqlen_k) : p.seqlen_k;
+  const int nk = fwd_key_length(p, b);
   const int n_blocks = (nk + Tr::kBlockN - 1) / Tr::kBlockN;
   const int m_blocks = (p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM;
-  const size_t row_base = (size_t(b) * p.heads + h) * p.seqlen_q;  // first query row of this head
+  // This head's slices (fwd_head.cuh), offsets in size_t: flash1 with int64_t took up to 30 more registers.
+  const size_t row_base = fwd_head_row<size_t>(p, b, h);  // first query row of this head
   const T* q = static_cast<const T*>(p.q) + row_base * Tr::kHeadDim;
-  const size_t kv_off = (size_t(b) * p.kv_heads + h / (p.heads / p.kv_heads)) * p.seqlen_k * Tr::kHeadDim;
+  const size_t kv_off = fwd_kv_offset_of_query_head<size_t, Tr::kHeadDim>(p, b, h);
   const T* k = static_cast<const T*>(p.k) + kv_off;
   const T* v = static_cast<const T*>(p.v) + kv_off;
   T* o = static_cast<T*>(p.o) + row_base * Tr::kHeadDim;

@@ -27,10 +27,11 @@
 // scales by the density s (Proposition 4). With every tile non-zero the visiting order and the
 // arithmetic are those of the dense kernel, so the outputs are bitwise equal.
 //
-// Steps written once (kernels/common): the trip count and the mask step (masks.h: kv_tiles,
-// tile), S = Q·Kᵀ and O += P·V (mma_tiles.cuh), the online softmax (online_softmax.h:
-// softmax_update), dropout (dropout_scores.cuh). The kernel declares the operand fragments and keeps
-// m, ℓ as arrays of its own: the register allocation depends on it (kernels/NOTES.md).
+// Steps written once (kernels/common): the prologue (fwd_head.cuh: fwd_head_slices), the trip
+// count and the mask step (masks.h: kv_tiles, tile), S = Q·Kᵀ and O += P·V (mma_tiles.cuh), the
+// online softmax (online_softmax.h: softmax_update), dropout (dropout_scores.cuh). The kernel
+// declares the operand fragments and keeps m, ℓ as arrays of its own: the register allocation
+// depends on it (kernels/NOTES.md).
 //
 // Run: build/flashio run --method flash2 --seqlen 4096 --head-dim 128
 #pragma once
@@ -38,6 +39,7 @@
 #include <type_traits>
 
 #include "kernels/common/dropout_scores.cuh"
+#include "kernels/common/fwd_head.cuh"
 #include "kernels/common/masks.h"
 #include "kernels/common/mma.cuh"
 #include "kernels/common/mma_tiles.cuh"
@@ -108,18 +110,18 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash2_fwd_kernel(const FwdPara
   // Heavy (late) causal Q tiles are scheduled first.
   const int m_block = kCausal ? int(gridDim.x) - 1 - int(blockIdx.x) : int(blockIdx.x);
   const int h = blockIdx.y, b = blockIdx.z;
-  const int hk = h / (p.heads / p.kv_heads);
+  const int hk = fwd_kv_head(p, h);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;  // fragment row group and column pair
   const int row0 = m_block * Tr::kBlockM;
-  const int nk = p.key_lengths ? min(p.key_lengths[b], p.seqlen_k) : p.seqlen_k;
 
-  const T* q = static_cast<const T*>(p.q) + ((int64_t(b) * p.heads + h) * p.seqlen_q + row0) * Tr::kHeadDim;
-  const T* k = static_cast<const T*>(p.k) + (int64_t(b) * p.kv_heads + hk) * p.seqlen_k * Tr::kHeadDim;
-  const T* v = static_cast<const T*>(p.v) + (int64_t(b) * p.kv_heads + hk) * p.seqlen_k * Tr::kHeadDim;
-  T* o = static_cast<T*>(p.o) + ((int64_t(b) * p.heads + h) * p.seqlen_q + row0) * Tr::kHeadDim;
-  float* lse = p.lse + (int64_t(b) * p.heads + h) * p.seqlen_q + row0;
-  const int q_rows = p.seqlen_q - row0;  // valid rows of this Q tile (may exceed kBlockM)
+  // This head's key length and slices from row row0 (fwd_head.cuh); q_rows: the valid rows of
+  // this Q tile (may exceed kBlockM).
+  int nk, q_rows;
+  const T *q, *k, *v;
+  T* o;
+  float* lse;
+  fwd_head_slices<T, Tr::kHeadDim, int64_t>(p, b, h, hk, row0, nk, q, k, v, o, lse, q_rows);
 
   // The K/V tiles this Q tile visits, iteration `it` → tile index, last-to-first: dense, every
   // tile with a key it can see; block-sparse, the non-zero tiles among them (masks.h).

@@ -26,9 +26,10 @@
 // by the suite's Philox mask (kernels/common/dropout_fragments.cuh: each warp's accumulator has
 // the mma.sync C-fragment layout those helpers serve) before P·V; 1/(1−p) joins the final 1/ℓ.
 //
-// Steps written once (kernels/common): the trip count and the mask step (masks.h), the online
-// softmax (online_softmax.h: softmax_update), dropout (dropout_scores.cuh), P packed to A
-// fragments (mma_tiles.cuh: pack_a_fragment); the wgmma products are this file's.
+// Steps written once (kernels/common): the prologue's key length and offsets (fwd_head.cuh), the
+// trip count and the mask step (masks.h), the online softmax (online_softmax.h: softmax_update),
+// dropout (dropout_scores.cuh), P packed to A fragments (mma_tiles.cuh: pack_a_fragment); the
+// wgmma products are this file's.
 //
 // Supported here: fp16/bf16, d ∈ {64, 128}, causal and key-padding masks, dropout, GQA/MQA,
 // Nq ≠ Nk, any N. Block-sparse lists run on the mma.sync kernel (flash2_method.cpp chooses).
@@ -38,6 +39,7 @@
 #include <cmath>
 
 #include "kernels/common/dropout_scores.cuh"
+#include "kernels/common/fwd_head.cuh"
 #include "kernels/common/masks.h"
 #include "kernels/common/mma_tiles.cuh"
 #include "kernels/common/online_softmax.h"
@@ -86,18 +88,19 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_fwd_wgmma_kernel(cons
   // Heavy (late) causal Q tiles are scheduled first.
   const int m_block = kCausal ? int(gridDim.x) - 1 - int(blockIdx.x) : int(blockIdx.x);
   const int h = blockIdx.y, b = blockIdx.z;
-  const int hk = h / (p.heads / p.kv_heads);
+  const int hk = fwd_kv_head(p, h);
   const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;                            // accumulator row group and column pair
   const int warp_row = wg * 64 + ((threadIdx.x % 128) / 32) * 16;  // this warp's first row in the tile
   const int row0 = m_block * Tr::kBlockM;
-  const int nk = p.key_lengths ? min(p.key_lengths[b], p.seqlen_k) : p.seqlen_k;
+  const int nk = fwd_key_length(p, b);
 
-  const T* q = static_cast<const T*>(p.q) + ((int64_t(b) * p.heads + h) * p.seqlen_q + row0) * Tr::kHeadDim;
-  const T* k = static_cast<const T*>(p.k) + (int64_t(b) * p.kv_heads + hk) * p.seqlen_k * Tr::kHeadDim;
-  const T* v = static_cast<const T*>(p.v) + (int64_t(b) * p.kv_heads + hk) * p.seqlen_k * Tr::kHeadDim;
-  T* o = static_cast<T*>(p.o) + ((int64_t(b) * p.heads + h) * p.seqlen_q + row0) * Tr::kHeadDim;
-  float* lse = p.lse + (int64_t(b) * p.heads + h) * p.seqlen_q + row0;
+  // This head's slices (fwd_head.cuh): Q, O, L from row row0; K, V of K/V head hk.
+  const T* q = static_cast<const T*>(p.q) + (fwd_head_row<int64_t>(p, b, h) + row0) * Tr::kHeadDim;
+  const T* k = static_cast<const T*>(p.k) + fwd_kv_offset<int64_t, Tr::kHeadDim>(p, b, hk);
+  const T* v = static_cast<const T*>(p.v) + fwd_kv_offset<int64_t, Tr::kHeadDim>(p, b, hk);
+  T* o = static_cast<T*>(p.o) + (fwd_head_row<int64_t>(p, b, h) + row0) * Tr::kHeadDim;
+  float* lse = p.lse + fwd_head_row<int64_t>(p, b, h) + row0;
   const int q_rows = p.seqlen_q - row0;  // valid rows of this Q tile (may exceed kBlockM)
 
   // The K/V tiles this Q tile visits, last-to-first (masks.h): every tile with a key it can see.
@@ -182,13 +185,13 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_fwd_wgmma_kernel(cons
 #pragma unroll
   for (int hr = 0; hr < 2; ++hr) {
     const float l = quad_sum(row_sum[hr]);
-    const float inv = l > 0.f ? (kDropout ? p.dropout_scale : 1.f) / l : 0.f;  // a row that sees no key: O = 0
+    const float inv = OnlineSoftmax::output_scale<kDropout>(l, p.dropout_scale);  // a row that sees no key: O = 0
     const int r = warp_row + g + hr * 8;
 #pragma unroll
     for (int j = 0; j < Tr::kHeadDim / 8; ++j)
       *reinterpret_cast<uint32_t*>(sQ + swizzle128_chunk_offset(Tr::kBlockM, r, j) + 4 * t) =
           pack2<T>(acc_o[4 * j + 2 * hr] * inv, acc_o[4 * j + 2 * hr + 1] * inv);
-    if (t == 0 && r < q_rows) lse[r] = l > 0.f ? (row_max[hr] * p.scale_log2 + __log2f(l)) * kLn2 : -INFINITY;
+    if (t == 0 && r < q_rows) lse[r] = log_sum_exp(row_max[hr], l, p.scale_log2);
   }
   __syncthreads();
   constexpr int kChunksPerRow = Tr::kHeadDim / 8;
