@@ -218,7 +218,7 @@ TEST(Export, CsvHasOneRowPerRecordOfEveryCommittedFileWithNumbersInSiUnits) {
   ASSERT_NE(row, lines.end());
   const auto f = csv_fields(*row);
   EXPECT_EQ(f[col["gpu"]], "NVIDIA H100 80GB HBM3");
-  EXPECT_EQ(f[col["revision"]], "7c0764eda79fb55defcd703ddd2b13fee5a45c6d");
+  EXPECT_EQ(f[col["revision"]], load(file)["build"]["git_revision"].get<std::string>());
   EXPECT_EQ(f[col["kernel_path"]], "wgmma");
   EXPECT_EQ(std::stod(f[col["median_s"]]), rec["time"]["median_s"].get<double>());  // seconds, exactly
   const double tf = rec["flops"].get<double>() / rec["time"]["median_s"].get<double>();
@@ -240,7 +240,7 @@ TEST(Export, CsvHasOneRowPerRecordOfEveryCommittedFileWithNumbersInSiUnits) {
 }
 
 TEST(Export, JsonLinesAreTypedAndSkippedRecordsKeepTheirReason) {
-  const std::string file = kSource + "/results/nvidia-h100-fa1-16k.json";
+  const std::string file = kSource + "/results/nvidia-h100-memory.json";
   const Captured c = cli({"export", "--format", "jsonl", file});
   ASSERT_EQ(c.rc, 0) << c.err;
   const auto lines = lines_of(c.out);
@@ -259,19 +259,23 @@ TEST(Export, JsonLinesAreTypedAndSkippedRecordsKeepTheirReason) {
       EXPECT_TRUE(o["median_s"].is_number());
     }
   }
-  EXPECT_EQ(skipped, 24);
+  EXPECT_EQ(skipped, 3);  // standard from N 16384: its score buffers exceed the GPU
 }
 
 TEST(Export, GbenchHasGoogleBenchmarksShapeAndNamesOfFlashioGbench) {
-  const std::string file = kSource + "/results/nvidia-h100-fa1-16k.json";
+  // A committed file as files before time.samples_s were written: one benchmark per ok record.
+  json without_samples = load(kSource + "/results/nvidia-h100-memory.json");
+  for (auto& r : without_samples["records"])
+    if (r.contains("time")) r["time"].erase("samples_s");
+  const std::string file = write("no-samples.json", without_samples);
   const Captured c = cli({"export", "--format", "gbench", file});
   ASSERT_EQ(c.rc, 0) << c.err;
   const json g = json::parse(c.out);
   ASSERT_TRUE(g.contains("context") && g["context"].is_object());
   EXPECT_EQ(g["context"]["json_schema_version"], 1);  // what tools/gbench/util.py checks
   ASSERT_TRUE(g.contains("benchmarks") && g["benchmarks"].is_array());
-  EXPECT_EQ(g["benchmarks"].size(), 12u);  // the ok records; the 24 skipped are left out
-  EXPECT_NE(c.err.find("24 records without a time"), std::string::npos) << c.err;
+  EXPECT_EQ(g["benchmarks"].size(), 27u);  // the ok records; the 3 skipped are left out
+  EXPECT_NE(c.err.find("3 records without a time"), std::string::npos) << c.err;
   std::map<std::string, double> by_name;
   const json doc = load(file);
   for (const auto& r : doc["records"])
@@ -615,7 +619,7 @@ TEST(RunSummary, CountsEveryStatusZerosIncluded) {
 // --- run --csv, --md ------------------------------------------------------------------------------
 
 TEST(RunOutputs, CsvAndMarkdownBesideTheJsonHoldEveryRecord) {
-  const std::string src = kSource + "/results/nvidia-h100-fa1-16k.json";
+  const std::string src = kSource + "/results/nvidia-h100-memory.json";
   const ResultFile file = read_result_file(src);
   const std::string csv = temp("run.csv"), md = temp("run.md");
   write_run_outputs(file, "run.json", csv, md);
@@ -624,7 +628,7 @@ TEST(RunOutputs, CsvAndMarkdownBesideTheJsonHoldEveryRecord) {
   EXPECT_EQ(lines_of(ctext).size(), file.records.size() + 1);
   EXPECT_EQ(csv_fields(lines_of(ctext)[1])[0], "run.json");
   EXPECT_NE(mtext.find("### Runtime (ms)"), std::string::npos);
-  EXPECT_NE(mtext.find("### Points without a time"), std::string::npos);  // its 24 skipped records
+  EXPECT_NE(mtext.find("### Points without a time"), std::string::npos);  // its 3 skipped records
   fs::remove(csv);
   fs::remove(md);
   // A folder that vanished after the up-front check: a runtime failure (exit 1), nothing left behind.
