@@ -11,8 +11,6 @@
 #include <regex>
 #include <set>
 
-#include <nlohmann/json.hpp>
-
 #include "analysis/html_report.h"
 #include "analysis/svg_chart.h"
 #include "analysis/tables.h"

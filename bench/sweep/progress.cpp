@@ -19,7 +19,7 @@ namespace {
 double kernel_flops_per_s(const std::string& method, Pass pass) {
   if (method == "flash1") return 80e12;                                // fwd+bwd median 90 TFLOP/s
   if (method == "flash2") return pass == Pass::Fwd ? 300e12 : 250e12;  // fwd median 365, fwd+bwd 301-316
-  return 100e12;  // standard: medians 92-137; peers, new methods
+  return 100e12;                                                       // standard: medians 92-137; peers, new methods
 }
 constexpr double kHbmBytesPerS = 2.5e12;      // the materialized scores of `standard`
 constexpr double kReferenceBudgetMacs = 4e9;  // RunOptions::check_budget_macs
@@ -27,11 +27,10 @@ constexpr double kCpuMethodFlopsPerS = 3e9;   // the `reference` method timed on
 constexpr double kOverheadS = 0.01;           // plan, allocation
 // Host work, from the records' phases_s of results/crosscheck/issue22-scaling (two H200s,
 // 32 host cores, 038a03a; docs/sweep-time.md):
-constexpr double kReferenceMacsPerCoreS = 1.5e9;  // the float64 reference, multiply-adds per core (b99eb19, e1c1c9f: 3.9x)
-constexpr double kInputsS = 0.01;    // a problem's inputs: made on the GPU, the checked heads on the host (median 0.009 s)
-constexpr double kCheckFwdS = 0.015;  // a forward point's checked runs and compares (median 0.014 s)
-constexpr double kCheckBwdS = 0.035;  // with gradients (medians 0.032, 0.036 s)
-
+constexpr double kReferenceMacsPerCoreS = 1.5e9;  // float64 reference, multiply-adds per core
+constexpr double kInputsS = 0.01;                 // a problem's inputs: on the GPU, checked heads on the host (0.009 s)
+constexpr double kCheckFwdS = 0.015;              // a forward point's checked runs and compares (median 0.014 s)
+constexpr double kCheckBwdS = 0.035;              // with gradients (medians 0.032, 0.036 s)
 
 // Query rows the check compares (bench/measure/check.cpp's rows_to_check): all of them within
 // the budget, else about budget / (cost of a row) over four sampled heads.
