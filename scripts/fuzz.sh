@@ -11,11 +11,7 @@ dir="${FLASHIO_BUILD_DIR:-build}-fuzz"
 seconds="${FLASHIO_FUZZ_SECONDS:-60}"
 targets=("$@")
 ((${#targets[@]})) || targets=(result_reader journal_reader sweep_reader cli)
-clang=$(command -v clang++ || command -v clang++-14 || true)
-[ -n "$clang" ] || { echo "fuzz: clang++ not found (apt-get install clang)" >&2; exit 1; }
-PATH=/usr/bin:/bin CXX="$clang" cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLASHIO_CUDA=OFF \
-  -DFLASHIO_FUZZ=ON -DFLASHIO_BUILD_TESTS=OFF >/dev/null
-PATH=/usr/bin:/bin cmake --build "$dir" --target "${targets[@]/#/fuzz_}"
+scripts/sanitizer_build.sh "${targets[@]/#/fuzz_}"
 mkdir -p "$dir/findings" "$dir/scratch"
 status=0
 for t in "${targets[@]}"; do
