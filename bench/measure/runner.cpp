@@ -6,12 +6,14 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "bench/core/method.h"
 #include "bench/core/reference.h"
 #include "bench/cuda/cuda_check.h"
+#include "bench/cuda/device_inputs.h"
 #include "bench/cuda/device_memory.h"
 #include "bench/cuda/device_util.h"
 #include "bench/measure/check.h"
@@ -254,6 +256,63 @@ struct Runner::State {
     if (!kernels.empty() && !rec.counters.contains("kernels")) rec.counters["kernels"] = kernels;
   }
 
+  // Runs each method and pass of `points` once on a one-sequence, one-KV-head copy of their
+  // problem, unchecked and untimed. The first launch of a method's kernels in
+  // a context loads their module (CUDA loads modules lazily) and the first cuBLAS handle loads
+  // cuBLAS: about 0.15 s on the first point of the 64-point sweep of issue 22 (an H200, 038a03a),
+  // paid by every GPU worker while its host made the first problem. Made here, in the runner's
+  // start, while the host makes it (the prefetch). Best effort: a method that fails here fails
+  // again, with its record, at its point (a sticky CUDA error poisons the runner, as a point's would).
+  void warm_up(const std::vector<Point>& points) {
+    std::set<std::pair<std::string, bool>> done;  // (method, with backward)
+    for (const Point& pt : points) {
+      const Method* method = builtin_registry().find(pt.method);
+      const bool backward = pt.pass != Pass::Fwd;
+      if (!method || method->info().where == "cpu" || !done.insert({pt.method, backward}).second) continue;
+      Problem p = pt.problem;
+      p.heads = p.heads / p.kvh();
+      p.kv_heads = p.kv_heads > 0 ? 1 : 0;
+      p.batch = 1;
+      p.padding = Padding::None;
+      if (!method->supports(p, pt.pass, dev)) continue;
+      try {
+        DeviceAllocator warm;
+        auto zeros = [&](int64_t bytes) {
+          DeviceBuffer b(warm, size_t(bytes));
+          FLASHIO_CUDA_CHECK(cudaMemsetAsync(b.get(), 0, b.bytes(), stream));
+          return b;
+        };
+        auto input = [&](int64_t elements, InputTensor which) {  // as the points' inputs are made
+          DeviceBuffer b(warm, size_t(elements) * 2);
+          generate_inputs_on_device(b.as<uint16_t>(), size_t(elements), p.dtype, p.seed, which, stream);
+          return b;
+        };
+        DeviceBuffer q = input(p.q_elements(), InputTensor::Q), k = input(p.kv_elements(), InputTensor::K),
+                     v = input(p.kv_elements(), InputTensor::V);
+        DeviceBuffer o = zeros(p.q_elements() * 2), lse = zeros(p.batch * p.heads * p.seqlen_q * 4);
+        DeviceBuffer d_o, dq, dk, dv;
+        if (backward) {
+          d_o = input(p.q_elements(), InputTensor::dO);
+          dq = zeros(p.q_elements() * 2);
+          dk = zeros(p.kv_elements() * 2);
+          dv = zeros(p.kv_elements() * 2);
+        }
+        AttentionBuffers buf{q.get(), k.get(), v.get(), o.get(), lse.as<float>(), nullptr, d_o.get(),
+                             dq.get(), dk.get(), dv.get()};
+        auto plan = method->plan(p, backward ? Pass::FwdBwd : Pass::Fwd, dev, warm);
+        plan->forward(buf, stream);
+        if (backward) plan->backward(buf, stream);
+        DeviceBuffer row = zeros(sizeof(int64_t)), packed(warm, size_t(p.head_dim) * 2);  // as the checks gather rows
+        launch_gather_rows(o.as<uint16_t>(), row.as<int64_t>(), 1, p.head_dim, packed.as<uint16_t>(), stream);
+        FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
+      } catch (const CudaError& e) {
+        if (e.sticky()) poisoned = fmt::format("in the warm-up launch of {}: {}", pt.method, e.what());
+        cudaGetLastError();
+      } catch (const std::exception&) {
+      }
+    }
+  }
+
   // The counter pass: its own run of the launch sequence after timing, L2 cleaned first.
   nlohmann::json collect_counters(const Method& method, const std::function<void()>& launch) {
     if (opt.counters == CounterSet::Off) return counters_not_collected(counters_why);
@@ -307,13 +366,14 @@ Runner::Runner(const DeviceInfo& dev, RunOptions opt, const std::vector<Point>& 
     : state_(std::make_unique<State>()) {
   state_->dev = dev;
   state_->opt = opt;
-  prefetch(first);  // the host makes the first problem while the GPU's context and counters start
+  prefetch(first);  // the host makes the first problem while the GPU's context, counters and warm-up start
   FLASHIO_CUDA_CHECK(cudaSetDevice(dev.index));
   FLASHIO_CUDA_CHECK(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking));
   state_->flusher = std::make_unique<L2Flusher>(state_->alloc, dev.l2_bytes);
   state_->counters = CounterSession::open(
       dev, opt.counters, state_->counters_why,
       opt.cupti_library.empty() ? CounterSession::default_library() : opt.cupti_library);
+  state_->warm_up(first);
 }
 
 std::string Runner::counters_description() const {
