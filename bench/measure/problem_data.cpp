@@ -1,5 +1,6 @@
 #include "bench/measure/problem_data.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <set>
@@ -200,6 +201,67 @@ void verify_inputs(const HostSide& h, DeviceSide& d) {
   verify_tensor("K", h.k, d.k, d.k_checked);
   verify_tensor("V", h.v, d.v, d.v_checked);
   if (d.d_o.get()) verify_tensor("dO", h.d_o, d.d_o, d.d_o_checked);
+}
+
+HostSideMaker::HostSideMaker(RunOptions opt) : opt_(std::move(opt)), thread_([this] { loop(); }) {}
+
+HostSideMaker::~HostSideMaker() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+bool HostSideMaker::asked(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::any_of(jobs_.begin(), jobs_.end(), [&](const auto& j) { return j->key == key; });
+}
+
+void HostSideMaker::ask(const Problem& p, bool with_grad) {
+  auto job = std::make_shared<Job>();
+  job->key = problem_key(p);
+  job->problem = p;
+  job->with_grad = with_grad;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_.push_back(std::move(job));
+  }
+  wake_.notify_all();
+}
+
+std::optional<HostSide> HostSideMaker::take(const std::string& key) {
+  std::future<HostSide> made;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const auto& j) { return j->key == key; });
+    if (it == jobs_.end()) return std::nullopt;
+    made = std::move((*it)->result);
+    jobs_.erase(jobs_.begin(), it + 1);
+  }
+  return made.get();
+}
+
+void HostSideMaker::loop() {
+  for (;;) {
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      auto unstarted = [&] {
+        return std::find_if(jobs_.begin(), jobs_.end(), [](const auto& j) { return !j->started; });
+      };
+      wake_.wait(lock, [&] { return stop_ || unstarted() != jobs_.end(); });
+      if (stop_) return;
+      job = *unstarted();
+      job->started = true;
+    }
+    try {
+      job->made.set_value(make_host_side(job->problem, job->with_grad, opt_));
+    } catch (...) {
+      job->made.set_exception(std::current_exception());
+    }
+  }
 }
 
 }  // namespace flashio

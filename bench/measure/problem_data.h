@@ -7,8 +7,14 @@
 // DeviceSide holds the inputs on the GPU; verify_inputs compares, bit for bit, every head the
 // host made with the GPU's, so the reference provably reads what the methods read.
 #pragma once
+#include <condition_variable>
+#include <deque>
+#include <future>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -54,6 +60,44 @@ std::string problem_key(const Problem& p);
 HostSide make_host_side(const Problem& p, bool with_grad, const RunOptions& opt);
 // dO and the reference dQ of the checked rows and dK, dV of the K/V heads the budget allows.
 void add_gradients(HostSide& h, const RunOptions& opt);
+
+// Makes problems' host halves on a thread of its own, one after the other in the order they were
+// asked for, while the GPU runs earlier points: so the problem after the next one is already being
+// made when the next one is done (a runner asks for its first two problem groups at its start, while
+// its GPU's context starts). Holds what it was asked for until taken: the caller bounds it (the
+// sweep runner asks one group ahead of the one it runs).
+class HostSideMaker {
+ public:
+  explicit HostSideMaker(RunOptions opt);
+  ~HostSideMaker();  // waits for the problem being made, drops the rest
+  HostSideMaker(const HostSideMaker&) = delete;
+  HostSideMaker& operator=(const HostSideMaker&) = delete;
+
+  bool asked(const std::string& key);
+  void ask(const Problem& p, bool with_grad);
+  // The host half of `key` (waiting until it is made; its exception if making it threw), or
+  // nothing when it was not asked for. What was asked before it is dropped: never made if not
+  // started (a group another worker took over).
+  std::optional<HostSide> take(const std::string& key);
+
+ private:
+  struct Job {
+    std::string key;
+    Problem problem;
+    bool with_grad = false;
+    bool started = false;
+    std::promise<HostSide> made;
+    std::future<HostSide> result = made.get_future();
+  };
+  void loop();
+
+  RunOptions opt_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<Job>> jobs_;  // asked, not taken
+  bool stop_ = false;
+  std::thread thread_;
+};
 
 struct DeviceSide {
   DeviceBuffer q, k, v, d_o, key_lengths;

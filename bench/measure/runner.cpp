@@ -88,12 +88,9 @@ struct Runner::State {
   std::string counters_why;
   std::unique_ptr<HostSide> host;      // the current problem's host half (problem_data.h)
   std::unique_ptr<DeviceSide> device;  // and its inputs on the GPU
-  // The prefetch (Runner::prefetch): one problem's host half being made at a time, on the
-  // host's cores while the GPU runs the current points, and at most one more requested; that
-  // one starts when the current point takes the first.
-  std::future<HostSide> next;
-  std::string next_key;
-  std::optional<std::pair<Problem, bool>> queued;  // (problem, with gradients)
+  // The prefetch (Runner::prefetch): the host halves of the problems asked for, made in turn on
+  // the host's cores while the GPU runs the current points.
+  std::unique_ptr<HostSideMaker> maker;
   DeviceAllocator scratch;  // the checks' packed rows: kept out of the points' memory figures
   std::string poisoned;  // set after a sticky CUDA error: the context is unusable
 
@@ -105,22 +102,17 @@ struct Runner::State {
     if (!host || host->key != key) {
       device.reset();  // free the previous problem's device memory first
       host.reset();
-      if (next.valid() && next_key == key) {
-        const auto start = std::chrono::steady_clock::now();
-        host = std::make_unique<HostSide>(next.get());
+      const auto start = std::chrono::steady_clock::now();
+      if (auto made = maker->take(key)) {
+        host = std::make_unique<HostSide>(std::move(*made));
         const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        const double made = host->inputs_s + host->reference_s;  // split the wait as the work was split
-        ph.inputs_s += made > 0 ? waited * host->inputs_s / made : 0;
-        ph.reference_s += made > 0 ? waited * host->reference_s / made : waited;
-      } else {  // not prepared (a prefetch under way is for a later problem: it goes on)
-        if (queued && problem_key(queued->first) == key) queued.reset();
+        const double work = host->inputs_s + host->reference_s;  // split the wait as the work was split
+        ph.inputs_s += work > 0 ? waited * host->inputs_s / work : 0;
+        ph.reference_s += work > 0 ? waited * host->reference_s / work : waited;
+      } else {  // not asked for (what was asked for later problems goes on)
         host = std::make_unique<HostSide>(make_host_side(p, with_grad, opt));
         ph.inputs_s += host->inputs_s;
         ph.reference_s += host->reference_s;
-      }
-      if (!next.valid() && queued) {
-        start_prefetch(queued->first, queued->second);
-        queued.reset();
       }
       PhaseClock clock(ph.inputs_s);
       device = std::make_unique<DeviceSide>(make_device_side(*host, with_grad, alloc, stream));
@@ -142,17 +134,8 @@ struct Runner::State {
 
   void prefetch(const Problem& p, bool with_grad) {
     const std::string key = problem_key(p);
-    if ((host && host->key == key) || (next.valid() && next_key == key)) return;
-    if (next.valid()) {
-      queued = {p, with_grad};  // after the one under way has been taken
-      return;
-    }
-    start_prefetch(p, with_grad);
-  }
-
-  void start_prefetch(const Problem& p, bool with_grad) {
-    next_key = problem_key(p);
-    next = std::async(std::launch::async, [p, with_grad, o = opt] { return make_host_side(p, with_grad, o); });
+    if ((host && host->key == key) || maker->asked(key)) return;
+    maker->ask(p, with_grad);
   }
 
   void measure(const Method& method, const Point& pt, Record& rec, const Runner::Timer& timer, PhaseTimes& ph) {
@@ -362,11 +345,14 @@ struct Runner::State {
   }
 };
 
-Runner::Runner(const DeviceInfo& dev, RunOptions opt, const std::vector<Point>& first)
+Runner::Runner(const DeviceInfo& dev, RunOptions opt, const std::vector<Point>& first, const std::vector<Point>& second)
     : state_(std::make_unique<State>()) {
   state_->dev = dev;
   state_->opt = opt;
-  prefetch(first);  // the host makes the first problem while the GPU's context, counters and warm-up start
+  state_->maker = std::make_unique<HostSideMaker>(opt);
+  // The host makes the first problems while the GPU's context, counters and warm-up start.
+  prefetch(first);
+  prefetch(second);
   FLASHIO_CUDA_CHECK(cudaSetDevice(dev.index));
   FLASHIO_CUDA_CHECK(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking));
   state_->flusher = std::make_unique<L2Flusher>(state_->alloc, dev.l2_bytes);
@@ -382,7 +368,7 @@ std::string Runner::counters_description() const {
 }
 
 Runner::~Runner() {
-  if (state_->next.valid()) state_->next.wait();
+  state_->maker.reset();
   state_->device.reset();
   state_->flusher.reset();
   if (state_->stream) cudaStreamDestroy(state_->stream);

@@ -57,6 +57,17 @@ SweepOutcome run_sweep(const SweepJob& job) {
     return out;
   };
 
+  // Each worker's first group and the one after it (held) are dealt before any starts: the
+  // starters (one of the shortest each), then the longest groups in turn. Its runner makes both on
+  // the host while its GPU's context starts.
+  std::vector<std::optional<std::pair<size_t, size_t>>> first(job.devices.size());
+  for (auto* deal : {&first, &held})
+    for (auto& g : *deal)
+      if (!groups.empty()) {
+        g = groups.front();
+        groups.pop_front();
+      }
+
   auto worker = [&](size_t me) {
     const DeviceInfo& dev = job.devices[me];
     // Each worker holds the group after the one it runs (held[me]), and has its runner prepare
@@ -85,19 +96,25 @@ SweepOutcome run_sweep(const SweepJob& job) {
       held[me].reset();
       return g;
     };
+    auto take_held_copy = [&]() -> std::optional<Group> {  // held[me], left held (stealable)
+      std::lock_guard<std::mutex> lock(mu);
+      return held[me];
+    };
 
-    // The first group is taken before the runner starts, so that the host makes its inputs and
-    // reference while the GPU's context and the counter session start.
-    std::optional<Group> current = take(true);
+    std::optional<Group> current = first[me];
     std::unique_ptr<Runner> runner;
     try {
       RunOptions opt = job.options;
       opt.device = dev.index;
       opt.host_threads = host_threads;
-      runner = std::make_unique<Runner>(dev, opt, current ? group_points(*current) : std::vector<Point>{});
+      std::optional<Group> next = take_held_copy();
+      runner = std::make_unique<Runner>(dev, opt, current ? group_points(*current) : std::vector<Point>{},
+                                        next ? group_points(*next) : std::vector<Point>{});
     } catch (const std::exception& e) {
       std::lock_guard<std::mutex> lock(mu);
       outcome.errors.push_back(fmt::format("GPU {}: {}", dev.index, e.what()));
+      if (held[me]) groups.push_front(*held[me]);
+      held[me].reset();
       if (current) groups.push_front(*current);
       --healthy;
       return;
@@ -112,13 +129,14 @@ SweepOutcome run_sweep(const SweepJob& job) {
       if (!current) return;
       const Group group = *current;
       current.reset();
-      if (const auto upcoming = take(false)) {
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          held[me] = upcoming;
+      if (!take_held_copy())
+        if (const auto upcoming = take(false)) {
+          {
+            std::lock_guard<std::mutex> lock(mu);
+            held[me] = upcoming;
+          }
+          runner->prefetch(group_points(*upcoming));
         }
-        runner->prefetch(group_points(*upcoming));
-      }
       for (size_t pos = group.first; pos < group.second; ++pos) {
         if (stopping() || failed) return;
         {
