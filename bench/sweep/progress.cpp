@@ -14,23 +14,23 @@ namespace flashio {
 
 namespace {
 
-// Assumed rates, read off the H200 files of results/crosscheck/issue22-scaling (038a03a: medians
+// Assumed rates, read off the H200 files of results/crosscheck/issue22-scaling (d1f52c7: medians
 // over the FA-2 setting) and rounded down; only the ETA and --dry-run use them.
 double kernel_flops_per_s(const std::string& method, Pass pass) {
-  if (method == "flash1") return 80e12;                                // fwd+bwd median 90 TFLOP/s
-  if (method == "flash2") return pass == Pass::Fwd ? 300e12 : 250e12;  // fwd median 365, fwd+bwd 301-316
-  return 100e12;                                                       // standard: medians 92-137; peers, new methods
+  if (method == "flash1") return 85e12;                                // fwd+bwd median 91 TFLOP/s
+  if (method == "flash2") return pass == Pass::Fwd ? 350e12 : 300e12;  // fwd median 367, fwd+bwd 302-316
+  return 90e12;                                                        // standard: medians 92-137; peers, new methods
 }
-constexpr double kHbmBytesPerS = 2.5e12;      // the materialized scores of `standard`
+constexpr double kHbmBytesPerS = 3.2e12;      // the materialized scores of `standard` (medians 3.23e12-3.42e12)
 constexpr double kReferenceBudgetMacs = 4e9;  // RunOptions::check_budget_macs
 constexpr double kCpuMethodFlopsPerS = 3e9;   // the `reference` method timed on the host
 constexpr double kOverheadS = 0.01;           // plan, allocation
 // Host work, from the records' phases_s of results/crosscheck/issue22-scaling (two H200s,
-// 32 host cores, 038a03a; docs/sweep-time.md):
+// 32 host cores, d1f52c7; docs/sweep-time.md):
 constexpr double kReferenceMacsPerCoreS = 1.5e9;  // float64 reference, multiply-adds per core
 constexpr double kInputsS = 0.01;                 // a problem's inputs: on the GPU, checked heads on the host (0.009 s)
-constexpr double kCheckFwdS = 0.015;              // a forward point's checked runs and compares (median 0.014 s)
-constexpr double kCheckBwdS = 0.035;              // with gradients (medians 0.032, 0.036 s)
+constexpr double kCheckFwdS = 0.012;              // a forward point's checked runs and compares (median 0.012 s)
+constexpr double kCheckBwdS = 0.028;              // with gradients (medians 0.028 s)
 
 // Query rows the check compares (bench/measure/check.cpp's rows_to_check): all of them within
 // the budget, else about budget / (cost of a row) over four sampled heads.
