@@ -39,6 +39,7 @@ std::vector<Point> expand(const SweepSpec& s) {
   require_nonempty(s.block_r, "block-r");
   require_nonempty(s.block_c, "block-c");
   require_nonempty(s.mma, "mma");
+  require_nonempty(s.kv_page, "kv-layout");
   require_nonempty(s.pattern, "pattern");
   require_nonempty(s.density, "density");
   require_nonempty(s.sparse_block, "sparse-block");
@@ -69,7 +70,7 @@ std::vector<Point> expand(const SweepSpec& s) {
   std::optional<int64_t> count = int64_t(1);
   for (size_t n : {s.dtypes.size(), s.head_dim.size(), s.causal.size(), s.padding.size(), s.dropout.size(), heads.size(),
                    s.kv_heads.size(), batches.size(), s.seqlen.size(), s.seqlen_k.size(), s.block_r.size(),
-                   s.block_c.size(), s.mma.size(), sparsity.size(), s.deterministic.size(), s.methods.size(),
+                   s.block_c.size(), s.mma.size(), s.kv_page.size(), sparsity.size(), s.deterministic.size(), s.methods.size(),
                    s.passes.size()})
     if (count) count = checked_mul(*count, int64_t(n));
   if (!count || *count > kMaxPoints)
@@ -89,6 +90,7 @@ std::vector<Point> expand(const SweepSpec& s) {
                       for (int br : s.block_r)
                         for (int bc : s.block_c)
                           for (const std::string& mma : s.mma)
+                          for (int kv_page : s.kv_page)
                           for (const Sparsity& sp : sparsity) {
                             Problem p;
                             p.pattern = sp.pattern;
@@ -107,6 +109,7 @@ std::vector<Point> expand(const SweepSpec& s) {
                             p.block_r = br;
                             p.block_c = bc;
                             p.mma = mma;
+                            p.kv_page = kv_page;
                             p.seed = s.seed;
                             p.batch = b0;
                             p.heads = h0;
