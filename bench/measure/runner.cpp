@@ -167,7 +167,8 @@ struct Runner::State {
       dk = DeviceBuffer(alloc, size_t(p.kv_elements()) * 2);
       dv = DeviceBuffer(alloc, size_t(p.kv_elements()) * 2);
     }
-    const int64_t in_bytes = int64_t(d.q.bytes() + d.k.bytes() + d.v.bytes() + (backward ? d.d_o.bytes() : 0));
+    const int64_t in_bytes = int64_t(d.q.bytes() + d.k.bytes() + d.v.bytes() + d.block_table.bytes() +
+                                     (backward ? d.d_o.bytes() : 0));
     const int64_t out_bytes = int64_t(o.bytes() + lse.bytes() + dq.bytes() + dk.bytes() + dv.bytes());
 
     const int64_t before = alloc.current_bytes();
@@ -188,6 +189,7 @@ struct Runner::State {
     buf.o = o.get();
     buf.lse = lse.as<float>();
     buf.key_lengths = d.key_lengths.as<int>();
+    buf.block_table = d.block_table.as<int>();
     buf.d_o = d.d_o.get();
     buf.dq = dq.get();
     buf.dk = dk.get();
@@ -252,6 +254,7 @@ struct Runner::State {
     PhaseClock clock(ph.counters_s);
     rec.counters = collect_counters(method, launch);
     if (!kernels.empty() && !rec.counters.contains("kernels")) rec.counters["kernels"] = kernels;
+    rec.bandwidth = bandwidth_of(rec, dev.peak_bandwidth_bytes_per_s());
   }
 
   // The counter pass: its own run of the launch sequence after timing, L2 cleaned first.
