@@ -397,11 +397,11 @@ std::vector<Table> report_tables(const Documents& docs) {
         const double v = number_field(b, key, 0.0);
         return number_cell(v, fmt::format("{:.1f} %", 100.0 * v));
       };
-      bw.rows.push_back({text_cell(doc["device"].value("name", std::string("?"))), text_cell(rec.value("name", "")),
-                         fixed_cell(median_s(rec), 1e3, 3), fixed_cell(number_field(b, "compulsory_bytes", 0.0), 1e-6, 1),
-                         fixed_cell(number_field(b, "ideal_s", 0.0), 1e3, 3), percent("ideal_fraction"),
-                         optional("dram_bytes", 1e-6, 1), optional("achieved_bytes_per_s", 1e-9, 1),
-                         percent("peak_fraction")});
+      bw.rows.push_back(
+          {text_cell(doc["device"].value("name", std::string("?"))), text_cell(rec.value("name", "")),
+           fixed_cell(median_s(rec), 1e3, 3), fixed_cell(number_field(b, "compulsory_bytes", 0.0), 1e-6, 1),
+           fixed_cell(number_field(b, "ideal_s", 0.0), 1e3, 3), percent("ideal_fraction"),
+           optional("dram_bytes", 1e-6, 1), optional("achieved_bytes_per_s", 1e-9, 1), percent("peak_fraction")});
     }
   if (!bw.rows.empty()) out.push_back(bw);
 

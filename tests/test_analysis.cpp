@@ -1171,9 +1171,9 @@ TEST(AnalyzeCommand, DramVerdictsCoverOnlyTheModelsScopeAndListTheRest) {
 // file the linker dropped, or a registration line lost, fails here); methods without a model
 // (peers, the CPU reference, blocksparse_standard) get none and say so in words.
 TEST(ModelRegistry, EveryModelledMethodIsRegisteredUnderItsName) {
-  const std::vector<std::string> modelled = {"blocksparse_flash", "flash1",     "flash2",   "flash3",
-                                             "flash3_no_overlap", "flash3_no_pingpong", "flash_decode",
-                                             "standard",          "standard_fused"};
+  const std::vector<std::string> modelled = {
+      "blocksparse_flash",  "flash1",       "flash2",   "flash3",        "flash3_no_overlap",
+      "flash3_no_pingpong", "flash_decode", "standard", "standard_fused"};
   EXPECT_EQ(builtin_models().names(), modelled);
   for (const auto& name : modelled) {
     const IoModel* m = find_model(name);

@@ -1,10 +1,10 @@
 // The decode axis and the flash_decode method on the CPU: --kv-layout's parsing and names, the
 // paged storage's block table, the split-count choice, and the points flash_decode and the
 // other methods refuse, each with its reason (no GPU needed: a DeviceInfo stands in for one).
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <set>
-
-#include <gtest/gtest.h>
 
 #include "bench/core/method.h"
 #include "bench/core/problem.h"
@@ -60,7 +60,8 @@ TEST(KvLayout, PagedNamesCarryTheLayoutContiguousNamesDoNotChange) {
   EXPECT_EQ(to_json(p).count("kv_layout"), 0u);
   p.kv_page = 64;
   EXPECT_EQ(p.name(), "b:8/h:32/kvh:8/n:1/nk:8192/d:128/fp16/paged:64");
-  EXPECT_EQ(point_name("flash_decode", Pass::Fwd, p), "flash_decode/fwd/b:8/h:32/kvh:8/n:1/nk:8192/d:128/fp16/paged:64");
+  EXPECT_EQ(point_name("flash_decode", Pass::Fwd, p),
+            "flash_decode/fwd/b:8/h:32/kvh:8/n:1/nk:8192/d:128/fp16/paged:64");
   const nlohmann::json j = to_json(p);
   EXPECT_EQ(j.at("kv_layout"), "paged:64");
   const Problem back = problem_from_json(j);
@@ -103,7 +104,7 @@ TEST(KvPages, TheBlockTableIsASeededPermutationAndEveryLogicalElementHasItsOwnSl
   for (int i = 0; i < 48; ++i) EXPECT_EQ(sorted[size_t(i)], i);
   int in_place = 0;
   for (int i = 0; i < 48; ++i) in_place += k.table[size_t(i)] == i;
-  EXPECT_LT(in_place, 6);  // shuffled, not the identity
+  EXPECT_LT(in_place, 6);                    // shuffled, not the identity
   EXPECT_EQ(kv_pages_of(p).table, k.table);  // deterministic in the seed
   Problem other = p;
   other.seed += 1;
@@ -157,8 +158,8 @@ TEST(FlashDecodeSplit, EverySplitHasTilesAndAtLeastTheMinimum) {
           ASSERT_EQ(s.tiles, tiles);
           ASSERT_GE(s.splits, 1);
           ASSERT_LE(s.splits, kernels::kDecodeMaxSplits);
-          ASSERT_GE(int64_t(s.splits) * s.tiles_per_split, tiles);        // every tile in a split
-          ASSERT_LT(int64_t(s.splits - 1) * s.tiles_per_split, tiles);    // no split empty
+          ASSERT_GE(int64_t(s.splits) * s.tiles_per_split, tiles);      // every tile in a split
+          ASSERT_LT(int64_t(s.splits - 1) * s.tiles_per_split, tiles);  // no split empty
           if (s.splits > 1) ASSERT_GE(s.tiles_per_split, kernels::kDecodeMinTilesPerSplit);
         }
 }

@@ -1,9 +1,9 @@
 // Presets and sweep files: every preset parses and expands to the paper's setting; sweep
 // files in the documented format expand, malformed ones fail with one line naming the problem.
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <set>
-
-#include <gtest/gtest.h>
 
 #include "bench/core/method.h"
 #include "bench/sweep/presets.h"
@@ -207,7 +207,8 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(SweepFile, UnreadableFile) { EXPECT_THROW(read_sweep_file("/nonexistent/sweep.json"), std::invalid_argument); }
 
 TEST(Presets, LlamaDecodePresetsCoverBatchContextAndBothLayouts) {
-  for (const auto& [name, heads] : {std::pair<std::string, int64_t>{"llama3-8b-decode", 32}, {"llama3-70b-decode", 64}}) {
+  for (const auto& [name, heads] :
+       {std::pair<std::string, int64_t>{"llama3-8b-decode", 32}, {"llama3-70b-decode", 64}}) {
     SCOPED_TRACE(name);
     const auto points = preset_points(name);
     EXPECT_EQ(points.size(), 4u * 4u * 2u * 3u);  // batch × context × layout × method
@@ -223,6 +224,7 @@ TEST(Presets, LlamaDecodePresetsCoverBatchContextAndBothLayouts) {
       names.insert(pt.name());
     }
     EXPECT_EQ(names.size(), points.size());
-    EXPECT_TRUE(names.count("flash_decode/fwd/b:128/h:" + std::to_string(heads) + "/kvh:8/n:1/nk:131072/d:128/fp16/paged:64"));
+    EXPECT_TRUE(
+        names.count("flash_decode/fwd/b:128/h:" + std::to_string(heads) + "/kvh:8/n:1/nk:131072/d:128/fp16/paged:64"));
   }
 }

@@ -278,8 +278,11 @@ int cmd_device(int index, bool as_json, bool copy_bandwidth) {
   if (as_json) {
     nlohmann::json j = to_json(*dev);
     if (copy)
-      j["copy_bandwidth"] = {{"bytes", copy->bytes},       {"reps", copy->reps},   {"median_s", copy->median_s},
-                             {"min_s", copy->min_s},       {"max_s", copy->max_s},
+      j["copy_bandwidth"] = {{"bytes", copy->bytes},
+                             {"reps", copy->reps},
+                             {"median_s", copy->median_s},
+                             {"min_s", copy->min_s},
+                             {"max_s", copy->max_s},
                              {"bytes_per_s", copy->bytes_per_s()},
                              {"definition", "cudaMemcpy device to device; 2 x bytes (read + write) / median time"}};
     fmt::print("{}\n", j.dump(2));
@@ -299,10 +302,10 @@ int cmd_device(int index, bool as_json, bool copy_bandwidth) {
   fmt::print("  peak DRAM bandwidth     {:.0f} GB/s (2 x clock x bus width)\n", d.peak_bandwidth_bytes_per_s() / 1e9);
   fmt::print("  ECC                     {}\n", d.ecc ? "on" : "off");
   if (copy)
-    fmt::print("  copy bandwidth          {:.0f} GB/s measured (cudaMemcpy D2D of {} MiB, 2 x bytes / median of {}: {:.3f} ms; "
-               "{:.1f} % of the peak)\n",
-               copy->bytes_per_s() / 1e9, copy->bytes >> 20, copy->reps, copy->median_s * 1e3,
-               100.0 * copy->bytes_per_s() / d.peak_bandwidth_bytes_per_s());
+    fmt::print("  copy bandwidth          {:.0f} GB/s measured ({:.1f} % of the peak): cudaMemcpy D2D of {} MiB, "
+               "2 x bytes / the median of {} ({:.3f} ms)\n",
+               copy->bytes_per_s() / 1e9, 100.0 * copy->bytes_per_s() / d.peak_bandwidth_bytes_per_s(),
+               copy->bytes >> 20, copy->reps, copy->median_s * 1e3);
   if (d.kernel_ptx_arch > 0)
     fmt::print("  fused kernels           compute_{} code, running as sm_{}{}\n", d.kernel_ptx_arch, d.kernel_binary_arch,
                d.kernel_ptx_arch < d.kernel_binary_arch ? " (PTX JIT-compiled by the driver)" : "");

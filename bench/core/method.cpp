@@ -49,8 +49,7 @@ Support check_common(const MethodInfo& info, const Problem& p, Pass pass, const 
                                         : fmt::format("{} has no {} kernels (it has: {})", info.name, p.mma,
                                                       fmt::join(info.mma, ", ")));
   if (p.paged() && !info.paged_kv)
-    return Support::no(fmt::format("{} cannot read a paged K/V cache ({}): it reads K and V as contiguous [B, Hkv, Nk, "
-                                   "d] tensors",
+    return Support::no(fmt::format("{} cannot read a paged K/V cache ({}): it reads contiguous K/V [B, Hkv, Nk, d]",
                                    info.name, kv_layout_name(p)));
   if (p.kvh() != p.heads && !info.gqa) return Support::no(fmt::format("{} does not support GQA/MQA (kv-heads != heads)", info.name));
   if (info.where == "gpu") {

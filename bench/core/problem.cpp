@@ -123,8 +123,9 @@ std::string kv_layout_name(const Problem& p) {
 }
 
 std::optional<int> parse_kv_layout(const std::string& s, std::string* why) {
-  const std::string allowed = fmt::format("contiguous or paged:P with P a positive multiple of {} (paged:{}, paged:{}, ...)",
-                                          kKvPageMultiple, kKvPageMultiple, 2 * kKvPageMultiple);
+  const std::string allowed =
+      fmt::format("contiguous or paged:P with P a positive multiple of {} (paged:{}, paged:{}, ...)", kKvPageMultiple,
+                  kKvPageMultiple, 2 * kKvPageMultiple);
   if (s == "contiguous") return 0;
   const std::string prefix = "paged:";
   if (s.compare(0, prefix.size(), prefix) != 0) {
@@ -156,7 +157,8 @@ KvPages kv_pages_of(const Problem& p) {
   k.table.resize(size_t(k.pages));
   for (int64_t i = 0; i < k.pages; ++i) k.table[size_t(i)] = int32_t(i);
   SplitMix64 rng(p.seed ^ 0x9a6e5ull);
-  for (int64_t i = k.pages - 1; i > 0; --i) std::swap(k.table[size_t(i)], k.table[size_t(rng.next() % uint64_t(i + 1))]);
+  for (int64_t i = k.pages - 1; i > 0; --i)
+    std::swap(k.table[size_t(i)], k.table[size_t(rng.next() % uint64_t(i + 1))]);
   return k;
 }
 
@@ -196,12 +198,15 @@ double flops(const Problem& p, Pass pass) {
 int64_t compulsory_bytes(const Problem& p, Pass pass) {
   const int64_t e = bytes_of(p.dtype);
   const int64_t q = p.q_elements() * e, kv = p.kv_elements() * e, lse = p.batch * p.heads * p.seqlen_q * 4;
-  const int64_t fwd = q + 2 * kv + q + lse;            // Q, K, V in; O, L out
+  const int64_t fwd = q + 2 * kv + q + lse;               // Q, K, V in; O, L out
   const int64_t bwd = 3 * q + 2 * kv + lse + q + 2 * kv;  // Q, O, dO, K, V, L in; dQ, dK, dV out
   switch (pass) {
-    case Pass::Fwd: return fwd;
-    case Pass::Bwd: return bwd;
-    case Pass::FwdBwd: return fwd + bwd;
+    case Pass::Fwd:
+      return fwd;
+    case Pass::Bwd:
+      return bwd;
+    case Pass::FwdBwd:
+      return fwd + bwd;
   }
   return fwd;
 }

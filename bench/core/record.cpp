@@ -82,8 +82,10 @@ json to_json(const Record& r) {
   }
   if (r.bandwidth) {
     const auto& b = *r.bandwidth;
-    j["bandwidth"] = {{"compulsory_bytes", b.compulsory_bytes}, {"peak_bytes_per_s", b.peak_bytes_per_s},
-                      {"ideal_s", b.ideal_s}, {"ideal_fraction", b.ideal_fraction}};
+    j["bandwidth"] = {{"compulsory_bytes", b.compulsory_bytes},
+                      {"peak_bytes_per_s", b.peak_bytes_per_s},
+                      {"ideal_s", b.ideal_s},
+                      {"ideal_fraction", b.ideal_fraction}};
     if (b.dram_bytes) j["bandwidth"]["dram_bytes"] = *b.dram_bytes;
     if (b.achieved_bytes_per_s) j["bandwidth"]["achieved_bytes_per_s"] = *b.achieved_bytes_per_s;
     if (b.peak_fraction) j["bandwidth"]["peak_fraction"] = *b.peak_fraction;

@@ -107,7 +107,8 @@ std::optional<CopyBandwidth> measure_copy_bandwidth(int index, int64_t bytes, in
   CopyBandwidth c;
   c.bytes = bytes;
   c.reps = reps;
-  c.median_s = times.size() % 2 ? times[times.size() / 2] : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
+  c.median_s =
+      times.size() % 2 ? times[times.size() / 2] : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
   c.min_s = times.front();
   c.max_s = times.back();
   return c;

@@ -1,11 +1,11 @@
 #include "bench/measure/problem_data.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstring>
 #include <set>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 #include "bench/cuda/cuda_check.h"
 #include "bench/cuda/device_inputs.h"

@@ -167,8 +167,8 @@ struct Runner::State {
       dk = DeviceBuffer(alloc, size_t(p.kv_elements()) * 2);
       dv = DeviceBuffer(alloc, size_t(p.kv_elements()) * 2);
     }
-    const int64_t in_bytes = int64_t(d.q.bytes() + d.k.bytes() + d.v.bytes() + d.block_table.bytes() +
-                                     (backward ? d.d_o.bytes() : 0));
+    const int64_t in_bytes =
+        int64_t(d.q.bytes() + d.k.bytes() + d.v.bytes() + d.block_table.bytes() + (backward ? d.d_o.bytes() : 0));
     const int64_t out_bytes = int64_t(o.bytes() + lse.bytes() + dq.bytes() + dk.bytes() + dv.bytes());
 
     const int64_t before = alloc.current_bytes();

@@ -61,10 +61,11 @@ class AxisReader {
   std::string where_;
 };
 
-const std::set<std::string> kAxisKeys = {
-    "method",  "pass",    "batch",   "heads",   "kv_heads", "seqlen",       "seqlen_k",      "head_dim",
-    "dtype",   "causal",  "padding", "dropout", "deterministic", "block_r",  "block_c", "mma",      "kv_layout", "pattern",       "density",
-    "sparse_block", "tokens", "model_dim", "seed", "sparse_window", "sparse_global"};
+const std::set<std::string> kAxisKeys = {"method",  "pass",      "batch",         "heads",         "kv_heads",
+                                         "seqlen",  "seqlen_k",  "head_dim",      "dtype",         "causal",
+                                         "padding", "dropout",   "deterministic", "block_r",       "block_c",
+                                         "mma",     "kv_layout", "pattern",       "density",       "sparse_block",
+                                         "tokens",  "model_dim", "seed",          "sparse_window", "sparse_global"};
 
 SweepSpec parse_one_sweep(const json& obj, const std::string& where) {
   if (!obj.is_object()) throw std::invalid_argument(fmt::format("{}: a sweep must be a JSON object", where));

@@ -7,7 +7,7 @@
 
 namespace flashio::kernels {
 
-#define FLASH_DECODE_DECLARE(D)                                                           \
+#define FLASH_DECODE_DECLARE(D)                                                      \
   extern template void run_flash_decode<half, D>(const DecodeParams&, cudaStream_t); \
   extern template void run_flash_decode<__nv_bfloat16, D>(const DecodeParams&, cudaStream_t);
 FLASH_DECODE_HEAD_DIMS(FLASH_DECODE_DECLARE)
@@ -15,12 +15,13 @@ FLASH_DECODE_HEAD_DIMS(FLASH_DECODE_DECLARE)
 template <typename T>
 static void dispatch_head_dim(const DecodeParams& p, cudaStream_t stream) {
   switch (p.head_dim) {
-#define FLASH_DECODE_CASE(D)            \
-  case D:                               \
-    run_flash_decode<T, D>(p, stream);  \
+#define FLASH_DECODE_CASE(D)           \
+  case D:                              \
+    run_flash_decode<T, D>(p, stream); \
     return;
     FLASH_DECODE_HEAD_DIMS(FLASH_DECODE_CASE)
-    default: throw std::invalid_argument("flash_decode: head dim " + std::to_string(p.head_dim) + " not compiled");
+    default:
+      throw std::invalid_argument("flash_decode: head dim " + std::to_string(p.head_dim) + " not compiled");
   }
 }
 

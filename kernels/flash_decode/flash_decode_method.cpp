@@ -1,12 +1,13 @@
 // The `flash_decode` method: split-KV attention for decoding (Flash-Decoding), forward only.
 // Kernels in kernels/flash_decode/flash_decode_kernel.cuh; tile, stages and split choice in
 // flash_decode_configs.h.
-#include <string>
+#include "kernels/flash_decode/flash_decode_method.h"
 
 #include <fmt/format.h>
 
+#include <string>
+
 #include "bench/core/method.h"
-#include "kernels/flash_decode/flash_decode_method.h"
 
 namespace flashio {
 
@@ -21,8 +22,9 @@ class FlashDecode final : public Method {
   MethodInfo info() const override {
     MethodInfo i;
     i.name = "flash_decode";
-    i.summary = "split-KV decoding (Flash-Decoding): blocks over (batch, K/V head, key split), a GQA group's "
-                "queries together, partials combined by log-sum-exp";
+    i.summary =
+        "split-KV decoding (Flash-Decoding): blocks over (batch, K/V head, key split), a GQA group's "
+        "queries together, partials combined by log-sum-exp";
     i.where = "gpu";
     i.passes = {Pass::Fwd};
     i.dtypes = {DType::F16, DType::BF16};
@@ -49,18 +51,22 @@ class FlashDecode final : public Method {
     if (p.seqlen_q > kernels::kDecodeMaxQueries)
       return Support::no(fmt::format("flash_decode decodes at most {} queries per sequence (got {}): use flash2",
                                      kernels::kDecodeMaxQueries, p.seqlen_q));
-    if ((p.block_r > 0 && p.block_r != kernels::kDecodeBlockM) || (p.block_c > 0 && p.block_c != kernels::kDecodeBlockN))
+    if ((p.block_r > 0 && p.block_r != kernels::kDecodeBlockM) ||
+        (p.block_c > 0 && p.block_c != kernels::kDecodeBlockN))
       return Support::no(fmt::format("flash_decode has one tile, {}x{} (asked: {}x{})", kernels::kDecodeBlockM,
                                      kernels::kDecodeBlockN, p.block_r, p.block_c));
-    if (p.nk() > (int64_t(1) << 30)) return Support::no("key lengths above 2^30 are not supported (32-bit key indices)");
+    if (p.nk() > (int64_t(1) << 30))
+      return Support::no("key lengths above 2^30 are not supported (32-bit key indices)");
     const int64_t smem = kernels::flash_decode_smem_bytes(int(p.head_dim));
     if (smem > dev.smem_per_block_optin)
-      return Support::no(fmt::format("flash_decode needs {} bytes of shared memory for d={}; this GPU allows {} per block",
-                                     smem, p.head_dim, dev.smem_per_block_optin));
+      return Support::no(
+          fmt::format("flash_decode needs {} bytes of shared memory for d={}; this GPU allows {} per block", smem,
+                      p.head_dim, dev.smem_per_block_optin));
     const kernels::DecodeSplit s = flash_decode_choose_split(p, dev);
     if (p.batch > 65535 || p.kvh() * s.row_tiles > 65535)
-      return Support::no(fmt::format("b:{} and {} K/V heads × {} row tiles exceed the grid's 65535 blocks per dimension",
-                                     p.batch, p.kvh(), s.row_tiles));
+      return Support::no(
+          fmt::format("b:{} and {} K/V heads × {} row tiles exceed the grid's 65535 blocks per dimension", p.batch,
+                      p.kvh(), s.row_tiles));
     return Support::yes();
   }
 };
