@@ -8,9 +8,12 @@
 
 #include "bench/core/method.h"
 #include "bench/core/problem.h"
+#include "bench/core/record.h"
+#include "bench/core/schema.h"
 #include "bench/sweep/sweep.h"
 #include "kernels/flash_decode/flash_decode_configs.h"
 #include "kernels/flash_decode/flash_decode_method.h"
+#include "tests/schema_test_util.h"
 
 using namespace flashio;
 
@@ -203,4 +206,49 @@ TEST(FlashDecodeMethod, OtherMethodsSkipPagedPointsWithTheReason) {
     if (m->name().rfind("blocksparse", 0) == 0) continue;  // they refuse a dense point first
     EXPECT_NE(s.reason.find("paged"), std::string::npos) << m->name() << ": " << s.reason;
   }
+}
+
+// The bandwidth figures of a timed record: compulsory bytes at the peak, the counters' DRAM
+// bytes over the median time; written, read back and valid against the result schema.
+TEST(Bandwidth, FromTheTimeAndTheCountersIntoTheSchema) {
+  Record r;
+  r.method = "flash_decode";
+  r.problem = decode(8, 32, 8, 1, 8192);
+  r.problem.kv_page = 64;
+  r.tiles = Tiles{};
+  TimeStats t;
+  t.median_s = 100e-6;
+  t.min_s = t.max_s = t.mean_s = 100e-6;
+  t.reps = 3;
+  r.time = t;
+  EXPECT_FALSE(bandwidth_of(r, 0.0));  // no peak: no figures
+  const int64_t q = 8 * 32 * 128 * 2, kv = 8 * 8 * 8192 * 128 * 2, lse = 8 * 32 * 4;
+  EXPECT_EQ(compulsory_bytes(r.problem, Pass::Fwd), q + 2 * kv + q + lse);
+  auto b = bandwidth_of(r, 3.35e12);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->compulsory_bytes, q + 2 * kv + q + lse);
+  EXPECT_DOUBLE_EQ(b->ideal_s, double(b->compulsory_bytes) / 3.35e12);
+  EXPECT_DOUBLE_EQ(b->ideal_fraction, b->ideal_s / 100e-6);
+  EXPECT_FALSE(b->dram_bytes);  // counters not collected
+  r.counters = {{"status", "ok"}, {"set", "dram"}, {"bytes", {{"dram_read", 2.7e8}, {"dram_write", 1e6}}}};
+  b = bandwidth_of(r, 3.35e12);
+  ASSERT_TRUE(b && b->dram_bytes);
+  EXPECT_EQ(*b->dram_bytes, int64_t(271000000));
+  EXPECT_DOUBLE_EQ(*b->achieved_bytes_per_s, 2.71e8 / 100e-6);
+  EXPECT_DOUBLE_EQ(*b->peak_fraction, 2.71e8 / 100e-6 / 3.35e12);
+  r.bandwidth = b;
+  const nlohmann::json j = to_json(r);
+  EXPECT_EQ(j.at("bandwidth").at("dram_bytes"), 271000000);
+  EXPECT_EQ(j.at("problem").at("kv_layout"), "paged:64");
+  const Record back = record_from_json(j);
+  ASSERT_TRUE(back.bandwidth);
+  EXPECT_EQ(back.bandwidth->compulsory_bytes, b->compulsory_bytes);
+  EXPECT_DOUBLE_EQ(*back.bandwidth->peak_fraction, *b->peak_fraction);
+  EXPECT_TRUE(validate_schema(record_schema(), j).empty()) << validate_schema(record_schema(), j).front();
+  nlohmann::json bad = j;
+  bad["bandwidth"]["ideal_s"] = -1;
+  EXPECT_FALSE(validate_schema(record_schema(), bad).empty());
+  bad = j;
+  bad["bandwidth"]["gb_per_s"] = 1;  // no field beyond the documented ones
+  EXPECT_FALSE(validate_schema(record_schema(), bad).empty());
 }
