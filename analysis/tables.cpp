@@ -378,6 +378,33 @@ std::vector<Table> report_tables(const Documents& docs) {
     }
   if (!fig2.rows.empty()) out.push_back(fig2);
 
+  // DRAM bandwidth (records since the bandwidth fields): the ideal time at the GPU's peak for the
+  // compulsory bytes, and, where counters were collected, the achieved DRAM bandwidth.
+  Table bw{"DRAM bandwidth: compulsory bytes at the peak (ideal) and the counters' DRAM bytes over the median time",
+           {"device", "point", "runtime (ms)", "compulsory (MB)", "ideal (ms)", "of ideal", "DRAM R/W (MB)",
+            "achieved (GB/s)", "of peak"},
+           {"", "", "s", "B", "s", "ratio", "B", "B/s", "ratio"},
+           {}};
+  for (const auto& [path, doc] : docs)
+    for (const auto& rec : doc.value("records", json::array())) {
+      if (rec.value("status", "") != "ok" || !rec.contains("bandwidth") || !rec["bandwidth"].is_object()) continue;
+      const json& b = rec["bandwidth"];
+      auto optional = [&](const char* key, double scale, int digits) {
+        return b.contains(key) ? fixed_cell(number_field(b, key, 0.0), scale, digits) : no_cell();
+      };
+      auto percent = [&](const char* key) {
+        if (!b.contains(key)) return no_cell();
+        const double v = number_field(b, key, 0.0);
+        return number_cell(v, fmt::format("{:.1f} %", 100.0 * v));
+      };
+      bw.rows.push_back(
+          {text_cell(doc["device"].value("name", std::string("?"))), text_cell(rec.value("name", "")),
+           fixed_cell(median_s(rec), 1e3, 3), fixed_cell(number_field(b, "compulsory_bytes", 0.0), 1e-6, 1),
+           fixed_cell(number_field(b, "ideal_s", 0.0), 1e3, 3), percent("ideal_fraction"),
+           optional("dram_bytes", 1e-6, 1), optional("achieved_bytes_per_s", 1e-9, 1), percent("peak_fraction")});
+    }
+  if (!bw.rows.empty()) out.push_back(bw);
+
   // Every record without a time, so that none is left out of the report without a word.
   Table untimed{"Points without a time (skipped, out of memory, failed)",
                 {"file", "point", "status", "reason"},

@@ -37,7 +37,7 @@ inline Runner& full_check_runner() {
 inline bool fused_bf16_available() { return !gpu() || gpu()->kernel_ptx_arch == 0 || gpu()->kernel_ptx_arch >= 80; }
 
 inline bool is_fused_method(const std::string& m) {
-  return m == "flash1" || m == "flash2" || m == "blocksparse_flash";
+  return m == "flash1" || m == "flash2" || m == "blocksparse_flash" || m == "flash_decode";
 }
 
 // Whether flash2's wgmma kernels run on this GPU in this build (a Hopper GPU, built with 90).

@@ -1171,8 +1171,9 @@ TEST(AnalyzeCommand, DramVerdictsCoverOnlyTheModelsScopeAndListTheRest) {
 // file the linker dropped, or a registration line lost, fails here); methods without a model
 // (peers, the CPU reference, blocksparse_standard) get none and say so in words.
 TEST(ModelRegistry, EveryModelledMethodIsRegisteredUnderItsName) {
-  const std::vector<std::string> modelled = {"blocksparse_flash", "flash1", "flash2", "flash3", "flash3_no_overlap",
-                                             "flash3_no_pingpong", "standard", "standard_fused"};
+  const std::vector<std::string> modelled = {
+      "blocksparse_flash",  "flash1",       "flash2",   "flash3",        "flash3_no_overlap",
+      "flash3_no_pingpong", "flash_decode", "standard", "standard_fused"};
   EXPECT_EQ(builtin_models().names(), modelled);
   for (const auto& name : modelled) {
     const IoModel* m = find_model(name);
@@ -1183,7 +1184,7 @@ TEST(ModelRegistry, EveryModelledMethodIsRegisteredUnderItsName) {
     EXPECT_TRUE(find_model(exact)->exact()) << exact;
     EXPECT_TRUE(has_exact_model(exact)) << exact;
   }
-  for (const char* compulsory : {"standard", "standard_fused"}) {
+  for (const char* compulsory : {"standard", "standard_fused", "flash_decode"}) {
     EXPECT_FALSE(find_model(compulsory)->exact()) << compulsory;
     EXPECT_FALSE(find_model(compulsory)->unjudged_note().empty()) << compulsory;
   }
@@ -1294,4 +1295,30 @@ TEST(RecordTiles, Flash3RecordIsPredictedWithTmaLoads) {
   r.pass = Pass::FwdBwd;
   const RecordModel b = model_point_of(to_json(r));
   if (b.point) EXPECT_THROW(predict_sm_l2(*b.point), std::invalid_argument);
+}
+
+// flash_decode's bytes: Q, K, V read and O, L written once, plus the splits' fp32 partials (O and
+// L, d + 1 floats per row and split) written by the split kernel and read by the combine.
+TEST(FlashDecodeModel, CompulsoryBytesAndTheSplitsPartials) {
+  ModelPoint m;
+  m.method = "flash_decode";
+  m.problem = shape(8, 32, 8, 1, 8192, 128, false, false);
+  ModelTiles t;
+  t.block_r = 16, t.block_c = 64, t.warps = 4, t.stages = 3;
+  t.splits = 4;
+  m.fwd_tiles = t;
+  const int64_t q = 8 * 32 * 1 * 128 * 2, kv = 8 * 8 * 8192 * 128 * 2, rows = 8 * 32;
+  const int64_t partials = 4 * rows * (128 + 1) * 4;
+  const Traffic dram = compulsory_dram(m);
+  EXPECT_EQ(dram.read, q + 2 * kv + partials);
+  EXPECT_EQ(dram.write, q + rows * 4 + partials);
+  const Traffic sm = predict_sm_l2(m);
+  EXPECT_EQ(sm.read, 4 * q + 2 * kv + partials);  // Q once per split; one row tile: K, V once
+  EXPECT_EQ(sm.write, partials + q + rows * 4);
+  m.fwd_tiles->splits = 1;  // no partials: the split kernel writes O and L
+  EXPECT_EQ(compulsory_dram(m).total(), q + 2 * kv + q + rows * 4);
+  m.problem = shape(1, 8, 1, 16, 1000, 64, false, false);  // MQA, 8 heads × 16 queries: 8 row tiles
+  EXPECT_EQ(predict_sm_l2(m).read, 1 * 8 * 16 * 64 * 2 + 8 * 2 * (1000 * 64 * 2));
+  m.pass = Pass::Bwd;
+  EXPECT_THROW(predict_sm_l2(m), std::invalid_argument);
 }

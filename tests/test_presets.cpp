@@ -1,8 +1,9 @@
 // Presets and sweep files: every preset parses and expands to the paper's setting; sweep
 // files in the documented format expand, malformed ones fail with one line naming the problem.
-#include <fstream>
-
 #include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
 
 #include "bench/core/method.h"
 #include "bench/sweep/presets.h"
@@ -204,3 +205,26 @@ INSTANTIATE_TEST_SUITE_P(
                     std::make_pair(R"({"sparse_window": [1, 2]})", "my.json: /sparse_window: Value type not permitted")));
 
 TEST(SweepFile, UnreadableFile) { EXPECT_THROW(read_sweep_file("/nonexistent/sweep.json"), std::invalid_argument); }
+
+TEST(Presets, LlamaDecodePresetsCoverBatchContextAndBothLayouts) {
+  for (const auto& [name, heads] :
+       {std::pair<std::string, int64_t>{"llama3-8b-decode", 32}, {"llama3-70b-decode", 64}}) {
+    SCOPED_TRACE(name);
+    const auto points = preset_points(name);
+    EXPECT_EQ(points.size(), 4u * 4u * 2u * 3u);  // batch × context × layout × method
+    std::set<std::string> names;
+    for (const auto& pt : points) {
+      EXPECT_EQ(pt.problem.heads, heads);
+      EXPECT_EQ(pt.problem.kvh(), 8);
+      EXPECT_EQ(pt.problem.head_dim, 128);
+      EXPECT_EQ(pt.problem.seqlen_q, 1);
+      EXPECT_TRUE(pt.problem.kv_page == 0 || pt.problem.kv_page == 64);
+      // Fits in 80 GB: K and V of the largest point are 64 GiB.
+      EXPECT_LE(2 * pt.problem.kv_elements() * 2, int64_t(64) << 30);
+      names.insert(pt.name());
+    }
+    EXPECT_EQ(names.size(), points.size());
+    EXPECT_TRUE(
+        names.count("flash_decode/fwd/b:128/h:" + std::to_string(heads) + "/kvh:8/n:1/nk:131072/d:128/fp16/paged:64"));
+  }
+}

@@ -99,7 +99,7 @@ bool parse_bool(const std::string& opt, const std::string& s) {
 // Options of `flashio run` (and the shape options of `flashio list`) as strings.
 struct AxisOptions {
   std::vector<std::string> method, pass, batch, heads, kv_heads, seqlen, seqlen_k, head_dim, dtype, causal, padding,
-      dropout, deterministic, block_r, block_c, mma, pattern, density, sparse_block;
+      dropout, deterministic, block_r, block_c, mma, kv_layout, pattern, density, sparse_block;
   std::string tokens, model_dim, seed, sparse_window, sparse_global;
 };
 
@@ -121,6 +121,10 @@ void add_shape_options(CLI::App* app, AxisOptions& a) {
   app->add_option("--block-c", a.block_c, "force the tile columns Bc (0 = method's choice)")->delimiter(',');
   app->add_option("--mma", a.mma,
                   "tensor-core instruction of the fused kernels: auto (wgmma on Hopper where compiled), mma.sync, wgmma")
+      ->delimiter(',');
+  app->add_option("--kv-layout", a.kv_layout,
+                  "K/V cache layout: contiguous, paged:P (pages of P tokens, P a positive multiple of 64, in a seeded "
+                  "random order through a block table)")
       ->delimiter(',');
   app->add_option("--tokens", a.tokens, "batch = tokens / N (FlashAttention-2's setting: 16384)");
   app->add_option("--model-dim", a.model_dim, "heads = model-dim / d (FlashAttention-2's setting: 2048)");
@@ -200,6 +204,13 @@ SweepSpec build_spec(const AxisOptions& a, SweepSpec s) {
         throw BadInput(fmt::format("--mma: '{}' is not one of auto, mma.sync, wgmma", v));
       return v == "auto" ? std::string() : v;
     });
+  if (!a.kv_layout.empty())
+    s.kv_page = parse_list<int>("kv-layout", a.kv_layout, [](const std::string& v) {
+      std::string why;
+      const auto page = parse_kv_layout(v, &why);
+      if (!page) throw BadInput("--kv-layout: " + why);
+      return *page;
+    });
   if (!a.seed.empty()) s.seed = uint64_t(parse_ints("seed", {a.seed}, 0)[0]);
   if (!a.pattern.empty()) s.pattern = a.pattern;  // checked by expand() (Problem::invalid_reason)
   if (!a.density.empty())
@@ -249,15 +260,32 @@ std::string default_output_path(const DeviceInfo& dev) {
   return path;
 }
 
-int cmd_device(int index, bool as_json) {
+int cmd_device(int index, bool as_json, bool copy_bandwidth) {
   std::string why;
   auto dev = query_device(index, &why);
   if (!dev) {
     fmt::print(stderr, "flashio: {}\n", why);
     return kExitRuntime;
   }
+  std::optional<CopyBandwidth> copy;
+  if (copy_bandwidth) {  // 1 GiB, median of 20: what a streaming kernel can reach on this GPU
+    copy = measure_copy_bandwidth(index, int64_t(1) << 30, 20, &why);
+    if (!copy) {
+      fmt::print(stderr, "flashio: {}\n", why);
+      return kExitRuntime;
+    }
+  }
   if (as_json) {
-    fmt::print("{}\n", to_json(*dev).dump(2));
+    nlohmann::json j = to_json(*dev);
+    if (copy)
+      j["copy_bandwidth"] = {{"bytes", copy->bytes},
+                             {"reps", copy->reps},
+                             {"median_s", copy->median_s},
+                             {"min_s", copy->min_s},
+                             {"max_s", copy->max_s},
+                             {"bytes_per_s", copy->bytes_per_s()},
+                             {"definition", "cudaMemcpy device to device; 2 x bytes (read + write) / median time"}};
+    fmt::print("{}\n", j.dump(2));
     return 0;
   }
   const auto& d = *dev;
@@ -273,6 +301,11 @@ int cmd_device(int index, bool as_json) {
   fmt::print("  memory bus width        {} bits\n", d.bus_width_bits);
   fmt::print("  peak DRAM bandwidth     {:.0f} GB/s (2 x clock x bus width)\n", d.peak_bandwidth_bytes_per_s() / 1e9);
   fmt::print("  ECC                     {}\n", d.ecc ? "on" : "off");
+  if (copy)
+    fmt::print("  copy bandwidth          {:.0f} GB/s measured ({:.1f} % of the peak): cudaMemcpy D2D of {} MiB, "
+               "2 x bytes / the median of {} ({:.3f} ms)\n",
+               copy->bytes_per_s() / 1e9, 100.0 * copy->bytes_per_s() / d.peak_bandwidth_bytes_per_s(),
+               copy->bytes >> 20, copy->reps, copy->median_s * 1e3);
   if (d.kernel_ptx_arch > 0)
     fmt::print("  fused kernels           compute_{} code, running as sm_{}{}\n", d.kernel_ptx_arch, d.kernel_binary_arch,
                d.kernel_ptx_arch < d.kernel_binary_arch ? " (PTX JIT-compiled by the driver)" : "");
@@ -755,6 +788,9 @@ int flashio_main(const std::vector<std::string>& args) {
   CLI::App* device = app.add_subcommand("device", "describe the GPU: SMs, shared memory, L2, bandwidth, clocks, versions");
   device->add_option("--device", device_index, "GPU index");
   device->add_flag("--json", device_json, "print as JSON");
+  bool device_copy = false;
+  device->add_flag("--copy-bandwidth", device_copy,
+                   "also measure the device-to-device copy bandwidth (cudaMemcpy of 1 GiB, median of 20)");
   device->footer(exit_status_help());
   list->footer(exit_status_help());
   app.footer(exit_status_help("analyze: a verdict does not hold; run: a point ended in an error record"));
@@ -795,7 +831,7 @@ int flashio_main(const std::vector<std::string>& args) {
       merge_args.command_line = join_command_line(args);
       return cmd_merge(merge_args);
     }
-    if (device->parsed()) return cmd_device(device_index, device_json);
+    if (device->parsed()) return cmd_device(device_index, device_json, device_copy);
     if (const auto rc = analysis_commands->run()) return *rc;
   } catch (const BadInput& e) {
     fmt::print(stderr, "flashio: error: {}\n", e.what());

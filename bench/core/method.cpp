@@ -48,6 +48,9 @@ Support check_common(const MethodInfo& info, const Problem& p, Pass pass, const 
     return Support::no(info.mma.empty() ? fmt::format("{} has no fused kernels: --mma {} does not apply", info.name, p.mma)
                                         : fmt::format("{} has no {} kernels (it has: {})", info.name, p.mma,
                                                       fmt::join(info.mma, ", ")));
+  if (p.paged() && !info.paged_kv)
+    return Support::no(fmt::format("{} cannot read a paged K/V cache ({}): it reads contiguous K/V [B, Hkv, Nk, d]",
+                                   info.name, kv_layout_name(p)));
   if (p.kvh() != p.heads && !info.gqa) return Support::no(fmt::format("{} does not support GQA/MQA (kv-heads != heads)", info.name));
   if (info.where == "gpu") {
     if (dev.compute_capability() < 75)

@@ -46,6 +46,9 @@ struct MethodInfo {
   std::vector<std::string> masks;  // "none", "causal", "padding", "blocksparse"
   bool dropout = false;
   bool gqa = false;
+  // Reads a paged K/V cache (Problem::kv_page: pages through a block table). False: a paged
+  // point is skipped with the reason.
+  bool paged_kv = false;
   // Honours Problem::deterministic: its backward is bitwise reproducible (always, or in the
   // deterministic mode). False: a deterministic bwd/fwdbwd point is skipped.
   bool deterministic = false;
@@ -63,6 +66,9 @@ struct AttentionBuffers {
   void* o = nullptr;             // [B, H, Nq, d]
   float* lse = nullptr;          // [B, H, Nq] natural-log log-sum-exp of the scaled scores
   const int* key_lengths = nullptr;  // [B] valid keys per sequence, or null (all valid)
+  // A paged problem (Problem::kv_page > 0): k and v hold the pages, [pages, Hkv, P, d], and
+  // block_table [B, ⌈Nk/P⌉] (int32) names the physical page of each logical one (KvPages).
+  const int* block_table = nullptr;
   const void* d_o = nullptr;     // [B, H, Nq, d]
   void* dq = nullptr;
   void* dk = nullptr;

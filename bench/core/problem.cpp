@@ -52,6 +52,7 @@ std::string Problem::name() const {
   if (deterministic) s += "/det";
   if (block_r > 0 || block_c > 0) s += fmt::format("/tile:{}x{}", block_r, block_c);
   if (!mma.empty()) s += "/mma:" + mma;
+  if (paged()) s += "/" + kv_layout_name(*this);  // contiguous adds nothing: older names unchanged
   if (sparse()) {
     const auto kind = parse_pattern(pattern);
     if (kind == PatternKind::File) {  // the file's base name: a path's slashes would split the name
@@ -109,7 +110,56 @@ std::optional<std::string> Problem::invalid_reason() const {
   if (!mma.empty() && mma != "mma.sync" && mma != "wgmma")
     return fmt::format("mma must be mma.sync or wgmma (got '{}')", mma);
   if (auto why = pattern_invalid_reason(*this)) return why;
+  if (kv_page < 0 || kv_page % kKvPageMultiple != 0)
+    return fmt::format("kv page size {} is not a positive multiple of {} (allowed: {}, {}, {}, ...)", kv_page,
+                       kKvPageMultiple, kKvPageMultiple, 2 * kKvPageMultiple, 4 * kKvPageMultiple);
+  if (paged() && batch * ((nk() + kv_page - 1) / kv_page) > kMaxExtent)
+    return fmt::format("b:{} nk:{} in pages of {}: more pages than an int32 block table holds", batch, nk(), kv_page);
   return std::nullopt;
+}
+
+std::string kv_layout_name(const Problem& p) {
+  return p.paged() ? fmt::format("paged:{}", p.kv_page) : std::string("contiguous");
+}
+
+std::optional<int> parse_kv_layout(const std::string& s, std::string* why) {
+  const std::string allowed =
+      fmt::format("contiguous or paged:P with P a positive multiple of {} (paged:{}, paged:{}, ...)", kKvPageMultiple,
+                  kKvPageMultiple, 2 * kKvPageMultiple);
+  if (s == "contiguous") return 0;
+  const std::string prefix = "paged:";
+  if (s.compare(0, prefix.size(), prefix) != 0) {
+    if (why) *why = fmt::format("'{}' is not a K/V layout: {}", s, allowed);
+    return std::nullopt;
+  }
+  const std::string digits = s.substr(prefix.size());
+  int64_t page = 0;
+  bool ok = !digits.empty() && digits.size() <= 9;
+  for (char c : digits) {
+    if (c < '0' || c > '9') ok = false;
+    if (ok) page = page * 10 + (c - '0');
+  }
+  if (!ok || page <= 0 || page % kKvPageMultiple != 0) {
+    if (why) *why = fmt::format("'{}': the page size must be {}", s, allowed);
+    return std::nullopt;
+  }
+  return int(page);
+}
+
+KvPages kv_pages_of(const Problem& p) {
+  KvPages k;
+  k.page = p.kv_page;
+  k.pages_per_seq = (p.nk() + k.page - 1) / k.page;
+  k.pages = p.batch * k.pages_per_seq;
+  k.page_elements = p.kvh() * k.page * p.head_dim;
+  // A seeded Fisher-Yates shuffle of the physical pages: no two logical neighbours are adjacent
+  // by construction, so no accidental contiguity helps a kernel.
+  k.table.resize(size_t(k.pages));
+  for (int64_t i = 0; i < k.pages; ++i) k.table[size_t(i)] = int32_t(i);
+  SplitMix64 rng(p.seed ^ 0x9a6e5ull);
+  for (int64_t i = k.pages - 1; i > 0; --i)
+    std::swap(k.table[size_t(i)], k.table[size_t(rng.next() % uint64_t(i + 1))]);
+  return k;
 }
 
 std::vector<int32_t> key_lengths(const Problem& p) {
@@ -145,6 +195,22 @@ double flops(const Problem& p, Pass pass) {
   return fwd;
 }
 
+int64_t compulsory_bytes(const Problem& p, Pass pass) {
+  const int64_t e = bytes_of(p.dtype);
+  const int64_t q = p.q_elements() * e, kv = p.kv_elements() * e, lse = p.batch * p.heads * p.seqlen_q * 4;
+  const int64_t fwd = q + 2 * kv + q + lse;               // Q, K, V in; O, L out
+  const int64_t bwd = 3 * q + 2 * kv + lse + q + 2 * kv;  // Q, O, dO, K, V, L in; dQ, dK, dV out
+  switch (pass) {
+    case Pass::Fwd:
+      return fwd;
+    case Pass::Bwd:
+      return bwd;
+    case Pass::FwdBwd:
+      return fwd + bwd;
+  }
+  return fwd;
+}
+
 std::string point_name(const std::string& method, Pass pass, const Problem& p) {
   return fmt::format("{}/{}/{}", method, to_string(pass), p.name());
 }
@@ -166,6 +232,7 @@ nlohmann::json to_json(const Problem& p) {
           {"block_c", p.block_c}};
   if (p.deterministic) j["deterministic"] = true;  // only when set, so other records are unchanged
   if (!p.mma.empty()) j["mma"] = p.mma;             // likewise
+  if (p.paged()) j["kv_layout"] = kv_layout_name(p);  // likewise: absent = contiguous
   auto mask_rows = [](const std::string& text) {  // a mask in the pattern-file format, without its header
     nlohmann::json rows = nlohmann::json::array();
     for (size_t at = text.find('\n') + 1; at > 0 && at < text.size();) {
@@ -234,6 +301,12 @@ Problem problem_from_json(const nlohmann::json& j) {
     p.block_r = int_field(j, "block_r", 0);
     p.block_c = int_field(j, "block_c", 0);
     p.mma = j.value("mma", std::string());
+    if (j.contains("kv_layout")) {
+      std::string why;
+      const auto page = parse_kv_layout(j.at("kv_layout").get<std::string>(), &why);
+      if (!page) throw std::runtime_error("bad kv_layout: " + why);
+      p.kv_page = *page;
+    }
     p.pattern = j.value("pattern", std::string());
     p.sparse_block = int_field(j, "sparse_block", p.sparse_block);
     p.sparse_density = number_field(j, "sparse_target_density", p.sparse_density);

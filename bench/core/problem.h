@@ -29,7 +29,11 @@ struct Problem {
   int64_t seqlen_k = 0;  // 0 = same as seqlen_q
   int64_t head_dim = 64;
   DType dtype = DType::F16;
-  bool causal = false;  // top-left aligned: query i attends keys j <= i (as torch's is_causal)
+  // Top-left aligned: query i attends keys j <= i (as torch's is_causal), also when Nq != Nk
+  // (decode: Nq < Nk, a query sees keys up to its own index; Nq > Nk: rows from Nk on see every
+  // key). FlashAttention >= 2.1's bottom-right alignment is not implemented; a one-query decode
+  // step under it is the unmasked problem (kernels/flash_decode/NOTES.md).
+  bool causal = false;
   Padding padding = Padding::None;
   double dropout = 0.0;
   uint64_t seed = 0x5eed;
@@ -38,6 +42,11 @@ struct Problem {
   // honour it give a `skipped` record; the forward passes of every method are deterministic.
   bool deterministic = false;
   double softmax_scale = 0.0;  // 0 = 1/sqrt(head_dim)
+  // K/V storage (--kv-layout): 0 = contiguous [B, Hkv, Nk, d]; P > 0 = paged, pages of P tokens
+  // ([pages, Hkv, P, d]) in a seeded random order, found through an int32 block table [B, ⌈Nk/P⌉]
+  // (kv_pages_of). A storage layout only: the logical K/V, the reference and the check are the
+  // same. P is a positive multiple of kKvPageMultiple.
+  int kv_page = 0;
   int block_r = 0;             // forced tile rows (Br); 0 = the method's choice for the GPU
   int block_c = 0;             // forced tile columns (Bc); 0 = the method's choice
   // Forced tensor-core instruction of the fused kernels: "" (the method's choice: wgmma on a
@@ -59,6 +68,7 @@ struct Problem {
   std::optional<std::pair<int64_t, int64_t>> recorded_blocks;
 
   bool sparse() const { return !pattern.empty() && pattern != "none"; }
+  bool paged() const { return kv_page > 0; }
   int64_t kvh() const { return kv_heads > 0 ? kv_heads : heads; }
   int64_t nk() const { return seqlen_k > 0 ? seqlen_k : seqlen_q; }
   double scale() const;
@@ -78,6 +88,35 @@ struct Problem {
 inline constexpr int64_t kMaxExtent = (int64_t(1) << 31) - 1;
 inline constexpr int64_t kMaxTensorElements = int64_t(1) << 40;
 
+// Page sizes (tokens) a paged K/V cache may have: positive multiples of this, the K/V tile of
+// the kernels that read pages (flash_decode: 64 keys), so that no tile straddles two pages.
+inline constexpr int kKvPageMultiple = 64;
+
+// "contiguous" or "paged:P" (the --kv-layout value and the record's kv_layout).
+std::string kv_layout_name(const Problem& p);
+// Parses a --kv-layout value into Problem::kv_page (0 = contiguous); nullopt with `why` (one
+// line naming the allowed values) when malformed or not a positive multiple of kKvPageMultiple.
+std::optional<int> parse_kv_layout(const std::string& s, std::string* why);
+
+// The paged storage of a problem's K/V (Problem::kv_page > 0): pages_per_seq pages of `page`
+// tokens per sequence; pages = B·pages_per_seq physical pages, logical page j of sequence b
+// stored at physical page table[b·pages_per_seq + j], a permutation drawn from the problem's seed.
+struct KvPages {
+  int64_t page = 0;
+  int64_t pages_per_seq = 0;
+  int64_t pages = 0;
+  std::vector<int32_t> table;  // [B, pages_per_seq]
+  // Elements of one physical page (all K/V heads): Hkv·P·d; of the paged K (or V) buffer.
+  int64_t page_elements = 0;
+  int64_t elements() const { return pages * page_elements; }
+  // Element offset in the paged buffer of logical element (b, hk, key, col).
+  int64_t offset(int64_t b, int64_t hk, int64_t key, int64_t col, int64_t kv_heads, int64_t d) const {
+    const int64_t phys = table[size_t(b * pages_per_seq + key / page)];
+    return ((phys * kv_heads + hk) * page + key % page) * d + col;
+  }
+};
+KvPages kv_pages_of(const Problem& p);  // p.paged()
+
 // a·b, or nullopt when it does not fit in int64 (a, b >= 0).
 std::optional<int64_t> checked_mul(int64_t a, int64_t b);
 
@@ -88,6 +127,12 @@ std::vector<int32_t> key_lengths(const Problem& p);
 // 4·B·H·Nq·Nk·d, halved when causal; backward 2.5× forward; fwd+bwd 3.5×. With a block-sparse
 // pattern, scaled by its density s (the work of the non-zero blocks).
 double flops(const Problem& p, Pass pass);
+
+// Bytes a pass must move between DRAM and the chip at the least: its tensors read once and its
+// outputs written once: forward Q, K, V read, O written (+ L, fp32);
+// backward Q, K, V, O, dO, L read, dQ, dK, dV written; fwd+bwd both. K and V count the logical
+// keys (a paged cache's unused slots are not compulsory); key padding is not subtracted.
+int64_t compulsory_bytes(const Problem& p, Pass pass);
 
 // The point name: method/pass/problem-name.
 std::string point_name(const std::string& method, Pass pass, const Problem& p);

@@ -80,6 +80,16 @@ json to_json(const Record& r) {
                    {"total_bytes", r.memory->total_bytes},
                    {"library_bytes", r.memory->library_bytes}};
   }
+  if (r.bandwidth) {
+    const auto& b = *r.bandwidth;
+    j["bandwidth"] = {{"compulsory_bytes", b.compulsory_bytes},
+                      {"peak_bytes_per_s", b.peak_bytes_per_s},
+                      {"ideal_s", b.ideal_s},
+                      {"ideal_fraction", b.ideal_fraction}};
+    if (b.dram_bytes) j["bandwidth"]["dram_bytes"] = *b.dram_bytes;
+    if (b.achieved_bytes_per_s) j["bandwidth"]["achieved_bytes_per_s"] = *b.achieved_bytes_per_s;
+    if (b.peak_fraction) j["bandwidth"]["peak_fraction"] = *b.peak_fraction;
+  }
   if (r.phases) {
     const auto& t = *r.phases;
     j["phases_s"] = {{"inputs", t.inputs_s},   {"reference", t.reference_s}, {"plan", t.plan_s},
@@ -88,6 +98,24 @@ json to_json(const Record& r) {
   }
   j["counters"] = r.counters;
   return j;
+}
+
+std::optional<BandwidthStats> bandwidth_of(const Record& r, double peak_bytes_per_s) {
+  if (!r.time || !(r.time->median_s > 0) || !(peak_bytes_per_s > 0)) return std::nullopt;
+  BandwidthStats b;
+  b.compulsory_bytes = compulsory_bytes(r.problem, r.pass);
+  b.peak_bytes_per_s = peak_bytes_per_s;
+  b.ideal_s = double(b.compulsory_bytes) / peak_bytes_per_s;
+  b.ideal_fraction = b.ideal_s / r.time->median_s;
+  const json& c = r.counters;
+  if (c.is_object() && c.value("status", std::string()) == "ok" && c.contains("bytes") && c["bytes"].is_object() &&
+      c["bytes"].contains("dram_read") && c["bytes"].contains("dram_write") && c["bytes"]["dram_read"].is_number() &&
+      c["bytes"]["dram_write"].is_number()) {
+    b.dram_bytes = int64_t(c["bytes"]["dram_read"].get<double>() + c["bytes"]["dram_write"].get<double>());
+    b.achieved_bytes_per_s = double(*b.dram_bytes) / r.time->median_s;
+    b.peak_fraction = *b.achieved_bytes_per_s / peak_bytes_per_s;
+  }
+  return b;
 }
 
 Record record_from_json(const json& j) {
@@ -165,6 +193,18 @@ Record record_from_json(const json& j) {
       ms.total_bytes = int_field(m, "total_bytes", ms.inputs_bytes + ms.outputs_bytes + ms.workspace_bytes);
       ms.library_bytes = int_field(m, "library_bytes", int64_t(0));
       r.memory = ms;
+    }
+    if (j.contains("bandwidth")) {
+      const auto& b = j["bandwidth"];
+      BandwidthStats bs;
+      bs.compulsory_bytes = int_field(b, "compulsory_bytes", int64_t(0));
+      bs.peak_bytes_per_s = number_field(b, "peak_bytes_per_s", 0.0);
+      bs.ideal_s = number_field(b, "ideal_s", 0.0);
+      bs.ideal_fraction = number_field(b, "ideal_fraction", 0.0);
+      if (b.contains("dram_bytes")) bs.dram_bytes = int_field(b, "dram_bytes", int64_t(0));
+      if (b.contains("achieved_bytes_per_s")) bs.achieved_bytes_per_s = number_field(b, "achieved_bytes_per_s", 0.0);
+      if (b.contains("peak_fraction")) bs.peak_fraction = number_field(b, "peak_fraction", 0.0);
+      r.bandwidth = bs;
     }
     if (j.contains("phases_s")) {
       const auto& t = j["phases_s"];

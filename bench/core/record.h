@@ -81,6 +81,20 @@ struct PhaseTimes {
   double inputs_s = 0, reference_s = 0, plan_s = 0, check_s = 0, timed_s = 0, counters_s = 0, total_s = 0;
 };
 
+// DRAM bandwidth of a timed point: what it moved against what it must move, both against the
+// GPU's peak DRAM bandwidth (DeviceInfo::peak_bandwidth_bytes_per_s). Compulsory bytes are the
+// pass's tensors read and written once (compulsory_bytes in problem.h); the DRAM bytes are the
+// counters' dram_read + dram_write, where the counter pass measured them.
+struct BandwidthStats {
+  int64_t compulsory_bytes = 0;
+  double peak_bytes_per_s = 0;
+  double ideal_s = 0;         // compulsory_bytes / peak: the time at the peak, moving nothing twice
+  double ideal_fraction = 0;  // ideal_s / the median time: the fraction of the ideal reached
+  std::optional<int64_t> dram_bytes;
+  std::optional<double> achieved_bytes_per_s;  // dram_bytes / the median time
+  std::optional<double> peak_fraction;         // achieved / peak
+};
+
 struct Record {
   std::string method;
   Pass pass = Pass::Fwd;
@@ -94,6 +108,7 @@ struct Record {
   std::optional<CheckResult> check;
   std::optional<TimeStats> time;
   std::optional<MemoryStats> memory;
+  std::optional<BandwidthStats> bandwidth;  // timed points (bandwidth_of)
   std::optional<PhaseTimes> phases;  // absent in files written before it existed, and for non-flashio producers
   nlohmann::json counters = {{"status", "not_collected"}, {"reason", "counter collection is not enabled"}};
 
@@ -101,6 +116,10 @@ struct Record {
   double flops() const { return flashio::flops(problem, pass); }
   std::optional<double> tflops() const;  // from the median time; nullopt without timing
 };
+
+// The bandwidth figures of a timed record on a GPU of `peak_bytes_per_s` (nullopt without a
+// time or a peak). Reads the DRAM bytes from the record's counters.
+std::optional<BandwidthStats> bandwidth_of(const Record& r, double peak_bytes_per_s);
 
 struct ResultFile {
   int schema_version = kSchemaVersion;

@@ -13,6 +13,11 @@ int device_count(std::string* why) {
   return 0;
 }
 
+std::optional<CopyBandwidth> measure_copy_bandwidth(int, int64_t, int, std::string* why) {
+  if (why) *why = kNoCuda;
+  return std::nullopt;
+}
+
 std::optional<DeviceInfo> query_device(int, std::string* why) {
   if (why) *why = kNoCuda;
   return std::nullopt;

@@ -14,4 +14,14 @@ namespace flashio {
 void generate_inputs_on_device(uint16_t* out, size_t count, DType dtype, uint64_t seed, InputTensor tensor,
                                cudaStream_t stream);
 
+// The same elements of K or V written into a paged cache (Problem::kv_page, KvPages): logical
+// element ((b·Hkv + hk)·Nk + key)·d + col, generated as above, lands in physical page
+// table[b·pages_per_seq + key / page] (`table` on the device), row key % page of head hk. The
+// slots of the last pages past Nk are not written.
+struct PagedKvGeometry {
+  int64_t batch, kv_heads, seqlen_k, head_dim, page, pages_per_seq;
+};
+void generate_paged_inputs_on_device(uint16_t* out, const int32_t* table, const PagedKvGeometry& g, DType dtype,
+                                     uint64_t seed, InputTensor tensor, cudaStream_t stream);
+
 }  // namespace flashio

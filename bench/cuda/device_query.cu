@@ -2,6 +2,9 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "bench/cuda/device_query.h"
 
 namespace flashio {
@@ -66,6 +69,49 @@ std::optional<DeviceInfo> query_device(int index, std::string* why) {
     cudaSetDevice(current);
   }
   return d;
+}
+
+std::optional<CopyBandwidth> measure_copy_bandwidth(int index, int64_t bytes, int reps, std::string* why) {
+  auto fail = [&](const char* what, cudaError_t err) {
+    if (why) *why = fmt::format("copy bandwidth: {}: {}", what, cudaGetErrorString(err));
+    return std::nullopt;
+  };
+  cudaError_t err = cudaSetDevice(index);
+  if (err != cudaSuccess) return fail("cudaSetDevice", err);
+  void *src = nullptr, *dst = nullptr;
+  if ((err = cudaMalloc(&src, size_t(bytes))) != cudaSuccess) return fail("cudaMalloc", err);
+  if ((err = cudaMalloc(&dst, size_t(bytes))) != cudaSuccess) {
+    cudaFree(src);
+    return fail("cudaMalloc", err);
+  }
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  std::vector<double> times;
+  cudaMemset(src, 0x3c, size_t(bytes));
+  for (int i = 0; i < 2 + reps && err == cudaSuccess; ++i) {
+    cudaEventRecord(start);
+    err = cudaMemcpy(dst, src, size_t(bytes), cudaMemcpyDeviceToDevice);
+    cudaEventRecord(stop);
+    cudaEventSynchronize(stop);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    if (i >= 2) times.push_back(double(ms) * 1e-3);  // the first two warm up
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaFree(src);
+  cudaFree(dst);
+  if (err != cudaSuccess) return fail("cudaMemcpy", err);
+  std::sort(times.begin(), times.end());
+  CopyBandwidth c;
+  c.bytes = bytes;
+  c.reps = reps;
+  c.median_s =
+      times.size() % 2 ? times[times.size() / 2] : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
+  c.min_s = times.front();
+  c.max_s = times.back();
+  return c;
 }
 
 }  // namespace flashio

@@ -10,6 +10,7 @@
 
 #include "bench/cuda/cuda_check.h"
 #include "bench/cuda/device_inputs.h"
+#include "bench/cuda/device_util.h"
 #include "bench/measure/check.h"
 
 namespace flashio {
@@ -82,6 +83,40 @@ void verify_tensor(const char* name, const HostTensor& host, const DeviceBuffer&
   });
 }
 
+// The paged twin of verify_tensor: each head of `host` not yet compared, gathered from its pages
+// on the GPU (the block table read on the host) and compared with the logical head.
+void verify_paged_tensor(const char* name, const Problem& p, const KvPages& pages, const HostTensor& host,
+                         const DeviceBuffer& dev, std::vector<char>& checked) {
+  if (!host.words) return;
+  checked.resize(host.present.size(), 0);
+  DeviceAllocator scratch;
+  const int64_t slab = pages.page * p.head_dim;  // one head's rows of one page, 16-bit words
+  DeviceBuffer slabs(scratch, size_t(pages.pages_per_seq) * sizeof(int64_t));
+  DeviceBuffer gathered(scratch, size_t(pages.pages_per_seq * slab) * 2);
+  std::vector<int64_t> index(size_t(pages.pages_per_seq));
+  std::vector<uint16_t> got(size_t(pages.pages_per_seq * slab));
+  for (size_t bh = 0; bh < host.present.size(); ++bh) {
+    if (!host.present[bh] || checked[bh]) continue;
+    const int64_t b = int64_t(bh) / p.kvh(), hk = int64_t(bh) % p.kvh();
+    for (int64_t j = 0; j < pages.pages_per_seq; ++j)
+      index[size_t(j)] = int64_t(pages.table[size_t(b * pages.pages_per_seq + j)]) * p.kvh() + hk;
+    FLASHIO_CUDA_CHECK(cudaMemcpy(slabs.get(), index.data(), slabs.bytes(), cudaMemcpyHostToDevice));
+    launch_gather_rows(dev.as<uint16_t>(), slabs.as<int64_t>(), pages.pages_per_seq, slab, gathered.as<uint16_t>(),
+                       nullptr);
+    FLASHIO_CUDA_CHECK(cudaMemcpy(got.data(), gathered.get(), gathered.bytes(), cudaMemcpyDeviceToHost));
+    const uint16_t* want = host.words.get() + int64_t(bh) * host.head_words;
+    if (std::memcmp(got.data(), want, size_t(host.head_words) * 2) != 0) {
+      size_t e = 0;
+      while (got[e] == want[e]) ++e;
+      throw std::runtime_error(fmt::format(
+          "the paged {} differs from the logical one: head {} element {} is 0x{:04x} in the pages, 0x{:04x} on the "
+          "host, so the reference would not read what the methods read",
+          name, bh, e, got[e], want[e]));
+    }
+    checked[bh] = 1;
+  }
+}
+
 }  // namespace
 
 void HostTensor::make(const Problem& p, InputTensor which, const std::vector<int64_t>& heads) {
@@ -124,6 +159,7 @@ HostSide make_host_side(const Problem& p, bool with_grad, const RunOptions& opt)
   h.k.make(p, InputTensor::K, kv);
   h.v.make(p, InputTensor::V, kv);
   h.key_lengths = key_lengths(p);
+  if (p.paged()) h.pages = kv_pages_of(p);
   h.inputs_s += seconds_since(start);
   start = std::chrono::steady_clock::now();
   reference_rows(p, h.tensors(), h.rows, h.ref_out, h.ref_lse, opt.host_threads);
@@ -174,8 +210,21 @@ DeviceSide make_device_side(const HostSide& h, bool with_grad, DeviceAllocator& 
   const Problem& p = h.problem;
   DeviceSide d;
   d.q = generate(p, InputTensor::Q, p.q_elements(), alloc, stream);
-  d.k = generate(p, InputTensor::K, p.kv_elements(), alloc, stream);
-  d.v = generate(p, InputTensor::V, p.kv_elements(), alloc, stream);
+  if (p.paged()) {  // the pages, in the block table's order; the last pages' slots past Nk are zeros
+    d.block_table = DeviceBuffer(alloc, h.pages.table.size() * sizeof(int32_t));
+    FLASHIO_CUDA_CHECK(cudaMemcpyAsync(d.block_table.get(), h.pages.table.data(), d.block_table.bytes(),
+                                       cudaMemcpyHostToDevice, stream));
+    const PagedKvGeometry g{p.batch, p.kvh(), p.nk(), p.head_dim, h.pages.page, h.pages.pages_per_seq};
+    for (auto [buf, which] : {std::pair<DeviceBuffer*, InputTensor>{&d.k, InputTensor::K}, {&d.v, InputTensor::V}}) {
+      *buf = DeviceBuffer(alloc, size_t(h.pages.elements()) * 2);
+      FLASHIO_CUDA_CHECK(cudaMemsetAsync(buf->get(), 0, buf->bytes(), stream));
+      generate_paged_inputs_on_device(buf->as<uint16_t>(), d.block_table.as<int32_t>(), g, p.dtype, p.seed, which,
+                                      stream);
+    }
+  } else {
+    d.k = generate(p, InputTensor::K, p.kv_elements(), alloc, stream);
+    d.v = generate(p, InputTensor::V, p.kv_elements(), alloc, stream);
+  }
   if (p.padding != Padding::None) {
     d.key_lengths = DeviceBuffer(alloc, h.key_lengths.size() * sizeof(int32_t));
     FLASHIO_CUDA_CHECK(cudaMemcpyAsync(d.key_lengths.get(), h.key_lengths.data(), d.key_lengths.bytes(),
@@ -198,8 +247,13 @@ void add_device_gradients(const HostSide& h, DeviceSide& d, DeviceAllocator& all
 
 void verify_inputs(const HostSide& h, DeviceSide& d) {
   verify_tensor("Q", h.q, d.q, d.q_checked);
-  verify_tensor("K", h.k, d.k, d.k_checked);
-  verify_tensor("V", h.v, d.v, d.v_checked);
+  if (h.problem.paged()) {
+    verify_paged_tensor("K", h.problem, h.pages, h.k, d.k, d.k_checked);
+    verify_paged_tensor("V", h.problem, h.pages, h.v, d.v, d.v_checked);
+  } else {
+    verify_tensor("K", h.k, d.k, d.k_checked);
+    verify_tensor("V", h.v, d.v, d.v_checked);
+  }
   if (d.d_o.get()) verify_tensor("dO", h.d_o, d.d_o, d.d_o_checked);
 }
 

@@ -40,6 +40,7 @@ struct HostSide {
   std::string key;  // problem_key
   HostTensor q, k, v, d_o;
   std::vector<int32_t> key_lengths;
+  KvPages pages;  // a paged problem's block table (Problem::kv_page), else empty
   std::vector<RowId> rows;
   std::vector<double> ref_out, ref_lse;
   bool have_grad = false;
@@ -100,7 +101,9 @@ class HostSideMaker {
 };
 
 struct DeviceSide {
-  DeviceBuffer q, k, v, d_o, key_lengths;
+  // K, V: contiguous [B, Hkv, Nk, d], or a paged problem's pages [pages, Hkv, P, d] with its
+  // block_table [B, ⌈Nk/P⌉].
+  DeviceBuffer q, k, v, d_o, key_lengths, block_table;
   DeviceBuffer rows;  // the checked rows' flat indices (b·H + h)·Nq + i, for launch_gather_rows
   std::vector<char> q_checked, k_checked, v_checked, d_o_checked;  // heads verify_inputs compared
 };

@@ -152,7 +152,8 @@ struct Runner::State {
       dk = DeviceBuffer(alloc, size_t(p.kv_elements()) * 2);
       dv = DeviceBuffer(alloc, size_t(p.kv_elements()) * 2);
     }
-    const int64_t in_bytes = int64_t(d.q.bytes() + d.k.bytes() + d.v.bytes() + (backward ? d.d_o.bytes() : 0));
+    const int64_t in_bytes =
+        int64_t(d.q.bytes() + d.k.bytes() + d.v.bytes() + d.block_table.bytes() + (backward ? d.d_o.bytes() : 0));
     const int64_t out_bytes = int64_t(o.bytes() + lse.bytes() + dq.bytes() + dk.bytes() + dv.bytes());
 
     const int64_t before = alloc.current_bytes();
@@ -173,6 +174,7 @@ struct Runner::State {
     buf.o = o.get();
     buf.lse = lse.as<float>();
     buf.key_lengths = d.key_lengths.as<int>();
+    buf.block_table = d.block_table.as<int>();
     buf.d_o = d.d_o.get();
     buf.dq = dq.get();
     buf.dk = dk.get();
@@ -237,6 +239,7 @@ struct Runner::State {
     PhaseClock clock(ph.counters_s);
     rec.counters = collect_counters(method, launch);
     if (!kernels.empty() && !rec.counters.contains("kernels")) rec.counters["kernels"] = kernels;
+    rec.bandwidth = bandwidth_of(rec, dev.peak_bandwidth_bytes_per_s());
   }
 
   // Runs each method and pass of `points` once on a one-sequence, one-KV-head copy of their
@@ -257,6 +260,7 @@ struct Runner::State {
       p.kv_heads = p.kv_heads > 0 ? 1 : 0;
       p.batch = 1;
       p.padding = Padding::None;
+      p.kv_page = 0;  // contiguous: the same kernels, no block table to make
       if (!method->supports(p, pt.pass, dev)) continue;
       try {
         DeviceAllocator warm;
@@ -280,8 +284,16 @@ struct Runner::State {
           dk = zeros(p.kv_elements() * 2);
           dv = zeros(p.kv_elements() * 2);
         }
-        AttentionBuffers buf{q.get(), k.get(), v.get(), o.get(), lse.as<float>(), nullptr, d_o.get(),
-                             dq.get(), dk.get(), dv.get()};
+        AttentionBuffers buf;
+        buf.q = q.get();
+        buf.k = k.get();
+        buf.v = v.get();
+        buf.o = o.get();
+        buf.lse = lse.as<float>();
+        buf.d_o = d_o.get();
+        buf.dq = dq.get();
+        buf.dk = dk.get();
+        buf.dv = dv.get();
         auto plan = method->plan(p, backward ? Pass::FwdBwd : Pass::Fwd, dev, warm);
         plan->forward(buf, stream);
         if (backward) plan->backward(buf, stream);

@@ -54,6 +54,18 @@ std::string fa2_sweep(const char* pass) {
                      pass);
 }
 
+// Decoding one token against a KV cache (issue 20): Llama 3's attention shapes (8B: 32 query
+// heads, 8 K/V heads; 70B: 64 and 8; d 128), one query per sequence, batch 1-128, context
+// 1k-128k, the cache contiguous and paged (pages of 64 tokens). Every combination fits in 80 GB:
+// K + V take batch · context · 8 heads · 128 · 2 bytes · 2 = 64 GiB at batch 128 and 128k.
+// flash2 and standard skip the paged points (they read contiguous K/V only), with the reason.
+std::string decode_sweep(int heads) {
+  return fmt::format(R"({{"method": ["flash_decode", "flash2", "standard"], "pass": "fwd", "heads": {},
+    "kv_heads": 8, "head_dim": 128, "dtype": "fp16", "seqlen": 1, "batch": [1, 8, 32, 128],
+    "seqlen_k": [1024, 8192, 32768, 131072], "kv_layout": ["contiguous", "paged:64"]}})",
+                     heads);
+}
+
 std::vector<Preset> make_presets() {
   std::vector<Preset> p;
   for (const auto& t : kFa1Tables) p.push_back(fa1_table(t));
@@ -112,6 +124,16 @@ std::vector<Preset> make_presets() {
                "FlashAttention-2 Figure 7: fwd+bwd TFLOP/s on H100 (Figure 4's points; run it on an H100)",
                fa2_sweep("fwdbwd"),
                {"standard", "flash1", "flash2"}});
+  p.push_back({"llama3-8b-decode",
+               "decoding on Llama 3 8B's attention (32 query heads, 8 K/V heads, d 128): one query, batch 1-128, "
+               "context 1k-128k, contiguous and paged:64 K/V",
+               decode_sweep(32),
+               {"flash_decode", "flash2", "standard"}});
+  p.push_back({"llama3-70b-decode",
+               "decoding on Llama 3 70B's attention (64 query heads, 8 K/V heads, d 128): one query, batch 1-128, "
+               "context 1k-128k, contiguous and paged:64 K/V",
+               decode_sweep(64),
+               {"flash_decode", "flash2", "standard"}});
   return p;
 }
 

@@ -39,6 +39,7 @@ std::vector<Point> expand(const SweepSpec& s) {
   require_nonempty(s.block_r, "block-r");
   require_nonempty(s.block_c, "block-c");
   require_nonempty(s.mma, "mma");
+  require_nonempty(s.kv_page, "kv-layout");
   require_nonempty(s.pattern, "pattern");
   require_nonempty(s.density, "density");
   require_nonempty(s.sparse_block, "sparse-block");
@@ -67,10 +68,10 @@ std::vector<Point> expand(const SweepSpec& s) {
   std::vector<int64_t> heads = s.model_dim ? std::vector<int64_t>{0} : s.heads;
   // The cartesian product's size first, overflow-checked: a sweep is never expanded past kMaxPoints.
   std::optional<int64_t> count = int64_t(1);
-  for (size_t n : {s.dtypes.size(), s.head_dim.size(), s.causal.size(), s.padding.size(), s.dropout.size(), heads.size(),
-                   s.kv_heads.size(), batches.size(), s.seqlen.size(), s.seqlen_k.size(), s.block_r.size(),
-                   s.block_c.size(), s.mma.size(), sparsity.size(), s.deterministic.size(), s.methods.size(),
-                   s.passes.size()})
+  for (size_t n :
+       {s.dtypes.size(), s.head_dim.size(), s.causal.size(), s.padding.size(), s.dropout.size(), heads.size(),
+        s.kv_heads.size(), batches.size(), s.seqlen.size(), s.seqlen_k.size(), s.block_r.size(), s.block_c.size(),
+        s.mma.size(), s.kv_page.size(), sparsity.size(), s.deterministic.size(), s.methods.size(), s.passes.size()})
     if (count) count = checked_mul(*count, int64_t(n));
   if (!count || *count > kMaxPoints)
     throw std::invalid_argument(fmt::format("the sweep has {} points, more than flashio's bound of {}",
@@ -89,44 +90,48 @@ std::vector<Point> expand(const SweepSpec& s) {
                       for (int br : s.block_r)
                         for (int bc : s.block_c)
                           for (const std::string& mma : s.mma)
-                          for (const Sparsity& sp : sparsity) {
-                            Problem p;
-                            p.pattern = sp.pattern;
-                            p.sparse_density = sp.density;
-                            p.sparse_block = sp.block;
-                            p.sparse_window = s.sparse_window;
-                            p.sparse_global = s.sparse_global;
-                            p.dtype = dt;
-                            p.head_dim = d;
-                            p.causal = causal;
-                            p.padding = pad;
-                            p.dropout = drop;
-                            p.seqlen_q = n;
-                            p.seqlen_k = nk;
-                            p.kv_heads = kvh;
-                            p.block_r = br;
-                            p.block_c = bc;
-                            p.mma = mma;
-                            p.seed = s.seed;
-                            p.batch = b0;
-                            p.heads = h0;
-                            if (s.tokens) {
-                              if (n <= 0 || *s.tokens % n != 0 || *s.tokens < n)
-                                throw std::invalid_argument(fmt::format("--tokens {} is not a positive multiple of seqlen {}", *s.tokens, n));
-                              p.batch = *s.tokens / n;
-                            }
-                            if (s.model_dim) {
-                              if (d <= 0 || *s.model_dim % d != 0 || *s.model_dim < d)
-                                throw std::invalid_argument(fmt::format("--model-dim {} is not a positive multiple of head-dim {}", *s.model_dim, d));
-                              p.heads = *s.model_dim / d;
-                            }
-                            if (auto why = p.invalid_reason()) throw std::invalid_argument(*why);
-                            for (bool det : s.deterministic) {  // innermost: one problem's inputs shared
-                              p.deterministic = det;
-                              for (const auto& m : s.methods)
-                                for (Pass pass : s.passes) points.push_back({m, pass, p});
-                            }
-                          }
+                            for (int kv_page : s.kv_page)
+                              for (const Sparsity& sp : sparsity) {
+                                Problem p;
+                                p.pattern = sp.pattern;
+                                p.sparse_density = sp.density;
+                                p.sparse_block = sp.block;
+                                p.sparse_window = s.sparse_window;
+                                p.sparse_global = s.sparse_global;
+                                p.dtype = dt;
+                                p.head_dim = d;
+                                p.causal = causal;
+                                p.padding = pad;
+                                p.dropout = drop;
+                                p.seqlen_q = n;
+                                p.seqlen_k = nk;
+                                p.kv_heads = kvh;
+                                p.block_r = br;
+                                p.block_c = bc;
+                                p.mma = mma;
+                                p.kv_page = kv_page;
+                                p.seed = s.seed;
+                                p.batch = b0;
+                                p.heads = h0;
+                                if (s.tokens) {
+                                  if (n <= 0 || *s.tokens % n != 0 || *s.tokens < n)
+                                    throw std::invalid_argument(fmt::format(
+                                        "--tokens {} is not a positive multiple of seqlen {}", *s.tokens, n));
+                                  p.batch = *s.tokens / n;
+                                }
+                                if (s.model_dim) {
+                                  if (d <= 0 || *s.model_dim % d != 0 || *s.model_dim < d)
+                                    throw std::invalid_argument(fmt::format(
+                                        "--model-dim {} is not a positive multiple of head-dim {}", *s.model_dim, d));
+                                  p.heads = *s.model_dim / d;
+                                }
+                                if (auto why = p.invalid_reason()) throw std::invalid_argument(*why);
+                                for (bool det : s.deterministic) {  // innermost: one problem's inputs shared
+                                  p.deterministic = det;
+                                  for (const auto& m : s.methods)
+                                    for (Pass pass : s.passes) points.push_back({m, pass, p});
+                                }
+                              }
   return points;
 }
 

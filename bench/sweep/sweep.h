@@ -28,6 +28,7 @@ struct SweepSpec {
   std::vector<int> block_r = {0};
   std::vector<int> block_c = {0};
   std::vector<std::string> mma = {""};  // "" = the method's choice, "mma.sync", "wgmma"
+  std::vector<int> kv_page = {0};       // K/V layout: 0 = contiguous, P = paged:P (Problem::kv_page)
   // Block sparsity (bench/core/sparsity.h): "" or "none" = dense. density applies to the random
   // pattern only and sparse_block to patterns only, so they add no duplicate dense points.
   std::vector<std::string> pattern = {""};

@@ -61,10 +61,11 @@ class AxisReader {
   std::string where_;
 };
 
-const std::set<std::string> kAxisKeys = {
-    "method",  "pass",    "batch",   "heads",   "kv_heads", "seqlen",       "seqlen_k",      "head_dim",
-    "dtype",   "causal",  "padding", "dropout", "deterministic", "block_r",  "block_c", "mma",      "pattern",       "density",
-    "sparse_block", "tokens", "model_dim", "seed", "sparse_window", "sparse_global"};
+const std::set<std::string> kAxisKeys = {"method",  "pass",      "batch",         "heads",         "kv_heads",
+                                         "seqlen",  "seqlen_k",  "head_dim",      "dtype",         "causal",
+                                         "padding", "dropout",   "deterministic", "block_r",       "block_c",
+                                         "mma",     "kv_layout", "pattern",       "density",       "sparse_block",
+                                         "tokens",  "model_dim", "seed",          "sparse_window", "sparse_global"};
 
 SweepSpec parse_one_sweep(const json& obj, const std::string& where) {
   if (!obj.is_object()) throw std::invalid_argument(fmt::format("{}: a sweep must be a JSON object", where));
@@ -123,6 +124,12 @@ SweepSpec parse_one_sweep(const json& obj, const std::string& where) {
     const std::string v = r.text(k, e);
     if (v != "auto" && v != "mma.sync" && v != "wgmma") r.fail(k, fmt::format("value {} is not one of auto, mma.sync, wgmma", e.dump()));
     return v == "auto" ? std::string() : v;
+  });
+  r.list("kv_layout", s.kv_page, [&](const char* k, const json& e) {
+    std::string why;
+    const auto page = parse_kv_layout(r.text(k, e), &why);
+    if (!page) r.fail(k, why);
+    return *page;
   });
   // Block sparsity (bench/core/sparsity.h); a pattern name is checked by expand().
   r.list("pattern", s.pattern, [&](const char* k, const json& e) { return r.text(k, e); });

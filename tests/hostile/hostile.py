@@ -393,6 +393,12 @@ def cli_cases():
         Case("list:--batch 2^40", ["list", "--batch", "1099511627776", "-n", "1024"], BAD),
         Case("dry-run:ok", base + ["-n", "128", "-d", "64"], 0, stderr_lines=1),
     ]
+    # --kv-layout (issue 20): a page size that is not a positive multiple of 64, or a malformed value.
+    for v in ["paged:32", "paged:0", "paged:", "paged", "paged:-64", "paged:64x", "paged:1e3", "paged:99999999999",
+              "blocked:64", "", "contiguous,paged:96"]:
+        cases.append(Case(f"cli:--kv-layout {v!r}", base + ["-n", "1", "--seqlen-k", "1000", "--kv-layout", v], BAD))
+    cases.append(Case("cli:--kv-layout paged:64 ok", base + ["-n", "1", "--seqlen-k", "1000", "--kv-layout",
+                                                             "contiguous,paged:64"], 0, stderr_lines=1))
     return cases
 
 

@@ -1,0 +1,26 @@
+// Launch of flash_decode for one (element type, head dim): the split kernel (causal or not),
+// then, with more than one split, the combine kernel.
+#pragma once
+#include "bench/cuda/cuda_check.h"
+#include "kernels/flash_decode/flash_decode_kernel.cuh"
+
+namespace flashio::kernels {
+
+template <typename T, int kHeadDim>
+void run_flash_decode(const DecodeParams& p, cudaStream_t stream) {
+  using Tr = FlashDecodeTraits<T, kHeadDim>;
+  const dim3 grid(unsigned(p.splits), unsigned(p.kv_heads * p.row_tiles), unsigned(p.batch));
+  auto kernel = p.causal ? flash_decode_split_kernel<Tr, true> : flash_decode_split_kernel<Tr, false>;
+  FLASHIO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
+  kernel<<<grid, Tr::kNThreads, Tr::kSmemBytes, stream>>>(p);
+  FLASHIO_CHECK_LAUNCH();
+  if (p.splits > 1) {
+    const int64_t rows = int64_t(p.batch) * p.heads * p.seqlen_q;
+    constexpr int kRowsPerBlock = kDecodeCombineThreads / 32;
+    flash_decode_combine_kernel<T, kHeadDim>
+        <<<unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock), kDecodeCombineThreads, 0, stream>>>(p);
+    FLASHIO_CHECK_LAUNCH();
+  }
+}
+
+}  // namespace flashio::kernels

@@ -1,0 +1,37 @@
+// The argument block of flash_decode's kernels and their host entry points. Plain C++ so host
+// code fills them without CUDA headers.
+#pragma once
+#include <cstdint>
+
+typedef struct CUstream_st* cudaStream_t;
+
+namespace flashio::kernels {
+
+struct DecodeParams {
+  const void* q;  // [B, H, Nq, d]
+  // K, V: contiguous [B, Hkv, Nk, d] (block_table null), or pages [pages, Hkv, page, d] with
+  // block_table [B, pages_per_seq] naming the physical page of each logical one. Either way key
+  // `key` of (b, hk) is row ((phys·Hkv + hk)·page + key % page) with phys = b, page = Nk when
+  // contiguous.
+  const void* k;
+  const void* v;
+  const int* block_table;
+  void* o;                 // [B, H, Nq, d]
+  float* lse;              // [B, H, Nq], natural log
+  const int* key_lengths;  // [B] or null
+  // The splits' results (splits > 1): O of each split normalised by its own ℓ, and its L.
+  float* o_partial;    // [splits, B·H·Nq, d]
+  float* lse_partial;  // [splits, B·H·Nq]
+  int batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim;
+  int page, pages_per_seq;
+  int row_tiles;  // ⌈(H/Hkv)·Nq / 16⌉
+  int splits, tiles_per_split;
+  float scale_log2;  // softmax scale · log2(e)
+  bool causal;       // top-left aligned, as every method (bench/core/problem.h)
+};
+
+// The split kernel over grid (splits, Hkv·row_tiles, B), then (splits > 1) the combine kernel.
+// Throws CudaError on a launch failure, std::invalid_argument for a head dim not compiled.
+void flash_decode_fwd(const DecodeParams& params, bool bf16, cudaStream_t stream);
+
+}  // namespace flashio::kernels
