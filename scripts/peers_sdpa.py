@@ -1103,6 +1103,14 @@ class TorchOps:
         x.index_add_(0, index, y)
 
 
+def reference_blocks(nq: int, nk: int, d: int, block_elements: int = REFERENCE_BLOCK_ELEMENTS) -> tuple:
+    """(query rows, query heads) per block of reference_attention(): the scores of a block
+    (heads x rows x Nk) and the K or V gathered for it (heads x Nk x d) stay within
+    block_elements float64 elements (or one row of one head, if that alone is more)."""
+    rows = max(1, min(nq, block_elements // max(1, nk)))
+    return rows, max(1, block_elements // (max(rows, d) * max(1, nk)))
+
+
 def reference_attention(ops, q, k, v, kv_index, do, scale: float, causal: bool,
                         block_elements: int = REFERENCE_BLOCK_ELEMENTS) -> dict:
     """float64 softmax(scale*QK^T + mask)V for P query heads q [P, Nq, d] against G K/V heads
@@ -1117,8 +1125,7 @@ def reference_attention(ops, q, k, v, kv_index, do, scale: float, causal: bool,
     i >= Nk - 1 see every key): every row sees key 0, none is empty. `ops`: TorchOps."""
     P, N, d = q.shape
     Nk = k.shape[1]
-    rows = max(1, min(N, block_elements // max(1, Nk)))
-    pchunk = max(1, block_elements // (max(rows, d) * max(1, Nk)))
+    rows, pchunk = reference_blocks(N, Nk, d, block_elements)
     o = ops.empty_like(q)
     grads = do is not None
     if grads:
