@@ -20,8 +20,8 @@ Where the points come from
 flashio expands the sweep, once: the script runs ``flashio run --dry-run --json`` with the
 sweep's options as given (``--preset``, ``--sweep`` and every axis of ``flashio run``:
 --pass, --batch, --heads, --kv-heads, --seqlen, --seqlen-k, --head-dim, --dtype, --causal,
---padding, --dropout, --deterministic, --block-r, --block-c, --mma, --pattern, --density,
---sparse-block, --tokens, --model-dim, --seed, --sparse-window, --sparse-global; not
+--padding, --dropout, --deterministic, --block-r, --block-c, --mma, --kv-layout, --pattern,
+--density, --sparse-block, --tokens, --model-dim, --seed, --sparse-window, --sparse-global; not
 --method) and takes each (problem, pass) of the points it lists once, whatever flashio
 methods they came with: problems in flashio's order, under each the back-ends, then the
 passes. A record's name is flashio's with the method replaced (``sdpa_flash/fwd/b:4/h:16/
@@ -29,9 +29,28 @@ n:4096/d:64/fp16``), its problem object and FLOPs are flashio's as printed. The 
 ``--flashio PATH``, else $FLASHIO_BIN, else build/flashio in this repository; flashio's
 bad-input line (exit 2) becomes this script's. A point the back-end cannot run as this
 script drives it (unsupported_reason: block-sparse patterns; dropout, whose mask SDPA draws
-itself so the output cannot be checked; key padding; GQA/MQA; seqlen_k != seqlen_q; a
-deterministic backward; forced tiles or mma) is a ``skipped`` record with the reason, and
-nothing is run for it.
+itself so the output cannot be checked; key padding; a paged K/V cache; a deterministic
+backward; forced tiles or mma) is a ``skipped`` record with the reason, and nothing is run for
+it.
+
+GQA/MQA, Nq != Nk, decode
+-------------------------
+Points with kv_heads < heads (GQA/MQA) and with seqlen_k != seqlen_q (Nq < Nk: decode, Nq = 1..16
+against Nk up to 128k; or Nq > Nk) run like the others. K and V are [B, Hkv, Nk, d]; SDPA is
+called with enable_gqa=True when Hkv < H (PyTorch >= 2.5; an older torch gives a ``skipped``
+record saying so), and query head h reads K/V head h // (H/Hkv), as in flashio and in torch
+(repeat_interleave). Causal is top-left aligned, in flashio and here as in torch's is_causal:
+query i sees keys j <= i, also when Nq != Nk, so a causal decode step (Nq = 1) sees key 0 only:
+measure decode without --causal (flashio's flash_decode notes: bottom-right alignment, where
+the one query sees every key, is the unmasked problem). Which back-ends run what is torch's
+to say, and what one refuses becomes ``skipped`` with torch's message at run time. From
+torch's sdp_utils.cpp (a recent main; the run decides): flash takes GQA/MQA and any Nq, Nk, d <= 256, but no is_causal when Nq != Nk
+(FlashAttention >= 2.1 aligns that mask bottom-right, so torch refuses it); cuDNN takes
+GQA/MQA and Nq != Nk (top-left causal), but not Nk = 1, and d <= 128 (256 on sm90/sm100 with
+a recent cuDNN); efficient takes GQA/MQA (older torch releases may refuse it) and top-left
+causal; math takes everything (it repeats K/V per query head, so it may run out of memory:
+``oom``). A paged K/V cache (flashio's kv_layout "paged:P") is a storage layout SDPA does not
+have: skipped, rather than run contiguous under a name that says paged.
 
 How to run (on a machine with a CUDA GPU and PyTorch >= 2.3, and a flashio build)
 ---------------------------------------------------------------------------------
@@ -39,6 +58,8 @@ How to run (on a machine with a CUDA GPU and PyTorch >= 2.3, and a flashio build
         --seqlen 512,1024 --head-dim 64,128 --out results/x.json
     python3 scripts/peers_sdpa.py --pass fwd,bwd,fwdbwd --causal false,true --out results/y.json
     python3 scripts/peers_sdpa.py --preset fa2-figure5 --backend flash,cudnn --out results/z.json
+    python3 scripts/peers_sdpa.py --heads 32 --kv-heads 8 --head-dim 128 --seqlen 1 \\
+        --seqlen-k 8192,32768 --batch 8,32 --out results/decode.json   # GQA decode
     python3 scripts/peers_sdpa.py --dry-run            # list the points; needs no GPU, no torch
 
 With no axes the sweep is flashio's default: 16384 tokens (batch = 16384/N), model dim
@@ -53,7 +74,8 @@ its status).
 Protocol (as bench/measure/runner.cpp, bench/measure/timing.cpp, bench/measure/check.cpp)
 -----------------------------------------------------------------
 * Inputs: Q, K, V (and dO for backward passes) standard normal rounded to the dtype,
-  layout [batch, heads, seqlen, head_dim] (SDPA's (B, H, N, d)), contiguous. They are
+  contiguous, Q and dO [batch, heads, seqlen_q, head_dim], K and V [batch, kv_heads,
+  seqlen_k, head_dim] (SDPA's (B, H, N, d)). They are
   generated on the GPU with the suite's own generator (bench/core/inputs.cpp: SplitMix64 per
   chunk of 2^18 elements, Box-Muller, double -> float -> fp16/bf16 round-to-nearest-even;
   streams 1, 2, 3, 4 for Q, K, V, dO), so both producers see the same values. A self-test
@@ -63,7 +85,11 @@ Protocol (as bench/measure/runner.cpp, bench/measure/timing.cpp, bench/measure/c
   pairs are those of bench/measure/check.cpp's rows_to_check: every pair when the reference costs
   at most 4e9 multiply-adds (scope "all rows"), else (0,0), (B-1,H-1) and two pseudo-random
   pairs drawn from SplitMix64(seed ^ 0xc0ffee) (scope "sampled rows"); all rows of the
-  chosen pairs are compared (for dK and dV: those pairs' heads, all keys). Per element
+  chosen pairs are compared (for dK and dV: the K/V heads those pairs read, all keys; with
+  GQA the reference computes every query head of those K/V heads, since a K/V head's dK and
+  dV sum its group; the cost that decides "all rows" is 2*B*H*Nq*Nk*d, as flashio's, and the
+  reference works in blocks of at most 2^25 float64 scores and gathered K/V, so Nk = 128k
+  needs no B*H*Nq*Nk buffer). Per element
   |out - ref| <= atol + rtol*|ref| with atol = f_atol * RMS(ref over the checked elements);
   f_atol/rtol = 1e-2/1e-2 for fp16, 8e-2/8e-2 for bf16 (tolerance_for), and for the
   gradients twice that, 2e-2/2e-2 and 1.6e-1/1.6e-1 (gradient_tolerance_for: dS = P*(dP-D)
@@ -143,7 +169,7 @@ DEFAULT_SEED = 0x5EED  # bench/sweep/sweep.h SweepSpec::seed (Problem's default 
 TOLERANCE = {"fp16": (1e-2, 1e-2), "bf16": (8e-2, 8e-2)}
 GRAD_TOLERANCE_FACTOR = 2.0        # dQ, dK, dV: bench/measure/check.cpp gradient_tolerance_for
 CHECK_BUDGET_MACS = 4e9            # bench/measure/runner.h check_budget_macs
-REFERENCE_BLOCK_ELEMENTS = 1 << 25  # float64 score elements per reference block (256 MiB)
+REFERENCE_BLOCK_ELEMENTS = 1 << 25  # float64 scores, or K/V gathered, per reference block (256 MiB)
 
 # Messages by which a back-end refuses a point (rather than failing on it).
 _REFUSAL_PATTERNS = (
