@@ -11,7 +11,11 @@ records with the reason; argument parsing (bad input -> one line on stderr, exit
 file); the input generator and the checked (batch, head) pairs against values produced by
 the C++ code (bench/core/inputs.cpp, bench/measure/check.cpp); and that records built by the script
 validate against results/schema.json with the small validator below (no jsonschema
-package needed).
+package needed). Two tests go further where this Python has the package, and say that they
+were skipped where it has not: the float64 reference (GQA/MQA, Nq != Nk) on numpy against
+loops and central differences, and the script's GPU-side code (ProblemData, run_check) run on
+the CPU with torch (Debian's python3-torch 1.13 is enough: it needs no SDPA). /usr/bin/python3
+on Debian with python3-numpy and python3-torch runs both.
 """
 from __future__ import annotations
 
@@ -757,6 +761,63 @@ def test_reference_against_numpy():
                 x[idx] = keep
                 fd = (up - down) / (2 * eps)
                 assert abs(fd - grad[idx]) <= 1e-6 * max(1.0, abs(fd)), (p, name, idx, fd, grad[idx])
+
+
+def test_gpu_path_on_cpu_torch():
+    """Where this Python has torch (any version, CPU is enough; none of SDPA is needed): the
+    script's own GPU-side code, ProblemData (inputs from the generator on torch, K/V [B, Hkv,
+    Nk, d]), TorchOps + reference_attention and run_check, on the CPU, for GQA/MQA problems
+    with Nq != Nk: an exact float64 O, dQ, dK, dV (torch autograd through repeat_interleave,
+    as torch's math back-end) passes with |err|/tol ~ 0, the same rounded to the dtype
+    passes, one wrong dK head fails."""
+    try:
+        import torch
+    except ImportError:
+        print("      (skipped: no torch in this Python; Debian's python3-torch, CPU, runs it)")
+        return
+    cpu = torch.device("cpu")
+
+    def exact(p, q, k, v, do):
+        q, k, v = (t.double().requires_grad_() for t in (q, k, v))
+        kr, vr = (t.repeat_interleave(p.heads // p.kv_heads, dim=1) for t in (k, v))
+        s = (q @ kr.transpose(-2, -1)) * p.softmax_scale
+        if p.causal:  # top-left: key j visible to query i iff j <= i
+            s = s.masked_fill(torch.arange(p.seqlen_k)[None, :] > torch.arange(p.seqlen)[:, None], float("-inf"))
+        o = torch.softmax(s, -1) @ vr
+        return (o.detach(),) + tuple(torch.autograd.grad(o, (q, k, v), do.double()))
+
+    check_pairs = ps.check_pairs
+    try:
+        for p, budget in ((ps.Problem(2, 8, 3, 16, "fp16", True, 5, kv_heads=2, seqlen_k=70), None),
+                          (ps.Problem(3, 4, 1, 32, "bf16", False, 6, kv_heads=1, seqlen_k=300), None),
+                          (ps.Problem(2, 4, 50, 16, "fp16", True, 7, kv_heads=4, seqlen_k=20), None),
+                          (ps.Problem(5, 8, 4, 16, "fp16", True, 8, kv_heads=2, seqlen_k=200), 1e3)):
+            ps.check_pairs = (lambda q, b=budget: check_pairs(q, b)) if budget else check_pairs
+            data = ps.ProblemData(torch, p, cpu)
+            assert tuple(data.k.shape) == (p.batch, p.kv_heads, p.seqlen_k, p.head_dim)
+            for t, stream in ((data.q, 1), (data.k, 2), (data.v, 3), (data.grad_output(), 4)):
+                flat = t.reshape(-1).view(torch.int16)
+                for i in (0, flat.numel() // 2, flat.numel() - 1):
+                    assert int(flat[i]) & 0xFFFF == ps.reference_input_bits(p.dtype, p.seed, stream, i), (p, stream, i)
+            o, dq, dk, dv = exact(p, data.q, data.k, data.v, data.grad_output())
+            c = ps.run_check(torch, data, o.to(data.q.dtype))
+            assert c["passed"] and c["rows_total"] == p.batch * p.heads * p.seqlen, (p, c)
+            assert c["scope"] == ("sampled rows" if budget else "all rows"), (p, c["scope"])
+            c = ps.run_check(torch, data, o, [dq, dk, dv])
+            assert c["passed"] and c["worst_ratio"] < 1e-9, (p, c)
+            kv = len({(b, h // p.group) for b, h in data.pairs})
+            assert c["grad_scope"].endswith(f"dk, dv: {kv} of {p.batch * p.kv_heads} K/V heads"), c["grad_scope"]
+            lo = data.q.dtype
+            c = ps.run_check(torch, data, o.to(lo), [dq.to(lo), dk.to(lo), dv.to(lo)])
+            assert c["passed"], (p, c)
+            bad = dk.clone()
+            b, hk = data.pairs[-1][0], data.pairs[-1][1] // p.group
+            bad[b, hk] += 1.0
+            c = ps.run_check(torch, data, o, [dq, bad, dv])
+            assert not c["passed"] and c["tensors"]["dk"]["worst_ratio"] > 1 and c["tensors"]["dv"]["worst_ratio"] < 1e-9
+            assert ps.run_check(torch, data, o)["passed"]  # forward again, on the gradients' reference
+    finally:
+        ps.check_pairs = check_pairs
 
 
 def _stats(name, ratio, finite=True, atol=1e-3, rtol=1e-2, elements=64):
