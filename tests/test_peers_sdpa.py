@@ -24,6 +24,7 @@ import io
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -114,7 +115,7 @@ def validate(value, schema: dict, root: dict, path: str = "$") -> list:
         errors += validate(value, target, root, path)
     known = {"$ref", "type", "const", "enum", "required", "properties", "additionalProperties", "items",
              "minimum", "maximum", "exclusiveMinimum", "minItems", "maxItems", "description", "title", "$schema",
-             "$id", "$defs"}
+             "$id", "$defs", "pattern"}
     unknown = set(schema) - known
     if unknown:
         raise ValueError(f"validator: unsupported keywords {unknown} at {path}")
@@ -126,6 +127,8 @@ def validate(value, schema: dict, root: dict, path: str = "$") -> list:
         errors.append(f"{path}: {value!r} != const {schema['const']!r}")
     if "enum" in schema and value not in schema["enum"]:
         errors.append(f"{path}: {value!r} not in {schema['enum']}")
+    if "pattern" in schema and isinstance(value, str) and not re.search(schema["pattern"], value):
+        errors.append(f"{path}: {value!r} does not match {schema['pattern']!r}")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if "minimum" in schema and value < schema["minimum"]:
             errors.append(f"{path}: {value} < minimum {schema['minimum']}")
@@ -954,6 +957,8 @@ def test_validator_rejects_bad_records():
     r = dict(good, check=dict(good["check"], scope="some rows")); cases.append(r)
     r = dict(good, check=dict(good["check"], tensors={"o": {"atol": 1.0}})); cases.append(r)
     r = dict(good, device_index=True); cases.append(r)
+    if "kv_layout" in SCHEMA["$defs"]["problem"]["properties"]:  # a pattern keyword (issue 20's schema)
+        r = dict(good, problem=dict(good["problem"], kv_layout="paged:x")); cases.append(r)
     for r in cases:
         assert validate_record(r), r
 
