@@ -44,8 +44,9 @@ query i sees keys j <= i, also when Nq != Nk, so a causal decode step (Nq = 1) s
 measure decode without --causal (flashio's flash_decode notes: bottom-right alignment, where
 the one query sees every key, is the unmasked problem). Which back-ends run what is torch's
 to say, and what one refuses becomes ``skipped`` with torch's message at run time. From
-torch's sdp_utils.cpp (a recent main; the run decides): flash takes GQA/MQA and any Nq, Nk, d <= 256, but no is_causal when Nq != Nk
-(FlashAttention >= 2.1 aligns that mask bottom-right, so torch refuses it); cuDNN takes
+torch's sdp_utils.cpp (a recent main; the run decides): flash takes GQA/MQA and any Nq, Nk,
+d <= 256, but no is_causal when Nq != Nk (FlashAttention >= 2.1 aligns that mask
+bottom-right, so torch refuses it); cuDNN takes
 GQA/MQA and Nq != Nk (top-left causal), but not Nk = 1, and d <= 128 (256 on sm90/sm100 with
 a recent cuDNN); efficient takes GQA/MQA (older torch releases may refuse it) and top-left
 causal; math takes everything (it repeats K/V per query head, so it may run out of memory:
