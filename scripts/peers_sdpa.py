@@ -20,8 +20,8 @@ Where the points come from
 flashio expands the sweep, once: the script runs ``flashio run --dry-run --json`` with the
 sweep's options as given (``--preset``, ``--sweep`` and every axis of ``flashio run``:
 --pass, --batch, --heads, --kv-heads, --seqlen, --seqlen-k, --head-dim, --dtype, --causal,
---padding, --dropout, --deterministic, --block-r, --block-c, --mma, --pattern, --density,
---sparse-block, --tokens, --model-dim, --seed, --sparse-window, --sparse-global; not
+--padding, --dropout, --deterministic, --block-r, --block-c, --mma, --kv-layout, --pattern,
+--density, --sparse-block, --tokens, --model-dim, --seed, --sparse-window, --sparse-global; not
 --method) and takes each (problem, pass) of the points it lists once, whatever flashio
 methods they came with: problems in flashio's order, under each the back-ends, then the
 passes. A record's name is flashio's with the method replaced (``sdpa_flash/fwd/b:4/h:16/
@@ -29,9 +29,29 @@ n:4096/d:64/fp16``), its problem object and FLOPs are flashio's as printed. The 
 ``--flashio PATH``, else $FLASHIO_BIN, else build/flashio in this repository; flashio's
 bad-input line (exit 2) becomes this script's. A point the back-end cannot run as this
 script drives it (unsupported_reason: block-sparse patterns; dropout, whose mask SDPA draws
-itself so the output cannot be checked; key padding; GQA/MQA; seqlen_k != seqlen_q; a
-deterministic backward; forced tiles or mma) is a ``skipped`` record with the reason, and
-nothing is run for it.
+itself so the output cannot be checked; key padding; a paged K/V cache; a deterministic
+backward; forced tiles or mma) is a ``skipped`` record with the reason, and nothing is run for
+it.
+
+GQA/MQA, Nq != Nk, decode
+-------------------------
+Points with kv_heads < heads (GQA/MQA) and with seqlen_k != seqlen_q (Nq < Nk: decode, Nq = 1..16
+against Nk up to 128k; or Nq > Nk) run like the others. K and V are [B, Hkv, Nk, d]; SDPA is
+called with enable_gqa=True when Hkv < H (PyTorch >= 2.5; an older torch gives a ``skipped``
+record saying so), and query head h reads K/V head h // (H/Hkv), as in flashio and in torch
+(repeat_interleave). Causal is top-left aligned, in flashio and here as in torch's is_causal:
+query i sees keys j <= i, also when Nq != Nk, so a causal decode step (Nq = 1) sees key 0 only:
+measure decode without --causal (flashio's flash_decode notes: bottom-right alignment, where
+the one query sees every key, is the unmasked problem). Which back-ends run what is torch's
+to say, and what one refuses becomes ``skipped`` with torch's message at run time. From
+torch's sdp_utils.cpp (a recent main; the run decides): flash takes GQA/MQA and any Nq, Nk,
+d <= 256, but no is_causal when Nq != Nk (FlashAttention >= 2.1 aligns that mask
+bottom-right, so torch refuses it); cuDNN takes
+GQA/MQA and Nq != Nk (top-left causal), but not Nk = 1, and d <= 128 (256 on sm90/sm100 with
+a recent cuDNN); efficient takes GQA/MQA (older torch releases may refuse it) and top-left
+causal; math takes everything (it repeats K/V per query head, so it may run out of memory:
+``oom``). A paged K/V cache (flashio's kv_layout "paged:P") is a storage layout SDPA does not
+have: skipped, rather than run contiguous under a name that says paged.
 
 How to run (on a machine with a CUDA GPU and PyTorch >= 2.3, and a flashio build)
 ---------------------------------------------------------------------------------
@@ -39,6 +59,8 @@ How to run (on a machine with a CUDA GPU and PyTorch >= 2.3, and a flashio build
         --seqlen 512,1024 --head-dim 64,128 --out results/x.json
     python3 scripts/peers_sdpa.py --pass fwd,bwd,fwdbwd --causal false,true --out results/y.json
     python3 scripts/peers_sdpa.py --preset fa2-figure5 --backend flash,cudnn --out results/z.json
+    python3 scripts/peers_sdpa.py --heads 32 --kv-heads 8 --head-dim 128 --seqlen 1 \\
+        --seqlen-k 8192,32768 --batch 8,32 --out results/decode.json   # GQA decode
     python3 scripts/peers_sdpa.py --dry-run            # list the points; needs no GPU, no torch
 
 With no axes the sweep is flashio's default: 16384 tokens (batch = 16384/N), model dim
@@ -53,7 +75,8 @@ its status).
 Protocol (as bench/measure/runner.cpp, bench/measure/timing.cpp, bench/measure/check.cpp)
 -----------------------------------------------------------------
 * Inputs: Q, K, V (and dO for backward passes) standard normal rounded to the dtype,
-  layout [batch, heads, seqlen, head_dim] (SDPA's (B, H, N, d)), contiguous. They are
+  contiguous, Q and dO [batch, heads, seqlen_q, head_dim], K and V [batch, kv_heads,
+  seqlen_k, head_dim] (SDPA's (B, H, N, d)). They are
   generated on the GPU with the suite's own generator (bench/core/inputs.cpp: SplitMix64 per
   chunk of 2^18 elements, Box-Muller, double -> float -> fp16/bf16 round-to-nearest-even;
   streams 1, 2, 3, 4 for Q, K, V, dO), so both producers see the same values. A self-test
@@ -63,7 +86,11 @@ Protocol (as bench/measure/runner.cpp, bench/measure/timing.cpp, bench/measure/c
   pairs are those of bench/measure/check.cpp's rows_to_check: every pair when the reference costs
   at most 4e9 multiply-adds (scope "all rows"), else (0,0), (B-1,H-1) and two pseudo-random
   pairs drawn from SplitMix64(seed ^ 0xc0ffee) (scope "sampled rows"); all rows of the
-  chosen pairs are compared (for dK and dV: those pairs' heads, all keys). Per element
+  chosen pairs are compared (for dK and dV: the K/V heads those pairs read, all keys; with
+  GQA the reference computes every query head of those K/V heads, since a K/V head's dK and
+  dV sum its group; the cost that decides "all rows" is 2*B*H*Nq*Nk*d, as flashio's, and the
+  reference works in blocks of at most 2^25 float64 scores and gathered K/V, so Nk = 128k
+  needs no B*H*Nq*Nk buffer). Per element
   |out - ref| <= atol + rtol*|ref| with atol = f_atol * RMS(ref over the checked elements);
   f_atol/rtol = 1e-2/1e-2 for fp16, 8e-2/8e-2 for bf16 (tolerance_for), and for the
   gradients twice that, 2e-2/2e-2 and 1.6e-1/1.6e-1 (gradient_tolerance_for: dS = P*(dP-D)
@@ -143,7 +170,7 @@ DEFAULT_SEED = 0x5EED  # bench/sweep/sweep.h SweepSpec::seed (Problem's default 
 TOLERANCE = {"fp16": (1e-2, 1e-2), "bf16": (8e-2, 8e-2)}
 GRAD_TOLERANCE_FACTOR = 2.0        # dQ, dK, dV: bench/measure/check.cpp gradient_tolerance_for
 CHECK_BUDGET_MACS = 4e9            # bench/measure/runner.h check_budget_macs
-REFERENCE_BLOCK_ELEMENTS = 1 << 25  # float64 score elements per reference block (256 MiB)
+REFERENCE_BLOCK_ELEMENTS = 1 << 25  # float64 scores, or K/V gathered, per reference block (256 MiB)
 
 # Messages by which a back-end refuses a point (rather than failing on it).
 _REFUSAL_PATTERNS = (
@@ -173,29 +200,52 @@ class RuntimeFailure(Exception):
 
 @dataclass(frozen=True)
 class Problem:
-    """What the GPU side needs of a point's problem: dense, kv_heads = heads, seqlen_k =
-    seqlen, no padding, no dropout (the points the peers can run; see unsupported_reason).
-    The record's problem object is flashio's, verbatim (Point.problem_json)."""
+    """What the GPU side needs of a point's problem: dense, no padding, no dropout, K/V
+    contiguous (the points the peers can run; see unsupported_reason). Q (and dO) are
+    [batch, heads, seqlen, head_dim], K and V [batch, kv_heads, seqlen_k, head_dim]; query
+    head h reads K/V head h // (heads / kv_heads) (GQA/MQA when kv_heads < heads, as flashio
+    and torch's enable_gqa). kv_heads and seqlen_k given as 0 mean heads and seqlen, as
+    flashio's Problem::kvh() and nk(). The record's problem object is flashio's, verbatim
+    (Point.problem_json)."""
     batch: int
     heads: int
-    seqlen: int
+    seqlen: int  # Nq
     head_dim: int
     dtype: str = "fp16"
     causal: bool = False
     seed: int = DEFAULT_SEED
+    kv_heads: int = 0  # Hkv; 0 = heads
+    seqlen_k: int = 0  # Nk; 0 = seqlen
+
+    def __post_init__(self) -> None:
+        if self.kv_heads <= 0:
+            object.__setattr__(self, "kv_heads", self.heads)
+        if self.seqlen_k <= 0:
+            object.__setattr__(self, "seqlen_k", self.seqlen)
 
     @property
     def softmax_scale(self) -> float:
         return 1.0 / math.sqrt(float(self.head_dim))
 
-    def elements(self) -> int:
+    @property
+    def group(self) -> int:
+        """Query heads per K/V head (1 = MHA; heads = MQA)."""
+        return self.heads // self.kv_heads
+
+    def q_elements(self) -> int:
+        """Elements of Q (and dO, O, dQ): B*H*Nq*d."""
         return self.batch * self.heads * self.seqlen * self.head_dim
+
+    def kv_elements(self) -> int:
+        """Elements of K (and V, dK, dV): B*Hkv*Nk*d."""
+        return self.batch * self.kv_heads * self.seqlen_k * self.head_dim
 
     @staticmethod
     def from_json(pj: dict) -> "Problem":
         return Problem(batch=int(pj["batch"]), heads=int(pj["heads"]), seqlen=int(pj["seqlen_q"]),
                        head_dim=int(pj["head_dim"]), dtype=str(pj["dtype"]), causal=bool(pj["causal"]),
-                       seed=int(pj["seed"]))
+                       seed=int(pj["seed"]), kv_heads=int(pj.get("kv_heads", 0) or 0),
+                       seqlen_k=int(pj.get("seqlen_k", 0) or 0))
 
 
 def method_name(backend: str) -> str:
@@ -217,10 +267,9 @@ def unsupported_reason(backend: str, pass_: str, pj: dict) -> str:
         if backend == "flash":
             return "key padding: SDPA's flash back-end takes no attn_mask"
         return "key padding: peers_sdpa.py passes no attn_mask to SDPA (not implemented)"
-    if int(pj.get("kv_heads", pj["heads"])) != int(pj["heads"]):
-        return "GQA/MQA (kv_heads < heads): peers_sdpa.py runs kv_heads = heads only (enable_gqa not implemented)"
-    if int(pj.get("seqlen_k", pj["seqlen_q"])) != int(pj["seqlen_q"]):
-        return "seqlen_k != seqlen_q: peers_sdpa.py runs seqlen_k = seqlen_q only"
+    if pj.get("kv_layout", "contiguous") != "contiguous":
+        return ("paged K/V cache (kv_layout " + str(pj["kv_layout"]) + "): SDPA takes contiguous K/V only, and a "
+                "point named paged is not run contiguous under that name")
     if pj.get("deterministic") and pass_ != "fwd":
         return "deterministic backward: peers_sdpa.py does not ask SDPA for one"
     if int(pj.get("block_r", 0)) or int(pj.get("block_c", 0)):
@@ -285,9 +334,9 @@ FLASHIO_AXES = (
     ("--pass", (), True, "fwd, bwd, fwdbwd (default: fwd)"),
     ("--batch", ("-b",), True, "batch sizes (overrides --tokens)"),
     ("--heads", (), True, "query heads (overrides --model-dim)"),
-    ("--kv-heads", (), True, "K/V heads (GQA/MQA; such points are skipped)"),
+    ("--kv-heads", (), True, "K/V heads (GQA/MQA: fewer than --heads, dividing it; run with enable_gqa)"),
     ("--seqlen", ("-n",), True, "sequence lengths N"),
-    ("--seqlen-k", (), True, "key sequence lengths (other than N: skipped)"),
+    ("--seqlen-k", (), True, "key sequence lengths (default: = N; decode: -n 1 --seqlen-k 32768)"),
     ("--head-dim", ("-d",), True, "head dimensions d"),
     ("--dtype", (), True, "fp16, bf16"),
     ("--causal", (), True, "causal mask: false, true (or both: false,true)"),
@@ -297,6 +346,7 @@ FLASHIO_AXES = (
     ("--block-r", (), True, "forced tile rows (> 0: skipped)"),
     ("--block-c", (), True, "forced tile columns (> 0: skipped)"),
     ("--mma", (), True, "forced tensor-core instruction (other than auto: skipped)"),
+    ("--kv-layout", (), True, "K/V cache layout: contiguous, paged:P (paged: skipped; needs a flashio with it)"),
     ("--pattern", (), True, "block-sparse patterns (other than none: skipped)"),
     ("--density", (), True, "random pattern densities"),
     ("--sparse-block", (), True, "pattern block sizes"),
@@ -619,11 +669,12 @@ class SplitMix64:
 
 
 def check_pairs(p: Problem, budget_macs: float = CHECK_BUDGET_MACS) -> tuple:
-    """(pairs, scope): the (batch, head) pairs of rows_to_check(), sorted and unique.
-    All pairs when the reference of all rows costs at most budget_macs, else (0,0),
-    (B-1,H-1) and two pairs drawn from SplitMix64(seed ^ 0xc0ffee), b then h."""
+    """(pairs, scope): the (batch, query head) pairs of rows_to_check(), sorted and unique.
+    All pairs when the reference of all rows (2*rows*Nk*d, bench/core/reference.cpp
+    reference_cost) costs at most budget_macs, else (0,0), (B-1,H-1) and two pairs drawn from
+    SplitMix64(seed ^ 0xc0ffee), b then h."""
     total_rows = p.batch * p.heads * p.seqlen
-    if 2.0 * total_rows * p.seqlen * p.head_dim <= budget_macs:
+    if 2.0 * total_rows * p.seqlen_k * p.head_dim <= budget_macs:
         return [(b, h) for b in range(p.batch) for h in range(p.heads)], "all rows"
     rng = SplitMix64(p.seed ^ 0xC0FFEE)
     pairs = {(0, 0), (p.batch - 1, p.heads - 1)}
@@ -632,6 +683,35 @@ def check_pairs(p: Problem, budget_macs: float = CHECK_BUDGET_MACS) -> tuple:
         h = rng.next() % p.heads
         pairs.add((b, h))
     return sorted(pairs), "sampled rows"
+
+
+@dataclass(frozen=True)
+class ReferenceHeads:
+    """Which heads the float64 reference computes, for the checked (batch, query head) pairs.
+    q_pairs: the query heads it computes O (and dQ) for, sorted: the checked pairs, and with
+    gradients also every query head of their K/V heads, since dK and dV of a K/V head are sums
+    over its group of query heads (as bench/measure/problem_data.cpp query_heads);
+    kv_heads: the (batch, K/V head) pairs the checked pairs read, sorted (dK and dV are
+    compared on these, all keys); kv_index[i]: the position in kv_heads of the K/V head that
+    q_pairs[i] reads (h // group); checked[j]: the position in q_pairs of pairs[j]."""
+    q_pairs: tuple
+    kv_heads: tuple
+    kv_index: tuple
+    checked: tuple
+
+
+def reference_heads(p: Problem, pairs: Sequence, with_grad: bool) -> ReferenceHeads:
+    g = p.group
+    kv = sorted({(b, h // g) for b, h in pairs})
+    q = set(pairs)
+    if with_grad:
+        q.update((b, hk * g + j) for b, hk in kv for j in range(g))
+    q_pairs = sorted(q)
+    kv_pos = {x: i for i, x in enumerate(kv)}
+    q_pos = {x: i for i, x in enumerate(q_pairs)}
+    return ReferenceHeads(q_pairs=tuple(q_pairs), kv_heads=tuple(kv),
+                          kv_index=tuple(kv_pos[(b, h // g)] for b, h in q_pairs),
+                          checked=tuple(q_pos[x] for x in pairs))
 
 
 def tolerance_for(dtype: str, gradient: bool = False) -> tuple:
@@ -693,10 +773,11 @@ def check_failure_reason(check: dict) -> str:
     return f"correctness check failed (|err|/tol per tensor:{worst}); not timed"
 
 
-def grad_scope_text(scope: str, pairs: int, all_pairs: int) -> str:
+def grad_scope_text(scope: str, kv_heads: int, all_kv_heads: int) -> str:
     """bench/measure/runner.cpp's grad_scope wording for what this script checks: dQ on the rows of
-    the checked (batch, head) pairs, dK and dV on those pairs' K/V heads (all keys)."""
-    return f"dq: {'all' if scope == 'all rows' else 'sampled'} rows; dk, dv: {pairs} of {all_pairs} K/V heads"
+    the checked (batch, head) pairs, dK and dV on the K/V heads those pairs read (all keys):
+    kv_heads of the B*Hkv (with GQA/MQA fewer than the pairs: a group shares one)."""
+    return f"dq: {'all' if scope == 'all rows' else 'sampled'} rows; dk, dv: {kv_heads} of {all_kv_heads} K/V heads"
 
 
 # --------------------------------------------------------------------------------------
@@ -953,79 +1034,158 @@ def measure_memory(torch, call: Callable[[], Any], device, inputs_bytes: int, ex
 
 
 class ProblemData:
-    """Inputs and reference values of one problem, kept while consecutive points share it."""
+    """Inputs and reference values of one problem, kept while consecutive points share it.
+    Q (and dO) [B, H, Nq, d] from streams 1 (and 4), K and V [B, Hkv, Nk, d] from streams 2
+    and 3: the same bits as flashio's tensors of the same problem (each a flat stream of its
+    own element count, as bench/measure/problem_data.cpp generate)."""
 
     def __init__(self, torch, p: Problem, device):
         self.torch, self.p, self.device = torch, p, device
-        shape = (p.batch, p.heads, p.seqlen, p.head_dim)
-        n = p.elements()
-        self.q = make_input(torch, n, p.dtype, p.seed, 1, device).view(shape)
-        self.k = make_input(torch, n, p.dtype, p.seed, 2, device).view(shape)
-        self.v = make_input(torch, n, p.dtype, p.seed, 3, device).view(shape)
+        q_shape = (p.batch, p.heads, p.seqlen, p.head_dim)
+        kv_shape = (p.batch, p.kv_heads, p.seqlen_k, p.head_dim)
+        self.q = make_input(torch, p.q_elements(), p.dtype, p.seed, 1, device).view(q_shape)
+        self.k = make_input(torch, p.kv_elements(), p.dtype, p.seed, 2, device).view(kv_shape)
+        self.v = make_input(torch, p.kv_elements(), p.dtype, p.seed, 3, device).view(kv_shape)
         self.do = None
         self.pairs, self.scope = check_pairs(p)
-        self.bi = torch.tensor([b for b, _ in self.pairs], dtype=torch.int64, device=device)
-        self.hi = torch.tensor([h for _, h in self.pairs], dtype=torch.int64, device=device)
-        self.ref = None  # dict: o (and dq, dk, dv), float64 [P, N, d]
+        self.bi, self.hi = self._index(self.pairs)
+        self.ref = None  # dict: heads (ReferenceHeads), o (and dq, dk, dv), float64
+
+    def _index(self, pairs):
+        t = self.torch
+        return (t.tensor([b for b, _ in pairs], dtype=t.int64, device=self.device),
+                t.tensor([h for _, h in pairs], dtype=t.int64, device=self.device))
 
     def grad_output(self):
         if self.do is None:
             p = self.p
-            self.do = make_input(self.torch, p.elements(), p.dtype, p.seed, 4, self.device).view(self.q.shape)
+            self.do = make_input(self.torch, p.q_elements(), p.dtype, p.seed, 4, self.device).view(self.q.shape)
         return self.do
 
     def reference(self, with_grad: bool) -> dict:
+        """float64 reference on the heads of reference_heads(): o and dq [len(q_pairs), Nq, d],
+        dk and dv [len(kv_heads), Nk, d]; "checked" indexes the checked pairs' rows of o, dq."""
         if self.ref is None or (with_grad and "dq" not in self.ref):
-            self.ref = reference_attention(self.torch, self.gather(self.q), self.gather(self.k), self.gather(self.v),
-                                           self.gather(self.grad_output()) if with_grad else None,
-                                           self.p.softmax_scale, self.p.causal)
+            t = self.torch
+            heads = reference_heads(self.p, self.pairs, with_grad)
+            qb, qh = self._index(heads.q_pairs)
+            kb, kh = self._index(heads.kv_heads)
+            f64 = t.float64
+            self.ref = None  # free the forward-only reference first
+            ref = reference_attention(
+                TorchOps(t), self.q[qb, qh].to(f64), self.k[kb, kh].to(f64), self.v[kb, kh].to(f64),
+                t.tensor(heads.kv_index, dtype=t.int64, device=self.device),
+                self.grad_output()[qb, qh].to(f64) if with_grad else None, self.p.softmax_scale, self.p.causal)
+            ref["heads"] = heads
+            ref["checked"] = t.tensor(heads.checked, dtype=t.int64, device=self.device)
+            self.ref = ref
         return self.ref
 
     def gather(self, t):
+        """The checked (batch, query head) pairs of a [B, H, Nq, d] tensor, in float64."""
         return t[self.bi, self.hi].to(self.torch.float64)
+
+    def gather_kv(self, t):
+        """The reference's K/V heads of a [B, Hkv, Nk, d] tensor (dK, dV), in float64."""
+        kb, kh = self._index(self.ref["heads"].kv_heads)
+        return t[kb, kh].to(self.torch.float64)
 
     @property
     def rows_checked(self) -> int:
         return len(self.pairs) * self.p.seqlen
 
 
-def reference_attention(torch, q, k, v, do, scale: float, causal: bool,
+class TorchOps:
+    """The array operations reference_attention() needs, on torch tensors (tests/
+    test_peers_sdpa.py gives it the same on numpy arrays, to check it without torch)."""
+
+    def __init__(self, torch):
+        self.torch = torch
+
+    def empty_like(self, x):
+        return self.torch.empty_like(x)
+
+    def zeros_like(self, x):
+        return self.torch.zeros_like(x)
+
+    def arange(self, start: int, stop: int, like):
+        return self.torch.arange(start, stop, device=like.device)
+
+    def take(self, x, index):  # x[index] along the first axis
+        return x[index]
+
+    def t(self, x):  # swap the last two axes
+        return x.transpose(-2, -1)
+
+    def mask_(self, s, mask):  # s[..., mask] = -inf, in place
+        return s.masked_fill_(mask, float("-inf"))
+
+    def softmax(self, s):  # along the last axis
+        return self.torch.softmax(s, dim=-1)
+
+    def rowsum(self, x):  # along the last axis, kept
+        return x.sum(dim=-1, keepdim=True)
+
+    def index_add_(self, x, index, y):  # x[index[i]] += y[i], repeated indices summed
+        x.index_add_(0, index, y)
+
+
+def reference_blocks(nq: int, nk: int, d: int, block_elements: int = REFERENCE_BLOCK_ELEMENTS) -> tuple:
+    """(query rows, query heads) per block of reference_attention(): the scores of a block
+    (heads x rows x Nk) and the K or V gathered for it (heads x Nk x d) stay within
+    block_elements float64 elements (or one row of one head, if that alone is more)."""
+    rows = max(1, min(nq, block_elements // max(1, nk)))
+    return rows, max(1, block_elements // (max(rows, d) * max(1, nk)))
+
+
+def reference_attention(ops, q, k, v, kv_index, do, scale: float, causal: bool,
                         block_elements: int = REFERENCE_BLOCK_ELEMENTS) -> dict:
-    """float64 softmax(scale*QK^T + mask)V on [P, N, d] slices (and, with dO, the exact
-    gradients: D = rowsum(dO*O), dS = P*(dO V^T - D), dQ = scale dS K, dK = scale dS^T Q,
-    dV = P^T dO), computed in blocks of query rows and pairs to bound memory. Causal is
-    top-left aligned: key j is visible to query i iff j <= i."""
+    """float64 softmax(scale*QK^T + mask)V for P query heads q [P, Nq, d] against G K/V heads
+    k, v [G, Nk, d], query head i reading K/V head kv_index[i] (GQA: several query heads share
+    one); with dO [P, Nq, d] also the exact gradients: D = rowsum(dO*O), dS = P*(dO V^T - D),
+    dQ = scale dS K, dK = scale dS^T Q, dV = P^T dO, dK and dV of a K/V head summed over the
+    query heads that read it. Computed in blocks of query rows and of query heads, so that
+    neither the scores (rows x Nk) nor the K/V gathered for a block (d x Nk per head) pass
+    block_elements float64 elements, whatever Nk (decode: Nq = 1 against Nk = 128k). Causal is
+    top-left aligned, as flashio's reference and torch's is_causal: key j is visible to query
+    i iff j <= i, also when Nq != Nk (so query 0 sees key 0 only, and with Nq > Nk the rows
+    i >= Nk - 1 see every key): every row sees key 0, none is empty. `ops`: TorchOps."""
     P, N, d = q.shape
     Nk = k.shape[1]
-    rows = max(1, min(N, block_elements // max(1, Nk)))
-    pchunk = max(1, block_elements // (rows * Nk))
-    o = torch.empty_like(q)
+    rows, pchunk = reference_blocks(N, Nk, d, block_elements)
+    o = ops.empty_like(q)
     grads = do is not None
     if grads:
-        dq, dk, dv = torch.empty_like(q), torch.zeros_like(k), torch.zeros_like(v)
-    cols = torch.arange(Nk, device=q.device)
+        dq, dk, dv = ops.empty_like(q), ops.zeros_like(k), ops.zeros_like(v)
+    cols = ops.arange(0, Nk, q)
     for p0 in range(0, P, pchunk):
         p1 = min(P, p0 + pchunk)
-        qc, kc, vc = q[p0:p1], k[p0:p1], v[p0:p1]
+        idx = kv_index[p0:p1]
+        qc, kc, vc = q[p0:p1], ops.take(k, idx), ops.take(v, idx)
+        if grads:
+            dkc, dvc = ops.zeros_like(kc), ops.zeros_like(vc)
         for r0 in range(0, N, rows):
             r1 = min(N, r0 + rows)
-            s = torch.matmul(qc[:, r0:r1], kc.transpose(1, 2)) * scale
-            if causal:
-                masked = cols[None, :] > torch.arange(r0, r1, device=q.device)[:, None]
-                s.masked_fill_(masked, float("-inf"))
-            pr = torch.softmax(s, dim=-1)
+            s = (qc[:, r0:r1] @ ops.t(kc)) * scale
+            if causal and r0 < Nk - 1:  # rows from Nk - 1 on see every key
+                s = ops.mask_(s, cols[None, :] > ops.arange(r0, r1, q)[:, None])
+            pr = ops.softmax(s)
             del s
-            ob = torch.matmul(pr, vc)
+            ob = pr @ vc
             o[p0:p1, r0:r1] = ob
             if grads:
                 dob = do[p0:p1, r0:r1]
-                dsum = (dob * ob).sum(dim=-1, keepdim=True)
-                ds = pr * (torch.matmul(dob, vc.transpose(1, 2)) - dsum)
-                dq[p0:p1, r0:r1] = torch.matmul(ds, kc) * scale
-                dk[p0:p1] += torch.matmul(ds.transpose(1, 2), qc[:, r0:r1]) * scale
-                dv[p0:p1] += torch.matmul(pr.transpose(1, 2), dob)
+                ds = pr * (dob @ ops.t(vc) - ops.rowsum(dob * ob))
+                dq[p0:p1, r0:r1] = (ds @ kc) * scale
+                dkc += (ops.t(ds) @ qc[:, r0:r1]) * scale
+                dvc += ops.t(pr) @ dob
                 del ds
             del pr
+        if grads:
+            ops.index_add_(dk, idx, dkc)
+            ops.index_add_(dv, idx, dvc)
+            del dkc, dvc
+        del kc, vc
     out = {"o": o}
     if grads:
         out.update(dq=dq, dk=dk, dv=dv)
@@ -1054,17 +1214,21 @@ def compare_tensor(torch, name: str, got, ref, atol_rms: float, rtol: float) -> 
 
 
 def run_check(torch, data: ProblemData, o, grads=None) -> dict:
-    """The check object for O (and dQ, dK, dV) of the checked (batch, head) pairs."""
+    """The check object for O and dQ of the checked (batch, query head) pairs, and dK, dV of
+    the K/V heads they read."""
     p = data.p
     ref = data.reference(with_grad=grads is not None)
     a, r = tolerance_for(p.dtype)
-    stats = [compare_tensor(torch, "o", data.gather(o), ref["o"], a, r)]
+    rows = ref["checked"]
+    stats = [compare_tensor(torch, "o", data.gather(o), ref["o"][rows], a, r)]
     grad_scope = None
     if grads is not None:
         ga, gr = tolerance_for(p.dtype, gradient=True)
-        for name, g in zip(("dq", "dk", "dv"), grads):
-            stats.append(compare_tensor(torch, name, data.gather(g), ref[name], ga, gr))
-        grad_scope = grad_scope_text(data.scope, len(data.pairs), p.batch * p.heads)
+        dq, dk, dv = grads
+        stats.append(compare_tensor(torch, "dq", data.gather(dq), ref["dq"][rows], ga, gr))
+        stats.append(compare_tensor(torch, "dk", data.gather_kv(dk), ref["dk"], ga, gr))
+        stats.append(compare_tensor(torch, "dv", data.gather_kv(dv), ref["dv"], ga, gr))
+        grad_scope = grad_scope_text(data.scope, len(ref["heads"].kv_heads), p.batch * p.kv_heads)
     return make_check(stats, data.rows_checked, p.batch * p.heads * p.seqlen, data.scope, grad_scope)
 
 
@@ -1079,8 +1243,19 @@ def measure_point(torch, pt: Point, data: ProblemData, cfg: Config, flusher: Opt
     causal = p.causal
     backend = getattr(SDPBackend, BACKENDS[pt.backend])
 
-    def sdpa(q, k, v):
-        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+    if p.kv_heads == p.heads:
+        def sdpa(q, k, v):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+    else:
+        # GQA/MQA: K, V [B, Hkv, Nk, d]; query head h reads K/V head h // (H / Hkv) (PyTorch >= 2.5)
+        def sdpa(q, k, v):
+            try:
+                return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, enable_gqa=True)
+            except TypeError as e:
+                if "enable_gqa" in str(e):
+                    raise NotImplementedError(f"this torch ({torch.__version__}) has no enable_gqa: GQA/MQA "
+                                              "(kv_heads < heads) needs PyTorch >= 2.5") from None
+                raise
 
     fields: dict = {}
     with sdpa_kernel(backend):

@@ -11,7 +11,11 @@ records with the reason; argument parsing (bad input -> one line on stderr, exit
 file); the input generator and the checked (batch, head) pairs against values produced by
 the C++ code (bench/core/inputs.cpp, bench/measure/check.cpp); and that records built by the script
 validate against results/schema.json with the small validator below (no jsonschema
-package needed).
+package needed). Two tests go further where this Python has the package, and say that they
+were skipped where it has not: the float64 reference (GQA/MQA, Nq != Nk) on numpy against
+loops and central differences, and the script's GPU-side code (ProblemData, run_check) run on
+the CPU with torch (Debian's python3-torch 1.13 is enough: it needs no SDPA). /usr/bin/python3
+on Debian with python3-numpy and python3-torch runs both.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ import io
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -110,7 +115,7 @@ def validate(value, schema: dict, root: dict, path: str = "$") -> list:
         errors += validate(value, target, root, path)
     known = {"$ref", "type", "const", "enum", "required", "properties", "additionalProperties", "items",
              "minimum", "maximum", "exclusiveMinimum", "minItems", "maxItems", "description", "title", "$schema",
-             "$id", "$defs"}
+             "$id", "$defs", "pattern"}
     unknown = set(schema) - known
     if unknown:
         raise ValueError(f"validator: unsupported keywords {unknown} at {path}")
@@ -122,6 +127,8 @@ def validate(value, schema: dict, root: dict, path: str = "$") -> list:
         errors.append(f"{path}: {value!r} != const {schema['const']!r}")
     if "enum" in schema and value not in schema["enum"]:
         errors.append(f"{path}: {value!r} not in {schema['enum']}")
+    if "pattern" in schema and isinstance(value, str) and not re.search(schema["pattern"], value):
+        errors.append(f"{path}: {value!r} does not match {schema['pattern']!r}")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if "minimum" in schema and value < schema["minimum"]:
             errors.append(f"{path}: {value} < minimum {schema['minimum']}")
@@ -223,7 +230,8 @@ def _pairs_of(doc: dict) -> list:
     return out
 
 
-def _assert_peers_match_flashio(axes: list, backends=("flash", "cudnn", "efficient", "math")) -> list:
+def _assert_peers_match_flashio(axes: list, backends=("flash", "cudnn", "efficient", "math"),
+                                validate_records: bool = True) -> list:
     """The peers' points for `axes` are flashio's (problem, pass) pairs x back-ends, in
     flashio's problem order, with flashio's names (method replaced), problems and FLOPs."""
     doc = flashio_points(*axes)
@@ -242,7 +250,7 @@ def _assert_peers_match_flashio(axes: list, backends=("flash", "cudnn", "efficie
     for p in pts:
         rec = ps.build_record(p, 0, "skipped", p.skip or "not run")
         assert rec["name"] == p.name() and rec["flops"] == p.flops and rec["problem"] == p.problem_json
-        errs = validate_record(rec)
+        errs = validate_record(rec) if validate_records else []
         assert not errs, (rec["name"], errs)
     return pts
 
@@ -278,11 +286,13 @@ def test_a_sweep_file_gives_flashios_points():
         assert by_name["sdpa_math/fwd/b:2/h:8/n:17/d:64/fp16"].skip == ""
         assert by_name["sdpa_flash/bwd/b:1/h:16/n:256/d:64/fp16"].skip == ""
         assert by_name["sdpa_flash/fwd/b:1/h:16/n:256/d:64/fp16/det"].skip == ""  # forwards are deterministic
+        # GQA (kv_heads < heads) runs, with enable_gqa
+        assert by_name["sdpa_efficient/fwd/b:2/h:8/kvh:2/n:128/d:64/fp16"].skip == ""
+        assert by_name["sdpa_flash/fwdbwd/b:2/h:8/kvh:2/n:1013/d:128/fp16/causal"].skip == ""
         # skipped, each with its reason
         reasons = {
             "sdpa_flash/fwd/b:2/h:8/n:128/d:64/fp16/pad": "key padding: SDPA's flash back-end takes no attn_mask",
             "sdpa_cudnn/fwd/b:2/h:8/n:128/d:64/fp16/pad": "key padding: peers_sdpa.py passes no attn_mask",
-            "sdpa_efficient/fwd/b:2/h:8/kvh:2/n:128/d:64/fp16": "GQA/MQA (kv_heads < heads)",
             "sdpa_cudnn/fwd/b:2/h:8/n:17/d:64/fp16/drop:0.1": "dropout: SDPA draws its own dropout mask",
             "sdpa_math/fwd/b:1/h:16/n:512/d:64/fp16/sparse:butterfly/bs:128": "SDPA has no block-sparse attention",
             "sdpa_flash/bwd/b:1/h:16/n:256/d:64/fp16/det": "deterministic backward",
@@ -309,9 +319,13 @@ def test_axes_pass_through_to_flashio():
     pts = _assert_peers_match_flashio(axes, ("efficient",))
     assert len(pts) == 16 and all(p.problem_json["seed"] == 7 for p in pts)
     runnable = [p for p in pts if not p.skip]
-    assert [p.name() for p in runnable] == ["sdpa_efficient/fwdbwd/b:2/h:8/n:100/d:32/bf16/causal"]
+    assert [p.name() for p in runnable] == ["sdpa_efficient/fwdbwd/b:2/h:8/n:100/d:32/bf16/causal",
+                                            "sdpa_efficient/fwdbwd/b:2/h:8/n:100/nk:300/d:32/bf16/causal",
+                                            "sdpa_efficient/fwdbwd/b:2/h:8/kvh:4/n:100/d:32/bf16/causal",
+                                            "sdpa_efficient/fwdbwd/b:2/h:8/kvh:4/n:100/nk:300/d:32/bf16/causal"]
     assert runnable[0].problem == ps.Problem(2, 8, 100, 32, "bf16", True, 7)
-    assert any(p.skip.startswith("seqlen_k != seqlen_q") for p in pts)
+    assert runnable[3].problem == ps.Problem(2, 8, 100, 32, "bf16", True, 7, kv_heads=4, seqlen_k=300)
+    assert all(p.skip.startswith(("key padding", "dropout")) for p in pts if p.skip)
     # the sparse axes and tokens/model-dim too
     _assert_peers_match_flashio(["--pattern", "local", "--sparse-window", "2", "--sparse-global", "0",
                                  "--sparse-block", "64", "-n", "1024", "--tokens", "2048", "--model-dim", "512"],
@@ -493,6 +507,323 @@ def test_check_pairs_match_cpp():
         assert (got_pairs, got_scope) == (pairs, scope), ((b, h, n, d, seed), got_pairs, got_scope)
 
 
+# --------------------------------------------------------------------------------------
+# GQA/MQA and seqlen_k != seqlen_q (decode), paged K/V (issue 20)
+# --------------------------------------------------------------------------------------
+
+DECODE_AXES = ["--heads", "32", "--kv-heads", "8", "--head-dim", "128", "--seqlen", "1", "--seqlen-k", "8192,32768",
+               "--batch", "8,32"]
+
+
+def test_decode_points_are_runnable():
+    """flashio's decode shapes (GQA 32:8, Nq = 1, Nk up to 32k): every back-end runs them
+    (none skipped before torch is asked), under flashio's names with the method replaced."""
+    pts = _assert_peers_match_flashio(DECODE_AXES)
+    assert len(pts) == 4 * 4 and not any(p.skip for p in pts), [(p.name(), p.skip) for p in pts if p.skip]
+    assert pts[0].name() == "sdpa_flash/fwd/b:8/h:32/kvh:8/n:1/nk:8192/d:128/fp16"
+    assert pts[-1].name() == "sdpa_math/fwd/b:32/h:32/kvh:8/n:1/nk:32768/d:128/fp16"
+    p = pts[-1].problem
+    assert p == ps.Problem(32, 32, 1, 128, "fp16", False, 0x5EED, kv_heads=8, seqlen_k=32768)
+    assert p.group == 4 and p.q_elements() == 32 * 32 * 1 * 128 and p.kv_elements() == 32 * 8 * 32768 * 128
+    # MQA and Nq > Nk as well
+    pts = _assert_peers_match_flashio(["-b", "2", "--heads", "8", "--kv-heads", "1", "-n", "300", "--seqlen-k", "17",
+                                       "-d", "64", "--causal", "true", "--pass", "fwd,bwd"], ("cudnn", "math"))
+    assert len(pts) == 4 and not any(p.skip for p in pts)
+    assert pts[0].name() == "sdpa_cudnn/fwd/b:2/h:8/kvh:1/n:300/nk:17/d:64/fp16/causal"
+    assert pts[0].problem.group == 8 and pts[0].problem.seqlen_k == 17
+    r = subprocess.run([sys.executable, SCRIPT, "--dry-run"] + DECODE_AXES, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and "skipped" not in r.stdout and "to be skipped" not in r.stderr, (r.stdout, r.stderr)
+    assert "sdpa_cudnn/fwd/b:32/h:32/kvh:8/n:1/nk:8192/d:128/fp16\n" in r.stdout, r.stdout
+
+
+def test_problem_defaults_and_json():
+    # kv_heads, seqlen_k given as 0 (or absent from an older problem object) mean heads, seqlen
+    assert ps.Problem(2, 8, 100, 32) == ps.Problem(2, 8, 100, 32, kv_heads=8, seqlen_k=100)
+    assert ps.Problem(2, 8, 100, 32).group == 1
+    pj = {"batch": 2, "heads": 8, "seqlen_q": 100, "head_dim": 32, "dtype": "bf16", "causal": True, "seed": 7}
+    assert ps.Problem.from_json(pj) == ps.Problem(2, 8, 100, 32, "bf16", True, 7)
+    pj.update(kv_heads=2, seqlen_k=4096)
+    p = ps.Problem.from_json(pj)
+    assert (p.kv_heads, p.seqlen_k, p.group) == (2, 4096, 4)
+
+
+def _paged_json(layout="paged:64"):
+    pj = dict(one_point("flash", "fwd", *DECODE_AXES[:-3], "8").problem_json)
+    pj["kv_layout"] = layout
+    return pj
+
+
+def _flashio_has_kv_layout() -> bool:
+    r = subprocess.run([FLASHIO, "run", "--help"], capture_output=True, text=True, timeout=60)
+    return "--kv-layout" in r.stdout
+
+
+def test_paged_points_are_skipped():
+    """A paged K/V cache is a storage layout SDPA does not have: skipped with the reason, on
+    every back-end and pass (not run contiguous under a name that says paged)."""
+    for be in ps.BACKENDS:
+        for ps_ in ("fwd", "bwd"):
+            why = ps.unsupported_reason(be, ps_, _paged_json())
+            assert why.startswith("paged K/V cache (kv_layout paged:64): SDPA takes contiguous K/V only"), why
+    assert ps.unsupported_reason("flash", "fwd", _paged_json("contiguous")) == ""
+    if _flashio_has_kv_layout():  # a flashio with --kv-layout (issue 20): the whole way through
+        # (records validated only against a schema that has kv_layout: flashio's of issue 20)
+        pts = _assert_peers_match_flashio(DECODE_AXES + ["--kv-layout", "contiguous,paged:64"],
+                                          validate_records="kv_layout" in SCHEMA["$defs"]["problem"]["properties"])
+        paged = [p for p in pts if p.problem_json.get("kv_layout", "contiguous") != "contiguous"]
+        assert len(paged) == len(pts) // 2 and all(p.name().endswith("/paged:64") for p in paged)
+        assert all(p.skip.startswith("paged K/V cache") for p in paged)
+        assert not any(p.skip for p in pts if p not in paged)
+    else:
+        print("      (this flashio has no --kv-layout: paged points checked on a problem object only)")
+
+
+def test_check_pairs_use_seqlen_k():
+    # all rows when 2*B*H*Nq*Nk*d <= 4e9 (bench/core/reference.cpp reference_cost): b 8, Nk 8192: 5.4e8
+    pairs, scope = ps.check_pairs(ps.Problem(8, 32, 1, 128, kv_heads=8, seqlen_k=8192))
+    assert scope == "all rows" and len(pairs) == 8 * 32
+    # b 32, Nk 32768: 8.6e9: sampled, the same pairs as any problem of that batch, heads and seed
+    pairs, scope = ps.check_pairs(ps.Problem(32, 32, 1, 128, kv_heads=8, seqlen_k=32768))
+    assert scope == "sampled rows" and pairs == CPP_PAIRS[0][2], pairs
+    # Nk, not Nq, sets the cost: Nq 2048 against Nk 16 is cheap
+    assert ps.check_pairs(ps.Problem(4, 16, 2048, 64, seqlen_k=16))[1] == "all rows"
+    assert ps.check_pairs(ps.Problem(4, 16, 16, 64, seqlen_k=65536))[1] == "sampled rows"
+
+
+def test_reference_heads():
+    p = ps.Problem(2, 8, 5, 16, kv_heads=2, seqlen_k=7)  # group 4
+    pairs = [(0, 0), (0, 5), (1, 3), (1, 7)]
+    h = ps.reference_heads(p, pairs, with_grad=False)
+    assert h.q_pairs == tuple(pairs) and h.kv_heads == ((0, 0), (0, 1), (1, 0), (1, 1))
+    assert h.kv_index == (0, 1, 2, 3) and h.checked == (0, 1, 2, 3)
+    # with gradients: every query head of the K/V heads read, so that dK, dV sum the whole group
+    h = ps.reference_heads(p, pairs, with_grad=True)
+    assert h.q_pairs == tuple((b, x) for b in range(2) for x in range(8)) and len(h.kv_heads) == 4
+    assert h.kv_index == tuple(b * 2 + x // 4 for b in range(2) for x in range(8))
+    assert [h.q_pairs[i] for i in h.checked] == pairs
+    # MQA: one K/V head per batch; MHA: the pairs themselves
+    h = ps.reference_heads(ps.Problem(3, 4, 1, 8, kv_heads=1, seqlen_k=9), [(0, 0), (2, 3)], with_grad=True)
+    assert h.kv_heads == ((0, 0), (2, 0)) and len(h.q_pairs) == 8 and set(h.kv_index) == {0, 1}
+    h = ps.reference_heads(ps.Problem(2, 4, 8, 8), [(0, 1), (1, 2)], with_grad=True)
+    assert h.q_pairs == ((0, 1), (1, 2)) and h.kv_heads == ((0, 1), (1, 2)) and h.kv_index == (0, 1)
+    assert ps.grad_scope_text("sampled rows", 2, 16) == "dq: sampled rows; dk, dv: 2 of 16 K/V heads"
+
+
+
+def test_reference_blocks_bound_memory():
+    """The float64 reference's blocks: at most 2^25 elements (256 MiB) of scores, or of K or V
+    gathered, whatever Nk: decode against 128k keys takes 2 heads per block, one row each."""
+    big = ps.REFERENCE_BLOCK_ELEMENTS
+    for nq, nk, d in ((1, 131072, 128), (16, 131072, 128), (1, 8192, 128), (4096, 4096, 64), (1, 1 << 26, 64),
+                      (65536, 128, 256), (3, 5, 8)):
+        rows, heads = ps.reference_blocks(nq, nk, d)
+        assert 1 <= rows <= nq and heads >= 1
+        assert (heads * rows * nk <= big and heads * nk * d <= big) or (rows == 1 and heads == 1), (nq, nk, d)
+    assert ps.reference_blocks(1, 131072, 128) == (1, 2)
+    assert ps.reference_blocks(4096, 4096, 64) == (4096, 2)  # as before GQA: blocks of 2 heads x all rows
+
+class NumpyOps:
+    """reference_attention's operations on numpy arrays (TorchOps's twins)."""
+
+    def __init__(self, np):
+        self.np = np
+
+    def empty_like(self, x):
+        return self.np.full_like(x, self.np.nan)  # a row it forgets to write shows
+
+    def zeros_like(self, x):
+        return self.np.zeros_like(x)
+
+    def arange(self, start, stop, like):
+        return self.np.arange(start, stop)
+
+    def take(self, x, index):
+        return x[index]
+
+    def t(self, x):
+        return self.np.swapaxes(x, -2, -1)
+
+    def mask_(self, s, mask):
+        return self.np.where(mask, -self.np.inf, s)
+
+    def softmax(self, s):
+        e = self.np.exp(s - s.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def rowsum(self, x):
+        return x.sum(axis=-1, keepdims=True)
+
+    def index_add_(self, x, index, y):
+        self.np.add.at(x, index, y)
+
+
+def _inputs(p, np):
+    """Q, K, V, dO of the problem as float64 arrays, from the suite's generator (pure Python)."""
+    def tensor(stream, shape):
+        n = int(np.prod(shape))
+        words = [ps.reference_input_bits(p.dtype, p.seed, stream, i) for i in range(n)]
+        return np.array(words, dtype=np.uint16).view(np.float16).astype(np.float64).reshape(shape)
+    qs, kvs = (p.batch, p.heads, p.seqlen, p.head_dim), (p.batch, p.kv_heads, p.seqlen_k, p.head_dim)
+    return tensor(1, qs), tensor(2, kvs), tensor(3, kvs), tensor(4, qs)
+
+
+def _naive_loss(p, q, k, v, do):
+    """L = sum(O * dO), O by explicit loops over (b, h, i): query head h reads K/V head
+    h // (H / Hkv); causal top-left: key j visible to query i iff j <= i. dL/dX is what
+    reference_attention's gradients are (O's gradient being dO)."""
+    g = p.heads // p.kv_heads
+    total, out = 0.0, {}
+    for b in range(p.batch):
+        for h in range(p.heads):
+            hk = h // g
+            for i in range(p.seqlen):
+                js = [j for j in range(p.seqlen_k) if not p.causal or j <= i]
+                sc = [p.softmax_scale * sum(q[b, h, i, c] * k[b, hk, j, c] for c in range(p.head_dim)) for j in js]
+                m = max(sc)
+                w = [math.exp(x - m) for x in sc]
+                z = sum(w)
+                for c in range(p.head_dim):
+                    o = sum(w[t] / z * v[b, hk, j, c] for t, j in enumerate(js))
+                    out[b, h, i, c] = o
+                    total += o * do[b, h, i, c]
+    return total, out
+
+
+def _naive_grads(p, q, k, v, do, np):
+    """dQ, dK, dV by hand from P = softmax(S) per (b, h): dV_hk += P^T dO, dP = dO V^T,
+    dS = P (dP - rowsum(P dP)), dQ = scale dS K, dK_hk += scale dS^T Q (the sum over the group)."""
+    g = p.heads // p.kv_heads
+    dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
+    for b in range(p.batch):
+        for h in range(p.heads):
+            hk = h // g
+            s = p.softmax_scale * (q[b, h] @ k[b, hk].T)
+            if p.causal:
+                for i in range(p.seqlen):
+                    s[i, i + 1:] = -np.inf
+            pr = np.exp(s - s.max(axis=1, keepdims=True))
+            pr /= pr.sum(axis=1, keepdims=True)
+            dv[b, hk] += pr.T @ do[b, h]
+            dp = do[b, h] @ v[b, hk].T
+            dsc = pr * (dp - (pr * dp).sum(axis=1, keepdims=True))
+            dq[b, h] = p.softmax_scale * dsc @ k[b, hk]
+            dk[b, hk] += p.softmax_scale * dsc.T @ q[b, h]
+    return dq, dk, dv
+
+
+def test_reference_against_numpy():
+    """The float64 reference (reference_heads + reference_attention, as ProblemData drives
+    them, here on numpy arrays) for tiny GQA/MQA problems with Nq != Nk, causal or not: O
+    against explicit loops, dQ, dK, dV against hand-written per-head gradients and against
+    central differences of sum(O * dO); in blocks as small as one row and one head."""
+    try:
+        import numpy as np
+    except ImportError:
+        print("      (skipped: no numpy in this Python; /usr/bin/python3 with python3-numpy runs it)")
+        return
+    ops = NumpyOps(np)
+    problems = [
+        ps.Problem(2, 4, 3, 8, "fp16", True, 11, kv_heads=2, seqlen_k=5),   # GQA 4:2, decode-like Nq < Nk
+        ps.Problem(2, 4, 5, 8, "fp16", True, 12, kv_heads=1, seqlen_k=3),   # MQA, Nq > Nk (rows >= Nk see all)
+        ps.Problem(1, 6, 1, 8, "fp16", False, 13, kv_heads=2, seqlen_k=9),  # decode: Nq = 1
+        ps.Problem(1, 2, 4, 8, "fp16", True, 14),                           # MHA, square (as before)
+    ]
+    for p in problems:
+        q, k, v, do = _inputs(p, np)
+        dq_n, dk_n, dv_n = _naive_grads(p, q, k, v, do, np)
+        _, o_loop = _naive_loss(p, q, k, v, do)
+        for pairs in ([(b, h) for b in range(p.batch) for h in range(p.heads)], [(0, 0), (p.batch - 1, p.heads - 1)]):
+            for block in (ps.REFERENCE_BLOCK_ELEMENTS, 1, 3 * p.seqlen_k * p.head_dim):
+                for with_grad in (False, True):
+                    h = ps.reference_heads(p, pairs, with_grad)
+                    qb, qh = [np.array(x, dtype=np.int64) for x in zip(*h.q_pairs)]
+                    kb, kh = [np.array(x, dtype=np.int64) for x in zip(*h.kv_heads)]
+                    ref = ps.reference_attention(ops, q[qb, qh], k[kb, kh], v[kb, kh], np.array(h.kv_index),
+                                                 do[qb, qh] if with_grad else None, p.softmax_scale, p.causal,
+                                                 block_elements=block)
+                    rows = np.array(h.checked)
+                    cb, ch = [np.array(x) for x in zip(*pairs)]
+                    what = (p, len(pairs), block, with_grad)
+                    o_want = np.array([[[o_loop[b, hh, i, c] for c in range(p.head_dim)] for i in range(p.seqlen)]
+                                       for b, hh in pairs])
+                    assert np.allclose(ref["o"][rows], o_want, rtol=1e-12, atol=1e-12), what
+                    if with_grad:
+                        assert np.allclose(ref["dq"][rows], dq_n[cb, ch], rtol=1e-10, atol=1e-12), what
+                        assert np.allclose(ref["dk"], dk_n[kb, kh], rtol=1e-10, atol=1e-12), what
+                        assert np.allclose(ref["dv"], dv_n[kb, kh], rtol=1e-10, atol=1e-12), what
+        # the hand-written gradients against central differences of L = sum(O * dO)
+        eps = 1e-6
+        for name, x, grad in (("q", q, dq_n), ("k", k, dk_n), ("v", v, dv_n)):
+            for idx in ((0, 0, 0, 1), (p.batch - 1, x.shape[1] - 1, x.shape[2] - 1, p.head_dim - 1)):
+                keep = x[idx]
+                x[idx] = keep + eps
+                up, _ = _naive_loss(p, q, k, v, do)
+                x[idx] = keep - eps
+                down, _ = _naive_loss(p, q, k, v, do)
+                x[idx] = keep
+                fd = (up - down) / (2 * eps)
+                assert abs(fd - grad[idx]) <= 1e-6 * max(1.0, abs(fd)), (p, name, idx, fd, grad[idx])
+
+
+def test_gpu_path_on_cpu_torch():
+    """Where this Python has torch (any version, CPU is enough; none of SDPA is needed): the
+    script's own GPU-side code, ProblemData (inputs from the generator on torch, K/V [B, Hkv,
+    Nk, d]), TorchOps + reference_attention and run_check, on the CPU, for GQA/MQA problems
+    with Nq != Nk: an exact float64 O, dQ, dK, dV (torch autograd through repeat_interleave,
+    as torch's math back-end) passes with |err|/tol ~ 0, the same rounded to the dtype
+    passes, one wrong dK head fails."""
+    try:
+        import torch
+    except ImportError:
+        print("      (skipped: no torch in this Python; Debian's python3-torch, CPU, runs it)")
+        return
+    cpu = torch.device("cpu")
+
+    def exact(p, q, k, v, do):
+        q, k, v = (t.double().requires_grad_() for t in (q, k, v))
+        kr, vr = (t.repeat_interleave(p.heads // p.kv_heads, dim=1) for t in (k, v))
+        s = (q @ kr.transpose(-2, -1)) * p.softmax_scale
+        if p.causal:  # top-left: key j visible to query i iff j <= i
+            s = s.masked_fill(torch.arange(p.seqlen_k)[None, :] > torch.arange(p.seqlen)[:, None], float("-inf"))
+        o = torch.softmax(s, -1) @ vr
+        return (o.detach(),) + tuple(torch.autograd.grad(o, (q, k, v), do.double()))
+
+    check_pairs = ps.check_pairs
+    try:
+        for p, budget in ((ps.Problem(2, 8, 3, 16, "fp16", True, 5, kv_heads=2, seqlen_k=70), None),
+                          (ps.Problem(3, 4, 1, 32, "bf16", False, 6, kv_heads=1, seqlen_k=300), None),
+                          (ps.Problem(2, 4, 50, 16, "fp16", True, 7, kv_heads=4, seqlen_k=20), None),
+                          (ps.Problem(5, 8, 4, 16, "fp16", True, 8, kv_heads=2, seqlen_k=200), 1e3)):
+            ps.check_pairs = (lambda q, b=budget: check_pairs(q, b)) if budget else check_pairs
+            data = ps.ProblemData(torch, p, cpu)
+            assert tuple(data.k.shape) == (p.batch, p.kv_heads, p.seqlen_k, p.head_dim)
+            for t, stream in ((data.q, 1), (data.k, 2), (data.v, 3), (data.grad_output(), 4)):
+                flat = t.reshape(-1).view(torch.int16)
+                for i in (0, flat.numel() // 2, flat.numel() - 1):
+                    assert int(flat[i]) & 0xFFFF == ps.reference_input_bits(p.dtype, p.seed, stream, i), (p, stream, i)
+            o, dq, dk, dv = exact(p, data.q, data.k, data.v, data.grad_output())
+            c = ps.run_check(torch, data, o.to(data.q.dtype))
+            assert c["passed"] and c["rows_total"] == p.batch * p.heads * p.seqlen, (p, c)
+            assert c["scope"] == ("sampled rows" if budget else "all rows"), (p, c["scope"])
+            c = ps.run_check(torch, data, o, [dq, dk, dv])
+            assert c["passed"] and c["worst_ratio"] < 1e-9, (p, c)
+            kv = len({(b, h // p.group) for b, h in data.pairs})
+            assert c["grad_scope"].endswith(f"dk, dv: {kv} of {p.batch * p.kv_heads} K/V heads"), c["grad_scope"]
+            lo = data.q.dtype
+            c = ps.run_check(torch, data, o.to(lo), [dq.to(lo), dk.to(lo), dv.to(lo)])
+            assert c["passed"], (p, c)
+            bad = dk.clone()
+            b, hk = data.pairs[-1][0], data.pairs[-1][1] // p.group
+            bad[b, hk] += 1.0
+            c = ps.run_check(torch, data, o, [dq, bad, dv])
+            t = c["tensors"]
+            assert not c["passed"] and t["dk"]["worst_ratio"] > 1 and t["dv"]["worst_ratio"] < 1e-9, c
+            assert ps.run_check(torch, data, o)["passed"]  # forward again, on the gradients' reference
+    finally:
+        ps.check_pairs = check_pairs
+
+
 def _stats(name, ratio, finite=True, atol=1e-3, rtol=1e-2, elements=64):
     nan = math.nan
     return dict(name=name, max_abs_err=ratio * 1e-3 if finite else nan, max_rel_err=ratio * 1e-2 if finite else nan,
@@ -627,6 +958,8 @@ def test_validator_rejects_bad_records():
     r = dict(good, check=dict(good["check"], scope="some rows")); cases.append(r)
     r = dict(good, check=dict(good["check"], tensors={"o": {"atol": 1.0}})); cases.append(r)
     r = dict(good, device_index=True); cases.append(r)
+    if "kv_layout" in SCHEMA["$defs"]["problem"]["properties"]:  # a pattern keyword (issue 20's schema)
+        r = dict(good, problem=dict(good["problem"], kv_layout="paged:x")); cases.append(r)
     for r in cases:
         assert validate_record(r), r
 
