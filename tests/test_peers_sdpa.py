@@ -837,7 +837,7 @@ def test_tolerances_and_check_object():
     assert ps.tolerance_for("fp16") == (1e-2, 1e-2) and ps.tolerance_for("bf16") == (8e-2, 8e-2)
     # bench/measure/check.cpp gradient_tolerance_for
     assert ps.tolerance_for("fp16", gradient=True) == (2e-2, 2e-2)
-    assert ps.tolerance_for("bf16", gradient=True) == (1.6e-1, 1.6e-1)
+    assert ps.tolerance_for("bf16", gradient=True) == (2.5e-1, 2.5e-1)
     # forward: O only, no grad_scope
     c = ps.make_check([_stats("o", 0.2)], 2048, 65536, "sampled rows")
     assert c["passed"] and c["worst_ratio"] == 0.2 and "grad_scope" not in c
