@@ -32,6 +32,7 @@ struct AnalyzeOptions {
   DqAdds dq_adds = DqAdds::Auto;
   bool wave_model = false;  // DRAM: the wave model (usable share, drift) instead of the L2 simulation
   int l2_partitions = 0;    // DRAM simulation: L2 partitions; 0: from the device (l2_partitions_of)
+  double l2_dirty_share = -1;  // DRAM simulation: dirty share of a partition; < 0: from the device, 0: none
 };
 
 // The architecture a file's fused kernels ran as (__CUDA_ARCH__ / 10): the highest of the
