@@ -19,6 +19,7 @@
 #include "analysis/dram_model.h"
 #include "analysis/gpus.h"
 #include "analysis/io_model.h"
+#include "analysis/l2_sim.h"
 #include "analysis/models/model.h"
 #include "analysis/schedule_sim.h"
 #include "analysis/tables.h"
@@ -841,6 +842,7 @@ TEST(PredictCommand, CellsAreTheModelsValues) {
   m.problem = shape(1, 16, 16, 65536, 65536, 64, false, false);
   GpuLimits lim{g->sm_count, g->smem_per_sm_bytes, g->l2_bytes, g->max_threads_per_sm};
   lim.l2_partitions = 2;
+  lim.l2_dirty_share = kGh100L2DirtyShare;  // predict's, for an H100
   const DramPrediction dp = predict_dram(m, pt.fwd_smem, 0, lim);
   EXPECT_EQ(large[col("DRAM (L2 simulation)")].get<double>(), double(dp.predicted));
   EXPECT_GT(dp.predicted, dp.compulsory);  // 512 blocks per head, waves of 528 spanning two heads: K+V again

@@ -94,6 +94,7 @@ TEST(L2Sim, BlocksStartInLaunchOrderIntoTheSlotsThatFree) {
 GpuLimits h100() {
   GpuLimits g;
   g.sm_count = 132, g.smem_per_sm_bytes = 233472, g.l2_bytes = 52428800, g.l2_partitions = 2;
+  g.l2_dirty_share = kGh100L2DirtyShare;
   g.blocks_per_sm_override = 2;  // the 128 × 64 forward at d 128 and the backward's occupancy on an H100
   return g;
 }
@@ -206,6 +207,7 @@ TEST(L2SimTrace, CoarsenedSimulationAgreesWithTheFullOne) {
 TEST(L2SimTrace, PyTorchFa2ForwardOnAnH200FromTheDesignNote) {
   GpuLimits h200;
   h200.sm_count = 132, h200.smem_per_sm_bytes = 233472, h200.l2_bytes = 62914560, h200.l2_partitions = 2;
+  h200.l2_dirty_share = kGh100L2DirtyShare;
   h200.blocks_per_sm_override = 2;
   struct Row {
     int64_t n, heads;
