@@ -367,8 +367,8 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
     gpu.wave_model = opt.wave_model;
     gpu.l2_partitions =
         opt.l2_partitions > 0 ? opt.l2_partitions : l2_partitions_of(device.value("name", std::string()));
-    gpu.l2_dirty_share = opt.l2_dirty_share >= 0 ? opt.l2_dirty_share
-                                                 : l2_dirty_share_of(device.value("name", std::string()));
+    gpu.l2_dirty_share =
+        opt.l2_dirty_share >= 0 ? opt.l2_dirty_share : l2_dirty_share_of(device.value("name", std::string()));
     json recs = json::array();
     md += fmt::format("## {} — {} ({} records)\n\n", path, device.value("name", std::string("unknown device")),
                       doc.value("records", json::array()).size());

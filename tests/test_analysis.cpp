@@ -602,7 +602,8 @@ TEST(AnalyzeCommand, L2RedFactorIsAppliedOnlyOnTheChipItWasMeasuredOn) {
   json doc = json::parse(in);
   json rec;
   for (const auto& r : doc["records"])
-    if (r["method"] == "flash2" && r["pass"] == "fwdbwd" && r.contains("tiles_bwd") && r["counters"]["status"] == "ok") {
+    if (r["method"] == "flash2" && r["pass"] == "fwdbwd" && r.contains("tiles_bwd") &&
+        r["counters"]["status"] == "ok") {
       rec = r;
       break;
     }
@@ -781,7 +782,7 @@ TEST(PredictCommand, ValuesAreTheModelsFormulasWorkedByHand) {
   EXPECT_EQ(cell(a, 0, "fwd tile"), "128×64");
   EXPECT_EQ(cell(b, 0, "fwd tile"), "128×64");
   EXPECT_EQ(cell(a, 0, "SM↔L2").get<double>(), double(sm_l2_fwd(16, 1024)));  // 55.64 MB
-  EXPECT_EQ(cell(b, 0, "SM↔L2").get<double>(), double(sm_l2_fwd(1, 32768)));   // 3.232 GB
+  EXPECT_EQ(cell(b, 0, "SM↔L2").get<double>(), double(sm_l2_fwd(1, 32768)));  // 3.232 GB
   const int64_t q16 = 16 * 1024 * d * e;
   EXPECT_EQ(cell(a, 0, "DRAM (L2 simulation)").get<double>(), double(3 * q16));
   EXPECT_EQ(cell(a, 1, "DRAM (L2 simulation)").get<double>(), double(4 * q16));
@@ -794,8 +795,8 @@ TEST(PredictCommand, ValuesAreTheModelsFormulasWorkedByHand) {
 
   // The same table as text: a heading naming the GPU and the problem, one markdown row per point,
   // the bytes in SI units as analyze prints them.
-  const Captured text = run_cli({"predict", "--gpu", "t4", "--method", "flash2", "--pass", "fwd", "-n", "32768",
-                                 "--heads", "1", "-d", "64"});
+  const Captured text = run_cli(
+      {"predict", "--gpu", "t4", "--method", "flash2", "--pass", "fwd", "-n", "32768", "--heads", "1", "-d", "64"});
   ASSERT_EQ(text.rc, 0);
   EXPECT_NE(text.out.find("### Tesla T4: 40 SMs, 64 KiB shared memory/SM, L2 4 MiB"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("— b 1 · h 1 · d 64"), std::string::npos) << text.out;
@@ -1029,9 +1030,12 @@ TEST(AnalyzeCommand, CommittedFilesFailOnlyTheirKnownMissesWithTheirRatios) {
   const char* drift_wgmma =
       "the wgmma 128 x 128 forward at N 256k (one head): about two K+V fetches per wave, like the co-resident drift";
   const std::map<std::string, Known> known = {
-      {"nvidia-h100-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:131072/d:128/fp16/tile:128x64/mma:mma.sync", {1.492, drift}},
-      {"nvidia-h100-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:196608/d:128/fp16/tile:128x64/mma:mma.sync", {1.748, drift}},
-      {"nvidia-h100-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:262144/d:128/fp16/tile:128x64/mma:mma.sync", {1.849, drift}},
+      {"nvidia-h100-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:131072/d:128/fp16/tile:128x64/mma:mma.sync",
+       {1.492, drift}},
+      {"nvidia-h100-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:196608/d:128/fp16/tile:128x64/mma:mma.sync",
+       {1.748, drift}},
+      {"nvidia-h100-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:262144/d:128/fp16/tile:128x64/mma:mma.sync",
+       {1.849, drift}},
       {"nvidia-h100-dram-drift-fwdbwd.json: dram flash2/fwdbwd/b:1/h:1/n:131072/d:128/fp16", {4.397, bwd}},
       {"nvidia-h100-dram-drift-fwdbwd.json: dram flash2/fwdbwd/b:1/h:1/n:98304/d:128/fp16", {2.681, bwd}},
       {"nvidia-h100-dram-level-mma-sync.json: dram flash2/fwd/b:1/h:1/n:131072/d:128/fp16", {1.487, drift}},
@@ -1056,9 +1060,12 @@ TEST(AnalyzeCommand, CommittedFilesFailOnlyTheirKnownMissesWithTheirRatios) {
       {"nvidia-h100-flash1-bwd-2048.json: dram flash1/bwd/b:16/h:8/n:2560/d:64/fp16", {1.427, split}},
       {"nvidia-h100-memory.json: dram flash1/fwdbwd/b:16/h:8/n:2048/d:64/fp16", {1.366, split}},
       {"nvidia-h100-memory.json: dram flash1/fwdbwd/b:16/h:8/n:32768/d:64/fp16", {0.638, long_}},
-      {"nvidia-h200-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:131072/d:128/fp16/tile:128x64/mma:mma.sync", {1.350, drift}},
-      {"nvidia-h200-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:196608/d:128/fp16/tile:128x64/mma:mma.sync", {1.708, drift}},
-      {"nvidia-h200-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:262144/d:128/fp16/tile:128x64/mma:mma.sync", {1.823, drift}},
+      {"nvidia-h200-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:131072/d:128/fp16/tile:128x64/mma:mma.sync",
+       {1.350, drift}},
+      {"nvidia-h200-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:196608/d:128/fp16/tile:128x64/mma:mma.sync",
+       {1.708, drift}},
+      {"nvidia-h200-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:262144/d:128/fp16/tile:128x64/mma:mma.sync",
+       {1.823, drift}},
       {"nvidia-h200-fa1.json: dram flash1/bwd/b:16/h:8/n:2048/d:64/fp16", {1.410, split}},
       {"nvidia-h200-fa1.json: dram flash1/bwd/b:16/h:8/n:2048/d:64/fp16/drop:0.1", {1.386, split}},
       {"nvidia-h200-fa1.json: dram flash1/bwd/b:16/h:8/n:2048/d:64/fp16/pad", {1.372, split}},

@@ -223,13 +223,15 @@ TEST_F(GpuFeatures, ReferenceMethodMatchesANaiveFloat64Softmax) {
           for (double x : s) sum += std::exp(x - mx);
           const double want_lse = s.empty() ? -INFINITY : mx + std::log(sum);
           const float got_lse = lse_got[size_t(row)];
-          const bool lse_ok = s.empty() ? std::isinf(got_lse) && got_lse < 0
-                                        : std::abs(double(got_lse) - want_lse) <= 1e-6 * std::max(1.0, std::abs(want_lse));
+          const bool lse_ok = s.empty()
+                                  ? std::isinf(got_lse) && got_lse < 0
+                                  : std::abs(double(got_lse) - want_lse) <= 1e-6 * std::max(1.0, std::abs(want_lse));
           if (!lse_ok && ++lse_bad <= 3)
             ADD_FAILURE() << name << " LSE row " << row << ": method " << got_lse << ", naive " << want_lse;
           for (int64_t c = 0; c < d; ++c) {
             double want = 0;
-            for (size_t j = 0; j < s.size(); ++j) want += std::exp(s[j] - mx) / sum * val(in.v, (kvrow0 + int64_t(j)) * d + c);
+            for (size_t j = 0; j < s.size(); ++j)
+              want += std::exp(s[j] - mx) / sum * val(in.v, (kvrow0 + int64_t(j)) * d + c);
             const double got = val(o_got, row * d + c);
             if (!(std::abs(got - want) <= rel * std::abs(want) + abs_floor) && ++o_bad <= 3)
               ADD_FAILURE() << name << " O[" << row << "][" << c << "]: method " << got << ", naive " << want;

@@ -2,15 +2,14 @@
 // feed it (IoModel::dram_trace): the L2's own rules on hand-made streams, the traces against
 // the exact SM↔L2 model (a trace with no cache reads what the schedule requests), the coarsened
 // simulation against the full one, and the time a 256k-token pass takes.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <sstream>
-#include <cmath>
 #include <string>
 #include <vector>
 
@@ -341,7 +340,7 @@ TEST(L2Sim, DirtyChunksPastTheDirtyShareAreWrittenBackAndStayClean) {
   l2.access({0, 1, SimOp::Read}, 0);  // still held, clean
   EXPECT_EQ(l2.dram_read(), 0);
   for (int64_t c = 6; c < 20; ++c) l2.access({0, c, SimOp::Read}, 0);  // evicts everything
-  EXPECT_EQ(l2.dram_write(), int64_t(6) << 20);  // each chunk ever dirty written back once
+  EXPECT_EQ(l2.dram_write(), int64_t(6) << 20);                        // each chunk ever dirty written back once
   EXPECT_THROW(L2Model({{"out", 1, 1, 1, 1}}, {1, 1, 1, 1.5}), std::invalid_argument);
 }
 
