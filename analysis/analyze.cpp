@@ -291,17 +291,19 @@ RedCounterScope red_counter_scope(const json& counters) {
   if (metrics.contains("lts__t_sectors_srcunit_tex_op_red.sum") || !metrics.contains("lts__t_sectors_op_red.sum"))
     return out;
   const std::string chip = counters.value("chip", std::string());
-  if (chip == "GH100") {
+  if (chip == kRedScopeMeasuredChip) {
     out.factor = kL2FabricRedFactor;
-    out.why =
+    out.why = fmt::format(
         "l2_red (lts__t_sectors_op_red, all source units) counts a far-partition reduction at both L2 "
-        "partitions: 1.5 × the sectors sent (measured on GH100)";
-  } else if (chip == "GA100") {
-    out.factor = kL2FabricRedFactor;
-    out.why =
-        "l2_red (lts__t_sectors_op_red, all source units): 1.5 × the sectors sent ASSUMED for GA100's two L2 "
-        "partitions, measured on GH100 only";
+        "partitions: {} × the sectors sent (measured on {})",
+        kL2FabricRedFactor, kRedScopeMeasuredChip);
+    return out;
   }
+  out.measured = false;
+  out.why = fmt::format(
+      "l2_red (lts__t_sectors_op_red, all source units) compared with the sectors sent (1 ×): its scope is "
+      "measured on {} only ({} ×), not on {}",
+      kRedScopeMeasuredChip, kL2FabricRedFactor, chip.empty() ? std::string("this chip") : chip);
   return out;
 }
 
@@ -365,6 +367,8 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
     gpu.wave_model = opt.wave_model;
     gpu.l2_partitions =
         opt.l2_partitions > 0 ? opt.l2_partitions : l2_partitions_of(device.value("name", std::string()));
+    gpu.l2_dirty_share =
+        opt.l2_dirty_share >= 0 ? opt.l2_dirty_share : l2_dirty_share_of(device.value("name", std::string()));
     json recs = json::array();
     md += fmt::format("## {} — {} ({} records)\n\n", path, device.value("name", std::string("unknown device")),
                       doc.value("records", json::array()).size());
@@ -427,8 +431,9 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
       const double l2_expected =
           l2_model ? double(l2_model->read + l2_model->write) + scope.factor * double(l2_model->red) : 0;
       if (l2_model) out["sm_l2_expected"] = l2_expected;  // what the counters should read
-      if (l2_model && l2_model->red > 0 && scope.factor != 1.0) {
+      if (l2_model && l2_model->red > 0 && !scope.why.empty()) {
         out["l2_red_counter_factor"] = scope.factor;
+        out["l2_red_counter_scope"] = scope.measured ? "measured" : "unmeasured";
         if (note.empty()) note = scope.why;
       }
       if (l2_model && l2_meas && l2_expected > 0) {

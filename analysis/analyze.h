@@ -32,6 +32,7 @@ struct AnalyzeOptions {
   DqAdds dq_adds = DqAdds::Auto;
   bool wave_model = false;  // DRAM: the wave model (usable share, drift) instead of the L2 simulation
   int l2_partitions = 0;    // DRAM simulation: L2 partitions; 0: from the device (l2_partitions_of)
+  double l2_dirty_share = -1;  // DRAM simulation: dirty share of a partition; < 0: from the device, 0: none
 };
 
 // The architecture a file's fused kernels ran as (__CUDA_ARCH__ / 10): the highest of the
@@ -81,12 +82,16 @@ RecordModel model_point_of(const nlohmann::json& record, const nlohmann::json& f
 // measure exactly 1.5 × the model at every N (the SASS sends what the model counts:
 // io_model.h, dq_sectors_per_row). `lts__t_sectors_srcunit_tex_op_red.sum` (TEX only,
 // as `l2_write` is read) would count each sector once: factor 1. Measured on GH100 (H100 and
-// H200 files, and Nsight Compute's srcunit split: results/crosscheck/nvidia-h100-ncu-red-scope.md);
-// applied to GA100 by the same two-partition argument, unmeasured, and the `why` says so.
+// H200 files, and Nsight Compute's srcunit split: results/crosscheck/nvidia-h100-ncu-red-scope.md).
+// Applied there only: on every other chip (GA100 has the same two partitions, but nobody has
+// measured its counter) `l2_red` is compared with the sectors sent (1 ×), and the record's note
+// and `l2_red_counter_scope` ("unmeasured") say so.
 inline constexpr double kL2FabricRedFactor = 1.5;
+inline constexpr const char* kRedScopeMeasuredChip = "GH100";
 struct RedCounterScope {
   double factor = 1.0;
-  std::string why;  // empty when 1
+  bool measured = true;  // false: the record's counter scope was never measured on its chip
+  std::string why;       // empty when the metric counts the SMs' sectors alone
 };
 RedCounterScope red_counter_scope(const nlohmann::json& counters);
 

@@ -77,6 +77,11 @@ class Commands final : public AnalysisCommands {
                      "DRAM simulation: L2 partitions (default: 2 on A100/H100/H200, else 1)")
         ->check(CLI::Range(1, 8));
     analyze_
+        ->add_option("--l2-dirty-share", opt_.l2_dirty_share,
+                     "DRAM simulation: the share of an L2 partition that may hold dirty lines, 0 for no limit "
+                     "(default: 0.46 on H100/H200, measured by scripts/l2_probe.sh; none elsewhere)")
+        ->check(CLI::Range(0.0, 1.0));
+    analyze_
         ->add_option("--dq-adds", opt_.dq_adds,
                      "how the backward kernels added dQ: auto (from the file's revision), scalar (before 9077f49), "
                      "pairs")

@@ -58,7 +58,8 @@ void simulate_pass(const ModelPoint& m, const IoModel& model, const DramContext&
   out.coarse = coarsening(trace);
   if (out.coarse > 1) trace = *model.dram_trace(m, ctx, out.coarse);
   out.l2_partitions = gpu.l2_partitions > 0 ? gpu.l2_partitions : 1;
-  const L2SimResult r = simulate_l2(trace.buffers, trace.kernels, {gpu.l2_bytes, out.l2_partitions, gpu.sm_count});
+  const L2SimResult r =
+      simulate_l2(trace.buffers, trace.kernels, {gpu.l2_bytes, out.l2_partitions, gpu.sm_count, gpu.l2_dirty_share});
   out.model = "L2 simulation";
   out.predicted = r.dram_read + r.dram_write;
   out.sim_steps = r.steps;
@@ -90,6 +91,7 @@ void simulate_pass(const ModelPoint& m, const IoModel& model, const DramContext&
   out.footprint = pass_footprint(m, model);
   out.resident = out.footprint <= gpu.l2_bytes;
   out.note = "L2 simulation; dominant: " + out.dominant;
+  if (gpu.l2_dirty_share <= 0) out.note += "; no L2 dirty limit (measured on GH100 only)";
 }
 
 }  // namespace
@@ -127,6 +129,14 @@ int l2_partitions_of(const std::string& name) {
     if (name.find(two) != std::string::npos) return 2;
   return 1;
 }
+
+bool is_gh100(const std::string& name) {
+  for (const char* gh100 : {"H100", "H200", "H800"})
+    if (name.find(gh100) != std::string::npos) return true;
+  return false;
+}
+
+double l2_dirty_share_of(const std::string& name) { return is_gh100(name) ? kGh100L2DirtyShare : 0.0; }
 
 int blocks_per_sm(int threads, int64_t smem_bytes, const GpuLimits& gpu, int registers_per_thread) {
   if (gpu.blocks_per_sm_override > 0) return gpu.blocks_per_sm_override;

@@ -29,11 +29,17 @@ L2Model::L2Model(const std::vector<SimBuffer>& buffers, const L2SimConfig& cfg) 
       buffer_of_[size_t(base_[b] + c)] = int32_t(b);
       bytes_[size_t(base_[b] + c)] = buffers_[b].chunk_bytes(c);
     }
+  if (cfg.dirty_share < 0 || cfg.dirty_share > 1)
+    throw std::invalid_argument("L2 simulation: the dirty share must lie in [0, 1]");
   parts_.resize(size_t(cfg.partitions));
   for (auto& p : parts_) {
     p.capacity = cfg.l2_bytes / cfg.partitions;
     p.prev.assign(size_t(n), -1), p.next.assign(size_t(n), -1);
     p.in.assign(size_t(n), 0), p.dirty.assign(size_t(n), 0);
+    if (cfg.dirty_share > 0) {
+      p.dirty_capacity = int64_t(cfg.dirty_share * double(p.capacity));
+      p.dprev.assign(size_t(n), -1), p.dnext.assign(size_t(n), -1);
+    }
   }
   read_of_.assign(buffers_.size(), 0), write_of_.assign(buffers_.size(), 0);
 }
@@ -47,8 +53,50 @@ int L2Model::home_of(int64_t id) const {
   return int(z % parts_.size());
 }
 
+void L2Model::unlink_dirty(Part& p, int64_t id) {
+  const size_t i = size_t(id);
+  if (p.dirty_capacity <= 0 || !p.dirty[i]) return;
+  if (p.dprev[i] >= 0)
+    p.dnext[size_t(p.dprev[i])] = p.dnext[i];
+  else
+    p.dhead = p.dnext[i];
+  if (p.dnext[i] >= 0)
+    p.dprev[size_t(p.dnext[i])] = p.dprev[i];
+  else
+    p.dtail = p.dprev[i];
+  p.dprev[i] = p.dnext[i] = -1;
+  p.dirty_used -= bytes_[i];
+}
+
+void L2Model::write_back(int64_t id) {
+  if (!counting_) return;
+  write_ += bytes_[size_t(id)];
+  write_of_[size_t(buffer_of_[size_t(id)])] += bytes_[size_t(id)];
+}
+
+// A chunk written (or reduced into): dirty, the most recently written. Past the partition's
+// dirty capacity, the least recently written dirty chunks are written back and stay, clean.
+void L2Model::mark_dirty(Part& p, int64_t id) {
+  const size_t i = size_t(id);
+  unlink_dirty(p, id);
+  p.dirty[i] = 1;
+  if (p.dirty_capacity <= 0) return;
+  p.dprev[i] = -1, p.dnext[i] = p.dhead;
+  if (p.dhead >= 0) p.dprev[size_t(p.dhead)] = id;
+  p.dhead = id;
+  if (p.dtail < 0) p.dtail = id;
+  p.dirty_used += bytes_[i];
+  while (p.dirty_used > p.dirty_capacity && p.dtail >= 0 && p.dtail != id) {
+    const int64_t victim = p.dtail;
+    write_back(victim);
+    unlink_dirty(p, victim);
+    p.dirty[size_t(victim)] = 0;
+  }
+}
+
 void L2Model::remove(Part& p, int64_t id) {
   const size_t i = size_t(id);
+  unlink_dirty(p, id);
   if (p.prev[i] >= 0)
     p.next[size_t(p.prev[i])] = p.next[i];
   else
@@ -80,10 +128,7 @@ void L2Model::touch(Part& p, int64_t id) {
 void L2Model::make_room(Part& p, int64_t bytes) {
   while (p.tail >= 0 && p.used + bytes > p.capacity) {
     const int64_t victim = p.tail;
-    if (p.dirty[size_t(victim)] && counting_) {
-      write_ += bytes_[size_t(victim)];
-      write_of_[size_t(buffer_of_[size_t(victim)])] += bytes_[size_t(victim)];
-    }
+    if (p.dirty[size_t(victim)]) write_back(victim);
     remove(p, victim);
   }
 }
@@ -91,12 +136,13 @@ void L2Model::make_room(Part& p, int64_t bytes) {
 void L2Model::insert(Part& p, int64_t id, bool dirty) {
   const size_t i = size_t(id);
   make_room(p, bytes_[i]);
-  p.in[i] = 1, p.dirty[i] = dirty ? 1 : 0;
+  p.in[i] = 1, p.dirty[i] = 0;
   p.prev[i] = -1, p.next[i] = p.head;
   if (p.head >= 0) p.prev[size_t(p.head)] = id;
   p.head = id;
   if (p.tail < 0) p.tail = id;
   p.used += bytes_[i];
+  if (dirty) mark_dirty(p, id);
 }
 
 void L2Model::access(const SimAccess& a, int sm) {
@@ -127,7 +173,7 @@ void L2Model::access(const SimAccess& a, int sm) {
   if (&near != &home && near.in[i]) remove(near, id);
   if (home.in[i]) {
     touch(home, id);
-    home.dirty[i] = 1;
+    mark_dirty(home, id);
     return;
   }
   if (a.op == SimOp::Red) fetch();

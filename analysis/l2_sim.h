@@ -16,7 +16,9 @@
 // * writes: a whole chunk written (tile stores of whole rows, 32-byte sectors) is allocated
 //   dirty in its home partition without a DRAM read; a reduction (dQ atomics, a
 //   read-modify-write) reads its chunk from DRAM on a miss and leaves it dirty; a dirty chunk
-//   is written back when evicted. Dirty chunks left at the end stay in L2 (the counters' ranges
+//   is written back when evicted, or — where the device's dirty share is known (GH100:
+//   kGh100L2DirtyShare, measured) — when the partition's dirty chunks exceed that share of it
+//   (the least recently written first; it stays, clean). Dirty chunks left at the end stay in L2 (the counters' ranges
 //   end with the last kernel);
 // * counting: DRAM bytes are counted while a `counted` kernel runs (the counters' per-kernel
 //   ranges; cudaMemsetAsync is no kernel of them, its evictions are not counted, the dirty
@@ -68,10 +70,22 @@ struct SimTrace {
   std::vector<SimKernel> kernels;
 };
 
+// The share of each partition that may hold dirty chunks (0: no limit, every chunk may stay dirty
+// until it is evicted). GH100, measured by scripts/l2_probe.sh (tests/gpu_l2_probe.cu, write mode:
+// a kernel writes a buffer of S, the next reads 3 × L2 and its DRAM writes are the dirty bytes the
+// L2 still held): on the H100 (50 MiB L2, 2026-11-26,
+// results/crosscheck/issue19-l2-probe/nvidia-h100-l2-probe.txt) every S up to 0.375 of the L2
+// comes back whole, every S from 0.55 to 2 × the L2 leaves 23.6–24.5 MB dirty, 0.45–0.47 of the
+// L2 (median 0.46), from one SM or from all; tests/test_l2_sim.cpp checks the constant against
+// that table. Beyond it, the least recently written dirty chunk of the partition is written back
+// (and stays, clean). Measured on GH100 only: other chips get no limit (l2_dirty_share_of).
+inline constexpr double kGh100L2DirtyShare = 0.46;
+
 struct L2SimConfig {
   int64_t l2_bytes = 0;
   int partitions = 1;
   int sm_count = 0;
+  double dirty_share = 0;
 };
 
 struct L2SimResult {
@@ -104,8 +118,15 @@ class L2Model {
     int64_t head = -1, tail = -1;  // most / least recently used
     std::vector<int64_t> prev, next;
     std::vector<uint8_t> in, dirty;
+    // The dirty limit (dirty_capacity > 0): dirty chunks, most / least recently written.
+    int64_t dirty_capacity = 0, dirty_used = 0;
+    int64_t dhead = -1, dtail = -1;
+    std::vector<int64_t> dprev, dnext;
   };
   void touch(Part& p, int64_t id);
+  void mark_dirty(Part& p, int64_t id);
+  void unlink_dirty(Part& p, int64_t id);
+  void write_back(int64_t id);
   void insert(Part& p, int64_t id, bool dirty);
   void remove(Part& p, int64_t id);
   void make_room(Part& p, int64_t bytes);

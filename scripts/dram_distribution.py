@@ -2,11 +2,13 @@
 """The distribution of measured / predicted DRAM bytes over result files, for the L2 simulation
 and the wave model side by side (issue 19; docs/io-model.md).
 
-    scripts/dram_distribution.py [--flashio build-nocuda/flashio] [--misses] FILE...
+    scripts/dram_distribution.py [--flashio build-nocuda/flashio] [--misses] [--sim-arg=ARG]... FILE...
 
 Runs `flashio analyze --json` twice (default, and --dram-waves) and prints per file and in total
 how many fused DRAM points fall within ±10 % and ±25 %, and how many the wave model left outside
 its scope. --misses lists every point outside ±10 % of the simulation with both ratios.
+--sim-arg passes an option to the simulation's run only (e.g. --sim-arg=--l2-dirty-share=0: the
+simulation without the measured dirty limit; --sim-arg=--l2-partitions=1: one pool).
 """
 import argparse
 import json
@@ -41,9 +43,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--flashio", default="build-nocuda/flashio")
     ap.add_argument("--misses", action="store_true")
+    ap.add_argument("--sim-arg", action="append", default=[], help="an option for the simulation's analyze run")
     ap.add_argument("files", nargs="+")
     a = ap.parse_args()
-    sim = points(analyze(a.flashio, a.files, []))
+    sim = points(analyze(a.flashio, a.files, a.sim_arg))
     waves = points(analyze(a.flashio, a.files, ["--dram-waves"]))
     files = sorted({k[0] for k in sim})
     print(f"| file | points | simulation ±10 % | ±25 % | waves ±10 % | ±25 % | waves out of scope |")

@@ -137,11 +137,109 @@ TEST_F(GpuFeatures, FusedKernelArchIsReported) {
   EXPECT_EQ(d.kernel_binary_arch, d.compute_capability());
 }
 
-TEST_F(GpuFeatures, ReferenceMethodAgreesWithItself) {
-  Problem p;
-  p.seqlen_q = 64;
-  p.head_dim = 32;
-  expect_ok({"reference", Pass::Fwd, p});
+// The `reference` method (baselines/reference: the float64 rows of bench/core/reference.cpp,
+// copied to and from the device) against softmax(scale·QKᵀ)·V written out here from its
+// definition, in float64, sharing no code with bench/core/reference.cpp: O on every row to the
+// rounding of the output dtype, LSE to float's. Odd shapes on purpose: N = 1, Nq ≠ Nk both
+// ways, causal (top-left: key j visible to query i iff j <= i) with Nq > Nk, key padding, GQA,
+// and d 32, 64, 128. (The runner's own check of this method compares it with itself, so it
+// proves only that the method runs; this test is the one that can fail.)
+TEST_F(GpuFeatures, ReferenceMethodMatchesANaiveFloat64Softmax) {
+  struct Shape {
+    int64_t batch, heads, kv_heads, nq, nk, d;
+    bool causal;
+    Padding padding;
+    DType dtype;
+  };
+  const Shape shapes[] = {{1, 1, 1, 1, 1, 64, false, Padding::None, DType::BF16},
+                          {2, 4, 2, 17, 29, 32, true, Padding::Random, DType::F16},
+                          {2, 2, 1, 33, 13, 128, true, Padding::None, DType::F16},
+                          {3, 2, 2, 5, 41, 64, false, Padding::Random, DType::BF16}};
+  for (const Shape& sh : shapes) {
+    Problem p;
+    p.batch = sh.batch;
+    p.heads = sh.heads;
+    p.kv_heads = sh.kv_heads;
+    p.seqlen_q = sh.nq;
+    p.seqlen_k = sh.nk;
+    p.head_dim = sh.d;
+    p.causal = sh.causal;
+    p.padding = sh.padding;
+    p.dtype = sh.dtype;
+    const std::string name = point_name("reference", Pass::Fwd, p);
+    expect_ok({"reference", Pass::Fwd, p});  // the runner's path (its check is the method itself)
+    const HostInputs in = make_inputs(p, false);
+
+    // The method's forward on device buffers.
+    DeviceAllocator alloc;
+    auto upload = [&](const void* data, size_t bytes) {
+      DeviceBuffer b(alloc, bytes);
+      FLASHIO_CUDA_CHECK(cudaMemcpy(b.get(), data, bytes, cudaMemcpyHostToDevice));
+      return b;
+    };
+    DeviceBuffer q = upload(in.q.data(), in.q.size() * 2), k = upload(in.k.data(), in.k.size() * 2),
+                 v = upload(in.v.data(), in.v.size() * 2);
+    DeviceBuffer lengths;
+    if (p.padding != Padding::None) lengths = upload(in.key_lengths.data(), in.key_lengths.size() * 4);
+    const int64_t rows = p.batch * p.heads * p.seqlen_q;
+    DeviceBuffer o(alloc, in.q.size() * 2), lse(alloc, size_t(rows) * 4);
+    auto plan = builtin_registry().find("reference")->plan(p, Pass::Fwd, *gpu(), alloc);
+    AttentionBuffers buf;
+    buf.q = q.get();
+    buf.k = k.get();
+    buf.v = v.get();
+    buf.o = o.get();
+    buf.lse = lse.as<float>();
+    buf.key_lengths = lengths.as<int>();
+    plan->forward(buf, nullptr);
+    FLASHIO_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<uint16_t> o_got(in.q.size());
+    std::vector<float> lse_got(static_cast<size_t>(rows));
+    FLASHIO_CUDA_CHECK(cudaMemcpy(o_got.data(), o.get(), o_got.size() * 2, cudaMemcpyDeviceToHost));
+    FLASHIO_CUDA_CHECK(cudaMemcpy(lse_got.data(), lse.get(), lse_got.size() * 4, cudaMemcpyDeviceToHost));
+
+    // softmax(scale·QKᵀ)·V, row by row, from the definition.
+    const int64_t d = p.head_dim, group = p.heads / p.kvh();
+    const double scale = 1.0 / std::sqrt(double(d));
+    // The output is rounded to the dtype (a 10- or 7-bit fraction; fp16 subnormals step 2^-24):
+    // the method may round twice (double → float → dtype), so one unit in the last place.
+    const double rel = p.dtype == DType::F16 ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);
+    const double abs_floor = p.dtype == DType::F16 ? std::ldexp(1.0, -24) : 0.0;
+    auto val = [&](const std::vector<uint16_t>& t, int64_t e) { return double(to_float(p.dtype, t[size_t(e)])); };
+    int o_bad = 0, lse_bad = 0;
+    for (int64_t b = 0; b < p.batch; ++b)
+      for (int64_t h = 0; h < p.heads; ++h)
+        for (int64_t i = 0; i < p.seqlen_q; ++i) {
+          const int64_t row = (b * p.heads + h) * p.seqlen_q + i, kvrow0 = (b * p.kvh() + h / group) * p.nk();
+          const int64_t len = p.padding != Padding::None ? in.key_lengths[size_t(b)] : p.nk();
+          std::vector<double> s;
+          for (int64_t j = 0; j < len && (!p.causal || j <= i); ++j) {
+            double dot = 0;
+            for (int64_t c = 0; c < d; ++c) dot += val(in.q, row * d + c) * val(in.k, (kvrow0 + j) * d + c);
+            s.push_back(scale * dot);
+          }
+          double mx = -INFINITY, sum = 0;
+          for (double x : s) mx = std::max(mx, x);
+          for (double x : s) sum += std::exp(x - mx);
+          const double want_lse = s.empty() ? -INFINITY : mx + std::log(sum);
+          const float got_lse = lse_got[size_t(row)];
+          const bool lse_ok = s.empty()
+                                  ? std::isinf(got_lse) && got_lse < 0
+                                  : std::abs(double(got_lse) - want_lse) <= 1e-6 * std::max(1.0, std::abs(want_lse));
+          if (!lse_ok && ++lse_bad <= 3)
+            ADD_FAILURE() << name << " LSE row " << row << ": method " << got_lse << ", naive " << want_lse;
+          for (int64_t c = 0; c < d; ++c) {
+            double want = 0;
+            for (size_t j = 0; j < s.size(); ++j)
+              want += std::exp(s[j] - mx) / sum * val(in.v, (kvrow0 + int64_t(j)) * d + c);
+            const double got = val(o_got, row * d + c);
+            if (!(std::abs(got - want) <= rel * std::abs(want) + abs_floor) && ++o_bad <= 3)
+              ADD_FAILURE() << name << " O[" << row << "][" << c << "]: method " << got << ", naive " << want;
+          }
+        }
+    EXPECT_EQ(o_bad, 0) << name;
+    EXPECT_EQ(lse_bad, 0) << name;
+  }
 }
 
 // The standard methods' backward (Algorithm 3) and dropout against the float64 reference, for
