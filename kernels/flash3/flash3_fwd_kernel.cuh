@@ -231,6 +231,7 @@ __device__ __forceinline__ void flash3_produce(const Flash3FwdArgs& args, const 
       }
     }
     item = __shfl_sync(0xffffffffu, next, 0);
+    __syncwarp();
     named_barrier_sync(Tr::kItemEmptyBarrier, Tr::kItemThreads);  // the consumers finished the item
   }
   // The last block out resets the scheduler for the next launch (every block has taken its
@@ -420,7 +421,9 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
       mbar_arrive(&bar.q_empty[qs.stage]);  // the producer may load a Q tile into it
     }
     // Done with the item (its index too): the producer, whose next item's first loads are
-    // already issued, may write the next index.
+    // already issued, may write the next index. (The barrier is aligned: each warp reconverges
+    // first, after its lane 0's store above.)
+    __syncwarp();
     named_barrier_sync(Tr::kItemEmptyBarrier, Tr::kItemThreads);
   }
   if (threadIdx.x % 128 == 0) tma_store_wait();
