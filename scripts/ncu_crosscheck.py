@@ -2,7 +2,8 @@
 """Compares a flashio result file's counters with Nsight Compute's CSV of the same run.
 
 The ncu run is `flashio run ... --reps 1 --warmup 0 --counters off`: per point it sees the
-check launch (K kernels), the suite's L2 flush kernel, then the timed launch (K kernels).
+check launch (K kernels), the suite's L2 flush kernel, the timed launch (K kernels), then the
+call marked with the point's NVTX range for outside tools (another flush, K kernels).
 K comes from the suite's own per-kernel breakdown. The timed launch's kernels are summed
 and compared with the suite's counter pass, quantity by quantity.
 """
@@ -58,7 +59,7 @@ def main():
             sys.exit(f"{r['name']}: expected the L2 flush kernel at ncu launch {pos}, found "
                      f"{kernels[pos][0] if pos < len(kernels) else 'the end'}")
         timed = kernels[pos + 1 : pos + 1 + k]
-        pos += 1 + k
+        pos += 2 * (1 + k)  # the timed launch, then the marked call
         for key, (metric, unit) in QUANTITIES.items():
             if key not in c["bytes"]:
                 continue

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <nvtx3/nvToolsExt.h>
 
 #include "bench/core/method.h"
 #include "bench/core/reference.h"
@@ -250,16 +251,28 @@ struct Runner::State {
     }
     rec.status = Status::Ok;
     PhaseClock clock(ph.counters_s);
-    rec.counters = collect_counters(method, launch);
+    rec.counters = collect_counters(method, pt.name(), launch);
     if (!kernels.empty() && !rec.counters.contains("kernels")) rec.counters["kernels"] = kernels;
   }
 
-  // The counter pass: its own run of the launch sequence after timing, L2 cleaned first.
-  nlohmann::json collect_counters(const Method& method, const std::function<void()>& launch) {
-    if (opt.counters == CounterSet::Off) return counters_not_collected(counters_why);
+  // The counter pass: its own run of the launch sequence after timing, L2 cleaned first. Its
+  // launches (not the flush) run inside an NVTX range named like the record, so that a tool
+  // outside selects the point's one counted call: `ncu --nvtx --nvtx-include 'flash2/fwd/.../'`,
+  // `flashio profile --range`. Where no counter pass runs here (--counters off: the tool counts;
+  // counters unavailable), the call is made for the tool alone, once, after the same flush.
+  nlohmann::json collect_counters(const Method& method, const std::string& name, const std::function<void()>& launch) {
     if (method.info().where == "cpu") return counters_not_collected("a CPU method has no GPU counters");
-    if (!counters) return counters_unavailable(counters_why);
-    return counters->profile([&] { flusher->flush(stream); }, launch, stream);
+    auto marked = [&] {
+      nvtxRangePushA(name.c_str());
+      launch();
+      nvtxRangePop();
+    };
+    if (opt.counters != CounterSet::Off && counters)
+      return counters->profile([&] { flusher->flush(stream); }, marked, stream);
+    flusher->flush(stream);
+    marked();
+    FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return opt.counters == CounterSet::Off ? counters_not_collected(counters_why) : counters_unavailable(counters_why);
   }
 
   // O (and LSE), and for backward passes dQ on the checked rows and dK, dV on the checked heads.
