@@ -261,18 +261,22 @@ struct Runner::State {
   // `flashio profile --range`. Where no counter pass runs here (--counters off: the tool counts;
   // counters unavailable), the call is made for the tool alone, once, after the same flush.
   nlohmann::json collect_counters(const Method& method, const std::string& name, const std::function<void()>& launch) {
-    if (method.info().where == "cpu") return counters_not_collected("a CPU method has no GPU counters");
+    const bool gpu = method.info().where != "cpu";
     auto marked = [&] {
       nvtxRangePushA(name.c_str());
       launch();
       nvtxRangePop();
     };
-    if (opt.counters != CounterSet::Off && counters)
+    if (opt.counters != CounterSet::Off && gpu && counters)
       return counters->profile([&] { flusher->flush(stream); }, marked, stream);
-    flusher->flush(stream);
-    marked();
-    FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
-    return opt.counters == CounterSet::Off ? counters_not_collected(counters_why) : counters_unavailable(counters_why);
+    if (gpu) {
+      flusher->flush(stream);
+      marked();
+      FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
+    }
+    if (opt.counters == CounterSet::Off) return counters_not_collected(counters_why);
+    if (!gpu) return counters_not_collected("a CPU method has no GPU counters");
+    return counters_unavailable(counters_why);
   }
 
   // O (and LSE), and for backward passes dQ on the checked rows and dK, dV on the checked heads.
