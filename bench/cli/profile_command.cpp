@@ -187,7 +187,7 @@ int cmd_profile(const ProfileArgs& a) {
     throw BadInput(fmt::format("profile: '{}': no such command (not an executable file{})", a.command[0],
                                a.command[0].find('/') == std::string::npos ? " in $PATH" : ""));
   const std::string out = a.out.empty() ? default_out() : a.out;
-  check_writable(out, "--out", {}, a.force);
+  check_writable(out, "--out", {program}, a.force);  // never over the program it runs
 
   // The injection: the library and CUPTI for NVTX, unless another tool injects its own.
   const Log log;
