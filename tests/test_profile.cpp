@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -296,6 +297,15 @@ TEST(ProfileCli, TheProgramsExitCodePassesThroughAndItsFileIsWritten) {
   EXPECT_EQ(profile({"--force", "--out", out, "--", "sh", "-c", "kill -TERM $$"}), 128 + 15);
   EXPECT_EQ(read_result_document(out)["profile"]["exit_code"], 128 + 15);
   EXPECT_EQ(dir.files(), std::vector<std::string>{"p.json"});  // no log or temporary left behind
+}
+
+TEST(ProfileCli, CtrlCIsTheProgramsToHandle) {
+  // SIGINT reaches flashio too (one process group): it waits for the program and writes its file.
+  TempDir dir;
+  const std::string out = (dir.path / "p.json").string();
+  ASSERT_EQ(profile({"--out", out, "--", "sh", "-c", "kill -INT $PPID; sleep 0.2; exit 4"}), 4);
+  EXPECT_EQ(read_result_document(out)["profile"]["exit_code"], 4);
+  ASSERT_EQ(profile({"--force", "--out", out, "--", "sh", "-c", "kill -INT $$; exit 0"}), 128 + SIGINT);
 }
 
 TEST(ProfileCli, TheCommandMayFollowTheOptionsWithoutDashes) {

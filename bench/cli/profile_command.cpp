@@ -118,8 +118,9 @@ std::vector<std::string> child_environment(const std::map<std::string, std::stri
   return env;
 }
 
-// SIGINT/SIGTERM while the program runs: passed on to it (a terminal's Ctrl-C reaches both), and
-// flashio waits for it, then writes what it measured.
+// Signals while the program runs: SIGTERM and SIGHUP are passed on to it; SIGINT is ignored here,
+// since a terminal's Ctrl-C reaches the program itself (one process group) and it decides. Either
+// way flashio waits for the program, then writes what was measured.
 volatile sig_atomic_t g_child = 0;
 extern "C" void forward_signal(int sig) {
   if (g_child > 0) ::kill(pid_t(g_child), sig);
@@ -132,18 +133,36 @@ int run_child(const std::string& path, const std::vector<std::string>& command, 
   argv.push_back(nullptr);
   for (const auto& s : env) envp.push_back(const_cast<char*>(s.c_str()));
   envp.push_back(nullptr);
-  pid_t pid = 0;
-  if (const int err = posix_spawn(&pid, path.c_str(), nullptr, nullptr, argv.data(), envp.data()); err != 0)
-    throw BadInput(
-        fmt::format("profile: cannot run {}: {}", path, std::strerror(err)));  // ENOEXEC, EACCES: nothing ran
-  g_child = pid;
-  auto old_int = std::signal(SIGINT, forward_signal);
+  // The handlers are set before the program starts (a signal may come at once); it starts with
+  // the dispositions flashio was given (default, or ignored where the caller ignored them).
+  auto old_int = std::signal(SIGINT, SIG_IGN);
   auto old_term = std::signal(SIGTERM, forward_signal);
+  auto old_hup = std::signal(SIGHUP, forward_signal);
+  struct Restore {
+    decltype(old_int) i, t, h;
+    ~Restore() {
+      std::signal(SIGINT, i);
+      std::signal(SIGTERM, t);
+      std::signal(SIGHUP, h);
+    }
+  } restore{old_int, old_term, old_hup};
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  for (auto [sig, was] : {std::pair{SIGINT, old_int}, {SIGTERM, old_term}, {SIGHUP, old_hup}})
+    if (was != SIG_IGN) sigaddset(&defaults, sig);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = 0;
+  const int err = posix_spawn(&pid, path.c_str(), nullptr, &attr, argv.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
+  if (err != 0)  // ENOEXEC, EACCES: nothing ran
+    throw BadInput(fmt::format("profile: cannot run {}: {}", path, std::strerror(err)));
+  g_child = pid;
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  std::signal(SIGINT, old_int);
-  std::signal(SIGTERM, old_term);
   g_child = 0;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
