@@ -47,7 +47,7 @@ constexpr size_t kRangeSlack = 64;
 // The library's state: one per process, guarded by `mu` (callbacks come from any thread; CUPTI
 // calls made while flushing may call back on the same thread, hence recursive).
 struct Context {
-  int device = -1;
+  int device = 0;  // the CUDA ordinal (0 where the driver would not say: noted as unavailable)
   std::unique_ptr<cupti::MetricConfig> config;
   std::unique_ptr<cupti::RangeProfiler> profiler;  // null where counters are unavailable
   std::vector<ProfiledLaunch> pending;             // launched, not yet decoded
