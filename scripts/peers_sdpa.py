@@ -106,7 +106,8 @@ into this process, bench/measure/inject.cpp). The script runs itself again under
 ``flashio profile --counters SET --range '^sdpa_' -- python3 peers_sdpa.py ARGS`` (the inner
 run sees $FLASHIO_PROFILE_LOG). There, after a point's timing and re-check, it makes one more
 call of the timed sequence, after the L2 flush, inside an NVTX range named like the record: the
-one counter pass, as flashio run's (bench/measure/runner.cpp, collect_counters). The outer run
+one counter pass, as flashio run's (bench/measure/runner.cpp, collect_counters); only the kernels
+inside those ranges are replayed and counted, the timed repetitions run unprofiled. The outer run
 then copies each range record's ``counters`` into the peer record of that name
 (merge_profile_counters) and rewrites --out; the program's exit code is passed through. Run by
 hand under ``flashio profile --range '^sdpa_'``, the inner script leaves ``not_collected`` with

@@ -93,7 +93,7 @@ ProfileLog parse(const std::string& text) {
 }  // namespace
 
 TEST(ProfileRecords, OneRecordPerLaunchWithNameShapeAndBytes) {
-  const ProfileLog log = parse(hopper_log() + end_line().dump() + "\n");
+  const ProfileLog log = parse(hopper_log() + end_line(5).dump() + "\n");
   ASSERT_EQ(log.launches.size(), 5u);
   const auto records = profile_records(log, std::nullopt);
   ASSERT_EQ(records.size(), 5u);
@@ -120,7 +120,7 @@ TEST(ProfileRecords, OneRecordPerLaunchWithNameShapeAndBytes) {
 }
 
 TEST(ProfileRecords, RangesGroupTheirKernelsByPushNotByName) {
-  const ProfileLog log = parse(hopper_log() + end_line().dump() + "\n");
+  const ProfileLog log = parse(hopper_log() + end_line(5).dump() + "\n");
   const auto re = parse_range_pattern("^point/");
   const auto records = profile_records(log, re);
   ASSERT_EQ(records.size(), 3u);  // point/a (push 2), point/b, point/a (push 4); launch 3 is outside
@@ -138,6 +138,33 @@ TEST(ProfileRecords, RangesGroupTheirKernelsByPushNotByName) {
   const auto notes = profile_notes(log, re, records);
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("1 of 5 kernel launches ran outside"), std::string::npos) << notes[0];
+}
+
+TEST(ProfileRecords, LaunchesOutsideTheRangesAreCountedNotLogged) {
+  // With --range the library logs only the launches inside matching ranges (2 and 3 of 0..4);
+  // the end line counts them all.
+  ProfiledLaunch a, b;
+  a.launch = 2, a.mangled = kPlain, a.nvtx = {{7, "point/a"}};
+  b.launch = 3, b.mangled = kPlain, b.nvtx = {{7, "point/a"}};
+  const ProfileLog log = parse(start_line("libcupti.so.13").dump() + "\n" + kernel_line(a).dump() + "\n" +
+                               kernel_line(b).dump() + "\n" + end_line(5).dump() + "\n");
+  EXPECT_EQ(log.total_launches, 5);
+  const auto re = parse_range_pattern("^point/");
+  const auto records = profile_records(log, re);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0]["launch"], 2);
+  EXPECT_EQ(records[0]["counters"]["kernels"][0]["launches"], 2);
+  const auto notes = profile_notes(log, re, records);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0], "3 of 5 kernel launches ran outside the matching NVTX ranges, unprofiled");
+}
+
+TEST(ProfileRecords, MatchingRangeIsTheInnermost) {
+  const std::vector<NvtxRange> open = {{1, "outer"}, {2, "point/a"}, {3, "inner"}};
+  EXPECT_EQ(matching_range(open, parse_range_pattern("o")), 1);  // "point/a" is inner to "outer"
+  EXPECT_EQ(matching_range(open, parse_range_pattern("^outer$")), 0);
+  EXPECT_EQ(matching_range(open, parse_range_pattern("^none$")), -1);
+  EXPECT_EQ(matching_range({}, parse_range_pattern(".*")), -1);
 }
 
 TEST(ProfileRecords, InnermostMatchingRangeWins) {
@@ -199,7 +226,7 @@ TEST(ProfileRecords, ACutShortLogKeepsItsCompleteLines) {
 TEST(ProfileRecords, NoCudaAndNoKernelAreSaid) {
   EXPECT_EQ(profile_notes(ProfileLog{}, std::nullopt, nlohmann::json::array()).at(0),
             "the program never initialised CUDA: no kernel was launched");
-  const ProfileLog started = parse(start_line("libcupti.so.13").dump() + "\n" + end_line().dump());
+  const ProfileLog started = parse(start_line("libcupti.so.13").dump() + "\n" + end_line(0).dump());
   EXPECT_EQ(profile_notes(started, std::nullopt, nlohmann::json::array()).at(0), "the program launched no kernel");
 }
 

@@ -212,6 +212,7 @@ int cmd_profile(const ProfileArgs& a) {
   const Log log;
   std::map<std::string, std::string> env = {{"FLASHIO_PROFILE_LOG", log.path},
                                             {"FLASHIO_PROFILE_SET", to_string(*set)}};
+  if (range) env["FLASHIO_PROFILE_RANGE"] = a.range;  // only the launches inside matching ranges are replayed
   std::string why_not;
   const std::string cupti = cupti_path(why_not);
   const std::string inject = cupti.empty() ? "" : inject_library();
@@ -250,7 +251,7 @@ int cmd_profile(const ProfileArgs& a) {
     if (const auto dev = query_device(device, &why)) file.device = to_json(*dev);
   }
   file.profile = {{"command", a.command},   {"exit_code", exit_code},
-                  {"set", to_string(*set)}, {"launches", plog.launches.size()},
+                  {"set", to_string(*set)}, {"launches", plog.total_launches},
                   {"notes", notes},         {"records", records}};
   if (range) file.profile["range"] = a.range;
   try {
@@ -262,8 +263,8 @@ int cmd_profile(const ProfileArgs& a) {
 
   for (const auto& n : notes) fmt::print(stderr, "flashio: note: {}\n", n);
   fmt::print(stderr, "flashio: {} kernel launch{}, {} record{} ({} counters) written to {}; the program exited {}\n",
-             plog.launches.size(), plog.launches.size() == 1 ? "" : "es", records.size(),
-             records.size() == 1 ? "" : "s", to_string(*set), out, exit_code);
+             plog.total_launches, plog.total_launches == 1 ? "" : "es", records.size(), records.size() == 1 ? "" : "s",
+             to_string(*set), out, exit_code);
   return exit_code;
 }
 

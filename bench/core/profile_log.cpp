@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <istream>
 #include <stdexcept>
@@ -30,7 +31,7 @@ nlohmann::json kernel_line(const ProfiledLaunch& l) {
 }
 
 nlohmann::json note_line(const std::string& text) { return {{"event", "note"}, {"text", text}}; }
-nlohmann::json end_line() { return {{"event", "end"}}; }
+nlohmann::json end_line(int64_t launches) { return {{"event", "end"}, {"launches", launches}}; }
 
 namespace {
 
@@ -40,6 +41,7 @@ void read_line(const nlohmann::json& j, ProfileLog& log) {
     log.started = true;
   } else if (event == "end") {
     log.ended = true;
+    log.total_launches = std::max(log.total_launches, j.at("launches").get<int64_t>());
   } else if (event == "note") {
     log.notes.push_back(j.at("text").get<std::string>());
   } else if (event == "unavailable") {
@@ -65,6 +67,7 @@ void read_line(const nlohmann::json& j, ProfileLog& log) {
     for (const auto& r : j.at("nvtx")) l.nvtx.push_back({r.at(0).get<uint64_t>(), r.at(1).get<std::string>()});
     if (j.contains("resources")) l.resources = kernel_resources_from_json(j.at("resources"));
     if (j.contains("values")) l.values = j.at("values").get<std::map<std::string, double>>();
+    log.total_launches = std::max(log.total_launches, l.launch + 1);
     log.launches.push_back(std::move(l));
   } else {
     throw std::invalid_argument(event);
@@ -142,14 +145,13 @@ nlohmann::json nvtx_names(const std::vector<NvtxRange>& stack, size_t count) {
   return out;
 }
 
-// The innermost open range of `l` whose name matches, as its index in l.nvtx; -1 if none.
-long matching_range(const ProfiledLaunch& l, const std::regex& re) {
-  for (size_t i = l.nvtx.size(); i-- > 0;)
-    if (std::regex_search(l.nvtx[i].name, re)) return long(i);
+}  // namespace
+
+long matching_range(const std::vector<NvtxRange>& open, const std::regex& range) {
+  for (size_t i = open.size(); i-- > 0;)
+    if (std::regex_search(open[i].name, range)) return long(i);
   return -1;
 }
-
-}  // namespace
 
 nlohmann::json profile_records(const ProfileLog& log, const std::optional<std::regex>& range) {
   nlohmann::json out = nlohmann::json::array();
@@ -172,7 +174,7 @@ nlohmann::json profile_records(const ProfileLog& log, const std::optional<std::r
   std::vector<Group> groups;
   std::map<std::pair<uint64_t, int>, size_t> index;  // (range id, device) → group
   for (const auto& l : log.launches) {
-    const long i = matching_range(l, *range);
+    const long i = matching_range(l.nvtx, *range);
     if (i < 0) continue;
     const auto key = std::make_pair(l.nvtx[size_t(i)].id, l.device);
     auto it = index.find(key);
@@ -199,19 +201,19 @@ std::vector<std::string> profile_notes(const ProfileLog& log, const std::optiona
     notes.push_back("no kernel was recorded: " + log.unavailable.at(-1));
   else if (!log.started)
     notes.push_back("the program never initialised CUDA: no kernel was launched");
-  else if (log.launches.empty())
+  else if (log.total_launches == 0)
     notes.push_back("the program launched no kernel");
-  if (range && !log.launches.empty()) {
-    size_t inside = 0;
-    for (const auto& l : log.launches) inside += matching_range(l, *range) >= 0;
+  if (range && log.total_launches > 0) {
+    int64_t inside = 0;
+    for (const auto& l : log.launches) inside += matching_range(l.nvtx, *range) >= 0;
     if (records.empty())
-      notes.push_back(fmt::format("no kernel ran inside an NVTX range matching --range ({} launches outside)",
-                                  log.launches.size()));
-    else if (inside < log.launches.size())
-      notes.push_back(fmt::format("{} of {} kernel launches ran outside the matching NVTX ranges and are left out",
-                                  log.launches.size() - inside, log.launches.size()));
+      notes.push_back(
+          fmt::format("no kernel ran inside an NVTX range matching --range ({} launches outside)", log.total_launches));
+    else if (inside < log.total_launches)
+      notes.push_back(fmt::format("{} of {} kernel launches ran outside the matching NVTX ranges, unprofiled",
+                                  log.total_launches - inside, log.total_launches));
   }
-  if (log.started && !log.ended && !log.launches.empty())
+  if (log.started && !log.ended && log.total_launches > 0)
     notes.push_back("the program did not exit through exit(): launches after the last decoded batch are missing");
   if (log.bad_lines > 0)
     notes.push_back(fmt::format("{} unreadable lines in the profile log were skipped", log.bad_lines));

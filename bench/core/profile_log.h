@@ -10,7 +10,9 @@
 //   {"event":"kernel","launch":7,"device":0,"name":<mangled>,"nvtx":[[id,"name"],…],
 //    "resources":{…},"values":{metric:value}}          one launch; values absent without counters
 //   {"event":"note","text":…}                          something the records should say
-//   {"event":"end"}                                    the program exited through exit()
+//   {"event":"end","launches":N}                       the program exited through exit(), after N launches
+// With --range (FLASHIO_PROFILE_RANGE) only launches inside a matching range are profiled and
+// logged; the others run unprofiled and are only counted (their positions are skipped).
 #pragma once
 #include <cstdint>
 #include <iosfwd>
@@ -59,14 +61,15 @@ nlohmann::json counters_line(const ProfiledDevice& d);
 nlohmann::json unavailable_line(int device, const std::string& reason);
 nlohmann::json kernel_line(const ProfiledLaunch& l);
 nlohmann::json note_line(const std::string& text);
-nlohmann::json end_line();
+nlohmann::json end_line(int64_t launches);
 
 struct ProfileLog {
   bool started = false;  // the library was loaded: the program initialised CUDA
   bool ended = false;    // the program left through exit() (the library's last flush ran)
   std::map<int, ProfiledDevice> devices;
   std::map<int, std::string> unavailable;  // device (-1: every device) → why no counters
-  std::vector<ProfiledLaunch> launches;
+  std::vector<ProfiledLaunch> launches;    // those logged (with --range: those inside a matching range)
+  int64_t total_launches = 0;              // every launch of the program that the log accounts for
   std::vector<std::string> notes;
   int64_t bad_lines = 0;  // lines that were not one of the events (a line cut short by a kill)
 };
@@ -77,6 +80,9 @@ ProfileLog read_profile_log(const std::string& path);  // an absent file is an e
 
 // Throws BadInput-like std::invalid_argument "--range: …" for a pattern std::regex refuses.
 std::regex parse_range_pattern(const std::string& pattern);
+// The innermost of `open` (outermost first) whose name matches (std::regex_search), as its index;
+// -1 if none. The injection library profiles a launch, and a range record takes it, by this rule.
+long matching_range(const std::vector<NvtxRange>& open, const std::regex& range);
 
 // The result file's `profile.records`: one per kernel launch, or with `range` one per NVTX range
 // whose name matches it (std::regex_search; a launch belongs to the innermost matching open range),

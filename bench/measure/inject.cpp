@@ -30,6 +30,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <regex>
 #include <thread>
 
 #include "bench/core/profile_log.h"
@@ -50,6 +52,7 @@ struct Context {
   int device = 0;  // the CUDA ordinal (0 where the driver would not say: noted as unavailable)
   std::unique_ptr<cupti::MetricConfig> config;
   std::unique_ptr<cupti::RangeProfiler> profiler;  // null where counters are unavailable
+  bool running = false;                            // between the profiler's start and stop
   std::vector<ProfiledLaunch> pending;             // launched, not yet decoded
   std::vector<Launch> pending_launches;            // their functions, for the resources
 };
@@ -60,7 +63,8 @@ struct State {
   size_t batch = 1;
   std::string library;
   const cupti::Api* api = nullptr;
-  std::string unavailable;  // why no context gets counters (empty: try each context)
+  std::string unavailable;          // why no context gets counters (empty: try each context)
+  std::optional<std::regex> range;  // --range: only launches inside a matching NVTX range are profiled
   std::map<CUcontext, Context> contexts;
   int64_t launches = 0;
   uint64_t nvtx_pushes = 0;
@@ -105,7 +109,8 @@ void current_device(int& device, int& major, int& minor) {
     throw cupti::Failure("cuDeviceGetAttribute failed");
 }
 
-// A context's counters, set up on its first launch: configured, enabled, started.
+// A context's counters, set up on its first launch: configured and enabled (started by the first
+// launch to profile).
 Context& context(CUcontext ctx) {
   State& s = state();
   auto [it, fresh] = s.contexts.try_emplace(ctx);
@@ -126,8 +131,6 @@ Context& context(CUcontext ctx) {
     cupti::initialize_profiler(*s.api);
     c.config = std::make_unique<cupti::MetricConfig>(*s.api, ctx, c.device, major, minor, s.set);
     c.profiler = std::make_unique<cupti::RangeProfiler>(*s.api, ctx, *c.config, s.batch + kRangeSlack);
-    c.profiler->configure(CUPTI_KernelReplay);
-    c.profiler->start();
     ProfiledDevice d;
     d.device = c.device;
     d.cc_major = major, d.cc_minor = minor;
@@ -145,29 +148,42 @@ Context& context(CUcontext ctx) {
   return c;
 }
 
-// Decodes the context's pending launches and writes them; with `restart`, profiling goes on.
+// Starts profiling the context's next launches (a fresh counter data image).
+void start(Context& c) {
+  if (!c.profiler || c.running) return;
+  try {
+    c.profiler->configure(CUPTI_KernelReplay);
+    c.profiler->start();
+    c.running = true;
+  } catch (const cupti::Failure& e) {
+    write_lines({unavailable_line(c.device, e.what())});
+    c.profiler.reset();
+  }
+}
+
+// Stops profiling, decodes the context's pending launches and writes them; with `restart`,
+// profiling goes on.
 void flush(Context& c, bool restart) {
-  if (c.pending.empty()) return;
   std::vector<nlohmann::json> lines;
   size_t decoded = 0;
-  if (c.profiler) {
+  if (c.profiler && c.running) {
     try {
       c.profiler->stop();
-      const size_t dropped = c.profiler->decode();
-      const size_t ranges = c.profiler->ranges();
-      for (; decoded < c.pending.size() && decoded < ranges; ++decoded)
-        c.pending[decoded].values = c.config->evaluate(c.profiler->data(), decoded);
-      if (ranges != c.pending.size() || dropped > 0)
-        lines.push_back(note_line(fmt::format(
-            "GPU {}: CUPTI returned {} ranges ({} dropped) for {} kernel launches; they were paired in launch order",
-            c.device, ranges, dropped, c.pending.size())));
-      if (restart) {
-        c.profiler->configure(CUPTI_KernelReplay);
-        c.profiler->start();
+      c.running = false;
+      if (!c.pending.empty()) {
+        const size_t dropped = c.profiler->decode();
+        const size_t ranges = c.profiler->ranges();
+        for (; decoded < c.pending.size() && decoded < ranges; ++decoded)
+          c.pending[decoded].values = c.config->evaluate(c.profiler->data(), decoded);
+        if (ranges != c.pending.size() || dropped > 0)
+          lines.push_back(note_line(fmt::format(
+              "GPU {}: CUPTI returned {} ranges ({} dropped) for {} kernel launches; they were paired in launch order",
+              c.device, ranges, dropped, c.pending.size())));
       }
     } catch (const cupti::Failure& e) {
       lines.push_back(unavailable_line(c.device, e.what()));
       c.profiler.reset();
+      c.running = false;
     }
   }
   for (size_t i = 0; i < c.pending.size(); ++i) {
@@ -178,6 +194,7 @@ void flush(Context& c, bool restart) {
   write_lines(lines);
   c.pending.clear();
   c.pending_launches.clear();
+  if (restart) start(c);
 }
 
 // The NVTX ranges a launch from this thread runs in (see the file's comment).
@@ -193,7 +210,14 @@ void on_launch(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
   if (cb->callbackSite != CUPTI_API_ENTER || !cupti::is_driver_launch(id) || !cb->context) return;
   State& s = state();
   Context& c = context(cb->context);
-  if (c.profiler && c.pending.size() >= s.batch) flush(c, true);
+  std::vector<NvtxRange> open = open_ranges();
+  if (s.range && matching_range(open, *s.range) < 0) {  // outside the ranges: runs unprofiled, counted
+    if (c.running) flush(c, false);
+    ++s.launches;
+    return;
+  }
+  if (c.pending.size() >= s.batch) flush(c, true);
+  start(c);
   Launch l;
   l.name = cb->symbolName ? cb->symbolName : "?";
   cupti::read_launch(CUPTI_CB_DOMAIN_DRIVER_API, id, cb->functionParams, l);
@@ -201,7 +225,7 @@ void on_launch(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
   p.launch = s.launches++;
   p.device = c.device;
   p.mangled = l.name;
-  p.nvtx = open_ranges();
+  p.nvtx = std::move(open);
   c.pending.push_back(std::move(p));
   c.pending_launches.push_back(l);
   if (!c.profiler) flush(c, false);  // no counters to wait for: written at once
@@ -273,7 +297,7 @@ void at_exit() {
   State& s = state();
   std::lock_guard<std::recursive_mutex> lock(s.mu);
   for (auto& [ctx, c] : s.contexts) flush(c, false);
-  write_lines({end_line()});
+  write_lines({end_line(s.launches)});
 }
 
 }  // namespace
@@ -301,6 +325,13 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     s.set = *parse_counter_set(set);
   if (const char* batch = std::getenv("FLASHIO_PROFILE_BATCH"); batch && std::atoi(batch) > 0)
     s.batch = size_t(std::atoi(batch));
+  if (const char* range = std::getenv("FLASHIO_PROFILE_RANGE"); range && *range) {
+    try {
+      s.range = parse_range_pattern(range);
+    } catch (const std::invalid_argument& e) {  // flashio checked it: another caller's
+      write_lines({note_line(std::string(e.what()) + ": every launch is profiled")});
+    }
+  }
   const char* library = std::getenv("FLASHIO_CUPTI_LIBRARY");
   s.library = library && *library ? library : "libcupti.so.13";
   try {
