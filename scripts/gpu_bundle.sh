@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Moves a build to a GPU machine that cannot build it (the workplace's lent GPUs): `pack` here
-# compresses build/flashio and build/tests/flashio_gpu_tests
-# into .gpu/ (git-ignored; carry it), `unpack` there restores them under build/.
+# compresses build/flashio, build/libflashio_inject.so (flashio profile's injection library),
+# build/tests/flashio_gpu_tests and build/tests/flashio_profile_target (the program its GPU tests
+# profile) into .gpu/ (git-ignored; carry it), `unpack` there restores them under build/.
 #   scripts/gpu_bundle.sh pack | unpack
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${FLASHIO_BUILD_DIR:-build}"
-bins=(flashio tests/flashio_gpu_tests)
+bins=(flashio libflashio_inject.so tests/flashio_gpu_tests tests/flashio_profile_target)
 case "${1:-}" in
   pack)
     mkdir -p .gpu

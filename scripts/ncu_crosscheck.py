@@ -2,9 +2,13 @@
 """Compares a flashio result file's counters with Nsight Compute's CSV of the same run.
 
 The ncu run is `flashio run ... --reps 1 --warmup 0 --counters off`: per point it sees the
-check launch (K kernels), the suite's L2 flush kernel, then the timed launch (K kernels).
-K comes from the suite's own per-kernel breakdown. The timed launch's kernels are summed
-and compared with the suite's counter pass, quantity by quantity.
+check launch (K kernels), the suite's L2 flush kernel, the timed launch (K kernels), then the
+call marked with the point's NVTX range for outside tools (another flush, K kernels), with
+the suite's own kernels between them (the runner's warm-up at its start, the inputs'
+generator, the checks' row gathers): each point's timed launch is the K kernels after the next
+flush, its marked call those after the flush after that. K comes from the suite's own
+per-kernel breakdown. The timed launch's kernels are summed and compared with the suite's
+counter pass, quantity by quantity.
 """
 import argparse
 import csv
@@ -53,12 +57,16 @@ def main():
         if c.get("status") != "ok":
             sys.exit(f"{r['name']}: the suite has no counters ({c.get('reason')})")
         k = sum(x["launches"] for x in c["kernels"])
-        pos += k  # the check launch
-        if pos >= len(kernels) or FLUSH_KERNEL not in kernels[pos][0]:
-            sys.exit(f"{r['name']}: expected the L2 flush kernel at ncu launch {pos}, found "
-                     f"{kernels[pos][0] if pos < len(kernels) else 'the end'}")
-        timed = kernels[pos + 1 : pos + 1 + k]
-        pos += 1 + k
+
+        def after_next_flush(start):
+            at = next((i for i in range(start, len(kernels)) if FLUSH_KERNEL in kernels[i][0]), None)
+            if at is None or at + k >= len(kernels):
+                sys.exit(f"{r['name']}: no L2 flush followed by {k} kernels after ncu launch {start}")
+            return at + 1
+
+        first = after_next_flush(pos)  # the timed launch
+        timed = kernels[first : first + k]
+        pos = after_next_flush(first + k) + k  # past the marked call
         for key, (metric, unit) in QUANTITIES.items():
             if key not in c["bytes"]:
                 continue

@@ -126,6 +126,20 @@ Protocol (as bench/measure/runner.cpp, bench/measure/timing.cpp, bench/measure/c
   gives "oom" (memory is freed and the sweep goes on); any other exception gives "error"
   with the message.
 
+Counters (``--counters dram|full``; default off: peers without counters)
+-----------------------------------------------------------------------
+The same hardware counters as flashio's records, through ``flashio profile`` (CUPTI injected
+into this process, bench/measure/inject.cpp). The script runs itself again under
+``flashio profile --counters SET --range '^sdpa_' -- python3 peers_sdpa.py ARGS`` (the inner
+run sees $FLASHIO_PROFILE_LOG). There, after a point's timing and re-check, it makes one more
+call of the timed sequence, after the L2 flush, inside an NVTX range named like the record: the
+one counter pass, as flashio run's (bench/measure/runner.cpp, collect_counters); only the kernels
+inside those ranges are replayed and counted, the timed repetitions run unprofiled. The outer run
+then copies each range record's ``counters`` into the peer record of that name
+(merge_profile_counters) and rewrites --out; the program's exit code is passed through. Run by
+hand under ``flashio profile --range '^sdpa_'``, the inner script leaves ``not_collected`` with
+the reason and the merge is the caller's.
+
 The module imports torch only inside functions, so tests/test_peers_sdpa.py can test the
 points (against the flashio binary), argument parsing and record building without torch or
 a GPU.
@@ -143,6 +157,7 @@ import secrets
 import struct
 import subprocess
 import sys
+import tempfile
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional, Sequence
@@ -404,6 +419,8 @@ def _make_parser() -> _Parser:
     p.add_argument("--device", default="0", help="GPU index")
     p.add_argument("--dry-run", action="store_true", help="list the points and exit (no GPU, no torch)")
     p.add_argument("--quiet", "-q", action="store_true", help="no per-point progress on stderr")
+    p.add_argument("--counters", default="off",
+                   help="hardware counters through `flashio profile`: off (default), dram, full")
     return p
 
 
@@ -509,6 +526,8 @@ class Config:
     dry_run: bool
     quiet: bool
     git_revision: Optional[str] = None
+    counters: str = "off"  # off, dram, full
+    flashio: str = ""      # the flashio binary (flashio profile runs this script for the counters)
 
 
 def parse_config(argv: Sequence[str]) -> Config:
@@ -529,8 +548,11 @@ def parse_config(argv: Sequence[str]) -> Config:
         raise BadInput("--out is required")
     doc = flashio_points(a.flashio or default_flashio(), flashio_axes_args(a))
     points = peer_points(doc, backends)
+    if a.counters not in COUNTER_SETS:
+        raise BadInput(f"--counters: '{a.counters}' is not one of {', '.join(COUNTER_SETS)}")
     return Config(points=points, reps=reps, warmup=warmup, device=device, flush_l2=not a.no_l2_flush,
-                  out=a.out, run_id=a.run_id, dry_run=a.dry_run, quiet=a.quiet, git_revision=a.git_revision)
+                  out=a.out, run_id=a.run_id, dry_run=a.dry_run, quiet=a.quiet, git_revision=a.git_revision,
+                  counters=a.counters, flashio=a.flashio or default_flashio())
 
 
 def check_writable(path: str) -> None:
@@ -811,6 +833,12 @@ def summarize(seconds: Sequence[float], warmup: int, flushed: bool, clock: str =
 # --------------------------------------------------------------------------------------
 
 COUNTERS_NOT_COLLECTED = {"status": "not_collected", "reason": "peers are measured without counters"}
+COUNTER_SETS = ("off", "dram", "full")
+# The inner run under flashio profile: the counters are in the profile's range records.
+COUNTERS_IN_PROFILE = {"status": "not_collected",
+                       "reason": "the counter pass ran under flashio profile: its range record named like this "
+                                 "record holds the counters (merge_profile_counters)"}
+PROFILE_RANGE = "^sdpa_"  # the NVTX ranges of the counter passes: every record name starts with its method
 
 
 def build_record(pt: Point, device_index: int, status: str, reason: Optional[str] = None,
@@ -1309,7 +1337,76 @@ def measure_point(torch, pt: Point, data: ProblemData, cfg: Config, flusher: Opt
         if not check["passed"]:
             return dict(fields, status="error", reason=check_failure_reason(check))
         fields["time"] = time_gpu(torch, call, cfg.warmup, cfg.reps, flusher)
+        if cfg.counters != "off":
+            counter_pass(torch, pt.name(), call, flusher)
         return dict(fields, status="ok")
+
+
+def under_profile() -> bool:
+    """Whether this process runs under `flashio profile` (its injection library logs to this file)."""
+    return bool(os.environ.get("FLASHIO_PROFILE_LOG"))
+
+
+def counter_pass(torch, name: str, call: Callable[[], Any], flusher: Optional["L2Flusher"]) -> None:
+    """The one call flashio profile counts (as collect_counters in bench/measure/runner.cpp): L2
+    flushed, then the call inside an NVTX range named like the record (the flush outside it)."""
+    if flusher is not None:
+        flusher.flush()
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_push(name)
+    try:
+        call()
+    finally:
+        torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+
+
+def merge_profile_counters(doc: dict, profile_doc: dict) -> int:
+    """Copies each range record's counters of a `flashio profile` file into the record of the same
+    name (the first range of that name); records with no range keep theirs, or, where they wait
+    for it (COUNTERS_IN_PROFILE), say why there is none. Returns the records given counters."""
+    prof = profile_doc.get("profile") or {}
+    ranges: dict = {}
+    for r in prof.get("records", []):
+        if r.get("kind") == "range":
+            ranges.setdefault(r["name"], r)
+    why = "; ".join(prof.get("notes", [])) or "no kernel ran in its NVTX range"
+    merged = 0
+    for rec in doc["records"]:
+        r = ranges.get(rec["name"])
+        if r is not None:
+            rec["counters"] = r["counters"]
+            merged += 1
+        elif rec.get("counters") == COUNTERS_IN_PROFILE:
+            rec["counters"] = {"status": "unavailable", "reason": f"flashio profile recorded no range for it: {why}"}
+    return merged
+
+
+def run_under_profile(cfg: Config, argv: Sequence[str]) -> int:
+    """This script again under `flashio profile`, then the counters merged into --out."""
+    if not os.path.isfile(cfg.flashio):
+        raise RuntimeFailure(f"--counters needs flashio profile: no flashio binary at {cfg.flashio}")
+    out_dir = os.path.dirname(os.path.abspath(cfg.out))
+    fd, profile_path = tempfile.mkstemp(prefix=".peers-profile-", suffix=".json", dir=out_dir)
+    os.close(fd)
+    try:
+        cmd = [cfg.flashio, "profile", "--counters", cfg.counters, "--range", PROFILE_RANGE, "--force",
+               "--out", profile_path, "--", sys.executable, os.path.abspath(__file__)] + list(argv)
+        rc = subprocess.run(cmd).returncode
+        if os.path.getsize(profile_path) == 0 or not os.path.exists(cfg.out):
+            return rc if rc != 0 else EXIT_RUNTIME
+        with open(cfg.out, encoding="utf-8") as f:
+            doc = json.load(f)
+        with open(profile_path, encoding="utf-8") as f:
+            profile_doc = json.load(f)
+        merged = merge_profile_counters(doc, profile_doc)
+        doc["command_line"] = join_command_line([sys.argv[0] if sys.argv and sys.argv[0] else PRODUCER] + list(argv))
+        write_result_file(doc, cfg.out)
+        print(f"{PROG}: counters ({cfg.counters}) of {merged} of {len(doc['records'])} records from flashio profile",
+              file=sys.stderr)
+        return rc
+    finally:
+        os.remove(profile_path)
 
 
 def _git(args: Sequence[str]) -> Optional[str]:
@@ -1458,6 +1555,8 @@ def run(cfg: Config, argv: Sequence[str]) -> int:
                         print(f"{PROG}: warning: {m}", file=sys.stderr)
             rec = build_record(pt, cfg.device, status, reason, fields.get("check"), fields.get("time"),
                                fields.get("memory"))
+            if cfg.counters != "off" and status == "ok":
+                rec["counters"] = dict(COUNTERS_IN_PROFILE)
         records.append(rec)
         if not cfg.quiet:
             what = format_time(rec["time"]["median_s"]) if "time" in rec else rec.get("reason", "")
@@ -1486,6 +1585,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
+        if cfg.counters != "off" and not under_profile():
+            return run_under_profile(cfg, argv)
         return run(cfg, argv)
     except RuntimeFailure as e:
         print(f"{PROG}: {e}", file=sys.stderr)

@@ -387,6 +387,7 @@ def test_default_sweep_and_axes():
 
 
 BAD_ARGS = [
+    (["--counters", "all"], "--counters: 'all' is not one of off, dram, full"),
     (["--seqlen", "3000"], "--tokens 16384 is not a positive multiple of seqlen 3000"),
     (["--model-dim", "100"], "--model-dim 100 is not a positive multiple of head-dim 64"),
     (["--dtype", "fp32"], "--dtype: 'fp32' is not one of fp16, bf16"),
@@ -943,6 +944,53 @@ def test_records_validate_against_schema():
     assert recs[1]["flops"] == 2.5 * 4.0 * 4 * 16 * 4096 * 4096 * 64
     assert "time" not in recs[2] and "check" not in recs[2] and "tflops" not in recs[2]
     assert recs[4]["check"]["max_abs_err"] is None and not recs[4]["check"]["passed"]
+
+
+def _profile_doc(records: list, notes=()) -> dict:
+    """A `flashio profile --range` file's profile object, as bench/core/profile_log.cpp makes it."""
+    return {"profile": {"command": ["python3", "peers_sdpa.py"], "exit_code": 0, "set": "full", "range": ps.PROFILE_RANGE,
+                        "launches": len(records), "notes": list(notes), "records": records}}
+
+
+def test_merge_profile_counters():
+    recs = sample_records()
+    for r in recs:
+        if r["status"] == "ok":
+            r["counters"] = dict(ps.COUNTERS_IN_PROFILE)
+    counters = {"status": "ok", "set": "full", "passes": 1, "family": "hopper", "chip": "GH100",
+                "bytes": {"dram_read": 1000, "dram_write": 500, "l2_read": 4000}, "duration_s": 1e-4,
+                "metrics": {"dram__bytes_read.sum": 1000.0}, "absent": {},
+                "kernels": [{"name": "pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128>>", "launches": 1,
+                             "bytes": {"dram_read": 1000}, "duration_s": 1e-4}]}
+    first = {"kind": "range", "name": recs[0]["name"], "launch": 7, "device": 0, "nvtx": [], "counters": counters}
+    again = dict(first, launch=9, counters={"status": "unavailable", "reason": "later"})
+    kernel = {"kind": "kernel", "name": recs[1]["name"], "launch": 8, "device": 0, "nvtx": [], "counters": counters}
+    doc = {"records": recs}
+    assert ps.merge_profile_counters(doc, _profile_doc([first, kernel, again], ["a note"])) == 1
+    assert recs[0]["counters"] == counters  # the first range of that name
+    assert recs[1]["counters"]["status"] == "unavailable" and "a note" in recs[1]["counters"]["reason"]
+    assert recs[2]["counters"] == ps.COUNTERS_NOT_COLLECTED  # skipped: never waited for counters
+    for r in recs:
+        errs = validate_record(r)
+        assert not errs, (r["name"], errs)
+
+
+def test_counters_run_under_flashio_profile_and_pass_its_exit_through():
+    """--counters runs the script again under `flashio profile`; without torch the inner run exits
+    1, which comes back, and no file is left."""
+    if ps_has_torch():
+        return  # the inner run would measure: a GPU test
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "r.json")
+        r = subprocess.run([sys.executable, SCRIPT, "--counters", "dram", "--seqlen", "512", "--head-dim", "64",
+                            "--backend", "flash", "--out", out], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 1, (r.returncode, r.stderr)
+        assert "cannot import torch" in r.stderr, r.stderr
+        assert os.listdir(tmp) == [], os.listdir(tmp)
+
+
+def ps_has_torch() -> bool:
+    return importlib.util.find_spec("torch") is not None
 
 
 def test_validator_rejects_bad_records():

@@ -22,6 +22,7 @@
 #include "bench/core/json_input.h"
 #include "bench/core/safe_write.h"
 #include "bench/cli/bad_input.h"
+#include "bench/cli/profile_command.h"
 #include "bench/cli/run_outputs.h"
 #include "bench/cli/sweep_commands.h"
 #include "bench/cuda/device_query.h"
@@ -783,6 +784,26 @@ int flashio_main(const std::vector<std::string>& args) {
   merge->add_flag("--allow-mixed-gpus", merge_args.allow_mixed_gpus, "merge files measured on different GPU models");
   merge->footer(exit_status_help());
 
+  ProfileArgs profile_args;
+  CLI::App* profile = app.add_subcommand(
+      "profile", "run any CUDA program with the suite's counters injected: one record per kernel or NVTX range");
+  profile->add_option("--counters", profile_args.counters,
+                      "dram (DRAM bytes, duration) or full (both traffic levels; default)");
+  profile->add_option("--out,-o", profile_args.out, "result file (default: profile-<date>-<time>.json)");
+  profile->add_option(
+      "--range", profile_args.range,
+      "one record per NVTX range whose name matches this regular expression (anywhere: anchor with ^...$), "
+      "its kernels' counters summed");
+  profile->add_flag("--force", profile_args.force, "replace --out if it exists");
+  profile->prefix_command();  // the first word that is not an option starts the command; `--` may precede it
+  profile->footer(
+      "Usage: flashio profile [options] -- COMMAND ARGS...\n"
+      "The program runs with libflashio_inject.so as CUDA_INJECTION64_PATH and CUPTI as NVTX_INJECTION64_PATH;\n"
+      "CUPTI replays each kernel for its counters (kernel replay). Ranges: NVTX push/pop; a kernel belongs to\n"
+      "the innermost matching range open on its thread, or else on the thread that pushed last.\n"
+      "Exit status: the program's (128+N if signal N ended it); 1 runtime failure, 2 bad input (one line on stderr,\n"
+      "the program not started).");
+
   int device_index = 0;
   bool device_json = false;
   CLI::App* device = app.add_subcommand("device", "describe the GPU: SMs, shared memory, L2, bandwidth, clocks, versions");
@@ -804,8 +825,15 @@ int flashio_main(const std::vector<std::string>& args) {
   run->get_option("--device")->check(CLI::NonNegativeNumber);
   device->get_option("--device")->check(CLI::NonNegativeNumber);
 
+  // `flashio profile [options] -- COMMAND ARGS...`: what follows `--` is the program's, never parsed here.
+  std::vector<std::string> parsed_args = args;
+  if (parsed_args.size() > 1 && parsed_args[1] == "profile")
+    if (auto dashes = std::find(parsed_args.begin() + 2, parsed_args.end(), "--"); dashes != parsed_args.end()) {
+      profile_args.command.assign(dashes + 1, parsed_args.end());
+      parsed_args.erase(dashes, parsed_args.end());
+    }
   std::vector<const char*> cargs;
-  for (const auto& s : args) cargs.push_back(s.c_str());
+  for (const auto& s : parsed_args) cargs.push_back(s.c_str());
   try {
     app.parse(int(cargs.size()), cargs.data());
   } catch (const CLI::CallForHelp& e) {
@@ -832,6 +860,12 @@ int flashio_main(const std::vector<std::string>& args) {
       return cmd_merge(merge_args);
     }
     if (device->parsed()) return cmd_device(device_index, device_json, device_copy);
+    if (profile->parsed()) {
+      if (profile_args.command.empty()) profile_args.command = profile->remaining();
+      profile_args.command_line = join_command_line(args);
+      profile_args.build = build_json();
+      return cmd_profile(profile_args);
+    }
     if (const auto rc = analysis_commands->run()) return *rc;
   } catch (const BadInput& e) {
     fmt::print(stderr, "flashio: error: {}\n", e.what());

@@ -1,7 +1,9 @@
 #include "bench/core/counters.h"
 
+#include <cxxabi.h>
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <stdexcept>
 
 namespace flashio {
@@ -210,6 +212,37 @@ nlohmann::json counters_json(const MetricTable& t, CounterSet set, int passes, c
     j["kernels"].push_back(k);
   }
   return j;
+}
+
+std::string kernel_name(const std::string& mangled) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+  std::string s = (status == 0 && d) ? d : mangled;
+  std::free(d);
+  // The parameter list is the last top-level parenthesis group, and only when the name ends with
+  // it: `(anonymous namespace)` is a parenthesis group too, but a name never ends with one.
+  if (!s.empty() && s.back() == ')') {
+    int depth = 0;
+    for (size_t i = s.size(); i-- > 0;) {
+      if (s[i] == ')') ++depth;
+      if (s[i] == '(' && --depth == 0) {
+        s.resize(i);
+        break;
+      }
+    }
+  }
+  // The return type: the demangler writes one for template functions (`void ns::k<float>`), up to
+  // the last space outside `<…>` and `(…)` (a space in `(anonymous namespace)` or `<unsigned int>`
+  // is part of the name).
+  int angle = 0, paren = 0;
+  size_t name_start = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    angle += c == '<' ? 1 : c == '>' ? -1 : 0;
+    paren += c == '(' ? 1 : c == ')' ? -1 : 0;
+    if (c == ' ' && angle == 0 && paren == 0) name_start = i + 1;
+  }
+  return s.substr(name_start);
 }
 
 nlohmann::json counters_unavailable(const std::string& reason) {

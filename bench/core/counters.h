@@ -65,6 +65,13 @@ struct KernelResources {
 // Throws std::invalid_argument on a malformed object.
 KernelResources kernel_resources_from_json(const nlohmann::json& j);
 
+// The readable name of a kernel from its mangled symbol: demangled, without the return type and
+// the parameter list, everything else kept — namespaces, anonymous namespaces and template
+// arguments: `_ZN7flashio9baselines12_GLOBAL__N_16kernelIfEEvPf` →
+// `flashio::baselines::(anonymous namespace)::kernel<float>`. A name that does not demangle (a
+// C kernel, a name already demangled) is returned without its parameter list.
+std::string kernel_name(const std::string& mangled);
+
 // Raw metric values of one profiled range (one kernel launch), as CUPTI evaluated them.
 struct RangeValues {
   std::string kernel;                        // kernel name, or "range <i>" where unknown

@@ -235,6 +235,7 @@ json to_json(const ResultFile& f) {
   if (!f.devices.empty()) j["devices"] = f.devices;
   if (f.wall_s) j["wall_s"] = *f.wall_s;
   if (!f.merged_from.empty()) j["merged_from"] = f.merged_from;
+  if (!f.profile.is_null()) j["profile"] = f.profile;
   return j;
 }
 
@@ -255,6 +256,7 @@ ResultFile result_file_from_json(const json& j) {
     f.devices = j.value("devices", json::array());
     if (j.contains("wall_s") && !j["wall_s"].is_null()) f.wall_s = number_field(j, "wall_s", 0.0);
     f.merged_from = j.value("merged_from", json::array());
+    if (j.contains("profile")) f.profile = j.at("profile");
     const json& records = j.at("records");
     for (size_t i = 0; i < records.size(); ++i) {
       try {

@@ -133,6 +133,9 @@ struct ResultFile {
   std::optional<double> wall_s;  // the run's wall time, start to file (a resumed run adds its earlier runs')
   // merge: each input's file name, run id and wall_s; empty otherwise.
   nlohmann::json merged_from = nlohmann::json::array();
+  // flashio profile: the profiled command, its exit and one record per kernel launch or NVTX
+  // range (bench/core/profile_log.h); null otherwise. `records` is then empty.
+  nlohmann::json profile;
   std::vector<Record> records;
 };
 

@@ -38,7 +38,7 @@ class Case:
         self.name = name
         self.argv = argv  # "{d}" is the case's folder
         self.rc = rc  # an int or a tuple of allowed codes
-        self.files = files or {}  # name -> bytes | ("fifo",) | ("dir",) | ("link", target)
+        self.files = files or {}  # name -> bytes | ("exec", bytes) | ("fifo",) | ("dir",) | ("link", target)
         self.outputs = set(outputs)  # names the case may create
         self.replaced = set(replaced)  # existing names the case may change
         self.stderr_lines = stderr_lines  # None: one line when rc is 1 or 2
@@ -402,8 +402,43 @@ def cli_cases():
     return cases
 
 
+def profile_cases():
+    """flashio profile: refused before the program starts (no command, none such, not executable, a
+    bad option or output); a program's own exit code passes through with its file written."""
+    o = ["-o", "{d}/p.json"]
+    files = {"a.json": dumps(fixture_doc()), "sub": ("dir",), "p": ("fifo",), "x.json": b"mine",
+             "prog": ("exec", b"#!/bin/sh\nexit 0\n")}
+    cases = [Case(f"profile:{label}", ["profile", *args], BAD, files=files) for label, args in [
+        ("no command", o),
+        ("nothing after --", o + ["--"]),
+        ("no such command", o + ["--", "{d}/missing"]),
+        ("not in PATH", o + ["--", "flashio-no-such-program"]),
+        ("not executable", o + ["--", "{d}/a.json"]),
+        ("a folder", o + ["--", "{d}/sub"]),
+        ("--counters off", o + ["--counters", "off", "--", "true"]),
+        ("--counters empty", o + ["--counters", "", "--", "true"]),
+        ("--range bad", o + ["--range", "(", "--", "true"]),
+        ("--range empty", o + ["--range", "", "--", "true"]),
+        ("-o exists", ["-o", "{d}/x.json", "--", "true"]),
+        ("-o folder", ["-o", "{d}/sub", "--", "true"]),
+        ("-o no-folder", ["-o", "{d}/none/p.json", "--", "true"]),
+        ("-o empty", ["-o", "", "--", "true"]),
+        ("-o dev-null-force", ["-o", "/dev/null", "--force", "--", "true"]),
+        ("-o fifo-force", ["-o", "{d}/p", "--force", "--", "true"]),
+        ("-o is the program", ["-o", "{d}/prog", "--force", "--", "{d}/prog"]),
+    ]]
+    cases += [
+        Case("profile:exit code passes through", ["profile", *o, "--", "sh", "-c", "exit 5"], 5, outputs={"p.json"},
+             stderr_lines=2),
+        Case("profile:ok", ["profile", *o, "--", "true"], 0, outputs={"p.json"}, stderr_lines=2),
+        Case("profile:-o exists-force", ["profile", "-o", "{d}/x.json", "--force", "--", "true"], 0,
+             files={"x.json": b"mine"}, replaced={"x.json"}, stderr_lines=2),
+    ]
+    return cases
+
+
 def all_cases():
-    return cli_cases() + file_cases() + output_cases()
+    return cli_cases() + file_cases() + output_cases() + profile_cases()
 
 
 # --- running -------------------------------------------------------------------------------------
@@ -415,6 +450,10 @@ def make_files(d, files):
         if isinstance(data, bytes):
             with open(path, "wb") as f:
                 f.write(data)
+        elif data[0] == "exec":  # an executable file with these bytes
+            with open(path, "wb") as f:
+                f.write(data[1])
+            os.chmod(path, 0o755)
         elif data[0] == "fifo":
             os.mkfifo(path)
         elif data[0] == "dir":
