@@ -21,9 +21,8 @@
 //    blocks that drew short items (causal) draw more and the blocks working at one time stay on
 //    neighbouring items: a head's Q tiles are consecutive (they share K/V in L2), under a causal
 //    mask longest first. The producer warp hands the item index to the consumers through shared
-//    memory between two named barriers that every thread of both sides syncs on (a hand-off
-//    racecheck can follow); it issues the next item's first K, V and Q loads (two Q buffers
-//    where they fit) while the consumers still run the current one.
+//    memory between two named barriers; with two Q buffers (where they fit) the next item's Q
+//    loads while the current one runs.
 //  - O goes back through shared memory (the consumer's own rows of the Q tile) with a TMA store,
 //    which also clips the rows past Nq; L = m + log ℓ is stored per row.
 //
@@ -147,10 +146,9 @@ __device__ __forceinline__ int flash3_key_count(const FwdParams& p, int b) {
 }
 
 // ---- Producer (FA-3 Algorithm 1, lines 4-9): warp 0; its lane 0 issues every load. Per work
-// item: the index to the consumers (item barriers), then the item's K/V tiles into the ring as
-// slots free up, then the next item from the scheduler and its first loads (K and V of its first
-// tile, its Q tile into the other Q buffer), all while the consumers still run this item; only
-// then does it wait for them to finish it. When no item is left the consumers get item −1.
+// item: the index to the consumers (item barriers), the first K tile, the Q tile into a free Q
+// buffer, then V and the following K/V tiles into the ring as slots free up; then the next item
+// from the scheduler. When none is left the consumers get item −1.
 template <typename Tr, bool kCausal>
 __device__ __forceinline__ void flash3_produce(const Flash3FwdArgs& args, const Flash3Shared<Tr>& sh) {
   const FwdParams& p = args.p;
@@ -162,77 +160,48 @@ __device__ __forceinline__ void flash3_produce(const Flash3FwdArgs& args, const 
     prefetch_tensor_map(&args.v);
     prefetch_tensor_map(&args.o);
   }
-  // What the loads of one work item need, and the loads: `first` K and V of its first tile and
-  // its Q tile into Q buffer `round`, `rest` the tiles after; its K/V tiles are the ring's from
-  // number `kv` on.
-  struct Loads {
-    Flash3Item w;
-    int kv_plane;
-    KvTileRange tiles;
-  };
-  auto loads_of = [&](int item) {
-    const Flash3Item w = flash3_item<kCausal>(item, args.m_blocks, p.heads);
-    return Loads{w, w.b * p.kv_heads + w.h / (p.heads / p.kv_heads),
-                 SequenceMask<kCausal>{flash3_key_count(p, w.b)}.kv_tiles(w.m_block, (w.m_block + 1) * Tr::kBlockM,
-                                                                           Tr::kBlockN)};
-  };
-  auto load_kv = [&](const Loads& l, unsigned char* ring, uint64_t* full, uint64_t* empty, const CUtensorMap* map,
-                     int i, int n) {
-    const RingSlot slot = ring_slot<Tr::kStages>(i);
-    mbar_wait(&empty[slot.stage], slot.phase ^ 1);
-    mbar_arrive_expect_tx(&full[slot.stage], Tr::kTileKVBytes);
-    unsigned char* dst = ring + slot.stage * Tr::kTileKVBytes;
-    for (int c = 0; c < Tr::kPanels; ++c)
-      tma_load_3d(dst + c * Tr::kBlockN * kSwizzleRowBytes, map, &full[slot.stage], c * kPanelColumns,
-                  n * Tr::kBlockN, l.kv_plane);
-  };
-  auto first = [&](const Loads& l, int round, int kv) {
-    // K of the first tile before Q: it may start while the consumers still write O out.
-    if (l.tiles.count > 0) load_kv(l, sh.k, bar.k_full, bar.k_empty, &args.k, kv, l.tiles(0));
-    const RingSlot qs = ring_slot<Tr::kQStages>(round);
-    mbar_wait(&bar.q_empty[qs.stage], qs.phase ^ 1);
-    mbar_arrive_expect_tx(&bar.q_full[qs.stage], Tr::kTileQBytes);
-    unsigned char* q = sh.q + qs.stage * Tr::kTileQBytes;
-    for (int c = 0; c < Tr::kPanels; ++c)
-      tma_load_3d(q + c * Tr::kBlockM * kSwizzleRowBytes, &args.q, &bar.q_full[qs.stage], c * kPanelColumns,
-                  l.w.m_block * Tr::kBlockM, l.w.b * p.heads + l.w.h);
-    if (l.tiles.count > 0) load_kv(l, sh.v, bar.v_full, bar.v_empty, &args.v, kv, l.tiles(0));
-  };
-  auto rest = [&](const Loads& l, int kv) {
-    for (int it = 1; it < l.tiles.count; ++it) {
-      load_kv(l, sh.k, bar.k_full, bar.k_empty, &args.k, kv + it, l.tiles(it));
-      load_kv(l, sh.v, bar.v_full, bar.v_empty, &args.v, kv + it, l.tiles(it));
-    }
-  };
-
   int kv = 0;  // K/V tiles loaded so far
   int item = blockIdx.x;
-  Loads current{};
-  if (leader && item < args.num_items) {
-    current = loads_of(item);
-    first(current, 0, kv);
-  }
   for (int round = 0;; ++round) {
-    // The index to the consumers: written before the full barrier, which they all pass before
-    // reading it; rewritten only after the empty barrier, which they pass when done with it.
     const bool done = item >= args.num_items;
-    if (leader) bar.item = done ? -1 : item;
     __syncwarp();  // the named barriers take the whole warp
-    named_barrier_sync(Tr::kItemFullBarrier, Tr::kItemThreads);
-    if (done) break;
-    int next = 0;
-    if (leader) {
-      rest(current, kv);
-      kv += current.tiles.count;
-      next = atomicAdd(&args.schedule[0], 1) + int(gridDim.x);  // the next item nobody has taken
-      if (next < args.num_items) {
-        current = loads_of(next);
-        first(current, round + 1, kv);
-      }
-    }
-    item = __shfl_sync(0xffffffffu, next, 0);
+    named_barrier_sync(Tr::kItemEmptyBarrier, Tr::kItemThreads);  // the consumers read the last one
+    if (leader) bar.item = done ? -1 : item;
     __syncwarp();
-    named_barrier_sync(Tr::kItemEmptyBarrier, Tr::kItemThreads);  // the consumers finished the item
+    named_barrier_arrive(Tr::kItemFullBarrier, Tr::kItemThreads);
+    if (done) break;
+    if (leader) {
+      const RingSlot qs = ring_slot<Tr::kQStages>(round);
+      const Flash3Item w = flash3_item<kCausal>(item, args.m_blocks, p.heads);
+      const int kv_plane = w.b * p.kv_heads + w.h / (p.heads / p.kv_heads);
+      const KvTileRange tiles = SequenceMask<kCausal>{flash3_key_count(p, w.b)}.kv_tiles(
+          w.m_block, (w.m_block + 1) * Tr::kBlockM, Tr::kBlockN);
+      auto load_kv = [&](unsigned char* ring, uint64_t* full, uint64_t* empty, const CUtensorMap* map, int i, int n) {
+        const RingSlot slot = ring_slot<Tr::kStages>(i);
+        mbar_wait(&empty[slot.stage], slot.phase ^ 1);
+        mbar_arrive_expect_tx(&full[slot.stage], Tr::kTileKVBytes);
+        unsigned char* dst = ring + slot.stage * Tr::kTileKVBytes;
+        for (int c = 0; c < Tr::kPanels; ++c)
+          tma_load_3d(dst + c * Tr::kBlockN * kSwizzleRowBytes, map, &full[slot.stage], c * kPanelColumns,
+                      n * Tr::kBlockN, kv_plane);
+      };
+      // K of the first tile before Q: it may start while the consumers still write O out.
+      if (tiles.count > 0) load_kv(sh.k, bar.k_full, bar.k_empty, &args.k, kv, tiles(0));
+      mbar_wait(&bar.q_empty[qs.stage], qs.phase ^ 1);
+      mbar_arrive_expect_tx(&bar.q_full[qs.stage], Tr::kTileQBytes);
+      unsigned char* q = sh.q + qs.stage * Tr::kTileQBytes;
+      for (int c = 0; c < Tr::kPanels; ++c)
+        tma_load_3d(q + c * Tr::kBlockM * kSwizzleRowBytes, &args.q, &bar.q_full[qs.stage], c * kPanelColumns,
+                    w.m_block * Tr::kBlockM, w.b * p.heads + w.h);
+      if (tiles.count > 0) load_kv(sh.v, bar.v_full, bar.v_empty, &args.v, kv, tiles(0));
+      for (int it = 1; it < tiles.count; ++it) {
+        load_kv(sh.k, bar.k_full, bar.k_empty, &args.k, kv + it, tiles(it));
+        load_kv(sh.v, bar.v_full, bar.v_empty, &args.v, kv + it, tiles(it));
+      }
+      kv += tiles.count;
+      item = atomicAdd(&args.schedule[0], 1) + int(gridDim.x);  // the next item nobody has taken
+    }
+    item = __shfl_sync(0xffffffffu, item, 0);
   }
   // The last block out resets the scheduler for the next launch (every block has taken its
   // last item by the time it counts itself finished).
@@ -297,9 +266,11 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
   };
 
   int kv = 0;
+  named_barrier_arrive(Tr::kItemEmptyBarrier, Tr::kItemThreads);  // the item slot starts empty
   for (int round = 0;; ++round) {
-    named_barrier_sync(Tr::kItemFullBarrier, Tr::kItemThreads);  // the producer wrote the index
+    named_barrier_sync(Tr::kItemFullBarrier, Tr::kItemThreads);
     const int item = bar.item;
+    named_barrier_arrive(Tr::kItemEmptyBarrier, Tr::kItemThreads);
     if (item < 0) break;  // no work left
     const RingSlot qs = ring_slot<Tr::kQStages>(round);
     mbar_wait(&bar.q_full[qs.stage], qs.phase);
@@ -420,11 +391,6 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
       tma_store_wait_read();
       mbar_arrive(&bar.q_empty[qs.stage]);  // the producer may load a Q tile into it
     }
-    // Done with the item (its index too): the producer, whose next item's first loads are
-    // already issued, may write the next index. (The barrier is aligned: each warp reconverges
-    // first, after its lane 0's store above.)
-    __syncwarp();
-    named_barrier_sync(Tr::kItemEmptyBarrier, Tr::kItemThreads);
   }
   if (threadIdx.x % 128 == 0) tma_store_wait();
 }
