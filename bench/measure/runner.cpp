@@ -315,8 +315,9 @@ struct Runner::State {
   // outside selects the point's one counted call: `ncu --nvtx --nvtx-include 'flash2/fwd/.../'`,
   // `flashio profile --range`. Where no counter pass runs here (--counters off: the tool counts;
   // counters unavailable), the call is made for the tool alone, once, after the same flush, when
-  // a tool is there to see it: CUDA loaded an injection library (CUDA_INJECTION64_PATH, which
-  // ncu, nsys and `flashio profile` set); a plain run makes no call it does not time or count.
+  // a tool is there to see it: `flashio profile` (CUDA_INJECTION64_PATH) or an Nsight tool
+  // (NV_NSIGHT_INJECTION_TRANSPORT_TYPE, which ncu sets in its target, measured with ncu 2025.3);
+  // a plain run makes no call it neither times nor counts.
   nlohmann::json collect_counters(const Method& method, const std::string& name, const std::function<void()>& launch) {
     const bool gpu = method.info().where != "cpu";
     auto marked = [&] {
@@ -327,8 +328,9 @@ struct Runner::State {
     if (opt.counters != CounterSet::Off && gpu && counters)
       return counters->profile([&] { flusher->flush(stream); }, marked, stream);
     static const bool tool_attached = [] {
-      const char* inject = std::getenv("CUDA_INJECTION64_PATH");
-      return inject && *inject;
+      for (const char* var : {"CUDA_INJECTION64_PATH", "NV_NSIGHT_INJECTION_TRANSPORT_TYPE"})
+        if (const char* v = std::getenv(var); v && *v) return true;
+      return false;
     }();
     if (gpu && tool_attached) {
       flusher->flush(stream);
