@@ -1482,11 +1482,15 @@ _FLEX_COMPILED: list = []  # torch.compile(flex_attention), made once per proces
 
 
 def _flex_compiled(torch):
-    """torch.compile(flex_attention, dynamic=False): kernels specialised to each point's shapes.
-    Each point (shape, mask_mod) is a recompilation: the recompile limit is raised, and hitting it
-    raises (fail_on_recompile_limit_hit) rather than falling back to the unfused eager path."""
+    """torch.compile(flex_attention, dynamic=False): kernels specialised to each point's shapes
+    (Inductor's default configuration, no max-autotune). Each point (shape, mask_mod) is a
+    recompilation: the recompile limit is raised, and hitting it raises
+    (fail_on_recompile_limit_hit) rather than falling back to the unfused eager path. Donated
+    buffers are off (the bwd pass's retain_graph)."""
     if not _FLEX_COMPILED:
         from torch.nn.attention.flex_attention import flex_attention
+        import torch._dynamo.config
+        import torch._functorch.config
 
         cfg = torch._dynamo.config
         for name in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit",
@@ -1495,6 +1499,10 @@ def _flex_compiled(torch):
                 setattr(cfg, name, max(int(getattr(cfg, name)), 1 << 16))
         if hasattr(cfg, "fail_on_recompile_limit_hit"):
             cfg.fail_on_recompile_limit_hit = True
+        # The bwd pass times autograd.grad(..., retain_graph=True) on one forward, again and again;
+        # a backward compiled with donated buffers (the saved LSE reused in place) refuses that.
+        if hasattr(torch._functorch.config, "donated_buffer"):
+            torch._functorch.config.donated_buffer = False
         _FLEX_COMPILED.append(torch.compile(flex_attention, dynamic=False))
     return _FLEX_COMPILED[0]
 

@@ -1382,6 +1382,134 @@ def test_flex_torch_side_on_cpu_torch():
                         got[blk] = True if full else mod[blk]
         assert torch.equal(got, allowed), p
     assert ps.flex_mask_mod(False) is None
+    try:  # a torch without flex_attention: flex points are skipped with that reason
+        import torch.nn.attention.flex_attention  # noqa: F401
+    except ImportError:
+        try:
+            ps.flex_call(torch, data, cpu)
+            raise AssertionError("no error")
+        except NotImplementedError as e:
+            assert "has no torch.nn.attention.flex_attention (PyTorch >= 2.5)" in str(e), e
+            assert ps.classify_failure(e, flex=True)[0] == "skipped"
+
+
+class _FakeFlex:
+    """torch.nn.attention.flex_attention as documented, in float64 on a CPU torch that has none:
+    BlockMask.from_kv_blocks keeps its arguments; flex_attention attends, per (b, query block
+    row), to the full blocks entirely and to the partial blocks where mask_mod allows (the
+    BlockMask's batch dimension broadcast when 1); a row that sees nothing gives 0. It lets
+    flex_call's wiring (arrays, BLOCK_SIZE, seq_lengths, mask_mod, scale, enable_gqa) run
+    through run_check here; the real kernel runs only on the GPU."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.masks = []
+        fake = self
+
+        class BlockMask:
+            @classmethod
+            def from_kv_blocks(cls, kv_num_blocks, kv_indices, full_kv_num_blocks=None, full_kv_indices=None,
+                               BLOCK_SIZE=128, mask_mod=None, seq_lengths=None):
+                bm = cls()
+                bm.args = (kv_num_blocks, kv_indices, full_kv_num_blocks, full_kv_indices)
+                bm.BLOCK_SIZE, bm.mask_mod, bm.seq_lengths = BLOCK_SIZE, mask_mod, seq_lengths
+                fake.masks.append(bm)
+                return bm
+
+        self.BlockMask = BlockMask
+
+    def __call__(self, q, k, v, block_mask=None, scale=None, enable_gqa=False):
+        t = self.torch
+        B, H, nq, d = q.shape
+        hkv, nk = k.shape[1], k.shape[2]
+        assert enable_gqa == (hkv < H) and block_mask.seq_lengths == (nq, nk)
+        F = block_mask.BLOCK_SIZE
+        kv_num, kv_idx, full_num, full_idx = block_mask.args
+        allowed = t.zeros(B, nq, nk, dtype=t.bool)
+        qi, ki = t.arange(nq)[:, None], t.arange(nk)[None, :]
+        for b in range(B):
+            e = b if kv_num.shape[0] > 1 else 0
+            mod = (block_mask.mask_mod(t.tensor(b), t.tensor(0), qi, ki) if block_mask.mask_mod is not None
+                   else t.ones(nq, nk, dtype=t.bool))
+            for r in range(kv_num.shape[2]):
+                rows = slice(r * F, (r + 1) * F)
+                for c in full_idx[e, 0, r, :int(full_num[e, 0, r])].tolist():
+                    allowed[b, rows, c * F:(c + 1) * F] = True
+                for c in kv_idx[e, 0, r, :int(kv_num[e, 0, r])].tolist():
+                    allowed[b, rows, c * F:(c + 1) * F] = mod[rows, c * F:(c + 1) * F]
+        kr, vr = (x.double().repeat_interleave(H // hkv, dim=1) for x in (k, v))
+        sc = (q.double() @ kr.transpose(-2, -1)) * scale
+        pr = t.softmax(sc.masked_fill(~allowed[:, None], float("-inf")), -1).nan_to_num(0.0)
+        return (pr @ vr).to(q.dtype)
+
+
+def test_flex_call_wiring_on_a_documented_stand_in():
+    """flex_call on CPU torch with _FakeFlex standing in for torch's module and compiled
+    function: the BlockMask it builds (int32 arrays, Flex's block 128, seq_lengths (Nq, Nk),
+    mask_mod only where blocks are partial) and the call (scale, enable_gqa) give an O that
+    passes run_check against the masked float64 reference, for dense, causal, GQA, Nq != Nk,
+    key padding and block-sparse points (sparse block 128, and 64 where mask_mod looks the
+    pattern up); a BlockMask missing the padding fails the check."""
+    try:
+        import torch
+    except ImportError:
+        print("      (skipped: no torch in this Python; Debian's python3-torch, CPU, runs it)")
+        return
+    import types
+    cpu = torch.device("cpu")
+    fake = _FakeFlex(torch)
+    names = ("torch.nn.attention", "torch.nn.attention.flex_attention")
+    saved = {n: sys.modules.get(n) for n in names}
+    module = types.ModuleType(names[1])
+    module.BlockMask, module.flex_attention = fake.BlockMask, fake
+    if saved[names[0]] is None:
+        sys.modules[names[0]] = types.ModuleType(names[0])
+    sys.modules[names[1]] = module
+    compiled = list(ps._FLEX_COMPILED)
+    ps._FLEX_COMPILED[:] = [fake]
+    import random
+    rng = random.Random(3)
+
+    def rows(nq, nk, bs):
+        out = ["".join(rng.choice("01") for _ in range(-(-nk // bs))) for _ in range(-(-nq // bs))]
+        out[0] = "0" * len(out[0])  # a row block that sees nothing
+        return tuple(out)
+
+    try:
+        cases = [
+            (ps.Problem(2, 2, 300, 16, "fp16", False, 41), False),
+            (ps.Problem(2, 4, 300, 16, "fp16", True, 42, kv_heads=2, seqlen_k=260), True),
+            (ps.Problem(3, 2, 300, 16, "bf16", True, 43, seqlen_k=280, padding=True), True),
+            (ps.Problem(2, 2, 384, 16, "fp16", False, 44, block_mask=rows(384, 384, 128), sparse_block=128), False),
+            (ps.Problem(2, 2, 384, 16, "fp16", True, 46, block_mask=rows(384, 384, 128), sparse_block=128), True),
+            (ps.Problem(2, 2, 200, 16, "fp16", False, 45, seqlen_k=330, padding=True,
+                        block_mask=rows(200, 330, 64), sparse_block=64), True),
+        ]
+        for p, has_mod in cases:
+            data = ps.ProblemData(torch, p, cpu)
+            attn = ps.flex_call(torch, data, cpu)
+            bm = fake.masks[-1]
+            assert bm.BLOCK_SIZE == 128 and bm.seq_lengths == (p.seqlen, p.seqlen_k)
+            assert (bm.mask_mod is not None) == has_mod, p
+            assert all(a.dtype == torch.int32 for a in bm.args)
+            assert bm.args[0].shape[0] == (p.batch if p.padding else 1)
+            o = attn(data.q, data.k, data.v)
+            c = ps.run_check(torch, data, o)
+            assert c["passed"], (p, c)
+            assert ps.flex_call(torch, data, cpu) and fake.masks[-1] is bm  # made once per problem
+            if p.padding:  # without the padding the output is wrong, and the check says so
+                data.flex_mask = None
+                lengths, data.key_lengths = data.key_lengths, None
+                attn = ps.flex_call(torch, data, cpu)
+                data.key_lengths = lengths
+                assert not ps.run_check(torch, data, attn(data.q, data.k, data.v))["passed"], p
+    finally:
+        ps._FLEX_COMPILED[:] = compiled
+        for n, m in saved.items():
+            if m is None:
+                sys.modules.pop(n, None)
+            else:
+                sys.modules[n] = m
 
 
 def test_flex_failures_and_records():
