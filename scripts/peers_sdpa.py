@@ -13,7 +13,21 @@ forced one at a time with ``torch.nn.attention.sdpa_kernel``:
 
 on the points of a flashio sweep and with the suite's protocol, and writes a result file in
 the suite's JSON schema (results/schema.json), so tables can show these peers beside the
-suite's kernels.
+suite's kernels. With ``--backend flex`` also PyTorch's FlexAttention:
+
+    flex       torch.compile(flex_attention)     -> method "flex_attention"
+
+(not in the default list). Flex runs what SDPA is skipped on here: key padding (a mask_mod
+kv_idx < key_lengths[b], flashio's lengths) and block-sparse patterns (a BlockMask made with
+BlockMask.from_kv_blocks from the block mask flashio lists for the point in its dry run's
+block_masks, so exactly the blocks blocksparse_flash runs; Flex's block 128, partial blocks
+decided by the mask_mod), besides dense, causal (q_idx >= kv_idx, top-left), GQA/MQA
+(enable_gqa) and Nq != Nk; the float64 reference applies the same mask (pattern, causal,
+padding; a row that sees no key: O = 0, zero gradients). Compiled once per problem and grad
+mode in an untimed call before memory, check and timing (dynamic=False; the recompile limit
+raised, hitting it raises). Dropout and the other limits below are skipped with the reason;
+what Flex or Inductor refuse at run time ("NYI", unsupported, no Triton config) is skipped with
+torch's message. docs/sweeps.md has the details.
 
 Where the points come from
 --------------------------
@@ -61,6 +75,7 @@ How to run (on a machine with a CUDA GPU and PyTorch >= 2.3, and a flashio build
     python3 scripts/peers_sdpa.py --preset fa2-figure5 --backend flash,cudnn --out results/z.json
     python3 scripts/peers_sdpa.py --heads 32 --kv-heads 8 --head-dim 128 --seqlen 1 \\
         --seqlen-k 8192,32768 --batch 8,32 --out results/decode.json   # GQA decode
+    python3 scripts/peers_sdpa.py --preset figure2-right --backend flex --out results/f.json  # block-sparse
     python3 scripts/peers_sdpa.py --dry-run            # list the points; needs no GPU, no torch
 
 With no axes the sweep is flashio's default: 16384 tokens (batch = 16384/N), model dim

@@ -1092,6 +1092,13 @@ def test_flex_block_sparse_points_carry_flashios_mask():
     for p in sparse:
         assert _mask_ones(p.block_mask) == want[p.problem_json["sparse_target_density"]], p.name()
     assert pts[0].name() == "flex_attention/fwd/b:16/h:8/n:4096/d:64/fp16"
+    # ... the problems (and masks) of scripts/reproduce_blocksparse.sh's flashio run, which flex runs beside it
+    script = flashio_points("--method", "flash2,standard,blocksparse_flash,blocksparse_standard", "--batch", "16",
+                            "--heads", "8", "--head-dim", "64", "--seqlen", "4096", "--pattern", "none,random",
+                            "--density", ",".join(str(d) for d in FIG2_RIGHT_DENSITIES), "--sparse-block", "128",
+                            "--pass", "fwd,fwdbwd")
+    assert {(p.problem_name, p.pass_) for p in pts} == {(n, q) for n, q, _, _ in _pairs_of(script)}
+    assert all(p.block_mask == tuple(script["block_masks"][p.problem_name]) for p in sparse)
     assert sparse[0].name() == "flex_attention/fwd/b:16/h:8/n:4096/d:64/fp16/sparse:random/s:1/bs:128"
     # a flashio without block_masks: skipped with the reason; a malformed mask: a runtime failure
     bare = dict(doc)
