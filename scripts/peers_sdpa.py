@@ -13,7 +13,21 @@ forced one at a time with ``torch.nn.attention.sdpa_kernel``:
 
 on the points of a flashio sweep and with the suite's protocol, and writes a result file in
 the suite's JSON schema (results/schema.json), so tables can show these peers beside the
-suite's kernels.
+suite's kernels. With ``--backend flex`` also PyTorch's FlexAttention:
+
+    flex       torch.compile(flex_attention)     -> method "flex_attention"
+
+(not in the default list). Flex runs what SDPA is skipped on here: key padding (a mask_mod
+kv_idx < key_lengths[b], flashio's lengths) and block-sparse patterns (a BlockMask made with
+BlockMask.from_kv_blocks from the block mask flashio lists for the point in its dry run's
+block_masks, so exactly the blocks blocksparse_flash runs; Flex's block 128, partial blocks
+decided by the mask_mod), besides dense, causal (q_idx >= kv_idx, top-left), GQA/MQA
+(enable_gqa) and Nq != Nk; the float64 reference applies the same mask (pattern, causal,
+padding; a row that sees no key: O = 0, zero gradients). Compiled once per problem and grad
+mode in an untimed call before memory, check and timing (dynamic=False; the recompile limit
+raised, hitting it raises). Dropout and the other limits below are skipped with the reason;
+what Flex or Inductor refuse at run time ("NYI", unsupported, no Triton config) is skipped with
+torch's message. docs/sweeps.md has the details.
 
 Where the points come from
 --------------------------
@@ -61,6 +75,7 @@ How to run (on a machine with a CUDA GPU and PyTorch >= 2.3, and a flashio build
     python3 scripts/peers_sdpa.py --preset fa2-figure5 --backend flash,cudnn --out results/z.json
     python3 scripts/peers_sdpa.py --heads 32 --kv-heads 8 --head-dim 128 --seqlen 1 \\
         --seqlen-k 8192,32768 --batch 8,32 --out results/decode.json   # GQA decode
+    python3 scripts/peers_sdpa.py --preset figure2-right --backend flex --out results/f.json  # block-sparse
     python3 scripts/peers_sdpa.py --dry-run            # list the points; needs no GPU, no torch
 
 With no axes the sweep is flashio's default: 16384 tokens (batch = 16384/N), model dim
@@ -177,6 +192,11 @@ BACKENDS = {
     "efficient": "EFFICIENT_ATTENTION",
     "math": "MATH",
 }
+# FlexAttention (torch.nn.attention.flex_attention, compiled): `--backend flex`, method "flex_attention".
+FLEX = "flex"
+FLEX_METHOD = "flex_attention"
+FLEX_BLOCK = 128  # Flex's BlockMask block (its default, _DEFAULT_SPARSE_BLOCK_SIZE): Q_BLOCK = KV_BLOCK
+ALL_BACKENDS = tuple(BACKENDS) + (FLEX,)  # --backend's choices; the default is the four SDPA back-ends
 DTYPES = ("fp16", "bf16")
 
 DEFAULT_SEED = 0x5EED  # bench/sweep/sweep.h SweepSpec::seed (Problem's default here)
@@ -192,6 +212,15 @@ _REFUSAL_PATTERNS = (
     "no available kernel",
     "not supported",
     "no valid execution plan",
+)
+
+# ... and by which flex_attention (or Inductor compiling it) says it cannot run a point, whatever
+# the exception's type.
+_FLEX_REFUSAL_PATTERNS = (
+    "nyi",
+    "unsupported",
+    "no valid triton configs",
+    "out of resource",
 )
 
 # Out-of-memory reported by a library (cuBLAS, cuDNN) as a plain RuntimeError.
@@ -231,12 +260,23 @@ class Problem:
     seed: int = DEFAULT_SEED
     kv_heads: int = 0  # Hkv; 0 = heads
     seqlen_k: int = 0  # Nk; 0 = seqlen
+    padding: bool = False  # key padding "random": sequence b sees keys j < key_lengths(p)[b]
+    # Block sparsity: the mask flashio makes for the point (`block_masks` of its dry run), one
+    # string of '0'/'1' per row of sparse_block x sparse_block element blocks; () = dense.
+    block_mask: tuple = ()
+    sparse_block: int = 0
 
     def __post_init__(self) -> None:
         if self.kv_heads <= 0:
             object.__setattr__(self, "kv_heads", self.heads)
         if self.seqlen_k <= 0:
             object.__setattr__(self, "seqlen_k", self.seqlen)
+        if self.block_mask:
+            rows, cols = -(-self.seqlen // max(1, self.sparse_block)), -(-self.seqlen_k // max(1, self.sparse_block))
+            if self.sparse_block < 1 or len(self.block_mask) != rows or any(
+                    len(r) != cols or r.strip("01") for r in self.block_mask):
+                raise ValueError(f"block mask is not {rows} x {cols} blocks of '0'/'1' (sparse block "
+                                 f"{self.sparse_block}, Nq {self.seqlen}, Nk {self.seqlen_k})")
 
     @property
     def softmax_scale(self) -> float:
@@ -255,25 +295,38 @@ class Problem:
         """Elements of K (and V, dK, dV): B*Hkv*Nk*d."""
         return self.batch * self.kv_heads * self.seqlen_k * self.head_dim
 
+    @property
+    def sparse(self) -> bool:
+        return bool(self.block_mask)
+
     @staticmethod
-    def from_json(pj: dict) -> "Problem":
+    def from_json(pj: dict, block_mask: Sequence[str] = ()) -> "Problem":
+        """flashio's problem object; block_mask: the rows flashio listed for it (sparse only)."""
         return Problem(batch=int(pj["batch"]), heads=int(pj["heads"]), seqlen=int(pj["seqlen_q"]),
                        head_dim=int(pj["head_dim"]), dtype=str(pj["dtype"]), causal=bool(pj["causal"]),
                        seed=int(pj["seed"]), kv_heads=int(pj.get("kv_heads", 0) or 0),
-                       seqlen_k=int(pj.get("seqlen_k", 0) or 0))
+                       seqlen_k=int(pj.get("seqlen_k", 0) or 0), padding=pj.get("padding", "none") == "random",
+                       block_mask=tuple(block_mask), sparse_block=int(pj.get("sparse_block", 0)) if block_mask else 0)
 
 
 def method_name(backend: str) -> str:
-    return "sdpa_" + backend
+    return FLEX_METHOD if backend == FLEX else "sdpa_" + backend
 
 
-def unsupported_reason(backend: str, pass_: str, pj: dict) -> str:
+def is_sparse(pj: dict) -> bool:
+    return pj.get("pattern") not in (None, "", "none")
+
+
+def unsupported_reason(backend: str, pass_: str, pj: dict, has_mask: bool = False) -> str:
     """Why this back-end (as this script drives it) cannot run the problem `pj` (flashio's
     problem JSON), or "" when it can. Decided without torch or a GPU; each becomes a
     `skipped` record with this reason. Limits of SDPA itself say so; the others are limits
     of this script (it checks every output against its float64 reference before timing, so
-    it runs only what that reference and its inputs reproduce)."""
-    if pj.get("pattern") not in (None, "", "none"):
+    it runs only what that reference and its inputs reproduce). has_mask: flashio listed the
+    point's block mask (`block_masks` of its dry run), which flex needs for a pattern."""
+    if backend == FLEX:
+        return _flex_unsupported_reason(pass_, pj, has_mask)
+    if is_sparse(pj):
         return "SDPA has no block-sparse attention (pattern " + str(pj["pattern"]) + ")"
     if float(pj.get("dropout", 0.0)) > 0.0:
         return ("dropout: SDPA draws its own dropout mask, which the float64 reference cannot reproduce, "
@@ -296,6 +349,29 @@ def unsupported_reason(backend: str, pass_: str, pj: dict) -> str:
     return ""
 
 
+def _flex_unsupported_reason(pass_: str, pj: dict, has_mask: bool) -> str:
+    """unsupported_reason() of flex: dense, causal, key padding, GQA/MQA, Nq != Nk and
+    block-sparse patterns (flashio's mask) run; the rest is skipped with the reason."""
+    if is_sparse(pj) and not has_mask:
+        return ("block-sparse pattern " + str(pj["pattern"]) + ": flashio listed no block mask for it (a flashio "
+                "older than `block_masks` in `run --dry-run --json`, or a pattern it cannot make)")
+    if float(pj.get("dropout", 0.0)) > 0.0:
+        return ("dropout: flex_attention has no dropout (and a mask torch drew could not be checked against the "
+                "float64 reference, so the point could not be timed)")
+    if pj.get("kv_layout", "contiguous") != "contiguous":
+        return ("paged K/V cache (kv_layout " + str(pj["kv_layout"]) + "): peers_sdpa.py gives flex_attention "
+                "contiguous K/V only, and a point named paged is not run contiguous under that name")
+    if pj.get("deterministic") and pass_ != "fwd":
+        return "deterministic backward: flex_attention has no deterministic-backward mode"
+    if int(pj.get("block_r", 0)) or int(pj.get("block_c", 0)):
+        return "forced tiles (block_r, block_c): flex_attention (Inductor's kernel) chooses its own"
+    if pj.get("mma"):
+        return "forced tensor-core instruction (mma " + str(pj["mma"]) + "): flex_attention chooses its own"
+    if not math.isclose(float(pj.get("softmax_scale", 0.0)), 1.0 / math.sqrt(float(pj["head_dim"])), rel_tol=1e-12):
+        return "softmax scale other than 1/sqrt(d): peers_sdpa.py uses 1/sqrt(d)"
+    return ""
+
+
 @dataclass(frozen=True)
 class Point:
     """One peer point: flashio's point (problem, pass, FLOPs) with the back-end as method."""
@@ -305,6 +381,7 @@ class Point:
     problem_json: dict  # flashio's problem object, as its records write it
     flops: float        # flashio's FLOPs of (problem, pass)
     skip: str = ""      # unsupported_reason(): non-empty = a `skipped` record, nothing run
+    block_mask: tuple = ()  # flashio's block mask of a sparse problem (its dry run's block_masks)
 
     @property
     def method(self) -> str:
@@ -312,7 +389,7 @@ class Point:
 
     @property
     def problem(self) -> Problem:
-        return Problem.from_json(self.problem_json)
+        return Problem.from_json(self.problem_json, self.block_mask)
 
     def name(self) -> str:
         """point_name(): method/pass/problem-name."""
@@ -323,7 +400,11 @@ def peer_points(doc: dict, backends: Sequence[str]) -> list:
     """The peer points of a `flashio run --dry-run --json` document: each (problem, pass) of
     flashio's points once (whatever flashio methods it came with), problems in flashio's
     order, and under each problem the back-ends, then its passes (as flashio orders methods,
-    then passes). Names, problem objects and FLOPs are flashio's."""
+    then passes). Names, problem objects and FLOPs are flashio's, and so is a sparse
+    problem's block mask (the document's block_masks, keyed by problem name)."""
+    masks = doc.get("block_masks") or {}
+    if not isinstance(masks, dict):
+        raise RuntimeFailure("flashio's block_masks is not an object")
     problems: dict = {}  # problem name -> (problem json, {pass: flops}) in first-seen order
     for pt in doc.get("points", []):
         prefix = f"{pt['method']}/{pt['pass']}/"
@@ -334,9 +415,15 @@ def peer_points(doc: dict, backends: Sequence[str]) -> list:
         passes.setdefault(pt["pass"], float(pt["flops"]))
     points = []
     for pname, (pj, passes) in problems.items():
+        mask = tuple(masks.get(pname, ())) if is_sparse(pj) else ()
+        if mask:
+            try:
+                Problem.from_json(pj, mask)
+            except ValueError as e:
+                raise RuntimeFailure(f"flashio's block mask of {pname}: {e}") from None
         for be in backends:
             for ps, f in passes.items():
-                points.append(Point(be, ps, pname, pj, f, unsupported_reason(be, ps, pj)))
+                points.append(Point(be, ps, pname, pj, f, unsupported_reason(be, ps, pj, bool(mask)), mask))
     return points
 
 
@@ -355,14 +442,14 @@ FLASHIO_AXES = (
     ("--head-dim", ("-d",), True, "head dimensions d"),
     ("--dtype", (), True, "fp16, bf16"),
     ("--causal", (), True, "causal mask: false, true (or both: false,true)"),
-    ("--padding", (), True, "key padding: none, random (random: skipped)"),
-    ("--dropout", (), True, "dropout probabilities (> 0: skipped)"),
+    ("--padding", (), True, "key padding: none, random (random: SDPA skips it, flex runs it)"),
+    ("--dropout", (), True, "dropout probabilities (> 0: skipped, SDPA and flex)"),
     ("--deterministic", (), True, "bitwise-reproducible backward: false, true (true: backward skipped)"),
     ("--block-r", (), True, "forced tile rows (> 0: skipped)"),
     ("--block-c", (), True, "forced tile columns (> 0: skipped)"),
     ("--mma", (), True, "forced tensor-core instruction (other than auto: skipped)"),
     ("--kv-layout", (), True, "K/V cache layout: contiguous, paged:P (paged: skipped; needs a flashio with it)"),
-    ("--pattern", (), True, "block-sparse patterns (other than none: skipped)"),
+    ("--pattern", (), True, "block-sparse patterns (other than none: SDPA skips them, flex runs flashio's mask)"),
     ("--density", (), True, "random pattern densities"),
     ("--sparse-block", (), True, "pattern block sizes"),
     ("--tokens", (), False, "batch = tokens / N (FlashAttention-2's setting: 16384)"),
@@ -400,7 +487,7 @@ def _make_parser() -> _Parser:
         "fp16, forward). Points a back-end cannot run become `skipped` records with the reason.",
     )
     p.add_argument("--backend", action="append", default=[], metavar="LIST",
-                   help="flash, cudnn, efficient, math (default: all four)")
+                   help="flash, cudnn, efficient, math (SDPA; default: these four), flex (FlexAttention, compiled)")
     for opt, aliases, is_list, text in FLASHIO_AXES:
         if is_list:
             p.add_argument(opt, *aliases, dest=_dest(opt), action="append", default=[], metavar="LIST", help=text)
@@ -452,10 +539,12 @@ def _split(opt: str, values: Sequence[str]) -> list:
 
 def _parse_backend(s: str) -> str:
     l = s.lower()
+    if l == FLEX_METHOD:
+        l = FLEX
     if l.startswith("sdpa_"):
         l = l[len("sdpa_"):]
-    if l not in BACKENDS:
-        raise BadInput(f"--backend: unknown back-end '{s}' (known: {', '.join(BACKENDS)})")
+    if l not in ALL_BACKENDS:
+        raise BadInput(f"--backend: unknown back-end '{s}' (known: {', '.join(ALL_BACKENDS)})")
     return l
 
 
@@ -688,6 +777,99 @@ class SplitMix64:
         z = ((z ^ (z >> 30)) * _MIX1) & _MASK64
         z = ((z ^ (z >> 27)) * _MIX2) & _MASK64
         return z ^ (z >> 31)
+
+
+def key_lengths(p: Problem) -> list:
+    """Valid keys per sequence, as bench/core/problem.cpp key_lengths(): Nk each, or with key
+    padding "random" lo + SplitMix64(seed ^ 0x9ad0).next() % (Nk - lo + 1), lo = max(1, Nk - 20),
+    per sequence in turn (FlashAttention's benchmark: lengths uniform in [N - 20, N])."""
+    if not p.padding:
+        return [p.seqlen_k] * p.batch
+    rng = SplitMix64(p.seed ^ 0x9AD0)
+    lo = max(1, p.seqlen_k - 20)
+    return [lo + rng.next() % (p.seqlen_k - lo + 1) for _ in range(p.batch)]
+
+
+@dataclass(frozen=True)
+class FlexBlocks:
+    """A FlexAttention BlockMask's arrays (BlockMask.from_kv_blocks), as nested lists:
+    kv_num[b][r] partial blocks of Q block row r (those whose elements mask_mod must decide) at
+    kv_idx[b][r][:kv_num[b][r]], and full_num/full_idx the full ones (every element allowed:
+    mask_mod skipped); b over the sequences (one entry, broadcast, without key padding). A row's
+    listed columns come first, increasing, then the others, increasing: the order of Flex's own
+    _dense_to_ordered (a stable descending argsort), so the lists are what create_block_mask
+    would make of the same 0/1 blocks. block: Flex's block (Q and KV); mask_pattern: whether
+    mask_mod must also look the pattern up (a Flex block spans pattern blocks: sparse_block is
+    no multiple of it)."""
+    kv_num: list
+    kv_idx: list
+    full_num: list
+    full_idx: list
+    block: int
+    mask_pattern: bool
+
+
+def _ordered(rows: Sequence[Sequence[int]], cols: int) -> tuple:
+    """(counts, indices) of per-row column lists: each list, then the unlisted columns."""
+    num, idx = [], []
+    for listed in rows:
+        rest = set(listed)
+        num.append(len(listed))
+        idx.append(list(listed) + [c for c in range(cols) if c not in rest])
+    return num, idx
+
+
+def flex_blocks(p: Problem, block: int = FLEX_BLOCK) -> FlexBlocks:
+    """The blocks of Flex's BlockMask for the point: Flex block (r, c) covers queries [r0, r1)
+    and keys [c0, c1) (r0 = r*block, r1 = min(r0 + block, Nq), likewise c); an element (i, j)
+    is allowed iff the pattern block (i // Bs, j // Bs) is 1 (dense: always), and when causal
+    j <= i, and with key padding j < key_lengths[b]: flashio's mask (bench/core/reference.cpp).
+    The block is full when every element of it is allowed (pattern blocks all 1, c1 - 1 <= r0,
+    c1 <= L), left out when the conditions exclude it (a pattern block all 0, c0 > r1 - 1,
+    c0 >= L; since causal and padding both only bound j from above, the conjunction of the
+    three is exact when Bs is a multiple of the Flex block), and partial otherwise (mask_mod
+    decides each element, so a block kept in doubt is never wrong, only slower). Flex's kernel
+    masks the tail of a length that is no multiple of the block itself (seq_lengths)."""
+    nq, nk = p.seqlen, p.seqlen_k
+    R, C = -(-nq // block), -(-nk // block)
+    bs = p.sparse_block
+    mask_pattern = p.sparse and bs % block != 0
+
+    def pattern(r0: int, r1: int, c0: int, c1: int) -> tuple:  # (any 1, all 1) over the pattern blocks met
+        if not p.sparse:
+            return True, True
+        cells = [row[c0 // bs:(c1 - 1) // bs + 1] for row in p.block_mask[r0 // bs:(r1 - 1) // bs + 1]]
+        return any("1" in x for x in cells), all("0" not in x for x in cells)
+
+    pat = [[pattern(r * block, min(nq, (r + 1) * block), c * block, min(nk, (c + 1) * block)) for c in range(C)]
+           for r in range(R)]
+    lengths = key_lengths(p) if p.padding else [nk]
+    by_length: dict = {}
+    kv_num, kv_idx, full_num, full_idx = [], [], [], []
+    for L in lengths:
+        if L not in by_length:
+            part_rows, full_rows = [], []
+            for r in range(R):
+                r0, r1 = r * block, min(nq, (r + 1) * block)
+                part, full = [], []
+                for c in range(C):
+                    c0, c1 = c * block, min(nk, (c + 1) * block)
+                    p_any, p_all = pat[r][c]
+                    if not (p_any and (not p.causal or c0 <= r1 - 1) and c0 < L):
+                        continue
+                    if p_all and (not p.causal or c1 - 1 <= r0) and c1 <= L:
+                        full.append(c)
+                    else:
+                        part.append(c)
+                part_rows.append(part)
+                full_rows.append(full)
+            by_length[L] = (_ordered(part_rows, C), _ordered(full_rows, C))
+        (pn, pi), (fn, fi) = by_length[L]
+        kv_num.append(pn)
+        kv_idx.append(pi)
+        full_num.append(fn)
+        full_idx.append(fi)
+    return FlexBlocks(kv_num, kv_idx, full_num, full_idx, block, mask_pattern)
 
 
 def check_pairs(p: Problem, budget_macs: float = CHECK_BUDGET_MACS) -> tuple:
@@ -969,18 +1151,22 @@ def _clean_warning(msg: str) -> str:
 
 
 def classify_failure(exc: BaseException, warning_messages: Sequence[str] = (),
-                     oom_type: Optional[type] = None) -> tuple:
+                     oom_type: Optional[type] = None, flex: bool = False) -> tuple:
     """(status, reason) of an exception raised while measuring a point.
     OutOfMemoryError -> oom; a refusal ("No available kernel", "not supported", ...,
     NotImplementedError) -> skipped with the first line of the message and the back-end's
-    explanation warnings; anything else -> error with the message."""
+    explanation warnings; anything else -> error with the message. flex: also any exception
+    whose message says flex_attention (or Inductor compiling it) cannot run the point
+    (_FLEX_REFUSAL_PATTERNS: "NYI", "unsupported", no Triton config that fits, ...): torch
+    raises those as ValueError, AssertionError or wrapped in a compiler error."""
     msg = _first_line(str(exc)) or type(exc).__name__
     low = str(exc).lower()
     if ((oom_type is not None and isinstance(exc, oom_type)) or type(exc).__name__ == "OutOfMemoryError"
             or (isinstance(exc, RuntimeError) and any(p in low for p in _OOM_PATTERNS))):
         return "oom", msg
     if isinstance(exc, NotImplementedError) or (
-            isinstance(exc, RuntimeError) and any(p in low for p in _REFUSAL_PATTERNS)):
+            isinstance(exc, RuntimeError) and any(p in low for p in _REFUSAL_PATTERNS)) or (
+            flex and any(p in low for p in _REFUSAL_PATTERNS + _FLEX_REFUSAL_PATTERNS)):
         why = ""
         for w in _dedupe(w for w in (_clean_warning(m) for m in warning_messages) if w):
             # "X kernel not used because:" heads the lines that explain it
@@ -1073,6 +1259,12 @@ class ProblemData:
         self.k = make_input(torch, p.kv_elements(), p.dtype, p.seed, 2, device).view(kv_shape)
         self.v = make_input(torch, p.kv_elements(), p.dtype, p.seed, 3, device).view(kv_shape)
         self.do = None
+        # key padding: the keys of each sequence (int32, as flex's mask_mod reads them); block
+        # sparsity: flashio's block mask (bool [R, C])
+        self.key_lengths = (torch.tensor(key_lengths(p), dtype=torch.int32, device=device) if p.padding else None)
+        self.block_mask = (torch.tensor([[ch == "1" for ch in row] for row in p.block_mask], dtype=torch.bool,
+                                        device=device) if p.sparse else None)
+        self.flex_mask = None  # flex's BlockMask of the problem (flex_call), made on first use
         self.pairs, self.scope = check_pairs(p)
         self.bi, self.hi = self._index(self.pairs)
         self.ref = None  # dict: heads (ReferenceHeads), o (and dq, dk, dv), float64
@@ -1101,7 +1293,9 @@ class ProblemData:
             ref = reference_attention(
                 TorchOps(t), self.q[qb, qh].to(f64), self.k[kb, kh].to(f64), self.v[kb, kh].to(f64),
                 t.tensor(heads.kv_index, dtype=t.int64, device=self.device),
-                self.grad_output()[qb, qh].to(f64) if with_grad else None, self.p.softmax_scale, self.p.causal)
+                self.grad_output()[qb, qh].to(f64) if with_grad else None, self.p.softmax_scale, self.p.causal,
+                key_len=self.key_lengths[qb] if self.key_lengths is not None else None,
+                block_mask=self.block_mask, sparse_block=self.p.sparse_block)
             ref["heads"] = heads
             ref["checked"] = t.tensor(heads.checked, dtype=t.int64, device=self.device)
             self.ref = ref
@@ -1149,6 +1343,13 @@ class TorchOps:
     def softmax(self, s):  # along the last axis
         return self.torch.softmax(s, dim=-1)
 
+    def softmax_or_zero(self, s):  # softmax along the last axis; a row of only -inf gives zeros
+        t = self.torch
+        m = s.amax(dim=-1, keepdim=True)
+        e = t.exp(s - t.where(t.isfinite(m), m, t.zeros_like(m)))
+        z = e.sum(dim=-1, keepdim=True)
+        return e / t.where(z > 0, z, t.ones_like(z))
+
     def rowsum(self, x):  # along the last axis, kept
         return x.sum(dim=-1, keepdim=True)
 
@@ -1165,7 +1366,8 @@ def reference_blocks(nq: int, nk: int, d: int, block_elements: int = REFERENCE_B
 
 
 def reference_attention(ops, q, k, v, kv_index, do, scale: float, causal: bool,
-                        block_elements: int = REFERENCE_BLOCK_ELEMENTS) -> dict:
+                        block_elements: int = REFERENCE_BLOCK_ELEMENTS, key_len=None, block_mask=None,
+                        sparse_block: int = 0) -> dict:
     """float64 softmax(scale*QK^T + mask)V for P query heads q [P, Nq, d] against G K/V heads
     k, v [G, Nk, d], query head i reading K/V head kv_index[i] (GQA: several query heads share
     one); with dO [P, Nq, d] also the exact gradients: D = rowsum(dO*O), dS = P*(dO V^T - D),
@@ -1175,7 +1377,12 @@ def reference_attention(ops, q, k, v, kv_index, do, scale: float, causal: bool,
     block_elements float64 elements, whatever Nk (decode: Nq = 1 against Nk = 128k). Causal is
     top-left aligned, as flashio's reference and torch's is_causal: key j is visible to query
     i iff j <= i, also when Nq != Nk (so query 0 sees key 0 only, and with Nq > Nk the rows
-    i >= Nk - 1 see every key): every row sees key 0, none is empty. `ops`: TorchOps."""
+    i >= Nk - 1 see every key): every row sees key 0, none is empty. `ops`: TorchOps.
+    Key padding: key_len [P] (an array of ops), the keys query head i's sequence has: key j is
+    visible iff j < key_len[i]. Block sparsity: block_mask [R, C] (a boolean array of ops), over
+    sparse_block x sparse_block element blocks: (i, j) is visible only where
+    block_mask[i // sparse_block, j // sparse_block]; a row that then sees no key has O = 0 and
+    zero gradients (bench/core/reference.cpp)."""
     P, N, d = q.shape
     Nk = k.shape[1]
     rows, pchunk = reference_blocks(N, Nk, d, block_elements)
@@ -1184,6 +1391,7 @@ def reference_attention(ops, q, k, v, kv_index, do, scale: float, causal: bool,
     if grads:
         dq, dk, dv = ops.empty_like(q), ops.zeros_like(k), ops.zeros_like(v)
     cols = ops.arange(0, Nk, q)
+    col_blocks = cols // sparse_block if block_mask is not None else None
     for p0 in range(0, P, pchunk):
         p1 = min(P, p0 + pchunk)
         idx = kv_index[p0:p1]
@@ -1195,7 +1403,14 @@ def reference_attention(ops, q, k, v, kv_index, do, scale: float, causal: bool,
             s = (qc[:, r0:r1] @ ops.t(kc)) * scale
             if causal and r0 < Nk - 1:  # rows from Nk - 1 on see every key
                 s = ops.mask_(s, cols[None, :] > ops.arange(r0, r1, q)[:, None])
-            pr = ops.softmax(s)
+            if key_len is not None:
+                s = ops.mask_(s, cols[None, None, :] >= key_len[p0:p1, None, None])
+            if block_mask is not None:
+                row_blocks = ops.arange(r0, r1, q) // sparse_block
+                s = ops.mask_(s, ~block_mask[row_blocks[:, None], col_blocks[None, :]])
+                pr = ops.softmax_or_zero(s)  # a row whose blocks are all 0 sees no key
+            else:
+                pr = ops.softmax(s)
             del s
             ob = pr @ vc
             o[p0:p1, r0:r1] = ob
@@ -1258,9 +1473,106 @@ def run_check(torch, data: ProblemData, o, grads=None) -> dict:
     return make_check(stats, data.rows_checked, p.batch * p.heads * p.seqlen, data.scope, grad_scope)
 
 
+def flex_mask_mod(causal: bool, lengths=None, pattern=None, sparse_block: int = 0) -> Optional[Callable]:
+    """Flex's mask_mod(b, h, q_idx, kv_idx) -> bool for the partial blocks of flex_blocks():
+    causal (top-left, as flashio: q_idx >= kv_idx), key padding (kv_idx < lengths[b]; lengths
+    int32 [B]) and, where a Flex block spans pattern blocks, the pattern (pattern bool [R, C]
+    looked up at (q_idx // sparse_block, kv_idx // sparse_block)), all that apply; None (Flex's
+    noop_mask) when none does. Plain tensor operations: Flex vmaps it and Inductor fuses it."""
+    conds: list = []
+    if causal:
+        conds.append(lambda b, h, q, kv: q >= kv)
+    if lengths is not None:
+        conds.append(lambda b, h, q, kv: kv < lengths[b])
+    if pattern is not None:
+        conds.append(lambda b, h, q, kv: pattern[q // sparse_block, kv // sparse_block])
+    if not conds:
+        return None
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        m = conds[0](b, h, q_idx, kv_idx)
+        for c in conds[1:]:
+            m = m & c(b, h, q_idx, kv_idx)
+        return m
+
+    return mask_mod
+
+
+def flex_block_tensors(torch, fb: FlexBlocks, device) -> tuple:
+    """(kv_num_blocks, kv_indices, full_kv_num_blocks, full_kv_indices): int32 tensors
+    [B', 1, R] and [B', 1, R, C] (B' = 1, broadcast, without key padding; one head, broadcast)."""
+    def t(x):
+        return torch.tensor(x, dtype=torch.int32, device=device).unsqueeze(1).contiguous()
+
+    return t(fb.kv_num), t(fb.kv_idx), t(fb.full_num), t(fb.full_idx)
+
+
+def flex_block_mask(torch, data: ProblemData, device):
+    """The point's BlockMask (BlockMask.from_kv_blocks): flex_blocks() of the problem, Flex's block
+    FLEX_BLOCK, flex_mask_mod() for the partial blocks, seq_lengths (Nq, Nk)."""
+    from torch.nn.attention.flex_attention import BlockMask
+
+    p = data.p
+    fb = flex_blocks(p)
+    kv_num, kv_idx, full_num, full_idx = flex_block_tensors(torch, fb, device)
+    mask_mod = flex_mask_mod(p.causal, data.key_lengths, data.block_mask if fb.mask_pattern else None,
+                             p.sparse_block)
+    return BlockMask.from_kv_blocks(kv_num, kv_idx, full_num, full_idx, BLOCK_SIZE=fb.block, mask_mod=mask_mod,
+                                    seq_lengths=(p.seqlen, p.seqlen_k))
+
+
+_FLEX_COMPILED: list = []  # torch.compile(flex_attention), made once per process
+
+
+def _flex_compiled(torch):
+    """torch.compile(flex_attention, dynamic=False): kernels specialised to each point's shapes
+    (Inductor's default configuration, no max-autotune). Each point (shape, mask_mod) is a
+    recompilation: the recompile limit is raised, and hitting it raises
+    (fail_on_recompile_limit_hit) rather than falling back to the unfused eager path. Donated
+    buffers are off (the bwd pass's retain_graph)."""
+    if not _FLEX_COMPILED:
+        from torch.nn.attention.flex_attention import flex_attention
+        import torch._dynamo.config
+        import torch._functorch.config
+
+        cfg = torch._dynamo.config
+        for name in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit",
+                     "accumulated_cache_size_limit"):
+            if hasattr(cfg, name):
+                setattr(cfg, name, max(int(getattr(cfg, name)), 1 << 16))
+        if hasattr(cfg, "fail_on_recompile_limit_hit"):
+            cfg.fail_on_recompile_limit_hit = True
+        # The bwd pass times autograd.grad(..., retain_graph=True) on one forward, again and again;
+        # a backward compiled with donated buffers (the saved LSE reused in place) refuses that.
+        if hasattr(torch._functorch.config, "donated_buffer"):
+            torch._functorch.config.donated_buffer = False
+        _FLEX_COMPILED.append(torch.compile(flex_attention, dynamic=False))
+    return _FLEX_COMPILED[0]
+
+
+def flex_call(torch, data: ProblemData, device) -> Callable:
+    """attn(q, k, v) -> O: the compiled flex_attention with the point's BlockMask (made once per
+    problem), scale 1/sqrt(d), enable_gqa when Hkv < H."""
+    try:
+        compiled = _flex_compiled(torch)
+    except ImportError:
+        raise NotImplementedError(f"this torch ({torch.__version__}) has no torch.nn.attention.flex_attention "
+                                  "(PyTorch >= 2.5)") from None
+    if data.flex_mask is None:
+        data.flex_mask = flex_block_mask(torch, data, device)
+    bm, scale, gqa = data.flex_mask, data.p.softmax_scale, data.p.kv_heads < data.p.heads
+
+    def attn(q, k, v):
+        return compiled(q, k, v, block_mask=bm, scale=scale, enable_gqa=gqa)
+
+    return attn
+
+
 def measure_point(torch, pt: Point, data: ProblemData, cfg: Config, flusher: Optional[L2Flusher], device) -> dict:
     """Check, memory and timing of one point; returns the record's fields (status ok or
     a failed check). Exceptions propagate to the caller, which classifies them."""
+    if pt.backend == FLEX:
+        return measure_attention(torch, pt, data, cfg, flusher, device, flex_call(torch, data, device), prime=True)
     from torch.nn.attention import SDPBackend, sdpa_kernel
     import torch.nn.functional as F
 
@@ -1283,63 +1595,89 @@ def measure_point(torch, pt: Point, data: ProblemData, cfg: Config, flusher: Opt
                                               "(kv_heads < heads) needs PyTorch >= 2.5") from None
                 raise
 
-    fields: dict = {}
     with sdpa_kernel(backend):
-        if pt.pass_ == "fwd":
-            q, k, v = data.q, data.k, data.v
-            with torch.no_grad():
-                o, mem = measure_memory(torch, lambda: sdpa(q, k, v), device, _nbytes(q, k, v))
-                fields["memory"] = mem
-                check = run_check(torch, data, o)
-                fields["check"] = check
-                del o
-                if not check["passed"]:
-                    return dict(fields, status="error", reason=check_failure_reason(check))
+        return measure_attention(torch, pt, data, cfg, flusher, device, sdpa, prime=False)
 
-                def call():
-                    sdpa(q, k, v)
 
-                fields["time"] = time_gpu(torch, call, cfg.warmup, cfg.reps, flusher)
-            return dict(fields, status="ok")
+def _prime(torch, attn: Callable, q, k, v, do, device) -> None:
+    """One untimed call before anything is measured (flex: torch.compile compiles the forward,
+    and for a backward pass the backward, here), and its outputs dropped."""
+    if do is None:
+        with torch.no_grad():
+            attn(q, k, v)
+    else:
+        out = attn(q, k, v)
+        torch.autograd.grad(out, (q, k, v), grad_outputs=do)
+        del out
+    torch.cuda.synchronize(device)
 
-        do = data.grad_output()
-        q = data.q.detach().requires_grad_()
-        k = data.k.detach().requires_grad_()
-        v = data.v.detach().requires_grad_()
-        inputs = (q, k, v)
-        in_bytes = _nbytes(q, k, v, do)
-        if pt.pass_ == "bwd":
-            o = sdpa(q, k, v)  # the graph the timed backward runs on, again and again
-            grads, mem = measure_memory(
-                torch, lambda: torch.autograd.grad(o, inputs, grad_outputs=do, retain_graph=True),
-                device, in_bytes, extra_outputs_bytes=_nbytes(o))
 
-            def call():
-                torch.autograd.grad(o, inputs, grad_outputs=do, retain_graph=True)
-        else:
-            def fwd_bwd():
-                out = sdpa(q, k, v)
-                return (out,) + tuple(torch.autograd.grad(out, inputs, grad_outputs=do))
-
-            res, mem = measure_memory(torch, fwd_bwd, device, in_bytes)
-            o, grads = res[0], res[1:]
-            del res  # the checked tensors must not stay alive while timing
-
-            def call():
-                out = sdpa(q, k, v)
-                torch.autograd.grad(out, inputs, grad_outputs=do)
-        fields["memory"] = mem
-        check = run_check(torch, data, o.detach(), [g.detach() for g in grads])
-        fields["check"] = check
-        del grads
-        if pt.pass_ == "fwdbwd":
+def measure_attention(torch, pt: Point, data: ProblemData, cfg: Config, flusher: Optional[L2Flusher], device,
+                      attn: Callable, prime: bool) -> dict:
+    """measure_point's protocol for attn(q, k, v) -> O: memory on the checked call, the check,
+    then the timing. prime: one call first (compilation stays out of memory and timing)."""
+    fields: dict = {}
+    if pt.pass_ == "fwd":
+        q, k, v = data.q, data.k, data.v
+        if prime:
+            _prime(torch, attn, q, k, v, None, device)
+        with torch.no_grad():
+            o, mem = measure_memory(torch, lambda: attn(q, k, v), device, _nbytes(q, k, v))
+            fields["memory"] = mem
+            check = run_check(torch, data, o)
+            fields["check"] = check
             del o
-        if not check["passed"]:
-            return dict(fields, status="error", reason=check_failure_reason(check))
-        fields["time"] = time_gpu(torch, call, cfg.warmup, cfg.reps, flusher)
-        if cfg.counters != "off":
-            counter_pass(torch, pt.name(), call, flusher)
+            if not check["passed"]:
+                return dict(fields, status="error", reason=check_failure_reason(check))
+
+            def call():
+                attn(q, k, v)
+
+            fields["time"] = time_gpu(torch, call, cfg.warmup, cfg.reps, flusher)
+            if cfg.counters != "off":
+                counter_pass(torch, pt.name(), call, flusher)
         return dict(fields, status="ok")
+
+    do = data.grad_output()
+    q = data.q.detach().requires_grad_()
+    k = data.k.detach().requires_grad_()
+    v = data.v.detach().requires_grad_()
+    inputs = (q, k, v)
+    in_bytes = _nbytes(q, k, v, do)
+    if prime:
+        _prime(torch, attn, q, k, v, do, device)
+    if pt.pass_ == "bwd":
+        o = attn(q, k, v)  # the graph the timed backward runs on, again and again
+        grads, mem = measure_memory(
+            torch, lambda: torch.autograd.grad(o, inputs, grad_outputs=do, retain_graph=True),
+            device, in_bytes, extra_outputs_bytes=_nbytes(o))
+
+        def call():
+            torch.autograd.grad(o, inputs, grad_outputs=do, retain_graph=True)
+    else:
+        def fwd_bwd():
+            out = attn(q, k, v)
+            return (out,) + tuple(torch.autograd.grad(out, inputs, grad_outputs=do))
+
+        res, mem = measure_memory(torch, fwd_bwd, device, in_bytes)
+        o, grads = res[0], res[1:]
+        del res  # the checked tensors must not stay alive while timing
+
+        def call():
+            out = attn(q, k, v)
+            torch.autograd.grad(out, inputs, grad_outputs=do)
+    fields["memory"] = mem
+    check = run_check(torch, data, o.detach(), [g.detach() for g in grads])
+    fields["check"] = check
+    del grads
+    if pt.pass_ == "fwdbwd":
+        del o
+    if not check["passed"]:
+        return dict(fields, status="error", reason=check_failure_reason(check))
+    fields["time"] = time_gpu(torch, call, cfg.warmup, cfg.reps, flusher)
+    if cfg.counters != "off":
+        counter_pass(torch, pt.name(), call, flusher)
+    return dict(fields, status="ok")
 
 
 def under_profile() -> bool:
@@ -1534,7 +1872,7 @@ def run(cfg: Config, argv: Sequence[str]) -> int:
                     status, reason = fields.pop("status"), fields.pop("reason", "")
                 except Exception as e:  # noqa: BLE001 - every failure becomes a record
                     status, reason = classify_failure(e, [str(w.message) for w in caught],
-                                                      torch.cuda.OutOfMemoryError)
+                                                      torch.cuda.OutOfMemoryError, flex=pt.backend == FLEX)
                     is_oom = status == "oom"
                     fatal = status == "error"
                     fields = {}  # a failed point keeps no partial check, time or memory

@@ -1,14 +1,17 @@
 // The flashio command line without a GPU: help, list, dry runs, and bad input (one line,
 // exit code 2, no output file).
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "bench/cli/commands.h"
 #include "bench/core/record.h"
+#include "bench/core/sparsity.h"
 #include "bench/cuda/device_query.h"
 
 using namespace flashio;
@@ -271,6 +274,55 @@ TEST(Cli, DryRunJsonHasThePlainDryRunsPointsWithTheRecordsProblemsAndFlops) {
       EXPECT_GT(pt.at("estimate_s").get<double>(), 0.0);
     }
   }
+}
+
+// Block-sparse points: "block_masks" holds each sparse problem's mask, once, as make_block_mask()
+// makes it for the listed problem (what blocksparse_flash runs); dense sweeps list none.
+TEST(Cli, DryRunJsonListsTheBlockMaskOfEachSparseProblem) {
+  std::string text;
+  ASSERT_EQ(run_cli({"run", "--dry-run", "--json", "--method", "blocksparse_flash,blocksparse_standard", "--pass",
+                     "fwd,fwdbwd", "--seqlen", "512,1000", "--pattern", "random,butterfly,local", "--density",
+                     "0.3", "--sparse-block", "128,256", "--batch", "1", "--heads", "2", "--head-dim", "64", "--seed", "77"},
+                    nullptr, &text),
+            0);
+  const nlohmann::json doc = nlohmann::json::parse(text);
+  ASSERT_TRUE(doc.contains("block_masks"));
+  const nlohmann::json& masks = doc["block_masks"];
+  std::set<std::string> problems;
+  for (const auto& pt : doc.at("points")) {
+    const Problem p = problem_from_json(pt.at("problem"));
+    const std::string key = pt.at("name").get<std::string>().substr(
+        pt.at("method").get<std::string>().size() + 1 + pt.at("pass").get<std::string>().size() + 1);
+    EXPECT_EQ(key, p.name());
+    problems.insert(key);
+    ASSERT_TRUE(masks.contains(key)) << key;
+    Problem made = p;  // the sweep's problem, not a record's: the mask is made, not read back
+    made.from_record = false;
+    const BlockMask m = make_block_mask(made);
+    const auto& rows = masks[key];
+    ASSERT_EQ(int64_t(rows.size()), m.rows) << key;
+    for (int64_t r = 0; r < m.rows; ++r) {
+      const std::string row = rows[size_t(r)].get<std::string>();
+      ASSERT_EQ(int64_t(row.size()), m.cols) << key;
+      for (int64_t c = 0; c < m.cols; ++c) EXPECT_EQ(row[size_t(c)] == '1', m.at(r, c)) << key << " " << r << "," << c;
+    }
+    EXPECT_EQ(pt.at("problem").at("sparse_blocks"), nlohmann::json::array({m.rows, m.cols})) << key;
+  }
+  EXPECT_EQ(masks.size(), problems.size()) << "one mask per sparse problem, none other";
+  EXPECT_EQ(problems.size(), 2u * 3u * 2u);
+  // a random mask of density 0.3 over 4 x 4 blocks (N 512, Bs 128): round(0.3 * 16) = 5 blocks
+  const std::string random_key = "b:1/h:2/n:512/d:64/fp16/sparse:random/s:0.3/bs:128";
+  ASSERT_TRUE(masks.contains(random_key)) << masks.dump();
+  int ones = 0;
+  for (const auto& row : masks[random_key]) {
+    const std::string bits = row.get<std::string>();
+    ones += int(std::count(bits.begin(), bits.end(), '1'));
+  }
+  EXPECT_EQ(ones, 5);
+
+  std::string dense;
+  ASSERT_EQ(run_cli({"run", "--dry-run", "--json", "--seqlen", "512", "--pattern", "none"}, nullptr, &dense), 0);
+  EXPECT_FALSE(nlohmann::json::parse(dense).contains("block_masks"));
 }
 
 TEST(Cli, DryRunJsonOfAShardSaysWhichSlice) {

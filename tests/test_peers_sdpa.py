@@ -244,7 +244,7 @@ def _assert_peers_match_flashio(axes: list, backends=("flash", "cudnn", "efficie
         for be in backends:
             for q in pairs:
                 if q[0] == pname:
-                    expect.append((f"sdpa_{be}/{q[1]}/{pname}", q[2], q[3]))
+                    expect.append((f"{ps.method_name(be)}/{q[1]}/{pname}", q[2], q[3]))
     got = [(p.name(), p.flops, p.problem_json) for p in pts]
     assert got == expect, (axes, got[:3], expect[:3])
     for p in pts:
@@ -652,6 +652,12 @@ class NumpyOps:
         e = self.np.exp(s - s.max(axis=-1, keepdims=True))
         return e / e.sum(axis=-1, keepdims=True)
 
+    def softmax_or_zero(self, s):  # a row of only -inf gives zeros (written apart from TorchOps's)
+        out = self.np.zeros_like(s)
+        seen = self.np.isfinite(s).any(axis=-1)
+        out[seen] = self.softmax(s[seen])
+        return out
+
     def rowsum(self, x):
         return x.sum(axis=-1, keepdims=True)
 
@@ -1044,6 +1050,546 @@ def test_table():
     lines = text.splitlines()
     assert lines[0].split()[:4] == ["point", "status", "median", "ms"]
     assert "1.000" in lines[1] and "TFLOP/s" in lines[0] and "skipped" in lines[3]
+
+
+# --------------------------------------------------------------------------------------
+# FlexAttention (--backend flex): points, key lengths, the BlockMask's blocks, the masked
+# float64 reference, and the torch side as far as a CPU torch without flex_attention goes.
+# --------------------------------------------------------------------------------------
+
+FIG2_RIGHT_DENSITIES = (1, 0.8, 0.6, 0.5, 0.4, 0.3, 0.2, 0.15, 0.1, 0.05)
+
+
+def _mask_ones(rows) -> int:
+    return sum(r.count("1") for r in rows)
+
+
+def test_flex_points_runnable_and_named_like_flashios():
+    """flex runs flashio's points of the FA-2 setting (dense, causal), GQA, Nq != Nk, key
+    padding and block-sparse patterns; its method is flex_attention, its names are flashio's
+    with the method replaced; dropout and the rest are skipped with the reason."""
+    pts = _assert_peers_match_flashio(["--seqlen", "1024,4096", "--head-dim", "64", "--causal", "false,true",
+                                       "--pass", "fwd,fwdbwd", "--tokens", "16384", "--model-dim", "2048"],
+                                      backends=("flex",))
+    assert len(pts) == 2 * 2 * 2 and not any(p.skip for p in pts)
+    assert pts[0].name() == "flex_attention/fwd/b:16/h:32/n:1024/d:64/fp16" and pts[0].method == "flex_attention"
+    assert all(p.block_mask == () and not p.problem.sparse for p in pts)
+    # GQA, Nq != Nk, padding: runnable for flex, padding still skipped for SDPA
+    pts = _assert_peers_match_flashio(["--heads", "8", "--kv-heads", "2,8", "--batch", "2", "--seqlen", "100",
+                                       "--seqlen-k", "300", "--head-dim", "64", "--padding", "none,random",
+                                       "--causal", "false,true", "--pass", "fwd,bwd"], backends=("flex", "flash"))
+    flex = [p for p in pts if p.backend == "flex"]
+    assert len(flex) == 2 * 2 * 2 * 2 and not any(p.skip for p in flex), [p.skip for p in flex if p.skip]
+    pad = [p for p in pts if p.problem_json["padding"] == "random"]
+    assert pad and all(p.problem.padding for p in pad)
+    assert all(p.skip.startswith("key padding: SDPA's flash back-end") for p in pad if p.backend == "flash")
+    # dropout: skipped, with the reason; the others as SDPA's
+    for pass_ in ("fwd", "bwd"):
+        why = ps.unsupported_reason("flex", pass_, {"head_dim": 64, "softmax_scale": 0.125, "dropout": 0.1})
+        assert why.startswith("dropout: flex_attention has no dropout"), why
+    base = {"head_dim": 64, "softmax_scale": 0.125}
+    assert ps.unsupported_reason("flex", "fwd", dict(base, padding="random")) == ""
+    assert ps.unsupported_reason("flex", "bwd", dict(base, deterministic=True)).startswith("deterministic backward")
+    assert ps.unsupported_reason("flex", "fwd", dict(base, deterministic=True)) == ""
+    assert ps.unsupported_reason("flex", "fwd", dict(base, block_c=64)).startswith("forced tiles")
+    assert ps.unsupported_reason("flex", "fwd", dict(base, mma="wgmma")).startswith("forced tensor-core")
+    assert ps.unsupported_reason("flex", "fwd", _paged_json()).startswith("paged K/V cache (kv_layout paged:64)")
+    assert ps.unsupported_reason("flex", "fwd", dict(base, softmax_scale=0.5)).startswith("softmax scale")
+    assert ps.unsupported_reason("flex", "fwd", dict(base, pattern="random")).startswith(
+        "block-sparse pattern random: flashio listed no block mask")
+    assert ps.unsupported_reason("flex", "fwd", dict(base, pattern="random"), has_mask=True) == ""
+    assert ps.unsupported_reason("flash", "fwd", dict(base, pattern="random"), has_mask=True).startswith(
+        "SDPA has no block-sparse attention")
+    # the back-end's names on the command line
+    named = peer_config("--backend", "flex_attention,FLEX", "--seqlen", "512", "--head-dim", "64").points
+    assert {p.backend for p in named} == {"flex"}
+    try:
+        peer_config("--backend", "flexx")
+        raise AssertionError("no error")
+    except ps.BadInput as e:
+        assert "known: flash, cudnn, efficient, math, flex" in str(e), e
+    # the default is still the four SDPA back-ends
+    assert {p.backend for p in peer_config("--seqlen", "512", "--head-dim", "64").points} == set(ps.BACKENDS)
+
+
+def test_flex_block_sparse_points_carry_flashios_mask():
+    """A block-sparse point of flex carries the block mask flashio lists for its problem (the
+    dry run's block_masks, what blocksparse_flash runs), checked against the record's measured
+    density and block counts; figure2-right's points all run; a mask of the wrong shape is a
+    runtime failure, a missing one a skipped point."""
+    axes = ["--pattern", "random,butterfly,local", "--density", "0.3", "--seqlen", "1024,1000", "--batch", "2",
+            "--heads", "2", "--head-dim", "64", "--sparse-block", "128,256", "--pass", "fwd,fwdbwd"]
+    doc = flashio_points(*axes)
+    pts = _assert_peers_match_flashio(axes, backends=("flex", "efficient"))
+    for p in pts:
+        if p.backend == "efficient":
+            assert p.skip.startswith("SDPA has no block-sparse attention"), p.skip
+            continue
+        assert not p.skip, p.skip
+        assert p.block_mask == tuple(doc["block_masks"][p.problem_name]), p.name()
+        rows, cols = p.problem_json["sparse_blocks"]
+        assert len(p.block_mask) == rows and all(len(r) == cols for r in p.block_mask)
+        assert _mask_ones(p.block_mask) == round(p.problem_json["density"] * rows * cols)
+        pr = p.problem
+        assert pr.sparse and pr.sparse_block == p.problem_json["sparse_block"] and pr.block_mask == p.block_mask
+    # figure2-right: dense flash2/standard points and random masks of ten densities, fwd and fwdbwd
+    pts = peer_config("--preset", "figure2-right", "--backend", "flex").points
+    assert len(pts) == 2 + 10 * 2 and not any(p.skip for p in pts), [p.skip for p in pts if p.skip]
+    sparse = [p for p in pts if p.block_mask]
+    assert len(sparse) == 20 and all(len(p.block_mask) == 32 and len(p.block_mask[0]) == 32 for p in sparse)
+    want = {d: round(d * 1024) for d in FIG2_RIGHT_DENSITIES}
+    for p in sparse:
+        assert _mask_ones(p.block_mask) == want[p.problem_json["sparse_target_density"]], p.name()
+    assert pts[0].name() == "flex_attention/fwd/b:16/h:8/n:4096/d:64/fp16"
+    # ... the problems (and masks) of scripts/reproduce_blocksparse.sh's flashio run, which flex runs beside it
+    script = flashio_points("--method", "flash2,standard,blocksparse_flash,blocksparse_standard", "--batch", "16",
+                            "--heads", "8", "--head-dim", "64", "--seqlen", "4096", "--pattern", "none,random",
+                            "--density", ",".join(str(d) for d in FIG2_RIGHT_DENSITIES), "--sparse-block", "128",
+                            "--pass", "fwd,fwdbwd")
+    assert {(p.problem_name, p.pass_) for p in pts} == {(n, q) for n, q, _, _ in _pairs_of(script)}
+    assert all(p.block_mask == tuple(script["block_masks"][p.problem_name]) for p in sparse)
+    assert sparse[0].name() == "flex_attention/fwd/b:16/h:8/n:4096/d:64/fp16/sparse:random/s:1/bs:128"
+    # a flashio without block_masks: skipped with the reason; a malformed mask: a runtime failure
+    bare = dict(doc)
+    del bare["block_masks"]
+    for p in ps.peer_points(bare, ["flex"]):
+        assert p.skip.startswith("block-sparse pattern") and "no block mask" in p.skip and p.block_mask == ()
+    bad = json.loads(json.dumps(doc))
+    key = next(iter(bad["block_masks"]))
+    bad["block_masks"][key][0] = bad["block_masks"][key][0][:-1]
+    try:
+        ps.peer_points(bad, ["flex"])
+        raise AssertionError("no error")
+    except ps.RuntimeFailure as e:
+        assert "block mask of " + key in str(e) and "is not" in str(e), e
+
+
+def test_flex_dry_run_lists_and_skips():
+    """The script's own --dry-run (a subprocess, as a person runs it): flex points listed as
+    runnable, dropout ones with `skipped: dropout: ...`, and the count of skipped points."""
+    r = subprocess.run([sys.executable, SCRIPT, "--dry-run", "--backend", "flex", "--batch", "2", "--heads", "4",
+                        "--seqlen", "256", "--head-dim", "64", "--dropout", "0,0.1", "--pattern", "none,butterfly",
+                        "--pass", "fwd,fwdbwd"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 2 * 2 * 2, lines
+    run = [l for l in lines if "  skipped: " not in l]
+    skipped = [l for l in lines if "  skipped: " in l]
+    assert run == ["flex_attention/fwd/b:2/h:4/n:256/d:64/fp16", "flex_attention/fwdbwd/b:2/h:4/n:256/d:64/fp16",
+                   "flex_attention/fwd/b:2/h:4/n:256/d:64/fp16/sparse:butterfly/bs:128",
+                   "flex_attention/fwdbwd/b:2/h:4/n:256/d:64/fp16/sparse:butterfly/bs:128"], run
+    assert len(skipped) == 4 and all("/drop:0.1" in l and "skipped: dropout: flex_attention has no dropout" in l
+                                     for l in skipped), skipped
+    assert r.stderr.strip() == "8 points (4 to be skipped)", r.stderr
+
+
+def test_key_lengths_match_cpp():
+    """key_lengths() against bench/core/problem.cpp key_lengths() (values printed by the C++ for
+    these problems): FlashAttention's random padding, lengths in [max(1, Nk - 20), Nk]."""
+    for (b, n, seed), want in (((6, 1000, 0x5EED), [983, 995, 994, 984, 992, 996]),
+                               ((4, 13, 7), [3, 3, 1, 11]),
+                               ((3, 5, (1 << 64) - 1), [4, 2, 1])):
+        assert ps.key_lengths(ps.Problem(b, 1, n, 16, seed=seed, padding=True)) == want, (b, n, seed)
+        assert ps.key_lengths(ps.Problem(b, 1, n, 16, seed=seed)) == [n] * b
+    # Nk, not Nq, bounds them (decode-like shapes)
+    lens = ps.key_lengths(ps.Problem(50, 1, 1, 16, seed=3, padding=True, seqlen_k=40))
+    assert all(20 <= x <= 40 for x in lens) and len(set(lens)) > 5
+
+
+def _flex_problem(rows, bs, nq=None, nk=None, causal=False, padding=False, batch=1, seed=9, d=16):
+    nq = nq if nq is not None else len(rows) * bs
+    nk = nk if nk is not None else len(rows[0]) * bs
+    return ps.Problem(batch, 2, nq, d, "fp16", causal, seed, seqlen_k=nk, padding=padding, block_mask=tuple(rows),
+                      sparse_block=bs)
+
+
+def test_flex_blocks_of_small_block_matrices():
+    """The BlockMask arrays (kv_num_blocks/kv_indices, full_*) from a 0/1 block matrix, by hand:
+    listed columns first, increasing, then the others (Flex's own order); an all-zero row lists
+    nothing; causal turns the diagonal blocks partial and drops those above it."""
+    rows = ("101", "000", "011")
+    fb = ps.flex_blocks(_flex_problem(rows, 128))
+    assert fb.block == 128 and not fb.mask_pattern
+    assert fb.full_num == [[2, 0, 2]] and fb.full_idx == [[[0, 2, 1], [0, 1, 2], [1, 2, 0]]]
+    assert fb.kv_num == [[0, 0, 0]] and fb.kv_idx == [[[0, 1, 2], [0, 1, 2], [0, 1, 2]]]
+    fb = ps.flex_blocks(_flex_problem(rows, 128, causal=True))
+    assert fb.kv_num == [[1, 0, 1]] and fb.kv_idx == [[[0, 1, 2], [0, 1, 2], [2, 0, 1]]]
+    assert fb.full_num == [[0, 0, 1]] and fb.full_idx == [[[0, 1, 2], [0, 1, 2], [1, 0, 2]]]
+    # dense, Nq = 300 (a tail block of 44 rows), Nk = 200, causal: row 0 sees block 0 (partial) only
+    fb = ps.flex_blocks(ps.Problem(1, 1, 300, 16, causal=True, seqlen_k=200))
+    assert fb.kv_num == [[1, 1, 0]] and fb.full_num == [[0, 1, 2]]
+    assert fb.kv_idx[0][1][:1] == [1] and fb.full_idx[0][2][:2] == [0, 1]
+    # key padding: one entry per sequence; lengths 3, 3, 1, 11 of Nk = 13 (test_key_lengths_match_cpp)
+    fb = ps.flex_blocks(ps.Problem(4, 1, 13, 16, seed=7, padding=True), block=4)
+    assert fb.kv_num == [[1] * 4, [1] * 4, [1] * 4, [1] * 4] and fb.full_num == [[0] * 4, [0] * 4, [0] * 4, [2] * 4]
+    assert [i[0][0] for i in fb.kv_idx] == [0, 0, 0, 2] and fb.full_idx[3][0][:2] == [0, 1]
+    # sparse block 64 under Flex's 128: a Flex block spans 2 x 2 pattern blocks, mask_mod looks the pattern up
+    fb = ps.flex_blocks(_flex_problem(("1100", "1100", "0010", "0001"), 64))
+    assert fb.mask_pattern and fb.full_num == [[1, 0]] and fb.kv_num == [[0, 1]]
+    assert fb.full_idx[0][0] == [0, 1] and fb.kv_idx[0][1] == [1, 0]
+    # every array is rectangular: R rows of C indices, a permutation of 0..C-1
+    for f in (ps.flex_blocks(_flex_problem(rows, 128, causal=True)), fb):
+        for idx in f.kv_idx + f.full_idx:
+            assert all(sorted(r) == list(range(len(idx[0]))) for r in idx)
+
+
+def _element_allowed(p, b, i, j, lengths):
+    """flashio's element mask (bench/core/reference.cpp): pattern, causal (top-left), padding."""
+    if p.sparse and p.block_mask[i // p.sparse_block][j // p.sparse_block] != "1":
+        return False
+    if p.causal and j > i:
+        return False
+    return j < lengths[b]
+
+
+def test_flex_blocks_reproduce_the_element_mask():
+    """For many small problems (sparse blocks that are multiples of the Flex block, divide it,
+    or neither; tails; causal; padding; empty pattern rows): an element is allowed by flashio's
+    mask iff its Flex block is full, or partial and the mask_mod's conditions allow it; a full
+    block is allowed everywhere; and where the sparse block is a multiple of the Flex block, no
+    listed block is empty (Flex runs exactly the blocks that have work)."""
+    import random
+    rng = random.Random(5)
+    cases = 0
+    for F in (2, 4):
+        for bs in (1, 2, 3, 4, 8):
+            for causal in (False, True):
+                for padding in (False, True):
+                    nq, nk = rng.randint(1, 13), rng.randint(1, 15)
+                    R, C = -(-nq // bs), -(-nk // bs)
+                    rows = ["".join(rng.choice("01") for _ in range(C)) for _ in range(R)]
+                    rows[rng.randrange(R)] = "0" * C  # an empty row
+                    p = _flex_problem(rows, bs, nq, nk, causal, padding, batch=3, seed=rng.randrange(1 << 30))
+                    fb = ps.flex_blocks(p, block=F)
+                    assert fb.mask_pattern == (bs % F != 0)
+                    lengths = ps.key_lengths(p)
+                    for b in range(p.batch):
+                        e = b if padding else 0
+                        R2 = -(-nq // F)
+                        for r in range(R2):
+                            full = set(fb.full_idx[e][r][:fb.full_num[e][r]])
+                            part = set(fb.kv_idx[e][r][:fb.kv_num[e][r]])
+                            assert not (full & part)
+                            for i in range(r * F, min(nq, (r + 1) * F)):
+                                for j in range(nk):
+                                    c = j // F
+                                    want = _element_allowed(p, b, i, j, lengths)
+                                    mod = ((not causal or i >= j) and j < lengths[b] and
+                                           (not fb.mask_pattern or p.block_mask[i // bs][j // bs] == "1"))
+                                    got = c in full or (c in part and mod)
+                                    assert got == want, (p, F, b, i, j)
+                            if bs % F == 0:  # exact: a listed block has an allowed element
+                                for c in part | full:
+                                    assert any(_element_allowed(p, b, i, j, lengths)
+                                               for i in range(r * F, min(nq, (r + 1) * F))
+                                               for j in range(c * F, min(nk, (c + 1) * F))), (p, r, c)
+                    cases += 1
+    assert cases == 40
+
+
+def _masked_naive(p, q, k, v, do, lengths, np):
+    """O, dQ, dK, dV by explicit loops over (b, h, i) with flashio's element mask: pattern,
+    causal, key padding; a row that sees no key has O = 0 and zero gradients."""
+    g = p.heads // p.kv_heads
+    o, dq = np.zeros_like(q), np.zeros_like(q)
+    dk, dv = np.zeros_like(k), np.zeros_like(v)
+    for b in range(p.batch):
+        for h in range(p.heads):
+            hk = h // g
+            for i in range(p.seqlen):
+                js = [j for j in range(p.seqlen_k) if _element_allowed(p, b, i, j, lengths)]
+                if not js:
+                    continue
+                sc = [p.softmax_scale * sum(q[b, h, i, c] * k[b, hk, j, c] for c in range(p.head_dim)) for j in js]
+                m = max(sc)
+                w = [math.exp(x - m) for x in sc]
+                z = sum(w)
+                pr = [x / z for x in w]
+                for c in range(p.head_dim):
+                    o[b, h, i, c] = sum(pr[t] * v[b, hk, j, c] for t, j in enumerate(js))
+                dp = [sum(do[b, h, i, c] * v[b, hk, j, c] for c in range(p.head_dim)) for j in js]
+                dd = sum(pr[t] * dp[t] for t in range(len(js)))
+                for t, j in enumerate(js):
+                    ds = pr[t] * (dp[t] - dd)
+                    for c in range(p.head_dim):
+                        dq[b, h, i, c] += p.softmax_scale * ds * k[b, hk, j, c]
+                        dk[b, hk, j, c] += p.softmax_scale * ds * q[b, h, i, c]
+                        dv[b, hk, j, c] += pr[t] * do[b, h, i, c]
+    return o, dq, dk, dv
+
+
+def test_masked_reference_against_numpy():
+    """reference_attention with key padding and a block mask (as ProblemData drives it for
+    flex), on numpy arrays, against explicit loops: GQA, Nq != Nk, causal, rows whose blocks
+    are all zero (O = 0, zero gradients), blocks as small as one row and one head."""
+    try:
+        import numpy as np
+    except ImportError:
+        print("      (skipped: no numpy in this Python; /usr/bin/python3 with python3-numpy runs it)")
+        return
+    ops = NumpyOps(np)
+    problems = [
+        _flex_problem(("10", "00", "01"), 2, nq=5, nk=4, causal=True, padding=True, batch=2, seed=21, d=8),
+        ps.Problem(2, 4, 6, 8, "fp16", False, 22, kv_heads=2, seqlen_k=9, padding=True, block_mask=("101", "000"),
+                   sparse_block=4),
+        ps.Problem(1, 2, 5, 8, "fp16", True, 23, kv_heads=1, seqlen_k=5, block_mask=("100", "001", "111"),
+                   sparse_block=2),
+        ps.Problem(3, 2, 4, 8, "fp16", True, 24, seqlen_k=9, padding=True),  # padding only
+    ]
+    for p in problems:
+        q, k, v, do = _inputs(p, np)
+        lengths = ps.key_lengths(p)
+        o_n, dq_n, dk_n, dv_n = _masked_naive(p, q, k, v, do, lengths, np)
+        empty = [(b, i) for b in range(p.batch) for i in range(p.seqlen)
+                 if not any(_element_allowed(p, b, i, j, lengths) for j in range(p.seqlen_k))]
+        if p.sparse:
+            assert empty, p  # each sparse case has a row that sees no key
+        bm = np.array([[ch == "1" for ch in r] for r in p.block_mask], dtype=bool) if p.sparse else None
+        pairs = [(b, h) for b in range(p.batch) for h in range(p.heads)]
+        for block in (ps.REFERENCE_BLOCK_ELEMENTS, 1):
+            h = ps.reference_heads(p, pairs, True)
+            qb, qh = [np.array(x, dtype=np.int64) for x in zip(*h.q_pairs)]
+            kb, kh = [np.array(x, dtype=np.int64) for x in zip(*h.kv_heads)]
+            ref = ps.reference_attention(ops, q[qb, qh], k[kb, kh], v[kb, kh], np.array(h.kv_index), do[qb, qh],
+                                         p.softmax_scale, p.causal, block_elements=block,
+                                         key_len=np.array(lengths)[qb] if p.padding else None,
+                                         block_mask=bm, sparse_block=p.sparse_block)
+            rows = np.array(h.checked)
+            cb, ch = [np.array(x) for x in zip(*pairs)]
+            assert np.isfinite(ref["o"]).all() and np.isfinite(ref["dq"]).all(), p
+            assert np.allclose(ref["o"][rows], o_n[cb, ch], rtol=1e-12, atol=1e-12), (p, block)
+            assert np.allclose(ref["dq"][rows], dq_n[cb, ch], rtol=1e-10, atol=1e-12), (p, block)
+            assert np.allclose(ref["dk"], dk_n[kb, kh], rtol=1e-10, atol=1e-12), (p, block)
+            assert np.allclose(ref["dv"], dv_n[kb, kh], rtol=1e-10, atol=1e-12), (p, block)
+            for b, i in empty:
+                assert (o_n[b, :, i] == 0).all() and (ref["o"][rows][cb == b][:, i] == 0).all()
+        # the mask matters: without it the reference differs
+        if p.sparse:
+            plain = ps.reference_attention(ops, q[qb, qh], k[kb, kh], v[kb, kh], np.array(h.kv_index), None,
+                                           p.softmax_scale, p.causal)
+            assert not np.allclose(plain["o"][rows], o_n[cb, ch]), p
+
+
+def test_flex_torch_side_on_cpu_torch():
+    """Where this Python has torch (CPU; Debian's 1.13 has no flex_attention, so neither
+    BlockMask.from_kv_blocks nor the compiled kernel runs here): ProblemData's key lengths and
+    block mask, run_check of an exact masked computation (passes; a wrong value in a padded-away
+    key's gradient row fails), flex_block_tensors' shapes and dtype, and flex_mask_mod evaluated
+    by torch over every (b, q, kv) on the blocks reproducing flashio's element mask."""
+    try:
+        import torch
+    except ImportError:
+        print("      (skipped: no torch in this Python; Debian's python3-torch, CPU, runs it)")
+        return
+    cpu = torch.device("cpu")
+    for p in (_flex_problem(("10", "01", "11"), 4, nq=10, nk=7, causal=True, padding=True, batch=3, seed=31),
+              ps.Problem(2, 4, 9, 16, "bf16", False, 32, kv_heads=2, seqlen_k=12, padding=True,
+                         block_mask=("101", "010", "000"), sparse_block=4),
+              ps.Problem(2, 2, 6, 16, "fp16", True, 33, seqlen_k=6)):
+        data = ps.ProblemData(torch, p, cpu)
+        lengths = ps.key_lengths(p)
+        assert (data.key_lengths is None) == (not p.padding)
+        if p.padding:
+            assert data.key_lengths.dtype == torch.int32 and data.key_lengths.tolist() == lengths
+        assert (data.block_mask is None) == (not p.sparse)
+        allowed = torch.tensor([[[_element_allowed(p, b, i, j, lengths) for j in range(p.seqlen_k)]
+                                 for i in range(p.seqlen)] for b in range(p.batch)])
+        # exact masked attention (autograd through repeat_interleave) passes the check
+        q, k, v = (t.double().requires_grad_() for t in (data.q, data.k, data.v))
+        kr, vr = (t.repeat_interleave(p.group, dim=1) for t in (k, v))
+        s = ((q @ kr.transpose(-2, -1)) * p.softmax_scale).masked_fill(~allowed[:, None], float("-inf"))
+        pr = torch.softmax(s, -1).nan_to_num(0.0)  # rows with no key: 0
+        o = pr @ vr
+        grads = torch.autograd.grad(o, (q, k, v), data.grad_output().double())
+        c = ps.run_check(torch, data, o.detach())
+        assert c["passed"] and c["worst_ratio"] < 1e-9, (p, c)
+        c = ps.run_check(torch, data, o.detach(), list(grads))
+        assert c["passed"] and c["worst_ratio"] < 1e-9, (p, c)
+        if p.padding:  # a key past a sequence's length has dK = dV = 0: a value there fails
+            bad = grads[2].clone()
+            b = data.pairs[0][0]
+            bad[b, data.pairs[0][1] // p.group, lengths[b]:] += 1.0
+            if lengths[b] < p.seqlen_k:
+                c = ps.run_check(torch, data, o.detach(), [grads[0], grads[1], bad])
+                assert not c["passed"] and c["tensors"]["dv"]["worst_ratio"] > 1, c
+        # the BlockMask's tensors and the mask_mod, on a Flex block of 4 (the blocks' logic is F-generic)
+        fb = ps.flex_blocks(p, block=4)
+        kv_num, kv_idx, full_num, full_idx = ps.flex_block_tensors(torch, fb, cpu)
+        B2, R2, C2 = (p.batch if p.padding else 1), -(-p.seqlen // 4), -(-p.seqlen_k // 4)
+        assert tuple(kv_num.shape) == (B2, 1, R2) and tuple(kv_idx.shape) == (B2, 1, R2, C2)
+        assert tuple(full_num.shape) == (B2, 1, R2) and tuple(full_idx.shape) == (B2, 1, R2, C2)
+        assert all(t.dtype == torch.int32 and t.is_contiguous() for t in (kv_num, kv_idx, full_num, full_idx))
+        mm = ps.flex_mask_mod(p.causal, data.key_lengths, data.block_mask if fb.mask_pattern else None,
+                              p.sparse_block)
+        # Flex passes int32 indices (Inductor indexes with them); torch 1.13's eager indexing wants int64
+        idx = torch.int32 if tuple(int(x) for x in torch.__version__.split(".")[:2]) >= (2, 0) else torch.int64
+        bi = torch.arange(p.batch, dtype=idx)[:, None, None]
+        qi = torch.arange(p.seqlen, dtype=idx)[None, :, None]
+        ki = torch.arange(p.seqlen_k, dtype=idx)[None, None, :]
+        mod = mm(bi, torch.zeros((), dtype=idx), qi, ki) if mm is not None else torch.ones((), dtype=torch.bool)
+        mod = mod.expand(p.batch, p.seqlen, p.seqlen_k)
+        got = torch.zeros_like(allowed)
+        for b in range(p.batch):
+            e = b if p.padding else 0
+            for r in range(R2):
+                for n, idx, full in ((full_num, full_idx, True), (kv_num, kv_idx, False)):
+                    for c in idx[e, 0, r, :int(n[e, 0, r])].tolist():
+                        blk = (b, slice(4 * r, 4 * r + 4), slice(4 * c, 4 * c + 4))
+                        got[blk] = True if full else mod[blk]
+        assert torch.equal(got, allowed), p
+    assert ps.flex_mask_mod(False) is None
+    try:  # a torch without flex_attention: flex points are skipped with that reason
+        import torch.nn.attention.flex_attention  # noqa: F401
+    except ImportError:
+        try:
+            ps.flex_call(torch, data, cpu)
+            raise AssertionError("no error")
+        except NotImplementedError as e:
+            assert "has no torch.nn.attention.flex_attention (PyTorch >= 2.5)" in str(e), e
+            assert ps.classify_failure(e, flex=True)[0] == "skipped"
+
+
+class _FakeFlex:
+    """torch.nn.attention.flex_attention as documented, in float64 on a CPU torch that has none:
+    BlockMask.from_kv_blocks keeps its arguments; flex_attention attends, per (b, query block
+    row), to the full blocks entirely and to the partial blocks where mask_mod allows (the
+    BlockMask's batch dimension broadcast when 1); a row that sees nothing gives 0. It lets
+    flex_call's wiring (arrays, BLOCK_SIZE, seq_lengths, mask_mod, scale, enable_gqa) run
+    through run_check here; the real kernel runs only on the GPU."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.masks = []
+        fake = self
+
+        class BlockMask:
+            @classmethod
+            def from_kv_blocks(cls, kv_num_blocks, kv_indices, full_kv_num_blocks=None, full_kv_indices=None,
+                               BLOCK_SIZE=128, mask_mod=None, seq_lengths=None):
+                bm = cls()
+                bm.args = (kv_num_blocks, kv_indices, full_kv_num_blocks, full_kv_indices)
+                bm.BLOCK_SIZE, bm.mask_mod, bm.seq_lengths = BLOCK_SIZE, mask_mod, seq_lengths
+                fake.masks.append(bm)
+                return bm
+
+        self.BlockMask = BlockMask
+
+    def __call__(self, q, k, v, block_mask=None, scale=None, enable_gqa=False):
+        t = self.torch
+        B, H, nq, d = q.shape
+        hkv, nk = k.shape[1], k.shape[2]
+        assert enable_gqa == (hkv < H) and block_mask.seq_lengths == (nq, nk)
+        F = block_mask.BLOCK_SIZE
+        kv_num, kv_idx, full_num, full_idx = block_mask.args
+        allowed = t.zeros(B, nq, nk, dtype=t.bool)
+        qi, ki = t.arange(nq)[:, None], t.arange(nk)[None, :]
+        for b in range(B):
+            e = b if kv_num.shape[0] > 1 else 0
+            mod = (block_mask.mask_mod(t.tensor(b), t.tensor(0), qi, ki) if block_mask.mask_mod is not None
+                   else t.ones(nq, nk, dtype=t.bool))
+            for r in range(kv_num.shape[2]):
+                rows = slice(r * F, (r + 1) * F)
+                for c in full_idx[e, 0, r, :int(full_num[e, 0, r])].tolist():
+                    allowed[b, rows, c * F:(c + 1) * F] = True
+                for c in kv_idx[e, 0, r, :int(kv_num[e, 0, r])].tolist():
+                    allowed[b, rows, c * F:(c + 1) * F] = mod[rows, c * F:(c + 1) * F]
+        kr, vr = (x.double().repeat_interleave(H // hkv, dim=1) for x in (k, v))
+        sc = (q.double() @ kr.transpose(-2, -1)) * scale
+        pr = t.softmax(sc.masked_fill(~allowed[:, None], float("-inf")), -1).nan_to_num(0.0)
+        return (pr @ vr).to(q.dtype)
+
+
+def test_flex_call_wiring_on_a_documented_stand_in():
+    """flex_call on CPU torch with _FakeFlex standing in for torch's module and compiled
+    function: the BlockMask it builds (int32 arrays, Flex's block 128, seq_lengths (Nq, Nk),
+    mask_mod only where blocks are partial) and the call (scale, enable_gqa) give an O that
+    passes run_check against the masked float64 reference, for dense, causal, GQA, Nq != Nk,
+    key padding and block-sparse points (sparse block 128, and 64 where mask_mod looks the
+    pattern up); a BlockMask missing the padding fails the check."""
+    try:
+        import torch
+    except ImportError:
+        print("      (skipped: no torch in this Python; Debian's python3-torch, CPU, runs it)")
+        return
+    import types
+    cpu = torch.device("cpu")
+    fake = _FakeFlex(torch)
+    names = ("torch.nn.attention", "torch.nn.attention.flex_attention")
+    saved = {n: sys.modules.get(n) for n in names}
+    module = types.ModuleType(names[1])
+    module.BlockMask, module.flex_attention = fake.BlockMask, fake
+    if saved[names[0]] is None:
+        sys.modules[names[0]] = types.ModuleType(names[0])
+    sys.modules[names[1]] = module
+    compiled = list(ps._FLEX_COMPILED)
+    ps._FLEX_COMPILED[:] = [fake]
+    import random
+    rng = random.Random(3)
+
+    def rows(nq, nk, bs):
+        out = ["".join(rng.choice("01") for _ in range(-(-nk // bs))) for _ in range(-(-nq // bs))]
+        out[0] = "0" * len(out[0])  # a row block that sees nothing
+        return tuple(out)
+
+    try:
+        cases = [
+            (ps.Problem(2, 2, 300, 16, "fp16", False, 41), False),
+            (ps.Problem(2, 4, 300, 16, "fp16", True, 42, kv_heads=2, seqlen_k=260), True),
+            (ps.Problem(3, 2, 300, 16, "bf16", True, 43, seqlen_k=280, padding=True), True),
+            (ps.Problem(2, 2, 384, 16, "fp16", False, 44, block_mask=rows(384, 384, 128), sparse_block=128), False),
+            (ps.Problem(2, 2, 384, 16, "fp16", True, 46, block_mask=rows(384, 384, 128), sparse_block=128), True),
+            (ps.Problem(2, 2, 200, 16, "fp16", False, 45, seqlen_k=330, padding=True,
+                        block_mask=rows(200, 330, 64), sparse_block=64), True),
+        ]
+        for p, has_mod in cases:
+            data = ps.ProblemData(torch, p, cpu)
+            attn = ps.flex_call(torch, data, cpu)
+            bm = fake.masks[-1]
+            assert bm.BLOCK_SIZE == 128 and bm.seq_lengths == (p.seqlen, p.seqlen_k)
+            assert (bm.mask_mod is not None) == has_mod, p
+            assert all(a.dtype == torch.int32 for a in bm.args)
+            assert bm.args[0].shape[0] == (p.batch if p.padding else 1)
+            o = attn(data.q, data.k, data.v)
+            c = ps.run_check(torch, data, o)
+            assert c["passed"], (p, c)
+            assert ps.flex_call(torch, data, cpu) and fake.masks[-1] is bm  # made once per problem
+            if p.padding:  # without the padding the output is wrong, and the check says so
+                data.flex_mask = None
+                lengths, data.key_lengths = data.key_lengths, None
+                attn = ps.flex_call(torch, data, cpu)
+                data.key_lengths = lengths
+                assert not ps.run_check(torch, data, attn(data.q, data.k, data.v))["passed"], p
+    finally:
+        ps._FLEX_COMPILED[:] = compiled
+        for n, m in saved.items():
+            if m is None:
+                sys.modules.pop(n, None)
+            else:
+                sys.modules[n] = m
+
+
+def test_flex_failures_and_records():
+    """flex's refusals (torch raises them as ValueError, AssertionError or inside a compiler
+    error) are skipped records with torch's message; other exceptions stay errors; a flex
+    record validates against the schema with the method flex_attention."""
+    assert ps.classify_failure(ValueError("NYI: embedding dimension 24 is not a power of 2"), flex=True) == \
+        ("skipped", "NYI: embedding dimension 24 is not a power of 2")
+    assert ps.classify_failure(ValueError("NYI: embedding dimension 24"))[0] == "error"  # SDPA: as before
+    st, why = ps.classify_failure(RuntimeError("InductorError: No valid triton configs. OutOfResources: out of "
+                                               "resource: shared memory\nmore"), flex=True)
+    assert st == "skipped" and why.startswith("InductorError: No valid triton configs"), why
+    assert ps.classify_failure(ValueError("bad thing"), flex=True) == ("error", "ValueError: bad thing")
+    assert ps.classify_failure(FakeOom("CUDA out of memory."), oom_type=FakeOom, flex=True)[0] == "oom"
+    pt = one_point("flex", "fwdbwd", "-b", "16", "--heads", "8", "-n", "4096", "-d", "64", "--pattern", "random",
+                   "--density", "0.5")
+    assert pt.block_mask and not pt.skip
+    chk = ps.make_check([_stats("o", 0.3), _stats("dq", 0.4), _stats("dk", 0.2), _stats("dv", 0.1)], 4096 * 4,
+                        16 * 8 * 4096, "sampled rows", ps.grad_scope_text("sampled rows", 4, 128))
+    rec = ps.build_record(pt, 0, "ok", None, chk, ps.summarize([1e-3, 2e-3], 5, True),
+                          {"inputs_bytes": 1, "outputs_bytes": 2, "workspace_bytes": 0})
+    assert rec["name"] == "flex_attention/fwdbwd/b:16/h:8/n:4096/d:64/fp16/sparse:random/s:0.5/bs:128"
+    assert rec["method"] == "flex_attention" and "block_mask" not in rec["problem"]
+    assert not validate_record(rec), validate_record(rec)
 
 
 def main() -> int:

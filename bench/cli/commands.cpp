@@ -21,6 +21,7 @@
 #include "bench/core/exit_codes.h"
 #include "bench/core/json_input.h"
 #include "bench/core/safe_write.h"
+#include "bench/core/sparsity.h"
 #include "bench/cli/bad_input.h"
 #include "bench/cli/profile_command.h"
 #include "bench/cli/run_outputs.h"
@@ -477,7 +478,10 @@ extern "C" void on_stop_signal(int sig) {
 
 // `--dry-run --json`: the points to run as one JSON document, each with its problem and FLOPs as
 // its record would write them (to_json(Problem), flops()), so other producers (scripts/peers_sdpa.py)
-// measure the same points under the same names.
+// measure the same points under the same names. With block-sparse points, "block_masks" maps each
+// sparse problem's name to its mask as make_block_mask() makes it (one 0/1 string per block row of
+// sparse_block x sparse_block element blocks, as a record's pattern_mask), once per problem, so a
+// peer runs exactly the blocks blocksparse_flash runs; a problem whose mask cannot be made has none.
 // The estimates of the points to run, in their order (estimate_sweep_seconds).
 std::vector<double> todo_estimates(const std::vector<Point>& points, const std::vector<size_t>& todo, const RunArgs& a) {
   std::vector<Point> run;
@@ -500,9 +504,30 @@ nlohmann::json dry_run_json(const std::vector<Point>& points, const std::vector<
                     {"flops", flops(pt.problem, pt.pass)},
                     {"estimate_s", estimates[k]}});
   }
+  nlohmann::json masks = nlohmann::json::object();
+  for (size_t i : todo) {
+    const Problem& p = points[i].problem;
+    if (!p.sparse()) continue;
+    const std::string key = p.name();
+    if (masks.contains(key)) continue;
+    try {
+      const BlockMask m = make_block_mask(p);
+      nlohmann::json rows = nlohmann::json::array();
+      for (int64_t r = 0; r < m.rows; ++r) {
+        std::string row(size_t(m.cols), '0');
+        for (int64_t c = 0; c < m.cols; ++c)
+          if (m.at(r, c)) row[size_t(c)] = '1';
+        rows.push_back(std::move(row));
+      }
+      masks[key] = std::move(rows);
+    } catch (const std::exception&) {
+      // an unusable pattern: its points are skipped records, and no mask is listed
+    }
+  }
   nlohmann::json doc = {{"schema", "flashio/points"}, {"schema_version", 1}, {"points_total", points.size()}};
   if (shard) doc["shard"] = fmt::format("{}/{}", shard->index, shard->count);
   doc["points"] = std::move(list);
+  if (!masks.empty()) doc["block_masks"] = std::move(masks);
   return doc;
 }
 
