@@ -335,6 +335,9 @@ def unsupported_reason(backend: str, pass_: str, pj: dict, has_mask: bool = Fals
         if backend == "flash":
             return "key padding: SDPA's flash back-end takes no attn_mask"
         return "key padding: peers_sdpa.py passes no attn_mask to SDPA (not implemented)"
+    if "seqlens" in pj:
+        return ("variable lengths (seqlens " + str(pj["seqlens"]) + ", " + str(pj.get("varlen_layout", "packed")) +
+                "): SDPA takes [B, H, N, d] with no per-sequence lengths (peers_sdpa.py passes no attn_mask)")
     if pj.get("kv_layout", "contiguous") != "contiguous":
         return ("paged K/V cache (kv_layout " + str(pj["kv_layout"]) + "): SDPA takes contiguous K/V only, and a "
                 "point named paged is not run contiguous under that name")
@@ -449,6 +452,8 @@ FLASHIO_AXES = (
     ("--block-c", (), True, "forced tile columns (> 0: skipped)"),
     ("--mma", (), True, "forced tensor-core instruction (other than auto: skipped)"),
     ("--kv-layout", (), True, "K/V cache layout: contiguous, paged:P (paged: skipped; needs a flashio with it)"),
+    ("--seqlens", (), True, "variable lengths: uniform:A-B, file:PATH (skipped; needs a flashio with it)"),
+    ("--varlen-as", (), True, "layout of --seqlens points: packed, padded (skipped)"),
     ("--pattern", (), True, "block-sparse patterns (other than none: SDPA skips them, flex runs flashio's mask)"),
     ("--density", (), True, "random pattern densities"),
     ("--sparse-block", (), True, "pattern block sizes"),

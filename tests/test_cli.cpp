@@ -64,6 +64,23 @@ TEST(Cli, DryRunListsPointsWithoutAGpu) {
   EXPECT_NE(out.find("flash2/fwd/b:2/h:4/n:256/d:64/fp16"), std::string::npos) << out;
 }
 
+std::string fixture(const std::string& name);
+
+TEST(Cli, VarlenPointsAreNamedAndTheirPaddedTwinsListed) {
+  std::string out;
+  ASSERT_EQ(run_cli({"run", "--dry-run", "--seqlens", fixture("file:@lengths-ok@"), "--method", "flash2,standard",
+                     "--varlen-as", "packed,padded", "--heads", "2", "--seqlen", "128,256"},
+                    nullptr, &out),
+            0);
+  const std::string packed = "flash2/fwd/b:4/h:2/n:1013/d:64/fp16/varlen:file:flashio_fixture_lengths-ok.json";
+  EXPECT_NE(out.find(packed + "  "), std::string::npos) << out;
+  EXPECT_NE(out.find(packed + "/padded"), std::string::npos) << out;
+  EXPECT_EQ(out.find("n:128"), std::string::npos) << out;  // --seqlen is not an axis of a varlen point
+  out.clear();
+  ASSERT_EQ(run_cli({"list", "--seqlens", "uniform:1-64", "--batch", "3", "--method", "standard"}, nullptr, &out), 0);
+  EXPECT_NE(out.find("packed variable-length"), std::string::npos) << out;
+}
+
 TEST(Cli, DeterministicAxisNamesPointsAndSkipsMethodsThatCannot) {
   std::string out;
   ASSERT_EQ(run_cli({"run", "--dry-run", "--seqlen", "256", "--method", "flash2", "--pass", "bwd", "--deterministic",
@@ -95,9 +112,14 @@ TEST(Cli, GpuSubcommandsFailWithOneLineWithoutAGpu) {
 std::string fixture(const std::string& name) {
   static const std::map<std::string, std::string> contents = {
       {"@not-json@", "{\"seqlen\": [128,"},
-      {"@unknown-key@", "{\"seqlens\": [128]}"},
+      {"@unknown-key@", "{\"seqlenz\": [128]}"},
+      {"@lengths-empty@", "# no lengths\n"},
+      {"@lengths-bad@", "512 1024\n12x\n"},
+      {"@lengths-zeros@", "0 0\n"},
+      {"@lengths-ok@", "0 1 17 1013\n"},
       {"@unknown-method@", "{\"method\": [\"flash9\"], \"seqlen\": 128}"},
   };
+  if (name.rfind("file:@", 0) == 0) return "file:" + fixture(name.substr(5));  // a lengths file
   const auto it = contents.find(name);
   if (it == contents.end()) return name;
   const std::string path = ::testing::TempDir() + "flashio_fixture_" + name.substr(1, name.size() - 2) + ".json";
@@ -160,6 +182,22 @@ INSTANTIATE_TEST_SUITE_P(
         std::vector<std::string>{"run", "--kv-layout", "paged"},
         std::vector<std::string>{"run", "--kv-layout", "blocked:64"},
         std::vector<std::string>{"run", "--kv-layout", "contiguous,paged:100"},
+        // --seqlens (issue 20): an empty length list, a lengths file that does not parse, bad grammar.
+        std::vector<std::string>{"run", "--seqlens", ""}, std::vector<std::string>{"run", "--seqlens", "uniform:"},
+        std::vector<std::string>{"run", "--seqlens", "uniform:5"},
+        std::vector<std::string>{"run", "--seqlens", "uniform:9-3"},
+        std::vector<std::string>{"run", "--seqlens", "uniform:0-0"},
+        std::vector<std::string>{"run", "--seqlens", "uniform:a-b"},
+        std::vector<std::string>{"run", "--seqlens", "file:"},
+        std::vector<std::string>{"run", "--seqlens", "file:/nonexistent/lengths.txt"},
+        std::vector<std::string>{"run", "--seqlens", "file:@lengths-empty@"},
+        std::vector<std::string>{"run", "--seqlens", "file:@lengths-bad@"},
+        std::vector<std::string>{"run", "--seqlens", "file:@lengths-zeros@"},
+        std::vector<std::string>{"run", "--seqlens", "ragged"},
+        std::vector<std::string>{"run", "--seqlens", "uniform:1-9", "--padding", "random"},
+        std::vector<std::string>{"run", "--seqlens", "uniform:1-9", "--seqlen-k", "64"},
+        std::vector<std::string>{"run", "--seqlens", "uniform:1-9", "--varlen-as", "sideways"},
+        std::vector<std::string>{"run", "--varlen-as", "padded"},
         std::vector<std::string>{"run", "--resume", "/nonexistent/run.json"},
         std::vector<std::string>{"run", "--resume", "@not-json@"},
         std::vector<std::string>{"run", "--resume", "@unknown-key@"},  // JSON, not a result file

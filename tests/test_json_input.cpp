@@ -178,8 +178,8 @@ TEST(JsonInput, JournalLastLineIsCutShortOnlyWithoutItsNewline) {
 }
 
 TEST(JsonInput, SweepFilesAreCheckedAgainstTheirSchema) {
-  const std::string e = error_of([] { parse_sweep_text(R"({"seqlens": [1024]})", "uk.json"); });
-  EXPECT_NE(e.find("uk.json: /seqlens: a key the schema does not have"), std::string::npos) << e;
+  const std::string e = error_of([] { parse_sweep_text(R"({"seqlenz": [1024]})", "uk.json"); });
+  EXPECT_NE(e.find("uk.json: /seqlenz: a key the schema does not have"), std::string::npos) << e;
   EXPECT_NE(error_of([] { parse_sweep_text(R"({"sweeps": [{"batch": "four"}]})", "b.json"); }).find("b.json: /sweeps/0/batch"),
             std::string::npos);
   EXPECT_NO_THROW(parse_sweep_text(R"({"method": "flash2", "seqlen": [128, 256], "head_dim": 64})", "ok.json"));

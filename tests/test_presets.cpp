@@ -181,7 +181,12 @@ INSTANTIATE_TEST_SUITE_P(
     SweepFile, MalformedSweepFile,
     testing::Values(std::make_pair("{\"seqlen\": [128,", "not valid JSON"),
                     std::make_pair("[1, 2]", "my.json: : Value type not permitted"),
-                    std::make_pair(R"({"seqlens": [128]})", "my.json: /seqlens: a key the schema does not have"),
+                    std::make_pair(R"({"seqlenz": [128]})", "my.json: /seqlenz: a key the schema does not have"),
+                    std::make_pair(R"({"seqlens": [128]})", "my.json: /seqlens/0: Value type not permitted"),
+                    std::make_pair(R"({"seqlens": "uniform:5"})", "'uniform:5' is not a range"),
+                    std::make_pair(R"({"seqlens": "uniform:0-0"})", "no token at all"),
+                    std::make_pair(R"({"varlen_as": "padded"})", "applies to \"seqlens\" points only"),
+                    std::make_pair(R"({"seqlens": "uniform:1-9", "varlen_as": "sideways"})", "\"varlen_as\" value \"sideways\" is not one of packed, padded"),
                     std::make_pair(R"({"seqlen": []})", "my.json: /seqlen: Array should contain no fewer than 1"),
                     std::make_pair(R"({"seqlen": ["128"]})", "my.json: /seqlen/0: Value type not permitted"),
                     std::make_pair(R"({"seqlen": [1.5]})", "/seqlen/0: Value type not permitted by 'type' constraint (found 1.5)"),
@@ -227,4 +232,26 @@ TEST(Presets, LlamaDecodePresetsCoverBatchContextAndBothLayouts) {
     EXPECT_TRUE(
         names.count("flash_decode/fwd/b:128/h:" + std::to_string(heads) + "/kvh:8/n:1/nk:131072/d:128/fp16/paged:64"));
   }
+}
+
+TEST(Presets, VarlenPrefillPacksSixteenAndSixtyFourThousandTokens) {
+  const auto points = preset_points("varlen-prefill");
+  EXPECT_EQ(points.size(), 2u * 2u * 2u * 2u);  // tokens x d x causal x layout
+  std::set<std::string> names;
+  for (const auto& pt : points) {
+    const Problem& p = pt.problem;
+    EXPECT_EQ(pt.method, "flash2");
+    EXPECT_EQ(p.seqlens, "uniform:512-8192");
+    EXPECT_EQ(p.heads * p.head_dim, 2048);
+    const int64_t budget = p.total_tokens() > 16384 ? 65536 : 16384;
+    EXPECT_LE(p.total_tokens(), budget);
+    EXPECT_GT(p.total_tokens(), budget - 8192);
+    for (int32_t len : p.seq_lengths) {
+      EXPECT_GE(len, 512);
+      EXPECT_LE(len, 8192);
+    }
+    EXPECT_FALSE(p.invalid_reason());
+    names.insert(pt.name());
+  }
+  EXPECT_EQ(names.size(), points.size());
 }

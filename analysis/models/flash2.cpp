@@ -35,11 +35,16 @@ int64_t preprocess_lanes(int64_t d) {
 Traffic flash2_fwd_traffic(const Problem& p, const ModelTiles& t, const BlockMask& mask, KvTileLoads loads) {
   check_tiles(t, "flash2 forward");
   const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, row_bytes = d * e;
-  const int64_t br = t.block_r, bc = t.block_c, tr = ceil_div(nq, br);
+  const int64_t br = t.block_r, bc = t.block_c;
   const auto lens = key_lengths(p);
   Traffic out;
+  int64_t first_token = 0;  // packed varlen: sequence b's first row in each head's T rows
+  const int64_t total = p.packed() ? p.total_tokens() : 0;
   for (int64_t b = 0; b < p.batch; ++b) {
     const int64_t nk = std::min<int64_t>(lens[size_t(b)], p.nk());
+    // A packed varlen sequence has its own query rows (its Q tiles past its length exit at once);
+    // otherwise every sequence has nq (the padded twin's queries past a length are computed too).
+    const int64_t nq_b = p.packed() ? nk : nq, tr = ceil_div(nq_b, br);
     const int64_t load_end = loads == KvTileLoads::CutAtKeyLength ? nk : p.nk();
     // K/V rows one Q tile loads: whole tiles below n_end, the last one cut at load_end.
     int64_t kv_rows = 0;  // as the crossbar counts them (smem_row_deliveries)
@@ -58,12 +63,13 @@ Traffic flash2_fwd_traffic(const Problem& p, const ModelTiles& t, const BlockMas
       }
     }
     for (int64_t h = 0; h < p.heads; ++h) {
-      const int64_t head = (b * p.heads + h) * nq;
-      out.add("Q tiles", q_xbar_rows(nq, br, t.smem_layout) * row_bytes, 0);
+      const int64_t head = p.packed() ? h * total + first_token : (b * p.heads + h) * nq;
+      out.add("Q tiles", q_xbar_rows(nq_b, br, t.smem_layout) * row_bytes, 0);
       out.add("K,V tiles", 2 * kv_rows * row_bytes, 0);
-      out.add("O", 0, nq * row_bytes);
-      out.add("L (log-sum-exp)", 0, grouped_fp32_sectors(head, nq, t.l_store_rows) * kSector);
+      out.add("O", 0, nq_b * row_bytes);
+      out.add("L (log-sum-exp)", 0, grouped_fp32_sectors(head, nq_b, t.l_store_rows) * kSector);
     }
+    first_token += nk;
   }
   return out;
 }

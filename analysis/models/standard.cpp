@@ -32,7 +32,7 @@ Traffic standard_fwd_traffic(const Problem& p, Elementwise k) {
   const int64_t e = bytes_of(p.dtype);
   const int64_t q = p.q_elements() * e, kv = p.kv_elements() * e;
   const int64_t elements = p.batch * p.heads * p.seqlen_q * p.nk(), s = elements * e;
-  const bool dropout = p.dropout > 0, masked = p.causal || p.padding != Padding::None;
+  const bool dropout = p.dropout > 0, masked = p.causal || p.key_padded();
   Traffic out;
   out.add("S = Q·Kᵀ (GEMM)", q + kv, s);
   if (k == Elementwise::Fused) {
@@ -95,7 +95,7 @@ Traffic StandardModel::compulsory_dram(const ModelPoint& m) const {
     add_forward_compulsory(p, out);
     out.add("S, P", 2 * s, (p.dropout > 0 ? 3 : 2) * s);
     if (k == Elementwise::Separate) {  // the passes the fused kernel saves
-      if (p.causal || p.padding != Padding::None) out.add("masking: S read and written back", s, s);
+      if (p.causal || p.key_padded()) out.add("masking: S read and written back", s, s);
       if (p.dropout > 0) out.add("dropout: P read, mask written", s, elements);
     }
   }

@@ -22,6 +22,7 @@
 #include "bench/core/json_input.h"
 #include "bench/core/safe_write.h"
 #include "bench/core/sparsity.h"
+#include "bench/core/varlen.h"
 #include "bench/cli/bad_input.h"
 #include "bench/cli/profile_command.h"
 #include "bench/cli/run_outputs.h"
@@ -101,7 +102,7 @@ bool parse_bool(const std::string& opt, const std::string& s) {
 // Options of `flashio run` (and the shape options of `flashio list`) as strings.
 struct AxisOptions {
   std::vector<std::string> method, pass, batch, heads, kv_heads, seqlen, seqlen_k, head_dim, dtype, causal, padding,
-      dropout, deterministic, block_r, block_c, mma, kv_layout, pattern, density, sparse_block;
+      dropout, deterministic, block_r, block_c, mma, kv_layout, seqlens, varlen_as, pattern, density, sparse_block;
   std::string tokens, model_dim, seed, sparse_window, sparse_global;
 };
 
@@ -127,6 +128,15 @@ void add_shape_options(CLI::App* app, AxisOptions& a) {
   app->add_option("--kv-layout", a.kv_layout,
                   "K/V cache layout: contiguous, paged:P (pages of P tokens, P a positive multiple of 64, in a seeded "
                   "random order through a block table)")
+      ->delimiter(',');
+  app->add_option("--seqlens", a.seqlens,
+                  "variable lengths, packed without padding: uniform:A-B (lengths uniform in [A, B] from --seed; "
+                  "--batch sequences, or with --tokens T as many as fill T tokens), file:PATH (integers, white space "
+                  "or commas, # comments); N is then the longest sequence")
+      ->delimiter(',');
+  app->add_option("--varlen-as", a.varlen_as,
+                  "layout of --seqlens points: packed (cumulative offsets, no padding), padded (the same sequences "
+                  "padded to the longest, key lengths = the lengths), or both: packed,padded")
       ->delimiter(',');
   app->add_option("--tokens", a.tokens, "batch = tokens / N (FlashAttention-2's setting: 16384)");
   app->add_option("--model-dim", a.model_dim, "heads = model-dim / d (FlashAttention-2's setting: 2048)");
@@ -213,6 +223,20 @@ SweepSpec build_spec(const AxisOptions& a, SweepSpec s) {
       if (!page) throw BadInput("--kv-layout: " + why);
       return *page;
     });
+  if (!a.seqlens.empty())
+    s.seqlens = parse_list<std::string>("seqlens", a.seqlens, [](const std::string& v) {
+      std::string why;
+      if (!parse_seqlens(v, &why)) throw BadInput("--seqlens: " + why);
+      return v;
+    });
+  if (!a.varlen_as.empty()) {
+    if (a.seqlens.empty()) throw BadInput("--varlen-as: applies to --seqlens points only (give --seqlens)");
+    s.varlen_padded = parse_list<bool>("varlen-as", a.varlen_as, [](const std::string& v) {
+      if (v == "packed") return false;
+      if (v == "padded") return true;
+      throw BadInput(fmt::format("--varlen-as: '{}' is not one of packed, padded", v));
+    });
+  }
   if (!a.seed.empty()) s.seed = uint64_t(parse_ints("seed", {a.seed}, 0)[0]);
   if (!a.pattern.empty()) s.pattern = a.pattern;  // checked by expand() (Problem::invalid_reason)
   if (!a.density.empty())

@@ -29,10 +29,14 @@ HostInputs make_inputs(const Problem& p, bool with_grad_output) {
     out.resize(size_t(elements));
     fill_normal(out.data(), 0, out.size(), p.dtype, p.seed, tensor);
   };
-  make(in.q, p.q_elements(), InputTensor::Q);
-  make(in.k, p.kv_elements(), InputTensor::K);
-  make(in.v, p.kv_elements(), InputTensor::V);
-  if (with_grad_output) make(in.d_o, p.q_elements(), InputTensor::dO);
+  // Logical [B, H, Nq, d] and [B, Hkv, Nk, d] (a packed varlen problem's padded twin: the packed
+  // tensors hold these values at the real tokens, bench/cuda/device_inputs.h).
+  const int64_t q_elements = p.batch * p.heads * p.seqlen_q * p.head_dim;
+  const int64_t kv_elements = p.batch * p.kvh() * p.nk() * p.head_dim;
+  make(in.q, q_elements, InputTensor::Q);
+  make(in.k, kv_elements, InputTensor::K);
+  make(in.v, kv_elements, InputTensor::V);
+  if (with_grad_output) make(in.d_o, q_elements, InputTensor::dO);
   in.key_lengths = key_lengths(p);
   return in;
 }

@@ -34,6 +34,7 @@ struct HostInputs {
   std::vector<int32_t> key_lengths;
 };
 
+// The logical tensors [B, H, Nq, d], [B, Hkv, Nk, d] (also of a packed varlen problem: its padded twin's).
 HostInputs make_inputs(const Problem& p, bool with_grad_output);
 
 // Elements [first, first + count) of `tensor` into out[0, count), on every core.

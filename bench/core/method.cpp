@@ -36,7 +36,7 @@ Support check_common(const MethodInfo& info, const Problem& p, Pass pass, const 
                                    fmt::join(info.head_dims, ", "), p.head_dim));
   if (p.causal && !contains(info.masks, std::string("causal")))
     return Support::no(fmt::format("{} has no causal mask yet", info.name));
-  if (p.padding != Padding::None && !contains(info.masks, std::string("padding")))
+  if (p.key_padded() && !contains(info.masks, std::string("padding")))
     return Support::no(fmt::format("{} has no key-padding mask yet", info.name));
   if (p.sparse() && !contains(info.masks, std::string("blocksparse")))
     return Support::no(fmt::format("{} has no block-sparse mask (pattern {}); see blocksparse_flash, blocksparse_standard",
@@ -51,6 +51,10 @@ Support check_common(const MethodInfo& info, const Problem& p, Pass pass, const 
   if (p.paged() && !info.paged_kv)
     return Support::no(fmt::format("{} cannot read a paged K/V cache ({}): it reads contiguous K/V [B, Hkv, Nk, d]",
                                    info.name, kv_layout_name(p)));
+  if (p.packed() && !info.varlen)
+    return Support::no(fmt::format("{} cannot read packed variable-length input (--seqlens {}): it reads [B, H, N, d] "
+                                   "tensors; --varlen-as padded runs the same sequences padded to the longest",
+                                   info.name, p.seqlens));
   if (p.kvh() != p.heads && !info.gqa) return Support::no(fmt::format("{} does not support GQA/MQA (kv-heads != heads)", info.name));
   if (info.where == "gpu") {
     if (dev.compute_capability() < 75)

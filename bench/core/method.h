@@ -49,6 +49,9 @@ struct MethodInfo {
   // Reads a paged K/V cache (Problem::kv_page: pages through a block table). False: a paged
   // point is skipped with the reason.
   bool paged_kv = false;
+  // Reads packed variable-length input (Problem::packed(): [H, T, d] through cumulative
+  // offsets, AttentionBuffers::cu_seqlens). False: a packed varlen point is skipped.
+  bool varlen = false;
   // Honours Problem::deterministic: its backward is bitwise reproducible (always, or in the
   // deterministic mode). False: a deterministic bwd/fwdbwd point is skipped.
   bool deterministic = false;
@@ -69,6 +72,9 @@ struct AttentionBuffers {
   // A paged problem (Problem::kv_page > 0): k and v hold the pages, [pages, Hkv, P, d], and
   // block_table [B, ⌈Nk/P⌉] (int32) names the physical page of each logical one (KvPages).
   const int* block_table = nullptr;
+  // A packed varlen problem (Problem::packed()): q, o [H, T, d], k, v [Hkv, T, d], lse [H, T],
+  // and cu_seqlens [B + 1] (int32) the offsets of the sequences' first tokens (cu[B] = T).
+  const int* cu_seqlens = nullptr;
   const void* d_o = nullptr;     // [B, H, Nq, d]
   void* dq = nullptr;
   void* dk = nullptr;

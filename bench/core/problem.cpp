@@ -9,6 +9,7 @@
 #include "bench/core/json_input.h"
 #include "bench/core/rng.h"
 #include "bench/core/sparsity.h"
+#include "bench/core/varlen.h"
 
 namespace flashio {
 
@@ -36,6 +37,13 @@ std::optional<DType> parse_dtype(const std::string& s) {
   return std::nullopt;
 }
 
+int64_t Problem::total_tokens() const {
+  if (!varlen()) return batch * seqlen_q;
+  int64_t t = 0;
+  for (int32_t len : seq_lengths) t += len;
+  return t;
+}
+
 double Problem::scale() const {
   return softmax_scale > 0.0 ? softmax_scale : 1.0 / std::sqrt(double(head_dim));
 }
@@ -53,6 +61,7 @@ std::string Problem::name() const {
   if (block_r > 0 || block_c > 0) s += fmt::format("/tile:{}x{}", block_r, block_c);
   if (!mma.empty()) s += "/mma:" + mma;
   if (paged()) s += "/" + kv_layout_name(*this);  // contiguous adds nothing: older names unchanged
+  if (varlen()) s += "/varlen:" + varlen_name(seqlens) + (varlen_padded ? "/padded" : "");  // likewise
   if (sparse()) {
     const auto kind = parse_pattern(pattern);
     if (kind == PatternKind::File) {  // the file's base name: a path's slashes would split the name
@@ -110,6 +119,7 @@ std::optional<std::string> Problem::invalid_reason() const {
   if (!mma.empty() && mma != "mma.sync" && mma != "wgmma")
     return fmt::format("mma must be mma.sync or wgmma (got '{}')", mma);
   if (auto why = pattern_invalid_reason(*this)) return why;
+  if (auto why = varlen_invalid_reason(*this)) return why;
   if (kv_page < 0 || kv_page % kKvPageMultiple != 0)
     return fmt::format("kv page size {} is not a positive multiple of {} (allowed: {}, {}, {}, ...)", kv_page,
                        kKvPageMultiple, kKvPageMultiple, 2 * kKvPageMultiple, 4 * kKvPageMultiple);
@@ -163,6 +173,7 @@ KvPages kv_pages_of(const Problem& p) {
 }
 
 std::vector<int32_t> key_lengths(const Problem& p) {
+  if (p.varlen()) return p.seq_lengths;
   std::vector<int32_t> lengths(size_t(p.batch), int32_t(p.nk()));
   if (p.padding == Padding::Random) {
     SplitMix64 rng(p.seed ^ 0x9ad0ull);
@@ -185,6 +196,11 @@ static double sparse_density_or_one(const Problem& p) {
 
 double flops(const Problem& p, Pass pass) {
   double fwd = 4.0 * double(p.batch) * double(p.heads) * double(p.seqlen_q) * double(p.nk()) * double(p.head_dim);
+  if (p.varlen()) {  // the real tokens' work only, packed or padded: Σ_b 4·H·L_b²·d
+    double sq = 0.0;
+    for (int32_t len : p.seq_lengths) sq += double(len) * double(len);
+    fwd = 4.0 * double(p.heads) * sq * double(p.head_dim);
+  }
   if (p.causal) fwd *= 0.5;
   if (p.sparse()) fwd *= sparse_density_or_one(p);
   switch (pass) {
@@ -197,7 +213,7 @@ double flops(const Problem& p, Pass pass) {
 
 int64_t compulsory_bytes(const Problem& p, Pass pass) {
   const int64_t e = bytes_of(p.dtype);
-  const int64_t q = p.q_elements() * e, kv = p.kv_elements() * e, lse = p.batch * p.heads * p.seqlen_q * 4;
+  const int64_t q = p.q_elements() * e, kv = p.kv_elements() * e, lse = p.lse_elements() * 4;
   const int64_t fwd = q + 2 * kv + q + lse;               // Q, K, V in; O, L out
   const int64_t bwd = 3 * q + 2 * kv + lse + q + 2 * kv;  // Q, O, dO, K, V, L in; dQ, dK, dV out
   switch (pass) {
@@ -233,6 +249,11 @@ nlohmann::json to_json(const Problem& p) {
   if (p.deterministic) j["deterministic"] = true;  // only when set, so other records are unchanged
   if (!p.mma.empty()) j["mma"] = p.mma;             // likewise
   if (p.paged()) j["kv_layout"] = kv_layout_name(p);  // likewise: absent = contiguous
+  if (p.varlen()) {  // likewise; the lengths themselves, so a record is self-contained
+    j["seqlens"] = p.seqlens;
+    j["seq_lengths"] = p.seq_lengths;
+    j["varlen_layout"] = p.varlen_padded ? "padded" : "packed";
+  }
   auto mask_rows = [](const std::string& text) {  // a mask in the pattern-file format, without its header
     nlohmann::json rows = nlohmann::json::array();
     for (size_t at = text.find('\n') + 1; at > 0 && at < text.size();) {
@@ -306,6 +327,19 @@ Problem problem_from_json(const nlohmann::json& j) {
       const auto page = parse_kv_layout(j.at("kv_layout").get<std::string>(), &why);
       if (!page) throw std::runtime_error("bad kv_layout: " + why);
       p.kv_page = *page;
+    }
+    if (j.contains("seqlens")) {  // the record's lengths: a file: spec's path is never opened
+      p.seqlens = j.at("seqlens").get<std::string>();
+      if (!j.contains("seq_lengths") || !j["seq_lengths"].is_array())
+        throw std::runtime_error("a varlen problem (\"seqlens\") without its \"seq_lengths\"");
+      if (j["seq_lengths"].size() > size_t(kMaxSequences))
+        throw std::runtime_error(fmt::format("more than {} seq_lengths", kMaxSequences));
+      for (const auto& len : j["seq_lengths"])
+        p.seq_lengths.push_back(int32_t(checked_integer(len, 0, kMaxExtent, "seq_lengths")));
+      const std::string layout = j.value("varlen_layout", std::string("packed"));
+      if (layout != "packed" && layout != "padded")
+        throw std::runtime_error("varlen_layout must be packed or padded (got '" + layout + "')");
+      p.varlen_padded = layout == "padded";
     }
     p.pattern = j.value("pattern", std::string());
     p.sparse_block = int_field(j, "sparse_block", p.sparse_block);

@@ -47,6 +47,17 @@ struct Problem {
   // (kv_pages_of). A storage layout only: the logical K/V, the reference and the check are the
   // same. P is a positive multiple of kKvPageMultiple.
   int kv_page = 0;
+  // Variable lengths (--seqlens, bench/core/varlen.h): "" = every sequence has seqlen_q tokens;
+  // "uniform:A-B" (lengths drawn from the seed) or "file:PATH". seq_lengths holds the resolved
+  // lengths (resolve_varlen): batch = their count, seqlen_q = the longest, seqlen_k = 0
+  // (self-attention per sequence). Packed (the default): Q, O [H, T, d], K, V [Hkv, T, d],
+  // L [H, T], T = Σ lengths, sequence b's tokens at rows cu[b] .. cu[b+1] of each head, no
+  // padding. varlen_padded: the same sequences padded to the longest, [B, H, N, d] with key
+  // lengths = the lengths (the key-padding path), its queries past a length computed and unused.
+  // A record embeds the lengths (to_json "seq_lengths"), so a file: spec's path is never re-read.
+  std::string seqlens;
+  std::vector<int32_t> seq_lengths;
+  bool varlen_padded = false;
   int block_r = 0;             // forced tile rows (Br); 0 = the method's choice for the GPU
   int block_c = 0;             // forced tile columns (Bc); 0 = the method's choice
   // Forced tensor-core instruction of the fused kernels: "" (the method's choice: wgmma on a
@@ -69,11 +80,20 @@ struct Problem {
 
   bool sparse() const { return !pattern.empty() && pattern != "none"; }
   bool paged() const { return kv_page > 0; }
+  bool varlen() const { return !seqlens.empty(); }
+  bool packed() const { return varlen() && !varlen_padded; }  // the packed varlen layout
+  // Keys beyond a per-sequence length are masked: --padding random, or a padded varlen problem.
+  bool key_padded() const { return padding != Padding::None || (varlen() && varlen_padded); }
+  // Real tokens: Σ seq_lengths for a varlen problem, else batch·seqlen_q.
+  int64_t total_tokens() const;
   int64_t kvh() const { return kv_heads > 0 ? kv_heads : heads; }
   int64_t nk() const { return seqlen_k > 0 ? seqlen_k : seqlen_q; }
   double scale() const;
-  int64_t q_elements() const { return batch * heads * seqlen_q * head_dim; }
-  int64_t kv_elements() const { return batch * kvh() * nk() * head_dim; }
+  // Elements of Q (and O) and of K (and V) as stored: packed varlen H·T·d and Hkv·T·d.
+  int64_t q_elements() const { return packed() ? heads * total_tokens() * head_dim : batch * heads * seqlen_q * head_dim; }
+  int64_t kv_elements() const { return packed() ? kvh() * total_tokens() * head_dim : batch * kvh() * nk() * head_dim; }
+  // Rows of L (query rows as stored): packed varlen H·T, else B·H·Nq.
+  int64_t lse_elements() const { return packed() ? heads * total_tokens() : batch * heads * seqlen_q; }
 
   // The point's name, Google Benchmark style: b:4/h:16/n:4096/d:64/fp16[/causal]...[/det]
   std::string name() const;
@@ -120,7 +140,8 @@ KvPages kv_pages_of(const Problem& p);  // p.paged()
 // a·b, or nullopt when it does not fit in int64 (a, b >= 0).
 std::optional<int64_t> checked_mul(int64_t a, int64_t b);
 
-// Valid key count per sequence for the problem's padding (deterministic in seed).
+// Valid key count per sequence for the problem's padding (deterministic in seed); a varlen
+// problem's: its sequence lengths.
 std::vector<int32_t> key_lengths(const Problem& p);
 
 // Floating-point operations of one pass (FlashAttention-2 convention): forward

@@ -16,8 +16,12 @@ std::vector<RowId> all_rows(const Problem& p) {
   rows.reserve(size_t(p.batch * p.heads * p.seqlen_q));
   for (int64_t b = 0; b < p.batch; ++b)
     for (int64_t h = 0; h < p.heads; ++h)
-      for (int64_t i = 0; i < p.seqlen_q; ++i) rows.push_back({b, h, i});
+      for (int64_t i = 0; i < query_length(p, b); ++i) rows.push_back({b, h, i});
   return rows;
+}
+
+int64_t query_length(const Problem& p, int64_t b) {
+  return p.varlen() ? int64_t(p.seq_lengths[size_t(b)]) : p.seqlen_q;
 }
 
 double reference_cost(const Problem& p, int64_t nrows) {

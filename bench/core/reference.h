@@ -35,8 +35,12 @@ struct HostTensors {
 void reference_rows(const Problem& p, const HostTensors& t, const std::vector<RowId>& rows,
                     std::vector<double>& out, std::vector<double>& lse, int threads = 0);
 
-// All rows, in BHND order.
+// All rows, in BHND order; of a varlen problem, the rows of the real tokens (i < its length),
+// packed or padded alike.
 std::vector<RowId> all_rows(const Problem& p);
+
+// Query rows of sequence b: its length (varlen) or seqlen_q.
+int64_t query_length(const Problem& p, int64_t b);
 
 // Multiply-adds the reference needs for `nrows` query rows.
 double reference_cost(const Problem& p, int64_t nrows);

@@ -24,7 +24,34 @@ __global__ void generate_paged_kernel(uint16_t* out, const int32_t* __restrict__
   }
 }
 
+__global__ void generate_varlen_kernel(uint16_t* out, const int32_t* __restrict__ cu, VarlenGeometry g, DType dtype,
+                                       uint64_t seed, InputTensor tensor) {
+  const uint64_t count = uint64_t(g.heads * g.total * g.head_dim);
+  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += uint64_t(gridDim.x) * blockDim.x) {
+    const int64_t col = int64_t(i % uint64_t(g.head_dim));
+    const int64_t row = int64_t(i / uint64_t(g.head_dim));  // h·T + t
+    const int64_t t = row % g.total, h = row / g.total;
+    int64_t lo = 0, hi = g.batch;  // the last b with cu[b] <= t (lengths of 0 share an offset)
+    while (hi - lo > 1) {
+      const int64_t mid = (lo + hi) / 2;
+      if (cu[mid] <= t) lo = mid; else hi = mid;
+    }
+    const int64_t b = lo, token = t - cu[b];
+    out[i] = input_word(dtype, seed, tensor, uint64_t(((b * g.heads + h) * g.seqlen + token) * g.head_dim + col));
+  }
+}
+
 }  // namespace
+
+void generate_varlen_inputs_on_device(uint16_t* out, const int32_t* cu, const VarlenGeometry& g, DType dtype,
+                                      uint64_t seed, InputTensor tensor, cudaStream_t stream) {
+  const size_t count = size_t(g.heads * g.total * g.head_dim);
+  if (count == 0) return;
+  constexpr int kThreads = 256;
+  const size_t blocks = std::min<size_t>((count + kThreads - 1) / kThreads, 65536);
+  generate_varlen_kernel<<<unsigned(blocks), kThreads, 0, stream>>>(out, cu, g, dtype, seed, tensor);
+  FLASHIO_CHECK_LAUNCH();
+}
 
 void generate_paged_inputs_on_device(uint16_t* out, const int32_t* table, const PagedKvGeometry& g, DType dtype,
                                      uint64_t seed, InputTensor tensor, cudaStream_t stream) {

@@ -24,4 +24,15 @@ struct PagedKvGeometry {
 void generate_paged_inputs_on_device(uint16_t* out, const int32_t* table, const PagedKvGeometry& g, DType dtype,
                                      uint64_t seed, InputTensor tensor, cudaStream_t stream);
 
+// A tensor of a packed varlen problem (Problem::packed()): [heads, T, d] with sequence b's tokens
+// at rows cu[b] .. cu[b+1] (`cu` [B + 1] on the device, int32). Token t = cu[b] + i of head h
+// holds logical element ((b·heads + h)·N + i)·d + col of the padded [B, heads, N, d] tensor
+// (N the longest sequence), generated as above: the packed tensor, its padded twin and the host's
+// reference read the same values.
+struct VarlenGeometry {
+  int64_t batch, heads, total, seqlen, head_dim;
+};
+void generate_varlen_inputs_on_device(uint16_t* out, const int32_t* cu, const VarlenGeometry& g, DType dtype,
+                                      uint64_t seed, InputTensor tensor, cudaStream_t stream);
+
 }  // namespace flashio

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "bench/core/rng.h"
+#include "bench/core/varlen.h"
 
 namespace flashio {
 
@@ -25,23 +26,35 @@ Tolerance gradient_tolerance_for(DType t) {
 }
 
 std::vector<RowId> rows_to_check(const Problem& p, double budget_macs) {
-  const int64_t total = p.batch * p.heads * p.seqlen_q;
+  const int64_t total = p.heads * (p.varlen() ? p.total_tokens() : p.batch * p.seqlen_q);
   if (reference_cost(p, total) <= budget_macs) return all_rows(p);
 
   std::set<std::tuple<int64_t, int64_t, int64_t>> picked;
   SplitMix64 rng(p.seed ^ 0xc0ffee);
   std::vector<std::pair<int64_t, int64_t>> heads = {{0, 0}, {p.batch - 1, p.heads - 1}};
   for (int i = 0; i < 2; ++i) heads.push_back({int64_t(rng.next() % uint64_t(p.batch)), int64_t(rng.next() % uint64_t(p.heads))});
+  if (p.varlen()) {  // and the longest sequence and the shortest non-empty one: both ends of the lengths
+    int64_t longest = 0, shortest = -1;
+    for (int64_t b = 0; b < p.batch; ++b) {
+      const int64_t n = p.seq_lengths[size_t(b)];
+      if (n > p.seq_lengths[size_t(longest)]) longest = b;
+      if (n > 0 && (shortest < 0 || n < p.seq_lengths[size_t(shortest)])) shortest = b;
+    }
+    heads.push_back({longest, int64_t(rng.next() % uint64_t(p.heads))});
+    if (shortest >= 0) heads.push_back({shortest, int64_t(rng.next() % uint64_t(p.heads))});
+  }
   const int64_t per_head = std::max<int64_t>(8, int64_t(budget_macs / reference_cost(p, 1)) / int64_t(heads.size()));
   for (auto [b, h] : heads) {
-    std::vector<int64_t> rows = {0, 1, p.seqlen_q - 1, p.seqlen_q - 2};
-    for (int64_t edge = 64; edge < p.seqlen_q && rows.size() < 16; edge *= 2) {  // tile boundaries
+    const int64_t n = query_length(p, b);  // a varlen sequence's own length (0: no rows)
+    if (n == 0) continue;
+    std::vector<int64_t> rows = {0, 1, n - 1, n - 2};
+    for (int64_t edge = 64; edge < n && rows.size() < 16; edge *= 2) {  // tile boundaries
       rows.push_back(edge - 1);
       rows.push_back(edge);
     }
-    while (int64_t(rows.size()) < std::min(per_head, p.seqlen_q)) rows.push_back(int64_t(rng.next() % uint64_t(p.seqlen_q)));
+    while (int64_t(rows.size()) < std::min(per_head, n)) rows.push_back(int64_t(rng.next() % uint64_t(n)));
     for (int64_t i : rows)
-      if (i >= 0 && i < p.seqlen_q) picked.insert({b, h, i});
+      if (i >= 0 && i < n) picked.insert({b, h, i});
   }
   std::vector<RowId> out;
   for (auto [b, h, i] : picked) out.push_back({b, h, i});
@@ -111,7 +124,7 @@ CheckResult compare_with_reference(const Problem& p, const std::vector<RowId>& r
   const Tolerance tol = tolerance_for(p.dtype);
   CheckResult c;
   c.rows_checked = int64_t(rows.size());
-  c.rows_total = p.batch * p.heads * p.seqlen_q;
+  c.rows_total = p.heads * (p.varlen() ? p.total_tokens() : p.batch * p.seqlen_q);  // real tokens' rows
   c.scope = c.rows_checked == c.rows_total ? "all rows" : "sampled rows";
   c.lse_checked = lse != nullptr;
   const TensorCheck o = compare_tensor("o", gather_rows(p, out, rows), ref_out, tol.atol_rms, tol.rtol);
@@ -121,11 +134,16 @@ CheckResult compare_with_reference(const Problem& p, const std::vector<RowId>& r
   if (lse) {
     constexpr double kLseAtol = 1e-3, kLseRtol = 1e-4;  // LSE is fp32 from exact fp16/bf16 products
     std::vector<double> got(rows.size());
-    for (size_t r = 0; r < rows.size(); ++r)
-      got[r] = (*lse)[size_t((rows[r].b * p.heads + rows[r].h) * p.seqlen_q + rows[r].i)];
+    const std::vector<int64_t> cu = cu_seqlens(p);
+    for (size_t r = 0; r < rows.size(); ++r) got[r] = (*lse)[size_t(stored_row(p, cu, rows[r]))];
     add_tensor(c, compare_tensor("lse", got, ref_lse, kLseAtol, kLseRtol, true));
   }
   return c;
+}
+
+int64_t stored_row(const Problem& p, const std::vector<int64_t>& cu, const RowId& r) {
+  if (p.packed()) return r.h * cu.back() + cu[size_t(r.b)] + r.i;
+  return (r.b * p.heads + r.h) * p.seqlen_q + r.i;
 }
 
 }  // namespace flashio

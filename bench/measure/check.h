@@ -43,6 +43,10 @@ std::vector<double> gather_rows(const Problem& p, const uint16_t* full, const st
 CheckResult compare_with_reference(const Problem& p, const std::vector<RowId>& rows,
                                    const std::vector<double>& ref_out, const std::vector<double>& ref_lse,
                                    const uint16_t* out,                    // O of the method, BHND (the rows read)
-                                   const std::vector<float>* lse);          // full LSE or null
+                                   const std::vector<float>* lse);  // full LSE as stored (packed varlen: [H, T]) or null
+
+// Index of query row r in the rows of O and L as stored: (b·H + h)·Nq + i, or for a packed
+// varlen problem h·T + cu[b] + i (cu = cu_seqlens(p), unused otherwise).
+int64_t stored_row(const Problem& p, const std::vector<int64_t>& cu, const RowId& r);
 
 }  // namespace flashio

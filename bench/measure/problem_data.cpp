@@ -5,12 +5,14 @@
 #include <cstring>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "bench/cuda/cuda_check.h"
 #include "bench/cuda/device_inputs.h"
 #include "bench/cuda/device_util.h"
+#include "bench/core/varlen.h"
 #include "bench/measure/check.h"
 
 namespace flashio {
@@ -117,6 +119,36 @@ void verify_paged_tensor(const char* name, const Problem& p, const KvPages& page
   }
 }
 
+// The packed twin of verify_tensor: each head (b, h) of `host` not yet compared, its length's
+// rows read from the packed [heads, T, d] tensor (rows cu[b] .. cu[b+1] of head h) and compared
+// with the first rows of the logical head.
+void verify_packed_tensor(const char* name, const Problem& p, const HostTensor& host, const DeviceBuffer& dev,
+                          int64_t heads, std::vector<char>& checked) {
+  if (!host.words) return;
+  checked.resize(host.present.size(), 0);
+  const std::vector<int64_t> cu = cu_seqlens(p);
+  std::vector<uint16_t> got;
+  for (size_t bh = 0; bh < host.present.size(); ++bh) {
+    if (!host.present[bh] || checked[bh]) continue;
+    const int64_t b = int64_t(bh) / heads, h = int64_t(bh) % heads;
+    const size_t n = size_t((cu[size_t(b) + 1] - cu[size_t(b)]) * p.head_dim);
+    got.resize(n);
+    if (n)
+      FLASHIO_CUDA_CHECK(cudaMemcpy(got.data(), dev.as<uint16_t>() + (h * cu.back() + cu[size_t(b)]) * p.head_dim,
+                                    n * 2, cudaMemcpyDeviceToHost));
+    const uint16_t* want = host.words.get() + int64_t(bh) * host.head_words;
+    if (n && std::memcmp(got.data(), want, n * 2) != 0) {
+      size_t e = 0;
+      while (got[e] == want[e]) ++e;
+      throw std::runtime_error(fmt::format(
+          "the packed {} differs from the logical one: head {} element {} is 0x{:04x} packed, 0x{:04x} on the host, "
+          "so the reference would not read what the methods read",
+          name, bh, e, got[e], want[e]));
+    }
+    checked[bh] = 1;
+  }
+}
+
 }  // namespace
 
 void HostTensor::make(const Problem& p, InputTensor which, const std::vector<int64_t>& heads) {
@@ -139,7 +171,7 @@ void HostTensor::make(const Problem& p, InputTensor which, const std::vector<int
 
 HostTensors HostSide::tensors() const {
   return {q.words.get(), k.words.get(), v.words.get(),
-          problem.padding != Padding::None ? key_lengths.data() : nullptr};
+          problem.key_padded() || problem.varlen() ? key_lengths.data() : nullptr};
 }
 
 std::string problem_key(const Problem& p) {
@@ -209,7 +241,24 @@ void add_gradients(HostSide& h, const RunOptions& opt) {
 DeviceSide make_device_side(const HostSide& h, bool with_grad, DeviceAllocator& alloc, cudaStream_t stream) {
   const Problem& p = h.problem;
   DeviceSide d;
-  d.q = generate(p, InputTensor::Q, p.q_elements(), alloc, stream);
+  if (p.packed()) {  // [H, T, d] and [Hkv, T, d], the padded tensors' values at the real tokens
+    const std::vector<int64_t> cu64 = cu_seqlens(p);
+    const std::vector<int32_t> cu(cu64.begin(), cu64.end());
+    d.cu_seqlens = DeviceBuffer(alloc, cu.size() * sizeof(int32_t));
+    FLASHIO_CUDA_CHECK(
+        cudaMemcpyAsync(d.cu_seqlens.get(), cu.data(), d.cu_seqlens.bytes(), cudaMemcpyHostToDevice, stream));
+    for (auto [buf, which, heads] :
+         {std::tuple<DeviceBuffer*, InputTensor, int64_t>{&d.q, InputTensor::Q, p.heads},
+          {&d.k, InputTensor::K, p.kvh()}, {&d.v, InputTensor::V, p.kvh()}}) {
+      *buf = DeviceBuffer(alloc, size_t(heads * p.total_tokens() * p.head_dim) * 2);
+      const VarlenGeometry g{p.batch, heads, p.total_tokens(), p.seqlen_q, p.head_dim};
+      generate_varlen_inputs_on_device(buf->as<uint16_t>(), d.cu_seqlens.as<int32_t>(), g, p.dtype, p.seed, which,
+                                       stream);
+    }
+    FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));  // `cu`
+  } else {
+    d.q = generate(p, InputTensor::Q, p.q_elements(), alloc, stream);
+  }
   if (p.paged()) {  // the pages, in the block table's order; the last pages' slots past Nk are zeros
     d.block_table = DeviceBuffer(alloc, h.pages.table.size() * sizeof(int32_t));
     FLASHIO_CUDA_CHECK(cudaMemcpyAsync(d.block_table.get(), h.pages.table.data(), d.block_table.bytes(),
@@ -221,17 +270,18 @@ DeviceSide make_device_side(const HostSide& h, bool with_grad, DeviceAllocator& 
       generate_paged_inputs_on_device(buf->as<uint16_t>(), d.block_table.as<int32_t>(), g, p.dtype, p.seed, which,
                                       stream);
     }
-  } else {
+  } else if (!p.packed()) {
     d.k = generate(p, InputTensor::K, p.kv_elements(), alloc, stream);
     d.v = generate(p, InputTensor::V, p.kv_elements(), alloc, stream);
   }
-  if (p.padding != Padding::None) {
+  if (p.key_padded()) {
     d.key_lengths = DeviceBuffer(alloc, h.key_lengths.size() * sizeof(int32_t));
     FLASHIO_CUDA_CHECK(cudaMemcpyAsync(d.key_lengths.get(), h.key_lengths.data(), d.key_lengths.bytes(),
                                        cudaMemcpyHostToDevice, stream));
   }
   std::vector<int64_t> flat(h.rows.size());
-  for (size_t r = 0; r < h.rows.size(); ++r) flat[r] = (h.rows[r].b * p.heads + h.rows[r].h) * p.seqlen_q + h.rows[r].i;
+  const std::vector<int64_t> cu = cu_seqlens(p);
+  for (size_t r = 0; r < h.rows.size(); ++r) flat[r] = stored_row(p, cu, h.rows[r]);
   d.rows = DeviceBuffer(alloc, flat.size() * sizeof(int64_t));
   FLASHIO_CUDA_CHECK(cudaMemcpyAsync(d.rows.get(), flat.data(), d.rows.bytes(), cudaMemcpyHostToDevice, stream));
   if (with_grad) add_device_gradients(h, d, alloc, stream);
@@ -241,11 +291,25 @@ DeviceSide make_device_side(const HostSide& h, bool with_grad, DeviceAllocator& 
 
 void add_device_gradients(const HostSide& h, DeviceSide& d, DeviceAllocator& alloc, cudaStream_t stream) {
   if (d.d_o.get()) return;
-  d.d_o = generate(h.problem, InputTensor::dO, h.problem.q_elements(), alloc, stream);
+  const Problem& p = h.problem;
+  if (p.packed()) {  // as Q (no method has a packed backward yet; the inputs are right all the same)
+    d.d_o = DeviceBuffer(alloc, size_t(p.q_elements()) * 2);
+    const VarlenGeometry g{p.batch, p.heads, p.total_tokens(), p.seqlen_q, p.head_dim};
+    generate_varlen_inputs_on_device(d.d_o.as<uint16_t>(), d.cu_seqlens.as<int32_t>(), g, p.dtype, p.seed,
+                                     InputTensor::dO, stream);
+  } else {
+    d.d_o = generate(p, InputTensor::dO, p.q_elements(), alloc, stream);
+  }
   FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
 void verify_inputs(const HostSide& h, DeviceSide& d) {
+  if (h.problem.packed()) {
+    verify_packed_tensor("Q", h.problem, h.q, d.q, h.problem.heads, d.q_checked);
+    verify_packed_tensor("K", h.problem, h.k, d.k, h.problem.kvh(), d.k_checked);
+    verify_packed_tensor("V", h.problem, h.v, d.v, h.problem.kvh(), d.v_checked);
+    return;  // no dO: a packed problem has no backward
+  }
   verify_tensor("Q", h.q, d.q, d.q_checked);
   if (h.problem.paged()) {
     verify_paged_tensor("K", h.problem, h.pages, h.k, d.k, d.k_checked);

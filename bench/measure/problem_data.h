@@ -103,8 +103,9 @@ class HostSideMaker {
 struct DeviceSide {
   // K, V: contiguous [B, Hkv, Nk, d], or a paged problem's pages [pages, Hkv, P, d] with its
   // block_table [B, ⌈Nk/P⌉].
-  DeviceBuffer q, k, v, d_o, key_lengths, block_table;
-  DeviceBuffer rows;  // the checked rows' flat indices (b·H + h)·Nq + i, for launch_gather_rows
+  // A packed varlen problem: q [H, T, d], k, v [Hkv, T, d], and cu_seqlens [B + 1] (int32).
+  DeviceBuffer q, k, v, d_o, key_lengths, block_table, cu_seqlens;
+  DeviceBuffer rows;  // the checked rows' indices as stored (check.h stored_row), for launch_gather_rows
   std::vector<char> q_checked, k_checked, v_checked, d_o_checked;  // heads verify_inputs compared
 };
 

@@ -41,7 +41,9 @@ std::unique_ptr<uint16_t[]> download_rows(const DeviceBuffer& buf, const Problem
   std::vector<uint16_t> host(rows.size() * size_t(words));
   FLASHIO_CUDA_CHECK(cudaMemcpyAsync(host.data(), packed.get(), packed.bytes(), cudaMemcpyDeviceToHost, stream));
   FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::unique_ptr<uint16_t[]> out(new uint16_t[buf.bytes() / 2]);
+  // Placed at their logical [B, H, Nq, d] rows (gather_rows reads those), also when the tensor is
+  // stored packed (d.rows then holds packed indices).
+  std::unique_ptr<uint16_t[]> out(new uint16_t[size_t(p.batch * p.heads * p.seqlen_q * words)]);
   for (size_t r = 0; r < rows.size(); ++r) {
     const int64_t flat = (rows[r].b * p.heads + rows[r].h) * p.seqlen_q + rows[r].i;
     std::copy_n(host.data() + r * size_t(words), words, out.get() + flat * words);
@@ -147,7 +149,7 @@ struct Runner::State {
     const DeviceSide& d = *device;
 
     DeviceBuffer o(alloc, size_t(p.q_elements()) * 2);
-    DeviceBuffer lse(alloc, size_t(p.batch * p.heads * p.seqlen_q) * sizeof(float));
+    DeviceBuffer lse(alloc, size_t(p.lse_elements()) * sizeof(float));
     DeviceBuffer dq, dk, dv;
     if (backward) {
       dq = DeviceBuffer(alloc, size_t(p.q_elements()) * 2);
@@ -155,7 +157,8 @@ struct Runner::State {
       dv = DeviceBuffer(alloc, size_t(p.kv_elements()) * 2);
     }
     const int64_t in_bytes =
-        int64_t(d.q.bytes() + d.k.bytes() + d.v.bytes() + d.block_table.bytes() + (backward ? d.d_o.bytes() : 0));
+        int64_t(d.q.bytes() + d.k.bytes() + d.v.bytes() + d.block_table.bytes() + d.cu_seqlens.bytes() +
+                (backward ? d.d_o.bytes() : 0));
     const int64_t out_bytes = int64_t(o.bytes() + lse.bytes() + dq.bytes() + dk.bytes() + dv.bytes());
 
     const int64_t before = alloc.current_bytes();
@@ -177,6 +180,7 @@ struct Runner::State {
     buf.lse = lse.as<float>();
     buf.key_lengths = d.key_lengths.as<int>();
     buf.block_table = d.block_table.as<int>();
+    buf.cu_seqlens = d.cu_seqlens.as<int>();
     buf.d_o = d.d_o.get();
     buf.dq = dq.get();
     buf.dk = dk.get();
@@ -263,6 +267,9 @@ struct Runner::State {
       p.batch = 1;
       p.padding = Padding::None;
       p.kv_page = 0;  // contiguous: the same kernels, no block table to make
+      p.seqlens.clear();  // dense (a varlen point's kernels differ: their modules load at the point)
+      p.seq_lengths.clear();
+      p.varlen_padded = false;
       if (!method->supports(p, pt.pass, dev)) continue;
       try {
         DeviceAllocator warm;
@@ -350,7 +357,7 @@ struct Runner::State {
     const HostSide& d = *host;
     std::vector<float> lse_host;
     if (plan.writes_lse()) {
-      lse_host.resize(size_t(p.batch * p.heads * p.seqlen_q));
+      lse_host.resize(size_t(p.lse_elements()));
       FLASHIO_CUDA_CHECK(cudaMemcpy(lse_host.data(), lse.get(), lse.bytes(), cudaMemcpyDeviceToHost));
     }
     CheckResult c = compare_with_reference(p, d.rows, d.ref_out, d.ref_lse, download_rows(o, p, d.rows, *device, scratch, stream).get(),

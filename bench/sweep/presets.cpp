@@ -134,6 +134,22 @@ std::vector<Preset> make_presets() {
                "context 1k-128k, contiguous and paged:64 K/V",
                decode_sweep(64),
                {"flash_decode", "flash2", "standard"}});
+  // Variable-length prefill (issue 20): sequences of lengths uniform in 512-8192 packed into
+  // 16k and 64k tokens (each pack drawn from the seed until the next sequence would pass the
+  // budget), model dim 2048 (d 64: 32 heads, d 128: 16), causal off/on; flash2 on the packed
+  // sequences and on the same sequences padded to the longest (key lengths = the lengths).
+  // scripts/varlen_bench.sh adds the uniform batch at the mean length and judges the targets.
+  p.push_back({"varlen-prefill",
+               "variable-length prefill: lengths uniform in 512-8192, packs of 16k and 64k tokens, d 64/128, causal "
+               "off/on, flash2 packed and padded to the longest",
+               R"({"sweeps": [
+                   {"method": "flash2", "pass": "fwd", "tokens": 16384, "model_dim": 2048, "head_dim": [64, 128],
+                    "dtype": "fp16", "causal": [false, true], "seqlens": "uniform:512-8192",
+                    "varlen_as": ["packed", "padded"]},
+                   {"method": "flash2", "pass": "fwd", "tokens": 65536, "model_dim": 2048, "head_dim": [64, 128],
+                    "dtype": "fp16", "causal": [false, true], "seqlens": "uniform:512-8192",
+                    "varlen_as": ["packed", "padded"]}]})",
+               {"flash2"}});
   return p;
 }
 

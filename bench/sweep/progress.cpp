@@ -77,7 +77,7 @@ double estimate_seconds(const Point& pt, int reps, int warmup) {
     const double scores = double(p.batch) * double(p.heads) * double(p.seqlen_q) * double(p.nk()) * 2.0;
     double passes = pt.pass == Pass::Fwd ? 4.0 : 10.0;
     if (pt.method == "standard") {
-      if (p.causal || p.padding != Padding::None) passes += 2.0;
+      if (p.causal || p.key_padded()) passes += 2.0;
       if (p.dropout > 0) passes += pt.pass == Pass::Fwd ? 2.5 : 5.0;
     }
     kernel = std::max(kernel, passes * scores / kHbmBytesPerS);

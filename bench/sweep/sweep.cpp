@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "bench/core/varlen.h"
+
 namespace flashio {
 
 SweepSpec default_sweep() {
@@ -40,6 +42,8 @@ std::vector<Point> expand(const SweepSpec& s) {
   require_nonempty(s.block_c, "block-c");
   require_nonempty(s.mma, "mma");
   require_nonempty(s.kv_page, "kv-layout");
+  require_nonempty(s.seqlens, "seqlens");
+  require_nonempty(s.varlen_padded, "varlen-as");
   require_nonempty(s.pattern, "pattern");
   require_nonempty(s.density, "density");
   require_nonempty(s.sparse_block, "sparse-block");
@@ -71,7 +75,7 @@ std::vector<Point> expand(const SweepSpec& s) {
   for (size_t n :
        {s.dtypes.size(), s.head_dim.size(), s.causal.size(), s.padding.size(), s.dropout.size(), heads.size(),
         s.kv_heads.size(), batches.size(), s.seqlen.size(), s.seqlen_k.size(), s.block_r.size(), s.block_c.size(),
-        s.mma.size(), s.kv_page.size(), sparsity.size(), s.deterministic.size(), s.methods.size(), s.passes.size()})
+        s.mma.size(), s.kv_page.size(), s.seqlens.size(), s.varlen_padded.size(), sparsity.size(), s.deterministic.size(), s.methods.size(), s.passes.size()})
     if (count) count = checked_mul(*count, int64_t(n));
   if (!count || *count > kMaxPoints)
     throw std::invalid_argument(fmt::format("the sweep has {} points, more than flashio's bound of {}",
@@ -91,7 +95,15 @@ std::vector<Point> expand(const SweepSpec& s) {
                         for (int bc : s.block_c)
                           for (const std::string& mma : s.mma)
                             for (int kv_page : s.kv_page)
+                              for (const std::string& seqlens : s.seqlens)
+                              for (bool padded : s.varlen_padded)
                               for (const Sparsity& sp : sparsity) {
+                                const bool varlen = !seqlens.empty();
+                                // Axes a varlen point does not have (its N and, for a file, its
+                                // batch come from the lengths), so no point repeats.
+                                if (!varlen && padded) continue;
+                                if (varlen && n != s.seqlen.front()) continue;
+                                if (varlen && seqlens.rfind("file:", 0) == 0 && b0 != batches.front()) continue;
                                 Problem p;
                                 p.pattern = sp.pattern;
                                 p.sparse_density = sp.density;
@@ -113,7 +125,9 @@ std::vector<Point> expand(const SweepSpec& s) {
                                 p.seed = s.seed;
                                 p.batch = b0;
                                 p.heads = h0;
-                                if (s.tokens) {
+                                p.seqlens = seqlens;
+                                p.varlen_padded = padded;
+                                if (s.tokens && !varlen) {
                                   if (n <= 0 || *s.tokens % n != 0 || *s.tokens < n)
                                     throw std::invalid_argument(fmt::format(
                                         "--tokens {} is not a positive multiple of seqlen {}", *s.tokens, n));
@@ -124,6 +138,10 @@ std::vector<Point> expand(const SweepSpec& s) {
                                     throw std::invalid_argument(fmt::format(
                                         "--model-dim {} is not a positive multiple of head-dim {}", *s.model_dim, d));
                                   p.heads = *s.model_dim / d;
+                                }
+                                if (varlen) {
+                                  if (s.tokens) p.batch = 1;  // resolve_varlen draws the count
+                                  if (auto why = resolve_varlen(p, s.tokens)) throw std::invalid_argument(*why);
                                 }
                                 if (auto why = p.invalid_reason()) throw std::invalid_argument(*why);
                                 for (bool det : s.deterministic) {  // innermost: one problem's inputs shared

@@ -29,6 +29,11 @@ struct SweepSpec {
   std::vector<int> block_c = {0};
   std::vector<std::string> mma = {""};  // "" = the method's choice, "mma.sync", "wgmma"
   std::vector<int> kv_page = {0};       // K/V layout: 0 = contiguous, P = paged:P (Problem::kv_page)
+  // Variable lengths (bench/core/varlen.h): "" = none, "uniform:A-B", "file:PATH". A varlen point
+  // takes the first seqlen only (its N is its longest sequence); a file: point the first batch
+  // (its batch is the file's count); with tokens, uniform lengths fill a pack of that many tokens.
+  std::vector<std::string> seqlens = {""};
+  std::vector<bool> varlen_padded = {false};  // --varlen-as packed (false), padded (true)
   // Block sparsity (bench/core/sparsity.h): "" or "none" = dense. density applies to the random
   // pattern only and sparse_block to patterns only, so they add no duplicate dense points.
   std::vector<std::string> pattern = {""};

@@ -1,5 +1,6 @@
 #include "bench/sweep/sweep_file.h"
 
+
 #include <algorithm>
 #include <limits>
 #include <set>
@@ -7,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "bench/core/json_input.h"
+#include "bench/core/varlen.h"
 
 namespace flashio {
 
@@ -64,7 +66,7 @@ class AxisReader {
 const std::set<std::string> kAxisKeys = {"method",  "pass",      "batch",         "heads",         "kv_heads",
                                          "seqlen",  "seqlen_k",  "head_dim",      "dtype",         "causal",
                                          "padding", "dropout",   "deterministic", "block_r",       "block_c",
-                                         "mma",     "kv_layout", "pattern",       "density",       "sparse_block",
+                                         "mma",     "kv_layout", "seqlens", "varlen_as", "pattern",       "density",       "sparse_block",
                                          "tokens",  "model_dim", "seed",          "sparse_window", "sparse_global"};
 
 SweepSpec parse_one_sweep(const json& obj, const std::string& where) {
@@ -131,6 +133,18 @@ SweepSpec parse_one_sweep(const json& obj, const std::string& where) {
     if (!page) r.fail(k, why);
     return *page;
   });
+  r.list("seqlens", s.seqlens, [&](const char* k, const json& e) {
+    std::string why;
+    const std::string v = r.text(k, e);
+    if (!parse_seqlens(v, &why)) r.fail(k, why);
+    return v;
+  });
+  r.list("varlen_as", s.varlen_padded, [&](const char* k, const json& e) {
+    const std::string v = r.text(k, e);
+    if (v != "packed" && v != "padded") r.fail(k, fmt::format("value {} is not one of packed, padded", e.dump()));
+    return v == "padded";
+  });
+  if (obj.contains("varlen_as") && !obj.contains("seqlens")) r.fail("varlen_as", "applies to \"seqlens\" points only");
   // Block sparsity (bench/core/sparsity.h); a pattern name is checked by expand().
   r.list("pattern", s.pattern, [&](const char* k, const json& e) { return r.text(k, e); });
   r.list("density", s.density, [&](const char* k, const json& e) {

@@ -26,6 +26,11 @@ struct FwdParams {
   // by_rows of the mask at the forward's tile size).
   const int* sparse_ptr;  // [⌈Nq/Br⌉ + 1]
   const int* sparse_idx;  // [non-zero tiles]
+  // Packed variable lengths (flash2's varlen kernels only, kVarlen; ignored by the others): Q, O
+  // [H, T, d], K, V [Hkv, T, d], L [H, T]; sequence b's tokens are rows cu_seqlens[b] ..
+  // cu_seqlens[b+1] of each head; seqlen_q = seqlen_k = the longest sequence. Null otherwise.
+  const int* cu_seqlens;  // [B + 1]
+  int total_tokens;       // T = cu_seqlens[B]
 };
 
 struct BwdParams {

@@ -18,6 +18,11 @@ inline kernels::FwdParams flash2_fwd_params(const Problem& p, const AttentionBuf
   k.lse = buf.lse;
   k.key_lengths = buf.key_lengths;
   fill_problem_params(p, k);
+  if (p.packed()) {  // the varlen kernels (a null cu_seqlens selects the dense ones)
+    k.cu_seqlens = buf.cu_seqlens;
+    k.total_tokens = int(p.total_tokens());
+    k.key_lengths = nullptr;
+  }
   return k;
 }
 

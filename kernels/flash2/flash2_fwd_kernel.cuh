@@ -27,6 +27,12 @@
 // scales by the density s (Proposition 4). With every tile non-zero the visiting order and the
 // arithmetic are those of the dense kernel, so the outputs are bitwise equal.
 //
+// Packed variable lengths (kVarlen; FwdParams::cu_seqlens): the grid is that of the longest
+// sequence (Q tiles of N = max length, heads, sequences); a block whose Q tile starts past its
+// sequence's length exits at once; the rest run the dense loop on the sequence's slices
+// (fwd_head.cuh: rows cu[b] .. cu[b+1] of each head, key count = the length). Compiled without
+// dropout and for the first tile of each head dim's list only (flash2_fwd_launch.cuh).
+//
 // Steps written once (kernels/common): the prologue (fwd_head.cuh: fwd_head_slices), the trip
 // count and the mask step (masks.h: kv_tiles, tile), S = Q·Kᵀ and O += P·V (mma_tiles.cuh), the
 // online softmax (online_softmax.h: softmax_update), dropout (dropout_scores.cuh). The kernel
@@ -99,7 +105,7 @@ __device__ __forceinline__ void load_tile(typename Tr::Element* s, const typenam
 // kDropout is a template parameter: the Philox code in the loop costs registers (measured:
 // 132 → 225 for d = 64, 128×64, and 14 % of the speed) even when a run-time flag skips it.
 // kSparse (block-sparse tile lists) likewise, so the dense kernels are unchanged.
-template <typename Tr, bool kCausal, bool kDropout, bool kSparse = false>
+template <typename Tr, bool kCausal, bool kDropout, bool kSparse = false, bool kVarlen = false>
 __global__ void __launch_bounds__(Tr::kNThreads) flash2_fwd_kernel(const FwdParams p) {
   using T = typename Tr::Element;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -121,7 +127,10 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash2_fwd_kernel(const FwdPara
   const T *q, *k, *v;
   T* o;
   float* lse;
-  fwd_head_slices<T, Tr::kHeadDim, int64_t>(p, b, h, hk, row0, nk, q, k, v, o, lse, q_rows);
+  fwd_head_slices<T, Tr::kHeadDim, int64_t, kVarlen>(p, b, h, hk, row0, nk, q, k, v, o, lse, q_rows);
+  if constexpr (kVarlen) {
+    if (q_rows <= 0) return;  // past this sequence's end (the whole block: before any barrier)
+  }
 
   // The K/V tiles this Q tile visits, iteration `it` → tile index, last-to-first: dense, every
   // tile with a key it can see; block-sparse, the non-zero tiles among them (masks.h).

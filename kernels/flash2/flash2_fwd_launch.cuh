@@ -16,6 +16,14 @@ void launch_flash2_fwd_config(const FwdParams& p, cudaStream_t stream) {
   const dim3 grid((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM, p.heads, p.batch);
   auto kernel = p.causal ? (p.dropout ? flash2_fwd_kernel<Tr, true, true, kSparse> : flash2_fwd_kernel<Tr, true, false, kSparse>)
                          : (p.dropout ? flash2_fwd_kernel<Tr, false, true, kSparse> : flash2_fwd_kernel<Tr, false, false, kSparse>);
+  if (p.cu_seqlens) {  // packed varlen: the grid of the longest sequence (seqlen_q), early exits
+    if constexpr (kIndex == 0 && !kSparse) {
+      if (p.dropout) throw std::invalid_argument("flash2: the varlen kernels have no dropout variant");
+      kernel = p.causal ? flash2_fwd_kernel<Tr, true, false, false, true> : flash2_fwd_kernel<Tr, false, false, false, true>;
+    } else {
+      throw std::invalid_argument("flash2: the varlen kernels are compiled for the first tile of the list only");
+    }
+  }
   FLASHIO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
   kernel<<<grid, Tr::kNThreads, Tr::kSmemBytes, stream>>>(p);
   FLASHIO_CHECK_LAUNCH();

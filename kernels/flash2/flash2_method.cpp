@@ -101,8 +101,28 @@ bool flash2_choose_bwd_tile(const Problem& p, const DeviceInfo& dev, KernelTile*
   return true;
 }
 
+// A packed varlen problem's tile: the varlen kernels are compiled for the first (fastest) tile of
+// each list only (wgmma on Hopper unless --mma mma.sync, then mma.sync), to bound compile time.
+static Support choose_varlen_tile(const Problem& p, const DeviceInfo& dev, KernelTile* out) {
+  std::vector<KernelTile> firsts;
+  KernelTile buf[16];
+  if (!wgmma_refusal(p, dev) && p.mma != "mma.sync" && kernels::flash2_fwd_wgmma_tiles(int(p.head_dim), false, buf, 16) > 0)
+    firsts.push_back(buf[0]);
+  if (p.mma != "wgmma" && kernels::flash2_fwd_tiles(int(p.head_dim), buf, 16) > 0) firsts.push_back(buf[0]);
+  for (const auto& t : firsts) {
+    if ((p.block_r > 0 && t.block_r != p.block_r) || (p.block_c > 0 && t.block_c != p.block_c)) continue;
+    if (t.smem_bytes > dev.smem_per_block_optin) continue;
+    *out = t;
+    return Support::yes();
+  }
+  return Support::no(fmt::format("flash2's varlen kernels are compiled for the first tile of each list only ({}); "
+                                 "none matches the forced tile or fits in {} bytes of shared memory",
+                                 describe(firsts), dev.smem_per_block_optin));
+}
+
 // The tile for this problem on this GPU: the forced one, else the first (fastest) that fits.
 Support flash2_choose_tile(const Problem& p, const DeviceInfo& dev, KernelTile* out) {
+  if (p.packed()) return choose_varlen_tile(p, dev, out);
   std::string why_not_wgmma;
   const auto tiles = candidate_tiles(p, dev, &why_not_wgmma);
   if (p.mma == "wgmma" && tiles.empty()) return Support::no("--mma wgmma: " + why_not_wgmma);
@@ -148,11 +168,13 @@ class Flash2 final : public Method {
     i.dropout = true;
     i.gqa = true;
     i.deterministic = true;
+    i.varlen = true;
     i.mma = {"mma.sync", "wgmma"};
     i.notes =
         "backward: every head dim (d 256: eight warps, two per 16-key slice); dQ accumulated with fp32 atomics (not bitwise reproducible), or with "
         "--deterministic true by K/V tiles in turn (a semaphore per Q tile); on Hopper, wgmma kernels (d 64, 128; "
-        "backward not deterministic), mma.sync otherwise (--mma forces one)";
+        "backward not deterministic), mma.sync otherwise (--mma forces one); packed varlen (--seqlens): forward "
+        "only, no dropout, the first tile of each list";
     return i;
   }
   Support supports(const Problem& p, Pass pass, const DeviceInfo& dev) const override {
@@ -160,6 +182,15 @@ class Flash2 final : public Method {
     if (Support s = check_fused_kernels(p, dev); !s) return s;
     if (p.seqlen_q > (int64_t(1) << 30) || p.nk() > (int64_t(1) << 30))
       return Support::no("sequence lengths above 2^30 are not supported (32-bit row indices)");
+    if (p.packed()) {
+      if (pass != Pass::Fwd)
+        return Support::no("flash2 has no packed varlen backward yet (its backward reads [B, H, N, d]; --varlen-as "
+                           "padded runs it on the sequences padded to the longest)");
+      if (p.dropout > 0.0) return Support::no("flash2's varlen kernels have no dropout variant (compile-time budget)");
+      if (p.batch > 65535) return Support::no(fmt::format("{} sequences: more than a grid's 65535 z-blocks", p.batch));
+      if (p.total_tokens() > (int64_t(1) << 30))
+        return Support::no("more than 2^30 packed tokens are not supported (32-bit offsets)");
+    }
     if (pass != Pass::Fwd) {
       KernelTile bwd{};
       std::string why;

@@ -399,6 +399,22 @@ def cli_cases():
         cases.append(Case(f"cli:--kv-layout {v!r}", base + ["-n", "1", "--seqlen-k", "1000", "--kv-layout", v], BAD))
     cases.append(Case("cli:--kv-layout paged:64 ok", base + ["-n", "1", "--seqlen-k", "1000", "--kv-layout",
                                                              "contiguous,paged:64"], 0, stderr_lines=1))
+    # --seqlens (issue 20): an empty length list, a lengths file that does not parse, bad grammar, a
+    # lengths file that is binary, huge or a directory; a length 0 is allowed (that sequence has no rows).
+    for v in ["", "uniform:", "uniform:5", "uniform:9-3", "uniform:0-0", "uniform:-1-5", "uniform:1-99999999999",
+              "uniform:1-2-3", "file:", "ragged", "file:{d}/none.txt", "file:{d}", "file:{d}/empty.txt",
+              "file:{d}/comments.txt", "file:{d}/bad.txt", "file:{d}/neg.txt", "file:{d}/zeros.txt",
+              "file:{d}/binary.txt", "file:{d}/overflow.txt", "file:{d}/float.txt"]:
+        cases.append(Case(f"cli:--seqlens {v!r}", base + ["--seqlens", v], BAD,
+                          files={"empty.txt": b"", "comments.txt": b"# nothing\n", "bad.txt": b"512 12x\n",
+                                 "neg.txt": b"5 -5\n", "zeros.txt": b"0 0 0\n", "binary.txt": bytes(range(256)),
+                                 "overflow.txt": b"1 " + b"9" * 4096 + b"\n", "float.txt": b"1.5\n"}))
+    cases.append(Case("cli:--seqlens with --padding", base + ["--seqlens", "uniform:1-9", "--padding", "random"], BAD))
+    cases.append(Case("cli:--varlen-as alone", base + ["-n", "128", "--varlen-as", "padded"], BAD))
+    cases.append(Case("cli:--varlen-as sideways", base + ["--seqlens", "uniform:1-9", "--varlen-as", "x"], BAD))
+    cases.append(Case("cli:--seqlens file with a length 0 ok", base + ["--seqlens", "file:{d}/ok.txt", "--varlen-as",
+                                                                       "packed,padded"], 0, stderr_lines=1,
+                      files={"ok.txt": b"0 1 17 1013\n"}))
     return cases
 
 

@@ -76,7 +76,7 @@ __device__ __forceinline__ unsigned char* align_to_swizzle_atom(unsigned char* p
   return p + ((kSwizzleAtomBytes - (a % kSwizzleAtomBytes)) % kSwizzleAtomBytes);
 }
 
-template <typename Tr, bool kCausal, bool kDropout>
+template <typename Tr, bool kCausal, bool kDropout, bool kVarlen = false>
 __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_fwd_wgmma_kernel(const FwdParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = typename Tr::Element;
@@ -93,15 +93,19 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_fwd_wgmma_kernel(cons
   const int g = lane / 4, t = lane % 4;                            // accumulator row group and column pair
   const int warp_row = wg * 64 + ((threadIdx.x % 128) / 32) * 16;  // this warp's first row in the tile
   const int row0 = m_block * Tr::kBlockM;
-  const int nk = fwd_key_length(p, b);
+  const int nk = fwd_key_length<kVarlen>(p, b);
 
-  // This head's slices (fwd_head.cuh): Q, O, L from row row0; K, V of K/V head hk.
-  const T* q = static_cast<const T*>(p.q) + (fwd_head_row<int64_t>(p, b, h) + row0) * Tr::kHeadDim;
-  const T* k = static_cast<const T*>(p.k) + fwd_kv_offset<int64_t, Tr::kHeadDim>(p, b, hk);
-  const T* v = static_cast<const T*>(p.v) + fwd_kv_offset<int64_t, Tr::kHeadDim>(p, b, hk);
-  T* o = static_cast<T*>(p.o) + (fwd_head_row<int64_t>(p, b, h) + row0) * Tr::kHeadDim;
-  float* lse = p.lse + fwd_head_row<int64_t>(p, b, h) + row0;
-  const int q_rows = p.seqlen_q - row0;  // valid rows of this Q tile (may exceed kBlockM)
+  // This head's slices (fwd_head.cuh): Q, O, L from row row0; K, V of K/V head hk. Packed varlen
+  // (kVarlen): the sequence's rows of each head, its length both query and key count.
+  const T* q = static_cast<const T*>(p.q) + (fwd_head_row<int64_t, kVarlen>(p, b, h) + row0) * Tr::kHeadDim;
+  const T* k = static_cast<const T*>(p.k) + fwd_kv_offset<int64_t, Tr::kHeadDim, kVarlen>(p, b, hk);
+  const T* v = static_cast<const T*>(p.v) + fwd_kv_offset<int64_t, Tr::kHeadDim, kVarlen>(p, b, hk);
+  T* o = static_cast<T*>(p.o) + (fwd_head_row<int64_t, kVarlen>(p, b, h) + row0) * Tr::kHeadDim;
+  float* lse = p.lse + fwd_head_row<int64_t, kVarlen>(p, b, h) + row0;
+  const int q_rows = (kVarlen ? nk : p.seqlen_q) - row0;  // valid rows of this Q tile (may exceed kBlockM)
+  if constexpr (kVarlen) {
+    if (q_rows <= 0) return;  // past this sequence's end (the whole block: before any barrier)
+  }
 
   // The K/V tiles this Q tile visits, last-to-first (masks.h): every tile with a key it can see.
   const SequenceMask<kCausal> mask{nk};

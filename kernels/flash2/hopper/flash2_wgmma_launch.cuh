@@ -25,6 +25,14 @@ void launch_flash2_fwd_wgmma_config(const FwdParams& p, cudaStream_t stream) {
       throw std::invalid_argument("flash2: this wgmma tile has no dropout variant");
     }
   }
+  if (p.cu_seqlens) {  // packed varlen: the grid of the longest sequence (seqlen_q), early exits
+    if constexpr (kIndex == 0) {
+      if (p.dropout) throw std::invalid_argument("flash2: the varlen kernels have no dropout variant");
+      kernel = p.causal ? flash2_fwd_wgmma_kernel<Tr, true, false, true> : flash2_fwd_wgmma_kernel<Tr, false, false, true>;
+    } else {
+      throw std::invalid_argument("flash2: the varlen kernels are compiled for the first tile of the list only");
+    }
+  }
   FLASHIO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
   kernel<<<grid, Tr::kNThreads, Tr::kSmemBytes, stream>>>(p);
   FLASHIO_CHECK_LAUNCH();
