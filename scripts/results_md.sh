@@ -43,6 +43,25 @@ PY
   describe results/nvidia-h100-flash3.json results/nvidia-h100-flash3-sdpa.json
   echo
   "$bin" report results/nvidia-h100-flash3.json results/nvidia-h100-flash3-sdpa.json
+  for gpu in nvidia-h100 nvidia-h200; do
+    [ -f "results/$gpu-decode.json" ] || continue
+    echo
+    echo "## $gpu: decode against a long K/V cache (flash_decode, flash2, SDPA's back-ends)"
+    echo
+    peers=()
+    [ -f "results/$gpu-decode-sdpa.json" ] && peers=("results/$gpu-decode-sdpa.json")
+    describe "results/$gpu-decode.json" "${peers[@]}"
+    echo
+    "$bin" report "results/$gpu-decode.json" "${peers[@]}"
+  done
+  if [ -f results/nvidia-h100-blocksparse-fig2-flex.json ]; then
+    echo
+    echo "## nvidia-h100: block-sparse FlashAttention against FlexAttention on the same blocks (Figure 2 right)"
+    echo
+    describe results/nvidia-h100-blocksparse-fig2.json results/nvidia-h100-blocksparse-fig2-flex.json
+    echo
+    "$bin" report results/nvidia-h100-blocksparse-fig2.json results/nvidia-h100-blocksparse-fig2-flex.json
+  fi
   echo
   echo "## The H100 against the H200"
   echo
