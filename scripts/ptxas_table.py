@@ -124,7 +124,7 @@ void take_all() { FLASH1_HEAD_DIMS(TAKE) }
 
 NAME_RE = re.compile(
     r"(flash2_fwd_kernel|flash1_fwd_kernel|flash2_fwd_wgmma_kernel)<flashio::kernels::Flash2Fwd(?:Wgmma)?Traits<"
-    r"([^,]+), (\d+), (\d+), (\d+)(?:, \d+, \d+)?>, (true|false), (true|false)(?:, (true|false))?>")
+    r"([^,]+), (\d+), (\d+), (\d+)(?:, \d+, \d+)?>, (true|false), (true|false)(?:, (true|false))?(?:, false)?>")
 
 
 def demangle(names):
