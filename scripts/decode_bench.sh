@@ -14,6 +14,7 @@
 set -uo pipefail
 out="${1:?usage: scripts/decode_bench.sh OUT}"
 cd "$(dirname "$0")/.."
+. scripts/lib/gpu_checks.sh
 build="${FLASHIO_BUILD_DIR:-build}"
 if [ ! -x "$build/flashio" ] || [ ! -x "$build/tests/flashio_gpu_tests" ]; then scripts/gpu_bundle.sh unpack; fi
 mkdir -p "$out"
@@ -21,23 +22,9 @@ status=0
 note() { echo "decode_bench: $*" | tee -a "$out/summary.txt"; }
 
 # 1. The GPU tests of flash_decode (float64 check of every row, paged = contiguous bit for bit).
-"$build/tests/flashio_gpu_tests" --gtest_filter='*FlashDecode*' >"$out/gpu_tests.txt" 2>&1
-rc=$?
-tail -n 3 "$out/gpu_tests.txt"
-[ $rc -eq 0 ] && note "GPU tests: passed" || { note "GPU tests: FAILED (rc $rc, $out/gpu_tests.txt)"; status=1; }
-
 # 2. The same tests under compute-sanitizer memcheck (out-of-bounds and misaligned accesses,
 # including the block table's pages and the zero-filled tails).
-sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
-if [ -x "$sanitizer" ]; then
-  "$sanitizer" --tool memcheck --error-exitcode 99 --print-limit 20 "$build/tests/flashio_gpu_tests" \
-    --gtest_filter='*FlashDecode*' >"$out/memcheck.txt" 2>&1
-  rc=$?
-  tail -n 3 "$out/memcheck.txt"
-  [ $rc -eq 0 ] && note "memcheck: no errors" || { note "memcheck: FAILED (rc $rc, $out/memcheck.txt)"; status=1; }
-else
-  note "memcheck: compute-sanitizer not found: NOT RUN"; status=1
-fi
+gpu_tests_and_memcheck '*FlashDecode*'
 
 # 3. Copy bandwidth (cudaMemcpy D2D of 1 GiB, median of 20), before and after the benchmark.
 "$build/flashio" device --copy-bandwidth --json >"$out/copy_before.json" || { note "copy bandwidth failed"; status=1; }

@@ -15,6 +15,7 @@
 set -uo pipefail
 out="${1:?usage: scripts/varlen_bench.sh OUT}"
 cd "$(dirname "$0")/.."
+. scripts/lib/gpu_checks.sh
 build="${FLASHIO_BUILD_DIR:-build}"
 if [ ! -x "$build/flashio" ] || [ ! -x "$build/tests/flashio_gpu_tests" ]; then scripts/gpu_bundle.sh unpack; fi
 mkdir -p "$out"
@@ -25,23 +26,9 @@ filter='*Varlen*'
 # 1. The varlen GPU tests (float64 check of every real row on odd length sets with a 0-length
 # sequence, fp16/bf16, causal, GQA, both instruction paths; packed = padded bit for bit; nothing
 # written past the packed output).
-"$build/tests/flashio_gpu_tests" --gtest_filter="$filter" >"$out/gpu_tests.txt" 2>&1
-rc=$?
-tail -n 3 "$out/gpu_tests.txt"
-[ $rc -eq 0 ] && note "GPU tests: passed" || { note "GPU tests: FAILED (rc $rc, $out/gpu_tests.txt)"; status=1; }
-
 # 2. The same tests under compute-sanitizer memcheck (a tile past a sequence's end, the packed
 # tensors' last rows, a sequence of length 0).
-sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
-if [ -x "$sanitizer" ]; then
-  "$sanitizer" --tool memcheck --error-exitcode 99 --print-limit 20 "$build/tests/flashio_gpu_tests" \
-    --gtest_filter="$filter" >"$out/memcheck.txt" 2>&1
-  rc=$?
-  tail -n 3 "$out/memcheck.txt"
-  [ $rc -eq 0 ] && note "memcheck: no errors" || { note "memcheck: FAILED (rc $rc, $out/memcheck.txt)"; status=1; }
-else
-  note "memcheck: compute-sanitizer not found: NOT RUN"; status=1
-fi
+gpu_tests_and_memcheck "$filter"
 
 # 3. The varlen points (packed and padded).
 "$build/flashio" run --preset varlen-prefill --reps 50 --out "$out/varlen.json" --md "$out/varlen.md" \

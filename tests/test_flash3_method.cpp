@@ -5,21 +5,13 @@
 #include "bench/core/method.h"
 #include "kernels/flash3/flash3_method.h"
 #include "kernels/flash3/flash3_params.h"
+#include "tests/device_test_util.h"
 
 using namespace flashio;
 
 namespace {
 
-DeviceInfo hopper() {
-  DeviceInfo d;
-  d.name = "test H100";
-  d.cc_major = 9;
-  d.cc_minor = 0;
-  d.sm_count = 132;
-  d.smem_per_sm = 233472;
-  d.smem_per_block_optin = 232448;
-  return d;
-}
+DeviceInfo hopper() { return testing_util::test_h100(); }
 
 Problem small(int64_t d) {
   Problem p;

@@ -14,21 +14,13 @@
 #include "kernels/flash_decode/flash_decode_configs.h"
 #include "kernels/flash_decode/flash_decode_method.h"
 #include "tests/schema_test_util.h"
+#include "tests/device_test_util.h"
 
 using namespace flashio;
 
 namespace {
 
-DeviceInfo h100() {
-  DeviceInfo d;
-  d.name = "test H100";
-  d.cc_major = 9;
-  d.cc_minor = 0;
-  d.sm_count = 132;
-  d.smem_per_sm = 233472;
-  d.smem_per_block_optin = 232448;
-  return d;
-}
+DeviceInfo h100() { return testing_util::test_h100(); }
 
 Problem decode(int64_t b, int64_t h, int64_t kvh, int64_t nq, int64_t nk, int64_t d = 128) {
   Problem p;

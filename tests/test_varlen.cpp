@@ -21,22 +21,13 @@
 #include "bench/measure/check.h"
 #include "bench/sweep/sweep.h"
 #include "tests/schema_test_util.h"
+#include "tests/device_test_util.h"
 
 using namespace flashio;
 
 namespace {
 
-DeviceInfo h100() {
-  DeviceInfo d;
-  d.name = "test H100";
-  d.cc_major = 9;
-  d.cc_minor = 0;
-  d.sm_count = 132;
-  d.smem_per_sm = 233472;
-  d.smem_per_block_optin = 232448;
-  d.global_memory_bytes = int64_t(80) << 30;
-  return d;
-}
+DeviceInfo h100() { return testing_util::test_h100(); }
 
 // A varlen problem with the given lengths (as a file: spec resolves them).
 Problem varlen(std::vector<int32_t> lengths, int64_t heads = 2, int64_t d = 64, bool causal = false) {

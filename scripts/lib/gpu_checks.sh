@@ -1,0 +1,21 @@
+# Sourced by the GPU benchmark scripts (decode_bench.sh, varlen_bench.sh): their first two steps.
+#   gpu_tests_and_memcheck FILTER    runs "$build/tests/flashio_gpu_tests" on the tests FILTER
+# selects, then the same under compute-sanitizer memcheck, logs in "$out"/gpu_tests.txt and
+# memcheck.txt, a line for each through the caller's `note`, status=1 when either fails.
+gpu_tests_and_memcheck() {
+  local filter=$1 rc sanitizer
+  "$build/tests/flashio_gpu_tests" --gtest_filter="$filter" >"$out/gpu_tests.txt" 2>&1
+  rc=$?
+  tail -n 3 "$out/gpu_tests.txt"
+  [ $rc -eq 0 ] && note "GPU tests: passed" || { note "GPU tests: FAILED (rc $rc, $out/gpu_tests.txt)"; status=1; }
+  sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+  if [ -x "$sanitizer" ]; then
+    "$sanitizer" --tool memcheck --error-exitcode 99 --print-limit 20 "$build/tests/flashio_gpu_tests" \
+      --gtest_filter="$filter" >"$out/memcheck.txt" 2>&1
+    rc=$?
+    tail -n 3 "$out/memcheck.txt"
+    [ $rc -eq 0 ] && note "memcheck: no errors" || { note "memcheck: FAILED (rc $rc, $out/memcheck.txt)"; status=1; }
+  else
+    note "memcheck: compute-sanitizer not found: NOT RUN"; status=1
+  fi
+}
