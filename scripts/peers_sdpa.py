@@ -145,14 +145,14 @@ Counters (``--counters dram|full``; default off: peers without counters)
 -----------------------------------------------------------------------
 The same hardware counters as flashio's records, through ``flashio profile`` (CUPTI injected
 into this process, bench/measure/inject.cpp). The script runs itself again under
-``flashio profile --counters SET --range '^sdpa_' -- python3 peers_sdpa.py ARGS`` (the inner
+``flashio profile --counters SET --range '^(sdpa_[a-z]+|flex_attention)/' -- python3 peers_sdpa.py ARGS`` (the inner
 run sees $FLASHIO_PROFILE_LOG). There, after a point's timing and re-check, it makes one more
 call of the timed sequence, after the L2 flush, inside an NVTX range named like the record: the
 one counter pass, as flashio run's (bench/measure/runner.cpp, collect_counters); only the kernels
 inside those ranges are replayed and counted, the timed repetitions run unprofiled. The outer run
 then copies each range record's ``counters`` into the peer record of that name
 (merge_profile_counters) and rewrites --out; the program's exit code is passed through. Run by
-hand under ``flashio profile --range '^sdpa_'``, the inner script leaves ``not_collected`` with
+hand under ``flashio profile --range '^(sdpa_[a-z]+|flex_attention)/'``, the inner script leaves ``not_collected`` with
 the reason and the merge is the caller's.
 
 The module imports torch only inside functions, so tests/test_peers_sdpa.py can test the
@@ -1025,7 +1025,8 @@ COUNTER_SETS = ("off", "dram", "full")
 COUNTERS_IN_PROFILE = {"status": "not_collected",
                        "reason": "the counter pass ran under flashio profile: its range record named like this "
                                  "record holds the counters (merge_profile_counters)"}
-PROFILE_RANGE = "^sdpa_"  # the NVTX ranges of the counter passes: every record name starts with its method
+# The NVTX ranges of the counter passes: every record name starts with its method (sdpa_*, flex_attention).
+PROFILE_RANGE = "^(sdpa_[a-z]+|" + FLEX_METHOD + ")/"
 
 
 def build_record(pt: Point, device_index: int, status: str, reason: Optional[str] = None,
