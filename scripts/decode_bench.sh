@@ -15,11 +15,7 @@ set -uo pipefail
 out="${1:?usage: scripts/decode_bench.sh OUT}"
 cd "$(dirname "$0")/.."
 . scripts/lib/gpu_checks.sh
-build="${FLASHIO_BUILD_DIR:-build}"
-if [ ! -x "$build/flashio" ] || [ ! -x "$build/tests/flashio_gpu_tests" ]; then scripts/gpu_bundle.sh unpack; fi
-mkdir -p "$out"
-status=0
-note() { echo "decode_bench: $*" | tee -a "$out/summary.txt"; }
+bench_start decode_bench
 
 # 1. The GPU tests of flash_decode (float64 check of every row, paged = contiguous bit for bit).
 # 2. The same tests under compute-sanitizer memcheck (out-of-bounds and misaligned accesses,

@@ -16,11 +16,7 @@ set -uo pipefail
 out="${1:?usage: scripts/varlen_bench.sh OUT}"
 cd "$(dirname "$0")/.."
 . scripts/lib/gpu_checks.sh
-build="${FLASHIO_BUILD_DIR:-build}"
-if [ ! -x "$build/flashio" ] || [ ! -x "$build/tests/flashio_gpu_tests" ]; then scripts/gpu_bundle.sh unpack; fi
-mkdir -p "$out"
-status=0
-note() { echo "varlen_bench: $*" | tee -a "$out/summary.txt"; }
+bench_start varlen_bench
 filter='*Varlen*'
 
 # 1. The varlen GPU tests (float64 check of every real row on odd length sets with a 0-length

@@ -7,6 +7,7 @@
 
 #include "baselines/standard/standard_plan.h"
 #include "bench/core/method.h"
+#include "tests/device_test_util.h"
 
 using namespace flashio;
 
@@ -21,15 +22,7 @@ TEST(Registry, EveryMethodDescribesItself) {
 }
 
 namespace {
-DeviceInfo h100() {
-  DeviceInfo d;
-  d.name = "test H100";
-  d.cc_major = 9;
-  d.sm_count = 132;
-  d.smem_per_block_optin = 232448;
-  d.global_memory_bytes = int64_t(80) << 30;
-  return d;
-}
+DeviceInfo h100() { return testing_util::test_h100(); }
 }  // namespace
 
 namespace {

@@ -19,6 +19,7 @@
 #include "bench/core/sparsity.h"
 #include "bench/sweep/sweep.h"
 #include "bench/core/philox.h"
+#include "tests/device_test_util.h"
 
 using namespace flashio;
 
@@ -403,15 +404,7 @@ TEST(SparseSweep, PatternAxesExpandWithoutDuplicateDensePoints) {
 }
 
 namespace {
-DeviceInfo h100() {
-  DeviceInfo d;
-  d.name = "test H100";
-  d.cc_major = 9;
-  d.sm_count = 132;
-  d.smem_per_block_optin = 232448;
-  d.global_memory_bytes = int64_t(80) << 30;
-  return d;
-}
+DeviceInfo h100() { return testing_util::test_h100(); }
 }  // namespace
 
 TEST(SparseMethods, SupportSaysWhyNot) {

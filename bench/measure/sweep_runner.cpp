@@ -60,7 +60,7 @@ SweepOutcome run_sweep(const SweepJob& job) {
   // Each worker's first group and the one after it (held) are dealt before any starts: the
   // starters (one of the shortest each), then the longest groups in turn. Its runner makes both on
   // the host while its GPU's context starts.
-  std::vector<std::optional<std::pair<size_t, size_t>>> first(job.devices.size());
+  std::vector<std::optional<Group>> first(job.devices.size());
   for (auto* deal : {&first, &held})
     for (auto& g : *deal)
       if (!groups.empty()) {

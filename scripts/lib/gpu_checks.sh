@@ -1,7 +1,20 @@
-# Sourced by the GPU benchmark scripts (decode_bench.sh, varlen_bench.sh): their first two steps.
+# Sourced by the GPU benchmark scripts (decode_bench.sh, varlen_bench.sh): their start and their
+# first two steps.
+#   bench_start NAME                 build= (FLASHIO_BUILD_DIR, else build; the .gpu/ bundle
+# unpacked when the binaries are missing), "$out" made, status=0, and `note LINE`, which prints
+# "NAME: LINE" and adds it to "$out"/summary.txt.
+bench_start() {
+  bench_name=$1
+  build="${FLASHIO_BUILD_DIR:-build}"
+  if [ ! -x "$build/flashio" ] || [ ! -x "$build/tests/flashio_gpu_tests" ]; then scripts/gpu_bundle.sh unpack; fi
+  mkdir -p "$out"
+  status=0
+}
+note() { echo "$bench_name: $*" | tee -a "$out/summary.txt"; }
+
 #   gpu_tests_and_memcheck FILTER    runs "$build/tests/flashio_gpu_tests" on the tests FILTER
 # selects, then the same under compute-sanitizer memcheck, logs in "$out"/gpu_tests.txt and
-# memcheck.txt, a line for each through the caller's `note`, status=1 when either fails.
+# memcheck.txt, a line for each through `note`, status=1 when either fails.
 gpu_tests_and_memcheck() {
   local filter=$1 rc sanitizer
   "$build/tests/flashio_gpu_tests" --gtest_filter="$filter" >"$out/gpu_tests.txt" 2>&1
