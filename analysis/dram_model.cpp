@@ -19,7 +19,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t pass_footprint(const ModelPoint& m, const IoModel& model) {
   const Problem& p = m.problem;
   const int64_t e = bytes_of(p.dtype), q = p.q_elements() * e, kv = p.kv_elements() * e;
-  const int64_t rows = p.batch * p.heads * p.seqlen_q, f32 = 4;
+  const int64_t rows = p.lse_elements(), f32 = 4;  // query rows as stored
   const bool fwd = m.pass != Pass::Bwd, bwd = m.pass != Pass::Fwd;
   int64_t bytes = q + 2 * kv + q + rows * f32;                              // Q, K, V, O, L
   if (fwd) bytes += model.forward_workspace_bytes(p);                       // flash1: fp32 O, l, m
@@ -31,7 +31,7 @@ int64_t pass_footprint(const ModelPoint& m, const IoModel& model) {
 int64_t pass_inputs(const ModelPoint& m) {
   const Problem& p = m.problem;
   const int64_t e = bytes_of(p.dtype), q = p.q_elements() * e, kv = p.kv_elements() * e;
-  const int64_t rows = p.batch * p.heads * p.seqlen_q;
+  const int64_t rows = p.lse_elements();
   if (m.pass == Pass::Fwd) return q + 2 * kv;
   if (m.pass == Pass::FwdBwd) return q + 2 * kv + q;  // + dO
   return q + 2 * kv + 2 * q + rows * 4;               // Q, K, V, O, dO, L

@@ -8,9 +8,36 @@
 
 namespace flashio::analysis {
 
+int64_t SimBuffer::chunks_per_head() const {
+  if (!seg_chunk0.empty()) return seg_chunk0.back();
+  return rows <= 0 ? 0 : (rows + chunk_rows - 1) / chunk_rows;
+}
+
 int64_t SimBuffer::chunk_bytes(int64_t chunk) const {
   const int64_t c = chunk % chunks_per_head();
-  return (std::min(rows, (c + 1) * chunk_rows) - c * chunk_rows) * row_bytes;
+  if (seg_chunk0.empty()) return (std::min(rows, (c + 1) * chunk_rows) - c * chunk_rows) * row_bytes;
+  const size_t s = size_t(std::upper_bound(seg_chunk0.begin(), seg_chunk0.end(), c) - seg_chunk0.begin()) - 1;
+  const int64_t first = seg_row0[s] + (c - seg_chunk0[s]) * chunk_rows;
+  return (std::min(seg_row0[s + 1], first + chunk_rows) - first) * row_bytes;
+}
+
+int64_t SimBuffer::chunk_of_row(int64_t row) const {
+  if (seg_row0.empty()) return row / chunk_rows;
+  const size_t s = size_t(std::upper_bound(seg_row0.begin(), seg_row0.end(), row) - seg_row0.begin()) - 1;
+  return seg_chunk0[s] + (row - seg_row0[s]) / chunk_rows;
+}
+
+SimBuffer segmented_buffer(std::string name, int64_t heads, const std::vector<int64_t>& segment_rows,
+                           int64_t row_bytes, int64_t chunk_rows) {
+  if (chunk_rows <= 0) throw std::invalid_argument("L2 simulation: a buffer's chunk_rows must be > 0");
+  SimBuffer b{std::move(name), heads, 0, row_bytes, chunk_rows, {0}, {0}};
+  for (const int64_t n : segment_rows) {
+    if (n < 0) throw std::invalid_argument("L2 simulation: a segment of negative rows");
+    b.rows += n;
+    b.seg_row0.push_back(b.rows);
+    b.seg_chunk0.push_back(b.seg_chunk0.back() + (n + chunk_rows - 1) / chunk_rows);
+  }
+  return b;
 }
 
 L2Model::L2Model(const std::vector<SimBuffer>& buffers, const L2SimConfig& cfg) : buffers_(buffers) {

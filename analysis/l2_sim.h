@@ -36,14 +36,26 @@
 namespace flashio::analysis {
 
 // A buffer of the trace: `heads` × `rows` rows of `row_bytes`, cut per head into chunks of
-// `chunk_rows` rows (the last chunk of a head shorter).
+// `chunk_rows` rows (the last chunk of a head shorter). Segmented (segmented_buffer): each head's
+// rows are consecutive segments, each cut into chunks of its own (the last of a segment shorter),
+// so that no chunk holds rows of two segments — packed varlen tensors, a segment per sequence:
+// the kernels' loads never share a sector between two sequences (rows are whole sectors), and a
+// chunk straddling two would be fetched for each.
 struct SimBuffer {
   std::string name;
   int64_t heads = 0, rows = 0, row_bytes = 0, chunk_rows = 1;
-  int64_t chunks_per_head() const { return rows <= 0 ? 0 : (rows + chunk_rows - 1) / chunk_rows; }
+  // Segmented only: segment s holds rows [seg_row0[s], seg_row0[s + 1]) and chunks
+  // [seg_chunk0[s], seg_chunk0[s + 1]) of each head. Empty: one segment.
+  std::vector<int64_t> seg_row0, seg_chunk0;
+  int64_t chunks_per_head() const;
   int64_t chunks() const { return heads * chunks_per_head(); }
   int64_t chunk_bytes(int64_t chunk) const;
+  int64_t chunk_of_row(int64_t row) const;  // the chunk of a head holding row `row` of it
 };
+
+// A buffer of `heads` heads whose rows are the consecutive segments `segment_rows`.
+SimBuffer segmented_buffer(std::string name, int64_t heads, const std::vector<int64_t>& segment_rows,
+                           int64_t row_bytes, int64_t chunk_rows);
 
 enum class SimOp : uint8_t { Read, Write, Red };
 

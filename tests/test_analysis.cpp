@@ -1036,27 +1036,7 @@ TEST(AnalyzeCommand, CommittedFilesFailOnlyTheirKnownMissesWithTheirRatios) {
   const char* long_ = "flash1 fwd+bwd at N 32768 (b 16, h 8): 0.64-0.66 of the simulation; not explained";
   const char* drift_wgmma =
       "the wgmma 128 x 128 forward at N 256k (one head): about two K+V fetches per wave, like the co-resident drift";
-  const char* varlen =
-      "flash2's packed varlen forward (c4d6a2b, H100 and H200): 0.71-0.73 of the L2 simulation's DRAM bytes on every "
-      "point; not "
-      "explained yet (the simulation's schedule of packed sequences is not checked against a measurement)";
   const std::map<std::string, Known> known = {
-      {"nvidia-h100-varlen-prefill.json: dram flash2/fwd/b:4/h:32/n:6314/d:64/fp16/varlen:uniform:512-8192", {0.720, varlen}},
-      {"nvidia-h100-varlen-prefill.json: dram flash2/fwd/b:4/h:32/n:6314/d:64/fp16/causal/varlen:uniform:512-8192", {0.722, varlen}},
-      {"nvidia-h100-varlen-prefill.json: dram flash2/fwd/b:4/h:16/n:6314/d:128/fp16/varlen:uniform:512-8192", {0.724, varlen}},
-      {"nvidia-h100-varlen-prefill.json: dram flash2/fwd/b:4/h:16/n:6314/d:128/fp16/causal/varlen:uniform:512-8192", {0.723, varlen}},
-      {"nvidia-h100-varlen-prefill.json: dram flash2/fwd/b:15/h:32/n:7606/d:64/fp16/varlen:uniform:512-8192", {0.706, varlen}},
-      {"nvidia-h100-varlen-prefill.json: dram flash2/fwd/b:15/h:32/n:7606/d:64/fp16/causal/varlen:uniform:512-8192", {0.706, varlen}},
-      {"nvidia-h100-varlen-prefill.json: dram flash2/fwd/b:15/h:16/n:7606/d:128/fp16/varlen:uniform:512-8192", {0.708, varlen}},
-      {"nvidia-h100-varlen-prefill.json: dram flash2/fwd/b:15/h:16/n:7606/d:128/fp16/causal/varlen:uniform:512-8192", {0.707, varlen}},
-      {"nvidia-h200-varlen-prefill.json: dram flash2/fwd/b:4/h:32/n:6314/d:64/fp16/varlen:uniform:512-8192", {0.718, varlen}},
-      {"nvidia-h200-varlen-prefill.json: dram flash2/fwd/b:4/h:32/n:6314/d:64/fp16/causal/varlen:uniform:512-8192", {0.723, varlen}},
-      {"nvidia-h200-varlen-prefill.json: dram flash2/fwd/b:4/h:16/n:6314/d:128/fp16/varlen:uniform:512-8192", {0.727, varlen}},
-      {"nvidia-h200-varlen-prefill.json: dram flash2/fwd/b:4/h:16/n:6314/d:128/fp16/causal/varlen:uniform:512-8192", {0.725, varlen}},
-      {"nvidia-h200-varlen-prefill.json: dram flash2/fwd/b:15/h:32/n:7606/d:64/fp16/varlen:uniform:512-8192", {0.706, varlen}},
-      {"nvidia-h200-varlen-prefill.json: dram flash2/fwd/b:15/h:32/n:7606/d:64/fp16/causal/varlen:uniform:512-8192", {0.707, varlen}},
-      {"nvidia-h200-varlen-prefill.json: dram flash2/fwd/b:15/h:16/n:7606/d:128/fp16/varlen:uniform:512-8192", {0.708, varlen}},
-      {"nvidia-h200-varlen-prefill.json: dram flash2/fwd/b:15/h:16/n:7606/d:128/fp16/causal/varlen:uniform:512-8192", {0.706, varlen}},
       {"nvidia-h100-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:131072/d:128/fp16/tile:128x64/mma:mma.sync",
        {1.492, drift}},
       {"nvidia-h100-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:196608/d:128/fp16/tile:128x64/mma:mma.sync",

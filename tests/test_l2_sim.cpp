@@ -344,6 +344,60 @@ TEST(L2Sim, DirtyChunksPastTheDirtyShareAreWrittenBackAndStayClean) {
   EXPECT_THROW(L2Model({{"out", 1, 1, 1, 1}}, {1, 1, 1, 1.5}), std::invalid_argument);
 }
 
+// A segmented buffer (packed varlen tensors: a segment per sequence) cuts each segment into
+// chunks of its own: no chunk holds rows of two segments, a segment's last chunk is shorter, an
+// empty segment has none, and heads repeat the layout.
+TEST(L2Sim, SegmentedBufferChunksNeverStraddleTwoSegments) {
+  const SimBuffer b = segmented_buffer("Q", 2, {5, 0, 130, 64}, 32, 64);
+  EXPECT_EQ(b.rows, 199);
+  EXPECT_EQ(b.chunks_per_head(), 5);  // 1 + 0 + 3 + 1
+  EXPECT_EQ(b.chunks(), 10);
+  const std::vector<int64_t> rows = {5, 64, 64, 2, 64};
+  for (int64_t c = 0; c < b.chunks(); ++c) EXPECT_EQ(b.chunk_bytes(c), rows[size_t(c % 5)] * 32) << c;
+  EXPECT_EQ(b.chunk_of_row(4), 0);
+  EXPECT_EQ(b.chunk_of_row(5), 1);  // the third segment's first row
+  EXPECT_EQ(b.chunk_of_row(68), 1);
+  EXPECT_EQ(b.chunk_of_row(69), 2);
+  EXPECT_EQ(b.chunk_of_row(134), 3);
+  EXPECT_EQ(b.chunk_of_row(135), 4);
+  EXPECT_EQ(b.chunk_of_row(198), 4);
+  const SimBuffer plain{"K", 2, 199, 32, 64};  // unsegmented: chunks of 64 rows from row 0
+  EXPECT_EQ(plain.chunks_per_head(), 4);
+  EXPECT_EQ(plain.chunk_of_row(69), 1);
+  EXPECT_EQ(plain.chunk_bytes(3), 7 * 32);
+}
+
+// Packed varlen (flash2's forward): the trace reads the packed tensors — Q, O, L of H heads and
+// K, V of Hkv heads, T rows each, sequence b at rows cu[b] … — not B sequences padded to the
+// longest. Without a cache it requests what the exact SM↔L2 model counts; with the whole L2 it
+// reads Q, K, V once, exactly (no chunk shared by two sequences is fetched twice), and less than
+// the padded twin, whose Q rows past a length are computed too.
+TEST(L2SimTrace, PackedVarlenReadsThePackedTensorsOnce) {
+  for (bool causal : {false, true}) {
+    ModelPoint m = point("flash2", Pass::Fwd, 4, 4, 1013, 64, causal, tiles(128, 64, 4), tiles(64, 64, 4));
+    Problem& p = m.problem;
+    p.kv_heads = 2;
+    p.seqlens = "file:lengths";
+    p.seq_lengths = {1013, 0, 77, 300};
+    ASSERT_TRUE(p.packed());
+    GpuLimits none = h100();
+    none.sm_count = 1, none.blocks_per_sm_override = 1;
+    const Traffic sm = predict_sm_l2(m);
+    const L2SimResult r = run(m, 1, 1, 1, none);
+    EXPECT_EQ(r.read_of[0], term(sm, "Q tiles")) << causal;
+    EXPECT_EQ(r.read_of[1] + r.read_of[2], term(sm, "K,V tiles")) << causal;
+    EXPECT_EQ(r.write_of[3], term(sm, "O")) << causal;
+    const int64_t e = 2, tokens = 1013 + 77 + 300;
+    const L2SimResult whole = run(m, h100().l2_bytes, 2, 1, h100());
+    EXPECT_EQ(whole.dram_read, (4 + 2 * 2) * tokens * 64 * e) << causal;  // Q (4 heads), K, V (2 heads)
+    ModelPoint padded = m;
+    padded.problem.varlen_padded = true;
+    const L2SimResult pr = run(padded, h100().l2_bytes, 2, 1, h100());
+    EXPECT_EQ(pr.read_of[0], 4 * 4 * 1013 * 64 * e) << causal;  // B · H · N rows of Q
+    EXPECT_LT(whole.dram_read, pr.dram_read) << causal;
+  }
+}
+
 // The bound: a 256k-token pass (flash2, d 128, one head, forward and fwd+bwd) simulates
 // in seconds (coarsened to kSimStepBudget steps).
 TEST(L2SimTrace, A256kTokenPassSimulatesInSeconds) {

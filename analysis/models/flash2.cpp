@@ -257,7 +257,10 @@ int64_t Flash2Model::dram_beyond_compulsory(const ModelPoint& m, const DramConte
 //   forward   one block per (Q tile, head, batch), x fastest; causal: x = 0 is the last Q tile
 //             (heaviest first). Step 0 reads Q_i; each step reads the next K/V tiles, last to
 //             first (rows past the sequence's key length not requested; block-sparse: the
-//             mask's tiles); the last step writes O_i and L_i.
+//             mask's tiles); the last step writes O_i and L_i. Packed varlen: the grid of the
+//             longest sequence; sequence b's tiles are rows cu[b] + … of its head's T rows (Q, O,
+//             L of H heads, K, V of Hkv: the packed tensors, not B padded sequences), and a Q
+//             tile past its sequence's length exits at once (one empty step).
 //   backward  preprocess (O, dO read, D written, row by row), the dQ accumulator's
 //             cudaMemsetAsync (not counted), main: one block per (K/V tile, K/V head, batch);
 //             step 0 reads K_j, V_j; each step visits the next Q tile of the group's heads (Q,
@@ -269,10 +272,16 @@ std::optional<SimTrace> Flash2Model::dram_trace(const ModelPoint& m, const DramC
   const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, nkmax = p.nk();
   const bool fwd = m.pass != Pass::Bwd, bwd = m.pass != Pass::Fwd;
   const int64_t heads = p.heads, kvh = p.kvh(), group = heads / kvh, batch = p.batch;
-  const int64_t qh = batch * heads, kh = batch * kvh;
-  const bool causal = p.causal;
+  const bool causal = p.causal, packed = p.packed();
+  require(!packed || !bwd, "flash2: a packed varlen problem has no backward kernel");
   const auto lens_i32 = key_lengths(p);
   const auto lens = std::make_shared<const std::vector<int64_t>>(lens_i32.begin(), lens_i32.end());
+  // Where sequence b's rows start in its head's rows: packed varlen, the rows of the sequences
+  // before it (Q, O [H, T, d], K, V [Hkv, T, d], L [H, T]: one head of T rows each); otherwise
+  // every (batch, head) is a head of its own, its rows from 0.
+  auto first = std::make_shared<std::vector<int64_t>>(size_t(batch), 0);
+  for (int64_t b = 1; packed && b < batch; ++b) (*first)[size_t(b)] = (*first)[size_t(b - 1)] + (*lens)[size_t(b - 1)];
+  const int64_t qh = packed ? heads : batch * heads, kh = packed ? kvh : batch * kvh;
   int64_t cq = 0, ck = 0;
   if (fwd) cq = gcd_rows(cq, need_tiles(m.fwd_tiles, m, "forward").block_r), ck = gcd_rows(ck, m.fwd_tiles->block_c);
   if (bwd) cq = gcd_rows(cq, need_tiles(m.bwd_tiles, m, "backward").block_r), ck = gcd_rows(ck, m.bwd_tiles->block_c);
@@ -285,6 +294,14 @@ std::optional<SimTrace> Flash2Model::dram_trace(const ModelPoint& m, const DramC
                 {"D", qh, nq, 4, cq},        {"dQ accumulator", qh, nq, 4 * d, cq},
                 {"dQ", qh, nq, d * e, cq},   {"dK", kh, nkmax, d * e, ck},
                 {"dV", kh, nkmax, d * e, ck}};
+  if (packed) {  // one head of T rows per tensor head, a segment (its own chunks) per sequence
+    const std::vector<int64_t> seqs(lens->begin(), lens->end());
+    tr.buffers[kQ] = segmented_buffer("Q", qh, seqs, d * e, cq);
+    tr.buffers[kK] = segmented_buffer("K", kh, seqs, d * e, ck);
+    tr.buffers[kV] = segmented_buffer("V", kh, seqs, d * e, ck);
+    tr.buffers[kO] = segmented_buffer("O", qh, seqs, d * e, cq);
+    tr.buffers[kL] = segmented_buffer("L", qh, seqs, 4, cq);
+  }
   const auto bufs = std::make_shared<const std::vector<SimBuffer>>(tr.buffers);
   const int64_t k = coarse;
 
@@ -300,14 +317,18 @@ std::optional<SimTrace> Flash2Model::dram_trace(const ModelPoint& m, const DramC
           if (m.mask.at(i, j)) visible->back().push_back(j);
       }
     struct Where {
-      int64_t i, qhead, khead, nk, nb, skip, count;
+      int64_t i, qhead, khead, row0, nq, nk, nb, skip, count;
     };
     auto where = [=](int64_t blk) {
       Where w{};
       const int64_t x = blk % tq, h = (blk / tq) % heads, b = blk / tq / heads;
       w.i = causal ? tq - 1 - x : x;
-      w.qhead = b * heads + h, w.khead = b * kvh + h / group;
+      w.qhead = packed ? h : b * heads + h, w.khead = packed ? h / group : b * kvh + h / group;
+      w.row0 = (*first)[size_t(b)];
       w.nk = std::min((*lens)[size_t(b)], nkmax);
+      // A packed sequence's queries are its keys; a Q tile past them exits at once (no load).
+      w.nq = packed ? w.nk : nq;
+      if (w.i * br >= w.nq) return w;
       const int64_t n_end = causal ? std::min(w.nk, (w.i + 1) * br) : w.nk;
       w.nb = n_end > 0 ? ceil_div(n_end, bc) : 0;
       if (visible->empty()) {
@@ -327,15 +348,17 @@ std::optional<SimTrace> Flash2Model::dram_trace(const ModelPoint& m, const DramC
     kf.step = [=](int64_t blk, int64_t s, std::vector<SimAccess>& out) {
       const Where w = where(blk);
       const int64_t steps = std::max<int64_t>(1, ceil_div(w.count, k));
-      if (s == 0) push_rows(out, *bufs, kQ, w.qhead, w.i * br, (w.i + 1) * br, SimOp::Read);
+      if (w.i * br >= w.nq) return;  // past a packed sequence's end
+      const int64_t q0 = w.row0 + w.i * br, q1 = w.row0 + std::min(w.nq, (w.i + 1) * br);
+      if (s == 0) push_rows(out, *bufs, kQ, w.qhead, q0, q1, SimOp::Read);
       for (int32_t buf : {kK, kV})
         for (int64_t q = s * k; q < std::min(w.count, (s + 1) * k); ++q) {
           const int64_t j = visible->empty() ? w.nb - 1 - q : (*visible)[size_t(w.i)][size_t(w.skip + q)];
-          push_rows(out, *bufs, buf, w.khead, j * bc, std::min(w.nk, (j + 1) * bc), SimOp::Read);
+          push_rows(out, *bufs, buf, w.khead, w.row0 + j * bc, w.row0 + std::min(w.nk, (j + 1) * bc), SimOp::Read);
         }
       if (s == steps - 1) {
-        push_rows(out, *bufs, kO, w.qhead, w.i * br, (w.i + 1) * br, SimOp::Write);
-        push_rows(out, *bufs, kL, w.qhead, w.i * br, (w.i + 1) * br, SimOp::Write);
+        push_rows(out, *bufs, kO, w.qhead, q0, q1, SimOp::Write);
+        push_rows(out, *bufs, kL, w.qhead, q0, q1, SimOp::Write);
       }
     };
     tr.kernels.push_back(std::move(kf));

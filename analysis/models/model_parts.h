@@ -67,7 +67,7 @@ inline int64_t q_xbar_rows(int64_t nq, int64_t br, SmemLayout l) { return kv_xba
 inline void add_forward_compulsory(const Problem& p, Traffic& out) {
   const int64_t e = bytes_of(p.dtype);
   const int64_t q = p.q_elements() * e, kv = p.kv_elements() * e;
-  const int64_t rows = p.batch * p.heads * p.seqlen_q;
+  const int64_t rows = p.lse_elements();  // L: one fp32 per query row as stored (packed varlen: H·T)
   out.add("Q, K, V", q + 2 * kv, 0);
   out.add("O, L", 0, q + rows * kF32);
 }
@@ -189,7 +189,7 @@ inline void push_rows(std::vector<SimAccess>& out, const std::vector<SimBuffer>&
   r1 = std::min(r1, b.rows);
   if (r1 <= r0) return;
   const int64_t cph = b.chunks_per_head();
-  for (int64_t c = r0 / b.chunk_rows; c <= (r1 - 1) / b.chunk_rows; ++c) {
+  for (int64_t c = b.chunk_of_row(r0); c <= b.chunk_of_row(r1 - 1); ++c) {
     const SimAccess a{buf, head * cph + c, op};
     if (!out.empty() && out.back().buffer == a.buffer && out.back().chunk == a.chunk && out.back().op == op) continue;
     out.push_back(a);
