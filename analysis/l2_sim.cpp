@@ -27,8 +27,8 @@ int64_t SimBuffer::chunk_of_row(int64_t row) const {
   return seg_chunk0[s] + (row - seg_row0[s]) / chunk_rows;
 }
 
-SimBuffer segmented_buffer(std::string name, int64_t heads, const std::vector<int64_t>& segment_rows,
-                           int64_t row_bytes, int64_t chunk_rows) {
+SimBuffer segmented_buffer(std::string name, int64_t heads, const std::vector<int64_t>& segment_rows, int64_t row_bytes,
+                           int64_t chunk_rows) {
   if (chunk_rows <= 0) throw std::invalid_argument("L2 simulation: a buffer's chunk_rows must be > 0");
   SimBuffer b{std::move(name), heads, 0, row_bytes, chunk_rows, {0}, {0}};
   for (const int64_t n : segment_rows) {

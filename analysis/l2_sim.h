@@ -54,8 +54,8 @@ struct SimBuffer {
 };
 
 // A buffer of `heads` heads whose rows are the consecutive segments `segment_rows`.
-SimBuffer segmented_buffer(std::string name, int64_t heads, const std::vector<int64_t>& segment_rows,
-                           int64_t row_bytes, int64_t chunk_rows);
+SimBuffer segmented_buffer(std::string name, int64_t heads, const std::vector<int64_t>& segment_rows, int64_t row_bytes,
+                           int64_t chunk_rows);
 
 enum class SimOp : uint8_t { Read, Write, Red };
 

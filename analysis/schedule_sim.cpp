@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "analysis/models/model.h"
+#include "kernels/flash_decode/flash_decode_configs.h"
 
 namespace flashio::analysis {
 
@@ -18,6 +19,7 @@ constexpr int64_t kSector = 32;
 
 // Buffers live in separate allocations (256-byte aligned by cudaMalloc): a sector is (buffer, offset / 32).
 enum Buf { kQ, kK, kV, kO, kLse, kDO, kD, kDqAcc, kDq, kDk, kDv, kOAcc, kRowMax, kRowSum, kDqSemaphore };
+enum DecodeBuf { kOPartial = kDqSemaphore + 1, kLsePartial, kBlockTable };  // flash_decode's own
 
 struct Access {
   int buf;
@@ -438,6 +440,124 @@ Traffic simulate_flash1_bwd(const Problem& p, const ModelTiles& t, DqWidth dq) {
         }
       }
   dq_convert(c, p);
+  return c.traffic;
+}
+
+Traffic simulate_flash_decode(const Problem& p, const ModelTiles& t) {
+  using namespace kernels;
+  check(t, "flash_decode");
+  Counter c;
+  const int64_t d = p.head_dim, e = bytes_of(p.dtype), threads = kDecodeWarps * 32, chunks_per_row = d / 8;
+  const DecodeSplit split = flash_decode_split(p, 1, 0, t.splits);  // the plan's tiles_per_split for this count
+  const int64_t splits = split.splits, row_tiles = split.row_tiles, group = p.heads / p.kvh();
+  const int64_t group_rows = group * p.seqlen_q, total_rows = p.batch * p.heads * p.seqlen_q;
+  const int64_t page = p.paged() ? p.kv_page : p.nk(), pages_per_seq = p.paged() ? (p.nk() + page - 1) / page : 1;
+  const auto lens = key_lengths(p);
+  // Shared memory: Q (16, d + 8), then the K slices (stages, warps, 16, d + 8), then V's; a slice's
+  // row r at r·(d + 8) elements from its 32-byte-aligned start (smem_byte's padded rows).
+  for (int64_t b = 0; b < p.batch; ++b)                // grid.z
+    for (int64_t y = 0; y < p.kvh() * row_tiles; ++y)  // grid.y: K/V head × row tile
+      for (int64_t z = 0; z < splits; ++z) {           // grid.x: split
+        const int64_t hk = y / row_tiles, row0 = y % row_tiles * kDecodeBlockM;
+        const int64_t rows = std::min<int64_t>(kDecodeBlockM, group_rows - row0);
+        const int64_t grow0 = (b * p.heads + hk * group) * p.seqlen_q + row0;
+        const int64_t nk = std::min<int64_t>(lens[size_t(b)], p.nk());
+        const int64_t key_end = p.causal ? std::min(nk, p.seqlen_q) : nk;
+        const int64_t tiles = key_end > 0 ? (key_end + kDecodeBlockN - 1) / kDecodeBlockN : 0;
+        const int64_t first = z * split.tiles_per_split;
+        const int64_t count = std::max<int64_t>(0, std::min(tiles, first + split.tiles_per_split) - first);
+        // Q: chunk c by thread c % 128 in round c / 128, rows past the group zero-filled.
+        tile_copy(c, Counter::Read, "split: Q (once per split)", kQ, grow0, 0, kDecodeBlockM, rows, d, e, threads,
+                  t.smem_layout);
+        for (int64_t it = 0; it < count; ++it)
+          for (int64_t w = 0; w < kDecodeWarps; ++w) {  // load_kv_slice: warp w's 16 keys of the tile
+            const int64_t key0 = (first + it) * kDecodeBlockN + w * kDecodeWarpKeys;
+            int64_t row = 0;  // the slice's first row in K/V storage
+            if (key0 < nk) {
+              int64_t phys = b, in_page = key0;
+              if (p.paged()) {
+                const int64_t pg = key0 / page;
+                c.instr(Counter::Read, "split: block table (per warp and tile)",
+                        std::vector<Access>(32, Access{kBlockTable, (b * pages_per_seq + pg) * 4}));
+                phys = b * pages_per_seq + pg;  // any physical page: the sectors are the same
+                in_page = key0 - pg * page;
+              }
+              row = (phys * p.kvh() + hk) * page + in_page;
+            }
+            for (int64_t c0 = 0; c0 < kDecodeWarpKeys * chunks_per_row; c0 += 32) {
+              std::vector<Access> kl, vl;
+              for (int64_t lane = 0; lane < 32; ++lane) {
+                const int64_t ch = c0 + lane, r = ch / chunks_per_row, col = (ch % chunks_per_row) * 8;
+                if (key0 + r >= nk) continue;  // zero-filled
+                const int64_t smem = smem_byte(t.smem_layout, r, col, kDecodeWarpKeys, d, e);
+                kl.push_back({kK, ((row + r) * d + col) * e, smem});
+                vl.push_back({kV, ((row + r) * d + col) * e, smem});
+              }
+              if (kl.empty()) continue;
+              c.instr(Counter::Read, "split: K, V (once per row tile)", kl);
+              c.instr(Counter::Read, "split: K, V (once per row tile)", vl);
+            }
+          }
+        // Epilogue: O by 4 columns per thread and round (8-byte stores, or fp32 16-byte ones), L
+        // by threads 0 … rows − 1.
+        const std::string term = splits == 1 ? "split: O, L" : "split: partial O, L (fp32)";
+        const int64_t quads = d / 4;
+        for (int64_t base = 0; base < kDecodeBlockM * quads; base += threads)
+          for (int64_t w = 0; w < kDecodeWarps; ++w) {
+            std::vector<Access> lanes;
+            for (int64_t lane = 0; lane < 32; ++lane) {
+              const int64_t ci = base + w * 32 + lane, r = ci / quads, col = ci % quads * 4;
+              if (ci >= kDecodeBlockM * quads || r >= rows) continue;
+              if (splits == 1) {
+                lanes.push_back({kO, ((grow0 + r) * d + col) * e});
+              } else {
+                lanes.push_back({kOPartial, ((z * total_rows + grow0 + r) * d + col) * 4});
+              }
+            }
+            if (!lanes.empty()) c.instr(Counter::Write, term, lanes);
+          }
+        std::vector<Access> l_lanes;
+        for (int64_t r = 0; r < rows; ++r)
+          l_lanes.push_back(splits == 1 ? Access{kLse, (grow0 + r) * 4}
+                                        : Access{kLsePartial, (z * total_rows + grow0 + r) * 4});
+        c.instr(Counter::Write, term, l_lanes);
+      }
+  if (splits == 1) return c.traffic;
+  // Combine: blocks of kDecodeCombineThreads, one warp per row; a sector the block already read
+  // is served by L1 (the three passes over L_s, the float2 halves of an O row's sectors).
+  const int64_t rows_per_block = kDecodeCombineThreads / 32, per_lane = d / 32;
+  for (int64_t r0 = 0; r0 < total_rows; r0 += rows_per_block) {
+    c.begin_l1_scope();
+    for (int64_t row = r0; row < std::min(total_rows, r0 + rows_per_block); ++row) {
+      auto l_reads = [&] {  // for s = lane; s < splits; s += 32
+        for (int64_t s0 = 0; s0 < splits; s0 += 32) {
+          std::vector<Access> lanes;
+          for (int64_t lane = 0; lane < 32 && s0 + lane < splits; ++lane)
+            lanes.push_back({kLsePartial, ((s0 + lane) * total_rows + row) * 4});
+          c.instr(Counter::Read, "combine: partial O, L (fp32)", lanes);
+        }
+      };
+      l_reads();  // the maximum
+      l_reads();  // the sum
+      for (int64_t s = 0; s < splits; ++s) {
+        c.instr(Counter::Read, "combine: partial O, L (fp32)",
+                std::vector<Access>(32, Access{kLsePartial, (s * total_rows + row) * 4}));
+        for (int64_t x = 0; x < per_lane; x += 2) {
+          std::vector<Access> lanes;
+          for (int64_t lane = 0; lane < 32; ++lane)
+            lanes.push_back({kOPartial, ((s * total_rows + row) * d + lane * per_lane + x) * 4});
+          c.instr(Counter::Read, "combine: partial O, L (fp32)", lanes);
+        }
+      }
+      for (int64_t x = 0; x < per_lane; x += 2) {  // 4-byte stores of column pairs
+        std::vector<Access> lanes;
+        for (int64_t lane = 0; lane < 32; ++lane) lanes.push_back({kO, (row * d + lane * per_lane + x) * e});
+        c.instr(Counter::Write, "combine: O, L", lanes);
+      }
+      c.instr(Counter::Write, "combine: O, L", {Access{kLse, row * 4}});
+    }
+    c.end_l1_scope();
+  }
   return c.traffic;
 }
 

@@ -28,6 +28,7 @@
 #include "bench/core/schema.h"
 #include "kernels/flash1/flash1_configs.h"
 #include "kernels/flash2/flash2_fwd_configs.h"
+#include "kernels/flash_decode/flash_decode_configs.h"
 
 using namespace flashio;
 using namespace flashio::analysis;
@@ -981,7 +982,7 @@ TEST(AnalyzeCommand, CommittedFilesFailOnlyTheirKnownMissesWithTheirRatios) {
   const std::map<std::string, std::pair<int, int>> expected_judged = {
       {"nvidia-h100-blocksparse-fig2.json", {12, 12}},
       {"nvidia-h100-d256.json", {36, 36}},
-      {"nvidia-h100-decode.json", {0, 4}},
+      {"nvidia-h100-decode.json", {0, 12}},
       {"nvidia-h100-dram-drift-fwd-64x64.json", {4, 4}},
       {"nvidia-h100-dram-drift-fwd-d64.json", {4, 4}},
       {"nvidia-h100-dram-drift-fwd.json", {10, 10}},
@@ -995,12 +996,12 @@ TEST(AnalyzeCommand, CommittedFilesFailOnlyTheirKnownMissesWithTheirRatios) {
       {"nvidia-h100-figure2-middle.json", {4, 4}},
       {"nvidia-h100-flash1-bwd-2048.json", {8, 8}},
       {"nvidia-h100-flash3.json", {72, 72}},
-      {"nvidia-h100-llama3-8b-decode.json", {0, 16}},
+      {"nvidia-h100-llama3-8b-decode.json", {0, 48}},
       {"nvidia-h100-memory.json", {19, 19}},
       {"nvidia-h100-varlen-prefill-uniform.json", {8, 8}},
       {"nvidia-h100-varlen-prefill.json", {16, 16}},
       {"nvidia-h200-d256.json", {36, 36}},
-      {"nvidia-h200-decode.json", {0, 4}},
+      {"nvidia-h200-decode.json", {0, 12}},
       {"nvidia-h200-dram-drift-fwd-64x64.json", {4, 4}},
       {"nvidia-h200-dram-drift-fwd-d64.json", {4, 4}},
       {"nvidia-h200-dram-drift-fwd.json", {10, 10}},
@@ -1322,11 +1323,12 @@ TEST(ModelRegistry, EveryModelledMethodIsRegisteredUnderItsName) {
     ASSERT_NE(m, nullptr) << name;
     EXPECT_EQ(m->method(), name);
   }
-  for (const char* exact : {"flash1", "flash2", "flash3", "flash3_no_pingpong", "flash3_no_overlap", "blocksparse_flash"}) {
+  for (const char* exact :
+       {"flash1", "flash2", "flash3", "flash3_no_pingpong", "flash3_no_overlap", "blocksparse_flash", "flash_decode"}) {
     EXPECT_TRUE(find_model(exact)->exact()) << exact;
     EXPECT_TRUE(has_exact_model(exact)) << exact;
   }
-  for (const char* compulsory : {"standard", "standard_fused", "flash_decode"}) {
+  for (const char* compulsory : {"standard", "standard_fused"}) {
     EXPECT_FALSE(find_model(compulsory)->exact()) << compulsory;
     EXPECT_FALSE(find_model(compulsory)->unjudged_note().empty()) << compulsory;
   }
@@ -1439,28 +1441,115 @@ TEST(RecordTiles, Flash3RecordIsPredictedWithTmaLoads) {
   if (b.point) EXPECT_THROW(predict_sm_l2(*b.point), std::invalid_argument);
 }
 
-// flash_decode's bytes: Q, K, V read and O, L written once, plus the splits' fp32 partials (O and
-// L, d + 1 floats per row and split) written by the split kernel and read by the combine.
-TEST(FlashDecodeModel, CompulsoryBytesAndTheSplitsPartials) {
+// flash_decode's split and combine kernels: the closed form equals the simulator's walk of
+// their warp instructions over odd shapes — one query or 16, GQA groups whose G·Nq rows take one
+// row tile or several (the last one partial), key lengths cutting a 64-key tile and a warp's 16
+// keys, causal (one tile, its rows below Nk loaded), key padding, paged K/V (the block table),
+// every head dim, split counts from 1 to one per tile.
+TEST(IoModel, FlashDecodeEqualsSimulatorOverShapes) {
+  struct S {
+    int64_t b, h, kvh, nq, nk, d;
+    bool causal, pad;
+    int page;
+  };
+  const S cases[] = {{1, 4, 4, 1, 1, 64, false, false, 0},      {2, 8, 2, 1, 100, 128, false, false, 0},
+                     {1, 32, 8, 1, 1000, 128, false, true, 0},  {3, 8, 1, 3, 257, 64, false, false, 64},
+                     {1, 8, 1, 16, 4097, 256, false, false, 0}, {2, 4, 2, 5, 63, 128, true, false, 0},
+                     {2, 8, 8, 16, 700, 64, true, true, 128},   {1, 16, 2, 2, 1030, 128, false, true, 192},
+                     {2, 2, 1, 7, 5000, 64, false, false, 64}};
+  int compared = 0;
+  for (const S& c : cases) {
+    Problem p = shape(c.b, c.h, c.kvh, c.nq, c.nk, c.d, c.causal, c.pad);
+    p.kv_page = c.page;
+    for (int forced : {1, 2, 3, 7, 1 << 20}) {
+      ModelPoint m;
+      m.method = "flash_decode";
+      m.problem = p;
+      ModelTiles t{{kernels::kDecodeBlockM, kernels::kDecodeBlockN, kernels::kDecodeWarps, 2}};
+      t.splits = kernels::flash_decode_split(p, 1, 0, forced).splits;  // a count the plan runs
+      m.fwd_tiles = t;
+      const Traffic model = predict_sm_l2(m);
+      expect_same(model, simulate_sm_l2(m), describe(p, t));
+      EXPECT_GT(model.read, 0) << describe(p, t);
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 45);
+}
+
+// The committed H100 point b 8, GQA 32:8, one query, 8k keys, d 128, 4 splits, term by term: Q
+// (4 rows of a row tile, padded shared rows: 4 + 2 deliveries) once per split; K and V once (1.5×
+// as the crossbar delivers them); the partials written and read once (each split's L of a block's
+// rows one sector); the combine's O in two 4-byte-per-lane instructions over each row (2× its
+// bytes), L a sector per row. DRAM: Q, K, V, O, L — the partials are workspace (the L2
+// simulation decides), paged adds the block table.
+TEST(FlashDecodeModel, ExactBytesOfTheCommittedH100Point) {
   ModelPoint m;
   m.method = "flash_decode";
   m.problem = shape(8, 32, 8, 1, 8192, 128, false, false);
-  ModelTiles t;
-  t.block_r = 16, t.block_c = 64, t.warps = 4, t.stages = 3;
+  ModelTiles t{{16, 64, 4, 3}};
   t.splits = 4;
   m.fwd_tiles = t;
-  const int64_t q = 8 * 32 * 1 * 128 * 2, kv = 8 * 8 * 8192 * 128 * 2, rows = 8 * 32;
-  const int64_t partials = 4 * rows * (128 + 1) * 4;
-  const Traffic dram = compulsory_dram(m);
-  EXPECT_EQ(dram.read, q + 2 * kv + partials);
-  EXPECT_EQ(dram.write, q + rows * 4 + partials);
+  const int64_t q = 8 * 32 * 128 * 2, kv = 8 * 8 * 8192 * 128 * 2, rows = 8 * 32, groups = 8 * 8;
   const Traffic sm = predict_sm_l2(m);
-  EXPECT_EQ(sm.read, 4 * q + 2 * kv + partials);  // Q once per split; one row tile: K, V once
-  EXPECT_EQ(sm.write, partials + q + rows * 4);
-  m.fwd_tiles->splits = 1;  // no partials: the split kernel writes O and L
-  EXPECT_EQ(compulsory_dram(m).total(), q + 2 * kv + q + rows * 4);
+  EXPECT_EQ(term_of(sm, "split: Q (once per split)"), 4 * groups * 6 * 256);
+  EXPECT_EQ(term_of(sm, "split: K, V (once per row tile)"), 2 * kv * 3 / 2);
+  EXPECT_EQ(term_of(sm, "split: partial O, L (fp32)"), 4 * groups * (4 * 512 + 32));
+  EXPECT_EQ(term_of(sm, "combine: partial O, L (fp32)"), 4 * rows * 512 + (rows / 4) * 4 * 32);
+  EXPECT_EQ(term_of(sm, "combine: O, L"), rows * (2 * 256 + 32));
+  EXPECT_EQ(term_of(sm, "split: block table (per warp and tile)"), 0);
+  const Traffic dram = compulsory_dram(m);
+  EXPECT_EQ(dram.read, q + 2 * kv);
+  EXPECT_EQ(dram.write, q + rows * 4);
+  m.problem.kv_page = 64;  // 128 pages of 64 keys: 4 warps × 128 tiles of table loads per group
+  EXPECT_EQ(term_of(predict_sm_l2(m), "split: block table (per warp and tile)"), groups * 128 * 4 * 32);
+  EXPECT_EQ(compulsory_dram(m).read, q + 2 * kv + 8 * 128 * 4);
+  m.problem.kv_page = 0;
+  m.fwd_tiles->splits = 1;  // no partials, no combine: the split kernel writes O and L
+  const Traffic one = predict_sm_l2(m);
+  EXPECT_EQ(term_of(one, "split: O, L"), q + groups * 32);
+  EXPECT_EQ(term_of(one, "combine: O, L"), 0);
+  m.fwd_tiles->splits = 5;  // 128 tiles: 5 splits of 26 — what the plan runs
+  EXPECT_NO_THROW(predict_sm_l2(m));
+  m.fwd_tiles->splits = 100;  // 100 splits of 2 tiles would be 64: a count the plan never records
+  EXPECT_THROW(predict_sm_l2(m), std::invalid_argument);
+  m.fwd_tiles->splits = 4;
+  m.fwd_tiles->block_c = 128;  // not the kernel's tile
+  EXPECT_THROW(predict_sm_l2(m), std::invalid_argument);
+  m.fwd_tiles->block_c = 64;
   m.problem = shape(1, 8, 1, 16, 1000, 64, false, false);  // MQA, 8 heads × 16 queries: 8 row tiles
-  EXPECT_EQ(predict_sm_l2(m).read, 1 * 8 * 16 * 64 * 2 + 8 * 2 * (1000 * 64 * 2));
+  m.fwd_tiles->splits = kernels::flash_decode_split(m.problem, 1, 0, 4).splits;
+  EXPECT_EQ(term_of(predict_sm_l2(m), "split: K, V (once per row tile)"),
+            8 * 2 * (15 * 4 * 24 + (24 + 24 + 12)) * 64 * 2);  // 15 full tiles, then 40 keys: 16 + 16 + 8
   m.pass = Pass::Bwd;
   EXPECT_THROW(predict_sm_l2(m), std::invalid_argument);
+}
+
+// The DRAM trace: with no cache it requests what the schedule reads (K and V once per row tile);
+// with the H100's L2 the committed point reads Q, K, V once and writes nothing back — the
+// partials (0.5 MB) stay in L2 between the split and the combine kernel, as do O and L.
+TEST(FlashDecodeModel, DramTraceReadsEveryByteOnceAndKeepsThePartialsInL2) {
+  ModelPoint m;
+  m.method = "flash_decode";
+  m.problem = shape(2, 8, 2, 3, 1000, 64, false, false);  // 12 rows per group: one row tile
+  ModelTiles t{{16, 64, 4, 4}};
+  t.splits = kernels::flash_decode_split(m.problem, 1, 0, 3).splits;
+  m.fwd_tiles = t;
+  GpuLimits g;
+  g.sm_count = 132, g.smem_per_sm_bytes = 233472, g.l2_bytes = 52428800, g.l2_partitions = 2;
+  g.l2_dirty_share = kGh100L2DirtyShare;
+  const StreamingKernels none;
+  const auto trace = model_of(m).dram_trace(m, DramContext{55296, 0, g, 0, none}, 1);
+  ASSERT_TRUE(trace.has_value());
+  const L2SimResult cold = simulate_l2(trace->buffers, trace->kernels, {1, 1, 1});
+  EXPECT_EQ(cold.read_of[1] + cold.read_of[2], 2 * (2 * 2 * 1000 * 64 * 2));  // K, V of 2 × 2 K/V heads, once
+  const L2SimResult warm = simulate_l2(trace->buffers, trace->kernels, {g.l2_bytes, 2, g.sm_count, g.l2_dirty_share});
+  EXPECT_EQ(warm.dram_read, compulsory_dram(m).read);
+  EXPECT_EQ(warm.dram_write, 0);
+  const DramPrediction d = predict_dram(m, 55296, 0, g);
+  EXPECT_EQ(d.model, "L2 simulation");
+  EXPECT_EQ(d.predicted, compulsory_dram(m).read);
+  ASSERT_EQ(d.kernels.size(), 2u);  // split ("forward") and combine
+  EXPECT_EQ(d.kernels[1].kernel, "combine");
+  EXPECT_EQ(d.kernels[1].read, 0);
 }

@@ -1,79 +1,268 @@
-// flash_decode (kernels/flash_decode/): split-KV decoding. Per (batch, K/V head) a thread block
-// per (row tile, split) reads its 16 query rows (Q once per split), streams its split's keys of
-// K and V (each key once per row tile: once where the GQA group's rows G·Nq fit one tile of 16),
-// and, with more than one split, writes its rows' fp32 O (d floats) and L (one float) per split,
-// which the combine kernel reads back to write O and L; with one split the blocks write O and L.
-// Modelled by these bytes (SM↔L2) and the compulsory DRAM bytes — Q, K, V read, O, L written,
-// and the splits' partials written and read once — not by an exact schedule walk: reported, not
-// judged (the padded shared rows' crossbar deliveries of flash2's model are not applied here).
+// flash_decode (kernels/flash_decode/): split-KV decoding, the exact SM↔L2 model of its two
+// kernels (flash_decode_kernel.cuh), checked against analysis/schedule_sim.cpp
+// (simulate_flash_decode), and its trace for the L2 simulation. The tile is the kernel's
+// (kernels/flash_decode/flash_decode_configs.h: 16 rows × 64 keys, four warps of 16 keys); the
+// split count is the record's (tiles.splits), dealt into K/V tiles as the plan deals it
+// (flash_decode_split with that count forced).
+//
+// Split kernel, one block per (split, K/V head × row tile, batch): the 16-row tile of the GQA
+// group's G·Nq rows (rows past the group zero-filled, not read) — Q read once per split and row
+// tile; each warp copies its 16 keys of each of the split's 64-key tiles of K and V (keys past the
+// sequence's length zero-filled, not read), so K and V are read once per row tile, the splits
+// reading disjoint ranges; paged K/V: the block table read by every warp once per tile (one
+// 4-byte load of all 32 lanes: one sector). The shared rows are padded (d + 8): tile loads as
+// smem_row_deliveries counts them, per warp slice. Epilogue: one split, O (8-byte stores of whole
+// rows) and L (the block's rows in one instruction); more, the split's fp32 O (16-byte stores) and
+// L, [splits, B·H·Nq, (d)].
+// Combine kernel (splits > 1), one warp per row, four rows per block: each split's L read three
+// times and its O row as float2 pairs (a sector the block already read is an L1 hit: each partial
+// sector once per block), O written by `d/64` 4-byte-per-lane instructions that each span the row
+// (d·e bytes of sectors each: 2× the O bytes at d 128, 4× at d 256), L by lane 0 alone (a sector
+// per row).
+//
+// DRAM: compulsory Q, K, V read and O, L written (paged: the block table read); the partials
+// are workspace, in the L2 simulation's trace like any buffer: written at the end of each split
+// block and read by the combine kernel right after, they stay in L2 (and are never written back)
+// wherever they fit — every committed point: at most splits·B·H·Nq·(d + 1)·4 = 0.5 MB.
 #include <fmt/format.h>
 
 #include "analysis/models/model.h"
 #include "analysis/models/model_parts.h"
+#include "analysis/schedule_sim.h"
+#include "kernels/flash_decode/flash_decode_configs.h"
 
 namespace flashio::analysis {
 
 namespace {
 
 using namespace parts;
+using kernels::kDecodeBlockM, kernels::kDecodeBlockN, kernels::kDecodeWarps, kernels::kDecodeWarpKeys;
 
-// The splits' partial O and L (fp32), written by the split kernel and read by the combine.
-int64_t partial_bytes(const Problem& p, int splits) {
-  if (splits <= 1) return 0;
-  return int64_t(splits) * p.batch * p.heads * p.seqlen_q * (p.head_dim + 1) * kF32;
+constexpr int64_t kCombineRows = kernels::kDecodeCombineThreads / 32;  // rows (warps) per combine block
+
+// The point's schedule: the kernel's tile, the record's splits as the plan deals them.
+struct Schedule {
+  Problem p;
+  kernels::DecodeSplit split;
+  int64_t group_rows = 0;  // G·Nq: the rows of one K/V head's group (the kernel's row tiles cut these)
+  int64_t total_rows = 0;  // B·H·Nq
+  int64_t e = 2;
+  SmemLayout layout = SmemLayout::Padded;
+  std::vector<int32_t> lens;
+
+  int64_t groups() const { return p.batch * p.kvh(); }
+  int64_t nk(int64_t b) const { return std::min<int64_t>(lens[size_t(b)], p.nk()); }
+  // K/V tiles batch b's rows see (the kernel's kv_tile_count; causal: keys up to Nq).
+  int64_t tiles(int64_t b) const {
+    const int64_t end = p.causal ? std::min(nk(b), p.seqlen_q) : nk(b);
+    return end > 0 ? ceil_div(end, kDecodeBlockN) : 0;
+  }
+  int64_t first_tile(int64_t split_index) const { return split_index * split.tiles_per_split; }
+  int64_t tile_count(int64_t b, int64_t split_index) const {
+    const int64_t first = first_tile(split_index);
+    return std::max<int64_t>(0, std::min(tiles(b), first + split.tiles_per_split) - first);
+  }
+  int64_t rows(int64_t row_tile) const {
+    return std::min<int64_t>(kDecodeBlockM, group_rows - row_tile * kDecodeBlockM);
+  }
+  int64_t pages_per_seq() const { return p.paged() ? ceil_div(p.nk(), p.kv_page) : 0; }
+};
+
+Schedule schedule_of(const ModelPoint& m) {
+  require(m.pass == Pass::Fwd, "flash_decode has a forward kernel only");
+  const ModelTiles t = need_tiles(m.fwd_tiles, m, "forward");
+  require(t.block_r == kDecodeBlockM && t.block_c == kDecodeBlockN && t.warps == kDecodeWarps,
+          fmt::format("flash_decode: the record's tiles ({}×{}, {} warps) are not the kernel's ({}×{}, {} warps: "
+                      "kernels/flash_decode/flash_decode_configs.h)",
+                      t.block_r, t.block_c, t.warps, kDecodeBlockM, kDecodeBlockN, kDecodeWarps));
+  require(t.splits >= 1, "flash_decode: the record's tiles.splits must be at least 1");
+  require(!m.problem.varlen(), "flash_decode runs no variable-length (--seqlens) problem");
+  Schedule s;
+  s.p = m.problem;
+  s.split = kernels::flash_decode_split(m.problem, 1, 0, t.splits);
+  require(s.split.splits == t.splits,
+          fmt::format("flash_decode: {} splits of {} K/V tiles leave a split empty: not a count the plan runs "
+                      "({} splits of {} tiles)",
+                      t.splits, s.split.tiles, s.split.splits, s.split.tiles_per_split));
+  s.group_rows = m.problem.heads / m.problem.kvh() * m.problem.seqlen_q;
+  s.total_rows = m.problem.batch * m.problem.heads * m.problem.seqlen_q;
+  s.e = bytes_of(m.problem.dtype);
+  s.layout = t.smem_layout;
+  s.lens = key_lengths(m.problem);
+  return s;
 }
 
-int splits_of(const ModelPoint& m) {
-  require(m.pass == Pass::Fwd, "flash_decode has a forward kernel only");
-  return need_tiles(m.fwd_tiles, m, "forward").splits;
+// Crossbar deliveries (rows) of the K (or V) slices of tiles [t0, t1) of a sequence of nk keys:
+// warp w of tile t copies keys t·64 + 16w … of which those below nk are requested.
+int64_t slice_rows(const Schedule& s, int64_t nk, int64_t t0, int64_t t1) {
+  const int64_t full_end = nk / kDecodeBlockN;  // tiles whose every key exists
+  int64_t rows =
+      std::max<int64_t>(0, std::min(t1, full_end) - t0) * kDecodeWarps * smem_row_deliveries(kDecodeWarpKeys, s.layout);
+  for (int64_t t = std::max(t0, full_end); t < t1; ++t)
+    for (int64_t w = 0; w < kDecodeWarps; ++w)
+      rows += smem_row_deliveries(std::clamp<int64_t>(nk - t * kDecodeBlockN - w * kDecodeWarpKeys, 0, kDecodeWarpKeys),
+                                  s.layout);
+  return rows;
+}
+
+// Block-table loads (a sector each) of tiles [t0, t1): one per warp whose first key exists.
+int64_t table_loads(int64_t nk, int64_t t0, int64_t t1) {
+  const int64_t full_end = nk / kDecodeBlockN;
+  int64_t n = std::max<int64_t>(0, std::min(t1, full_end) - t0) * kDecodeWarps;
+  for (int64_t t = std::max(t0, full_end); t < t1; ++t)
+    n += std::clamp<int64_t>(ceil_div(nk - t * kDecodeBlockN, kDecodeWarpKeys), 0, kDecodeWarps);
+  return n;
+}
+
+Traffic decode_traffic(const Schedule& s) {
+  const Problem& p = s.p;
+  const int64_t d = p.head_dim, row_bytes = d * s.e, splits = s.split.splits, tr = s.total_rows;
+  Traffic out;
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t hk = 0; hk < p.kvh(); ++hk) {
+      const int64_t group = b * p.kvh() + hk, nk = s.nk(b), tiles = s.tiles(b);
+      for (int64_t rt = 0; rt < s.split.row_tiles; ++rt) {
+        const int64_t rows = s.rows(rt), grow0 = group * s.group_rows + rt * kDecodeBlockM;
+        out.add("split: Q (once per split)", splits * smem_row_deliveries(rows, s.layout) * row_bytes, 0);
+        // The splits' tile ranges cover the sequence's tiles once.
+        out.add("split: K, V (once per row tile)", 2 * slice_rows(s, nk, 0, tiles) * row_bytes, 0);
+        if (p.paged()) out.add("split: block table (per warp and tile)", table_loads(nk, 0, tiles) * kSector, 0);
+        if (splits == 1) {
+          out.add("split: O, L", 0, rows * row_bytes + grouped_fp32_sectors(grow0, rows, kDecodeBlockM) * kSector);
+          continue;
+        }
+        for (int64_t z = 0; z < splits; ++z)
+          out.add("split: partial O, L (fp32)", 0,
+                  rows * d * kF32 + grouped_fp32_sectors(z * tr + grow0, rows, kDecodeBlockM) * kSector);
+      }
+    }
+  if (splits == 1) return out;
+  // Combine: every split's O row once, its L sectors once per block (L1 serves the re-reads).
+  int64_t l_sectors = 0;
+  for (int64_t r0 = 0; r0 < tr; r0 += kCombineRows)
+    for (int64_t z = 0; z < splits; ++z)
+      l_sectors += grouped_fp32_sectors(z * tr + r0, std::min(kCombineRows, tr - r0), kCombineRows);
+  out.add("combine: partial O, L (fp32)", splits * tr * d * kF32 + l_sectors * kSector, 0);
+  const int64_t o_instructions = d / 32 / 2;  // per row: 4-byte stores of column pairs, d/32 columns per lane
+  out.add("combine: O, L", 0, tr * (o_instructions * row_bytes + kSector));
+  return out;
 }
 
 class FlashDecodeModel final : public IoModel {
  public:
   std::string method() const override { return "flash_decode"; }
-  bool exact() const override { return false; }
-  std::string unjudged_note() const override {
-    return "flash_decode: compulsory bytes and the splits' partials (no exact schedule model yet)";
-  }
-  Traffic sm_l2(const ModelPoint& m) const override {
-    const Problem& p = m.problem;
-    const int splits = splits_of(m);
-    const int64_t e = bytes_of(p.dtype);
-    const int64_t q = p.q_elements() * e, kv = p.kv_elements() * e;
-    const int64_t rows = p.batch * p.heads * p.seqlen_q;
-    const int64_t row_tiles = ceil_div(p.heads / p.kvh() * p.seqlen_q, 16);
-    Traffic out;
-    out.add("split: Q (once per split)", int64_t(splits) * q, 0);
-    out.add("split: K, V (once per row tile)", row_tiles * 2 * kv, 0);
-    if (splits > 1) {
-      out.add("split: partial O, L (fp32)", 0, partial_bytes(p, splits));
-      out.add("combine: partial O, L; O, L", partial_bytes(p, splits), q + rows * kF32);
-    } else {
-      out.add("split: O, L", 0, q + rows * kF32);
-    }
-    return out;
+  bool exact() const override { return true; }
+  Traffic sm_l2(const ModelPoint& m) const override { return decode_traffic(schedule_of(m)); }
+  Traffic simulate_sm_l2(const ModelPoint& m) const override {
+    require(m.pass == Pass::Fwd, "flash_decode has a forward kernel only");
+    return simulate_flash_decode(m.problem, m.fwd_tiles.value());
   }
   Traffic compulsory_dram(const ModelPoint& m) const override {
-    const int splits = splits_of(m);
+    const Schedule s = schedule_of(m);
     Traffic out;
     add_forward_compulsory(m.problem, out);
-    if (splits > 1) {
-      const int64_t partials = partial_bytes(m.problem, splits);
-      out.add("partial O, L (fp32): written, read by the combine", partials, partials);
-    }
+    if (m.problem.paged()) out.add("block table", m.problem.batch * s.pages_per_seq() * 4, 0);
     return out;
   }
+  // The wave model (--dram-waves): every byte once (K and V are read once per row tile, the row
+  // tiles of a group launched together).
   int64_t dram_beyond_compulsory(const ModelPoint&, const DramContext&, DramPrediction& out) const override {
-    out.note = "compulsory bytes and the splits' partials, each once: every key is read once per row tile";
+    out.note = "compulsory bytes: every key is read once per row tile, the partials stay in L2";
     return 0;
   }
+  std::optional<SimTrace> dram_trace(const ModelPoint& m, const DramContext& c, int coarse) const override;
   double asymptotic_form(const ModelPoint& m) const override {
     const Problem& p = m.problem;  // K, V of every K/V head, Q and O of every query head: Θ(Hkv·Nk·d + H·Nq·d)
     return double(p.batch) * (double(p.kvh()) * double(p.nk()) + double(p.heads) * double(p.seqlen_q)) *
            double(p.head_dim);
   }
   std::string asymptotic_formula(const ModelPoint&) const override { return "Hkv·Nk·d + H·Nq·d  (each byte once)"; }
+  PredictedTiles predict_tiles(int64_t, int64_t) const override {
+    throw std::invalid_argument(
+        "flash_decode: `flashio predict` has no split count (the kernel's tiles.splits follows batch, heads and "
+        "SMs): analyse a record instead");
+  }
 };
+
+// The L2 simulation's trace: the split kernel, blocks (split, K/V head × row tile, batch) with
+// split fastest; step 0 reads the block's Q rows, each step the next K/V tile of its range (and,
+// paged, the block-table entry), the last writes O, L or the split's partial O, L. Then the
+// combine kernel (splits > 1): a block of four rows reads every split's partial O, L of them and
+// writes O, L. One K/V tile is one time unit. Buffers per K/V head's group (its G·Nq rows).
+std::optional<SimTrace> FlashDecodeModel::dram_trace(const ModelPoint& m, const DramContext& c, int coarse) const {
+  const auto s = std::make_shared<const Schedule>(schedule_of(m));
+  const Problem& p = s->p;
+  const int64_t d = p.head_dim, e = s->e, groups = s->groups(), splits = s->split.splits, k = coarse;
+  const int64_t row_tiles = s->split.row_tiles, kv_chunk = kDecodeBlockN * coarse;
+  enum : int32_t { kQ, kK, kV, kO, kL, kOPart, kLPart, kTable };
+  SimTrace tr;
+  tr.buffers = {{"Q", groups, s->group_rows, d * e, kDecodeBlockM},
+                {"K", groups, p.nk(), d * e, kv_chunk},
+                {"V", groups, p.nk(), d * e, kv_chunk},
+                {"O", groups, s->group_rows, d * e, kDecodeBlockM},
+                {"L", groups, s->group_rows, 4, kDecodeBlockM},
+                {"partial O (fp32)", splits > 1 ? splits * groups : 0, s->group_rows, d * kF32, kDecodeBlockM},
+                {"partial L (fp32)", splits > 1 ? splits * groups : 0, s->group_rows, 4, kDecodeBlockM},
+                {"block table", p.batch, s->pages_per_seq(), 4, kSector / 4}};
+  const auto bufs = std::make_shared<const std::vector<SimBuffer>>(tr.buffers);
+
+  struct Where {
+    int64_t split, b, group, rt, first, count;
+  };
+  auto where = [=](int64_t blk) {
+    Where w{};
+    w.split = blk % splits;
+    const int64_t y = blk / splits % (p.kvh() * row_tiles);
+    w.b = blk / splits / (p.kvh() * row_tiles);
+    w.group = w.b * p.kvh() + y / row_tiles, w.rt = y % row_tiles;
+    w.first = s->first_tile(w.split), w.count = s->tile_count(w.b, w.split);
+    return w;
+  };
+  SimKernel ks;
+  ks.name = "forward";
+  ks.blocks = splits * p.kvh() * row_tiles * p.batch;
+  ks.blocks_per_sm = resident_blocks(kDecodeWarps * 32, c.fwd_smem, c.gpu, c.kernels.fwd);
+  ks.steps = [=](int64_t blk) { return std::max<int64_t>(1, ceil_div(where(blk).count, k)); };
+  ks.step = [=](int64_t blk, int64_t step, std::vector<SimAccess>& out) {
+    const Where w = where(blk);
+    const int64_t r0 = w.rt * kDecodeBlockM, r1 = r0 + s->rows(w.rt), nk = s->nk(w.b);
+    if (step == 0) push_rows(out, *bufs, kQ, w.group, r0, r1, SimOp::Read);
+    for (int64_t q = step * k; q < std::min(w.count, (step + 1) * k); ++q) {
+      const int64_t t = w.first + q, key0 = t * kDecodeBlockN;
+      for (int32_t buf : {kK, kV})
+        push_rows(out, *bufs, buf, w.group, key0, std::min(nk, key0 + kDecodeBlockN), SimOp::Read);
+      if (p.paged() && key0 < nk)
+        push_rows(out, *bufs, kTable, w.b, key0 / p.kv_page, key0 / p.kv_page + 1, SimOp::Read);
+    }
+    if (step < std::max<int64_t>(1, ceil_div(w.count, k)) - 1) return;
+    if (splits == 1) {
+      push_rows(out, *bufs, kO, w.group, r0, r1, SimOp::Write);
+      push_rows(out, *bufs, kL, w.group, r0, r1, SimOp::Write);
+    } else {
+      push_rows(out, *bufs, kOPart, w.split * groups + w.group, r0, r1, SimOp::Write);
+      push_rows(out, *bufs, kLPart, w.split * groups + w.group, r0, r1, SimOp::Write);
+    }
+  };
+  tr.kernels.push_back(std::move(ks));
+  if (splits > 1) {
+    SimKernel kc;
+    kc.name = "combine";
+    kc.blocks = ceil_div(s->total_rows, kCombineRows);
+    kc.blocks_per_sm = blocks_per_sm(kernels::kDecodeCombineThreads, 0, c.gpu);
+    kc.steps = [](int64_t) { return int64_t(1); };
+    kc.step = [=](int64_t blk, int64_t, std::vector<SimAccess>& out) {
+      for (int64_t r = blk * kCombineRows; r < std::min(s->total_rows, (blk + 1) * kCombineRows); ++r) {
+        const int64_t group = r / s->group_rows, gr = r % s->group_rows;
+        for (int64_t z = 0; z < splits; ++z)
+          for (int32_t buf : {kLPart, kOPart}) push_rows(out, *bufs, buf, z * groups + group, gr, gr + 1, SimOp::Read);
+        push_rows(out, *bufs, kO, group, gr, gr + 1, SimOp::Write);
+        push_rows(out, *bufs, kL, group, gr, gr + 1, SimOp::Write);
+      }
+    };
+    tr.kernels.push_back(std::move(kc));
+  }
+  return tr;
+}
 
 }  // namespace
 
