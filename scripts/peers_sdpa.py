@@ -145,13 +145,18 @@ Counters (``--counters dram|full``; default off: peers without counters)
 -----------------------------------------------------------------------
 The same hardware counters as flashio's records, through ``flashio profile`` (CUPTI injected
 into this process, bench/measure/inject.cpp). The script runs itself again under
-``flashio profile --counters SET --range '^(sdpa_[a-z]+|flex_attention)/' -- python3 peers_sdpa.py ARGS`` (the inner
-run sees $FLASHIO_PROFILE_LOG). There, after a point's timing and re-check, it makes one more
-call of the timed sequence, after the L2 flush, inside an NVTX range named like the record: the
-one counter pass, as flashio run's (bench/measure/runner.cpp, collect_counters); only the kernels
+``flashio profile --counters SET --cache-control none --range '^(sdpa_[a-z]+|flex_attention)/' -- python3
+peers_sdpa.py ARGS`` (the inner run sees $FLASHIO_PROFILE_LOG). There, after a point's timing and
+re-check, it makes one more call of the timed sequence, after the L2 flush, inside an NVTX range
+named like the record: the one counter pass, as flashio run's (bench/measure/runner.cpp,
+collect_counters): the L2 is flushed once before the pass, not before each of its kernels (hence
+--cache-control none), so DRAM bytes mean the same as in flashio's own records. Only the kernels
 inside those ranges are replayed and counted, the timed repetitions run unprofiled. The outer run
 then copies each range record's ``counters`` into the peer record of that name
-(merge_profile_counters) and rewrites --out; the program's exit code is passed through. Run by
+(merge_profile_counters) and rewrites --out; the program's exit code is passed through. Each
+record's ``counters.kernels`` lists the pass's kernels — the demangled name with its template
+arguments, launches, and the first launch's grid and block (``resources``) — from which ``flashio
+analyze`` reads the peer's FA-2 tiles (analysis/models/peers.cpp). Run by
 hand under ``flashio profile --range '^(sdpa_[a-z]+|flex_attention)/'``, the inner script leaves ``not_collected`` with
 the reason and the merge is the caller's.
 
@@ -1734,8 +1739,11 @@ def run_under_profile(cfg: Config, argv: Sequence[str]) -> int:
     fd, profile_path = tempfile.mkstemp(prefix=".peers-profile-", suffix=".json", dir=out_dir)
     os.close(fd)
     try:
-        cmd = [cfg.flashio, "profile", "--counters", cfg.counters, "--range", PROFILE_RANGE, "--force",
-               "--out", profile_path, "--", sys.executable, os.path.abspath(__file__)] + list(argv)
+        # --cache-control none: the counter pass flushes L2 itself, once before the point's call
+        # (counter_pass), as flashio run's does; the kernels of one pass then meet in L2 as they do
+        # in use. flashio profile's default would clean it before every kernel of the pass.
+        cmd = [cfg.flashio, "profile", "--counters", cfg.counters, "--cache-control", "none", "--range", PROFILE_RANGE,
+               "--force", "--out", profile_path, "--", sys.executable, os.path.abspath(__file__)] + list(argv)
         rc = subprocess.run(cmd).returncode
         if os.path.getsize(profile_path) == 0 or not os.path.exists(cfg.out):
             return rc if rc != 0 else EXIT_RUNTIME
