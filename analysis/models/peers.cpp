@@ -354,12 +354,14 @@ bool flex_bwd(const std::string& n) { return flex_any(n) && contains(n, "backwar
 PeerTiles read_flex(const ModelPoint& m, const std::vector<LaunchedKernel>& ks) {
   const Problem& p = m.problem;
   if (m.pass != Pass::Fwd) {
+    const LaunchedKernel* bwd = nullptr;  // the template kernel, else any of the backward's
     for (const auto& k : ks)
-      if (flex_bwd(k.name))
-        no_model(fmt::format("{}: FlexAttention's backward computes dK, dV in blocks over K/V tiles and dQ in blocks "
-                             "of its own over Q tiles (no dQ atomics) — not FA-2's backward",
-                             k.name));
-    no_model("no FlexAttention backward kernel among the record's kernels");
+      if (flex_bwd(k.name) && (!bwd || (starts_with(k.name, "triton_tem_") && !starts_with(bwd->name, "triton_tem_"))))
+        bwd = &k;
+    if (!bwd) no_model("no FlexAttention backward kernel among the record's kernels");
+    no_model(fmt::format("{}: FlexAttention's backward computes dK, dV in blocks over K/V tiles and dQ in blocks of "
+                         "its own over Q tiles (no dQ atomics) — not FA-2's backward",
+                         bwd->name));
   }
   if (p.causal) no_model("causal: FlexAttention reads K/V by its block mask's 128-key blocks, not by a tile the launch shows");
   for (const auto& k : ks)
