@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Issue 20 (decode) on a GPU machine: flash_decode's GPU tests, compute-sanitizer memcheck on
 # them, the device-to-device copy bandwidth, and the decode benchmark (GQA 32:8, d 128, one query,
-# batch 8 and 32, context 8k and 32k, contiguous and paged:64, DRAM counters), then the verdict
-# on the issue's targets:
+# batch 8 and 32, context 8k and 32k, contiguous and paged:64, counters at both levels), the SDPA
+# back-ends on the same contiguous points in the same call (scripts/peers_sdpa.py, same run id),
+# then the verdict on the issue's targets:
 #   - flash_decode reaches >= 80 % of the measured copy bandwidth (GQA 32:8, d 128, context
 #     >= 8k, batch >= 8), bandwidth = the compulsory bytes (K, V, Q read; O, L written) / the
 #     median time; the counters' DRAM bytes / time are printed beside it;
-#   - paged:64 within 10 % of contiguous (median times).
+#   - paged:64 within 10 % of contiguous (median times);
+#   - flash_decode at least as fast as every SDPA back-end that runs the point (median times).
 # Nothing is installed; the binaries come from the .gpu/ bundle (scripts/gpu_bundle.sh pack here,
 # unpack there) or an existing build/.
 #   scripts/decode_bench.sh OUT        (OUT: a new folder for the logs, JSON and tables)
@@ -27,9 +29,16 @@ gpu_tests_and_memcheck '*FlashDecode*'
 
 # 4. The benchmark (flash2 beside it: it skips the paged points, with the reason).
 "$build/flashio" run --method flash_decode,flash2 --heads 32 --kv-heads 8 --head-dim 128 --seqlen 1 \
-  --seqlen-k 8192,32768 --batch 8,32 --kv-layout contiguous,paged:64 --counters dram --reps 50 \
+  --seqlen-k 8192,32768 --batch 8,32 --kv-layout contiguous,paged:64 --counters full --reps 50 \
   --out "$out/decode.json" --md "$out/decode.md" >"$out/run.txt" 2>&1 || { note "run failed ($out/run.txt)"; status=1; }
 "$build/flashio" device --copy-bandwidth --json >"$out/copy_after.json" || { note "copy bandwidth failed"; status=1; }
+# The SDPA back-ends on the contiguous points (paged ones: SDPA has no paged K/V), same run id,
+# the revision of the flashio build that made decode.json.
+read -r run_id revision < <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["run_id"], d["build"]["git_revision"])' "$out/decode.json")
+python3 scripts/peers_sdpa.py --flashio "$build/flashio" --backend flash,cudnn,efficient,math --heads 32 --kv-heads 8 \
+  --head-dim 128 --seqlen 1 --seqlen-k 8192,32768 --batch 8,32 --kv-layout contiguous --reps 50 -q \
+  --run-id "$run_id" --git-revision "$revision" --out "$out/decode-sdpa.json" >"$out/sdpa.txt" 2>&1 ||
+  { note "peers_sdpa.py failed ($out/sdpa.txt)"; status=1; }
 
 # 5. The verdict.
 python3 - "$out" <<'PY' || status=1
@@ -66,6 +75,21 @@ for (b, nk, layout), t in sorted(times.items()):
     within = t <= 1.10 * c
     ok = ok and within
     print(f"b {b} nk {nk}: {layout} / contiguous = {t / c:.3f}  {'ok' if within else 'MORE THAN 10 % SLOWER'}")
+peers = os.path.join(out, "decode-sdpa.json")
+if os.path.exists(peers):
+    for r in json.load(open(peers))["records"]:
+        p = r["problem"]
+        ours = times.get((p["batch"], p["seqlen_k"], "contiguous"))
+        if r["status"] != "ok":
+            print(f"{r['name']:75s} {r['status']}: {r.get('reason', '')[:70]}"); continue
+        if ours is None: continue
+        ratio = r["time"]["median_s"] / ours
+        faster = ratio >= 1.0
+        ok = ok and faster
+        print(f"b {p['batch']} nk {p['seqlen_k']}: {r['method']:15s} {r['time']['median_s']*1e6:9.1f} us, "
+              f"flash_decode {ours*1e6:9.1f} us: {ratio:.3f}x  {'ok' if faster else 'SLOWER THAN THE PEER'}")
+else:
+    print("no SDPA file: the peer target is not judged"); ok = False
 print("targets:", "MET" if ok else "NOT MET")
 sys.exit(0 if ok else 1)
 PY

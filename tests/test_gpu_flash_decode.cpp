@@ -90,7 +90,8 @@ TEST_P(GpuFlashDecode, MatchesReferenceOnEveryRow) {
 
 INSTANTIATE_TEST_SUITE_P(Forward, GpuFlashDecode, testing::ValuesIn(all_cases()), case_name);
 
-// The cases above reach both epilogues: one split (the block writes O) and several (the combine).
+// The cases above reach both epilogues: one split (the block writes O) and several (the last split
+// to finish combines them).
 TEST(GpuFlashDecodeSplits, TheCasesRunBothOneAndSeveralSplits) {
   if (!gpu()) GTEST_SKIP() << "no GPU: GPU tests skipped";
   bool one = false, several = false;

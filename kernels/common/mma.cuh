@@ -5,6 +5,8 @@
 //                          sm_80+: one mma.m16n8k16; sm_75 (fp16 only): two mma.m16n8k8
 //   cp_async_16            16-byte global→shared copy, zero-filled past the end (sm_80+:
 //                          cp.async, bypassing L1; sm_75: a plain load and store)
+//   cp_async_16_l1         the same through L1 (cp.async.ca): for a stream where L2→SM bytes
+//                          decide the time (see its comment)
 //
 // Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16"), g = lane/4, t = lane%4:
 //   A: a0 (g, 2t..2t+1)  a1 (g+8, 2t..)  a2 (g, 2t+8..)  a3 (g+8, 2t+8..)
@@ -87,6 +89,20 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool v
 #if __CUDA_ARCH__ >= 800
   const int src_bytes = valid ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem), "r"(src_bytes));
+#else
+  *reinterpret_cast<uint4*>(smem) = valid ? *reinterpret_cast<const uint4*>(gmem) : make_uint4(0, 0, 0, 0);
+#endif
+}
+
+// 16-byte copy global→shared through L1 (cp.async.ca); when !valid, writes zeros and reads
+// nothing. Measured on the H100 (Nsight Compute, flash_decode, padded shared rows): the
+// L1-bypassing form moved 1.5× the copied bytes from L2 to the SMs (l1tex__m_xbar2l1tex_read_bytes;
+// 2.0× with XOR-swizzled or unpadded rows), the lines' sectors fetched again for the same
+// instruction; through L1 the repeats hit L1 and L2→SM bytes equal the bytes copied.
+__device__ __forceinline__ void cp_async_16_l1(void* smem, const void* gmem, bool valid) {
+#if __CUDA_ARCH__ >= 800
+  const int src_bytes = valid ? 16 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem), "r"(src_bytes));
 #else
   *reinterpret_cast<uint4*>(smem) = valid ? *reinterpret_cast<const uint4*>(gmem) : make_uint4(0, 0, 0, 0);
 #endif

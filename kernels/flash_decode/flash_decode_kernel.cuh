@@ -1,18 +1,19 @@
 // flash_decode: split-KV attention for decoding (few queries per sequence, a long K/V cache).
 // FlashAttention-2's forward with the parallelism moved from the queries to the keys
-// ("Flash-Decoding", Dao et al. 2023), in two kernels:
+// ("Flash-Decoding", Dao et al. 2023), in one kernel, flash_decode_split_kernel, grid (split,
+// K/V head × row tile, batch):
 //
-// 1. flash_decode_split_kernel, grid (split, K/V head × row tile, batch). A thread block takes
-//    one K/V head hk and the rows that share it — the (query head, query) pairs of its GQA/MQA
-//    group, H/Hkv · Nq rows, 16 per block (one m16 tile, padded with zero rows) — and one split:
-//    a contiguous range of K/V tiles of 64 keys. So K and V are read once per group (per row
-//    tile). Each of the four warps streams its own 16 keys of every tile through its own
-//    shared-memory ring of kStages slices (cp.async, no block-wide barrier in the loop) and runs
-//    FlashAttention-2's inner loop on them: S = Q·Kᵀ (m16n8k16), mask, online softmax, O += P·V.
-//    At the end the four warps' (m, ℓ, O) are merged through shared memory and the block writes
-//    its split's O/ℓ (fp32) and L = τ·m + ln ℓ, or, with one split, the final O and L.
-// 2. flash_decode_combine_kernel, one warp per row of O: L = log Σ_s exp(L_s), O = Σ_s
-//    exp(L_s − L)·O_s, in the element type.
+// 1. A thread block takes one K/V head hk and the rows that share it — the (query head, query)
+//    pairs of its GQA/MQA group, H/Hkv · Nq rows, 16 per block (one m16 tile, padded with zero
+//    rows) — and one split: a contiguous range of K/V tiles of 64 keys. So K and V are read once
+//    per group (per row tile). Each of the four warps streams its own 16 keys of every tile
+//    through its own shared-memory ring of kStages slices (cp.async through L1, no block-wide
+//    barrier in the loop) and runs FlashAttention-2's inner loop on them: S = Q·Kᵀ (m16n8k16),
+//    mask, online softmax, O += P·V. At the end the four warps' (m, ℓ, O) are merged through
+//    shared memory and the block writes its split's O/ℓ (fp32) and L = τ·m + ln ℓ, or, with one
+//    split, the final O and L.
+// 2. With several splits, the last split of a row tile to finish (a counter per row tile) combines
+//    them: L = log Σ_s exp(L_s), O = Σ_s exp(L_s − L)·O_s, in the element type. No second launch.
 //
 // Paged K/V: a tile of 64 keys lies in one page (page sizes are multiples of 64), found through
 // the block table once per warp and tile; the contiguous layout is the same code with one page
@@ -20,7 +21,7 @@
 //
 // IO per (batch, K/V head), e = element bytes, G = H/Hkv, s = splits, R = row tiles:
 // K and V read R times (once for R = 1: G·Nq ≤ 16), Q read and O, L written once; with s > 1
-// the partials, s·G·Nq·(4d + 4) bytes, written by the split kernel and read by the combine
+// the partials, s·G·Nq·(4d + 4) bytes, written by the splits and read by the last one
 // (analysis/models/flash_decode.cpp).
 //
 // Run: build/flashio run --method flash_decode --seqlen 1 --seqlen-k 8192 --heads 32 --kv-heads 8 --head-dim 128 -b 8
@@ -110,8 +111,8 @@ __device__ __forceinline__ void load_kv_slice(const DecodeParams& p, int b, int 
     const int col = (c % Tr::kChunksPerRow) * 8;
     const bool valid = key0 + r < nk;
     const int64_t src = valid ? (row + r) * Tr::kHeadDim + col : 0;  // never form an address past the tensor
-    cp_async_16(sk + r * Tr::kStride + col, k + src, valid);
-    cp_async_16(sv + r * Tr::kStride + col, v + src, valid);
+    cp_async_16_l1(sk + r * Tr::kStride + col, k + src, valid);
+    cp_async_16_l1(sv + r * Tr::kStride + col, v + src, valid);
   }
 }
 
@@ -149,7 +150,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const
 #pragma unroll
     for (int c = threadIdx.x; c < kChunks; c += Tr::kNThreads) {
       const int r = c / Tr::kChunksPerRow, col = (c % Tr::kChunksPerRow) * 8;
-      cp_async_16(sQ + r * Tr::kStride + col, q + (r < rows ? r * Tr::kHeadDim + col : 0), r < rows);
+      cp_async_16_l1(sQ + r * Tr::kStride + col, q + (r < rows ? r * Tr::kHeadDim + col : 0), r < rows);
     }
     cp_async_commit();
   }
@@ -270,47 +271,50 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const
       p.lse_partial[split * total_rows + grow] = sLse[threadIdx.x];
     }
   }
-}
+  if (p.splits == 1) return;
 
-// Combine: one warp per row of O (b, h, i). L = m + ln Σ_s e^{L_s − m} over the splits' L_s
-// (m = max_s L_s; a split that saw no key has L_s = −inf and weight 0), O = Σ_s e^{L_s − L}·O_s.
-template <typename T, int kHeadDim>
-__global__ void __launch_bounds__(kDecodeCombineThreads) flash_decode_combine_kernel(const DecodeParams p) {
-  constexpr int kPerLane = kHeadDim / 32;  // columns per lane: 2, 4, 8
-  static_assert(kPerLane % 2 == 0, "lanes own column pairs");
-  const int64_t total_rows = int64_t(p.batch) * p.heads * p.seqlen_q;
-  const int64_t row = int64_t(blockIdx.x) * (kDecodeCombineThreads / 32) + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  if (row >= total_rows) return;
-  float m = -INFINITY;
-  for (int s = lane; s < p.splits; s += 32) m = fmaxf(m, p.lse_partial[s * total_rows + row]);
-#pragma unroll
-  for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-  float sum = 0.f;
-  for (int s = lane; s < p.splits; s += 32) {
-    const float ls = p.lse_partial[s * total_rows + row];
-    sum += ls == -INFINITY ? 0.f : exp2f((ls - m) * kLog2e);
+  // The last split of these rows to finish combines them (the other splits' partials read from
+  // L2, past L1, which may hold none of them): L = m + ln Σ_s e^{L_s − m} (m = max_s L_s; a
+  // split that saw no key has L_s = −inf and weight 0), O = Σ_s e^{L_s − L}·O_s.
+  __shared__ bool last;
+  __threadfence();  // this block's partials visible to the block that combines
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int* done = p.splits_done + int64_t(b) * gridDim.y + blockIdx.y;
+    last = atomicAdd(done, 1) == p.splits - 1;
+    if (last) *done = 0;  // zero for the next launch
   }
-#pragma unroll
-  for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-  const float lse = sum > 0.f ? m + __logf(sum) : -INFINITY;
-
-  float acc[kPerLane] = {};
-  for (int s = 0; s < p.splits; ++s) {
-    const float ls = p.lse_partial[s * total_rows + row];
-    const float w = ls == -INFINITY ? 0.f : exp2f((ls - lse) * kLog2e);
-    const float* o_s = p.o_partial + (s * total_rows + row) * kHeadDim + lane * kPerLane;
-#pragma unroll
-    for (int e = 0; e < kPerLane; e += 2) {
-      const float2 x = *reinterpret_cast<const float2*>(o_s + e);
-      acc[e] += w * x.x;
-      acc[e + 1] += w * x.y;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  if (threadIdx.x < rows) {
+    const int64_t grow = grow0 + threadIdx.x;
+    float m = -INFINITY;
+    for (int s = 0; s < p.splits; ++s) m = fmaxf(m, __ldcg(p.lse_partial + s * total_rows + grow));
+    float sum = 0.f;
+    for (int s = 0; s < p.splits; ++s) {
+      const float ls = __ldcg(p.lse_partial + s * total_rows + grow);
+      sum += ls == -INFINITY ? 0.f : exp2f((ls - m) * kLog2e);
     }
+    const float lse = sum > 0.f ? m + __logf(sum) : -INFINITY;
+    sLse[threadIdx.x] = lse;
+    p.lse[grow] = lse;
   }
-  T* o = static_cast<T*>(p.o) + row * kHeadDim + lane * kPerLane;
-#pragma unroll
-  for (int e = 0; e < kPerLane; e += 2) *reinterpret_cast<uint32_t*>(o + e) = pack2<T>(acc[e], acc[e + 1]);
-  if (lane == 0) p.lse[row] = lse;
+  __syncthreads();
+  for (int c = threadIdx.x; c < Tr::kBlockM * kQuads; c += Tr::kNThreads) {
+    const int r = c / kQuads, col = (c % kQuads) * 4;
+    if (r >= rows) continue;
+    const int64_t grow = grow0 + r;
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int s = 0; s < p.splits; ++s) {
+      const float ls = __ldcg(p.lse_partial + s * total_rows + grow);
+      const float w = ls == -INFINITY ? 0.f : exp2f((ls - sLse[r]) * kLog2e);
+      const float4 x = __ldcg(reinterpret_cast<const float4*>(p.o_partial + (s * total_rows + grow) * Tr::kHeadDim + col));
+      acc.x += w * x.x, acc.y += w * x.y, acc.z += w * x.z, acc.w += w * x.w;
+    }
+    *reinterpret_cast<uint2*>(static_cast<T*>(p.o) + grow * Tr::kHeadDim + col) =
+        make_uint2(pack2<T>(acc.x, acc.y), pack2<T>(acc.z, acc.w));
+  }
 }
 
 }  // namespace flashio::kernels

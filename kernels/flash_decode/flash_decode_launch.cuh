@@ -1,5 +1,4 @@
-// Launch of flash_decode for one (element type, head dim): the split kernel (causal or not),
-// then, with more than one split, the combine kernel.
+// Launch of flash_decode for one (element type, head dim): the split kernel, causal or not.
 #pragma once
 #include "bench/cuda/cuda_check.h"
 #include "kernels/flash_decode/flash_decode_kernel.cuh"
@@ -14,13 +13,6 @@ void run_flash_decode(const DecodeParams& p, cudaStream_t stream) {
   FLASHIO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
   kernel<<<grid, Tr::kNThreads, Tr::kSmemBytes, stream>>>(p);
   FLASHIO_CHECK_LAUNCH();
-  if (p.splits > 1) {
-    const int64_t rows = int64_t(p.batch) * p.heads * p.seqlen_q;
-    constexpr int kRowsPerBlock = kDecodeCombineThreads / 32;
-    flash_decode_combine_kernel<T, kHeadDim>
-        <<<unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock), kDecodeCombineThreads, 0, stream>>>(p);
-    FLASHIO_CHECK_LAUNCH();
-  }
 }
 
 }  // namespace flashio::kernels

@@ -22,6 +22,9 @@ struct DecodeParams {
   // The splits' results (splits > 1): O of each split normalised by its own ℓ, and its L.
   float* o_partial;    // [splits, B·H·Nq, d]
   float* lse_partial;  // [splits, B·H·Nq]
+  // Splits of each (batch, K/V head, row tile) finished in this launch, [B, Hkv·row_tiles]: zero
+  // before a launch, and left zero by the last split, which combines the rows.
+  int* splits_done;
   int batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim;
   int page, pages_per_seq;
   int row_tiles;  // ⌈(H/Hkv)·Nq / 16⌉
@@ -30,7 +33,8 @@ struct DecodeParams {
   bool causal;       // top-left aligned, as every method (bench/core/problem.h)
 };
 
-// The split kernel over grid (splits, Hkv·row_tiles, B), then (splits > 1) the combine kernel.
+// The split kernel over grid (splits, Hkv·row_tiles, B); with splits > 1 the last split of each
+// row tile to finish combines them.
 // Throws CudaError on a launch failure, std::invalid_argument for a head dim not compiled.
 void flash_decode_fwd(const DecodeParams& params, bool bf16, cudaStream_t stream);
 

@@ -1,7 +1,8 @@
-// The `flash_decode` method's launch side: its Plan (workspace: the splits' fp32 O and L) and
-// the launch. The description and split choice are in flash_decode_method.cpp.
+// The `flash_decode` method's launch side: its Plan (workspace: the splits' fp32 O and L and their
+// counters) and the launch. The description and split choice are in flash_decode_method.cpp.
 #include <memory>
 
+#include "bench/cuda/cuda_check.h"
 #include "bench/cuda/device_memory.h"
 #include "kernels/flash_decode/flash_decode_method.h"
 #include "kernels/flash_decode/flash_decode_params.h"
@@ -16,6 +17,9 @@ class FlashDecodePlan final : public Plan {
       const size_t rows = size_t(p.batch * p.heads * p.seqlen_q) * size_t(split_.splits);
       o_partial_ = DeviceBuffer(alloc, rows * size_t(p.head_dim) * sizeof(float));
       lse_partial_ = DeviceBuffer(alloc, rows * sizeof(float));
+      const size_t counters = size_t(p.batch * p.kvh()) * size_t(split_.row_tiles);
+      splits_done_ = DeviceBuffer(alloc, counters * sizeof(int));
+      FLASHIO_CUDA_CHECK(cudaMemset(splits_done_.get(), 0, counters * sizeof(int)));
     }
   }
   Tiles tiles() const override {
@@ -43,6 +47,7 @@ class FlashDecodePlan final : public Plan {
     k.key_lengths = buf.key_lengths;
     k.o_partial = o_partial_.as<float>();
     k.lse_partial = lse_partial_.as<float>();
+    k.splits_done = splits_done_.as<int>();
     k.batch = int(p_.batch);
     k.heads = int(p_.heads);
     k.kv_heads = int(p_.kvh());
@@ -62,7 +67,7 @@ class FlashDecodePlan final : public Plan {
  private:
   Problem p_;
   kernels::DecodeSplit split_;
-  DeviceBuffer o_partial_, lse_partial_;
+  DeviceBuffer o_partial_, lse_partial_, splits_done_;
 };
 
 }  // namespace
