@@ -51,6 +51,64 @@ std::optional<double> byte_counter(const json& counters, const char* key) {
   return v.get<double>();
 }
 
+// A record's measured bytes by counter key (counters.bytes; a key absent where it was not
+// measured). Where the record's model leaves some of its kernels outside (a peer's copies around
+// its attention kernels: IoModel::outside_model), the bytes of the kernels it describes, summed
+// from counters.kernels[], and the others' beside them.
+constexpr const char* kByteKeys[] = {"l2_read", "l2_write", "l2_red", "l2_atom", "dram_read", "dram_write"};
+struct MeasuredBytes {
+  std::map<std::string, double> modelled;  // key → bytes of the kernels the model describes
+  std::vector<std::string> outside;        // the other kernels, "name ×launches"
+  double outside_sm_l2 = 0, outside_dram = 0;
+  std::optional<double> at(const char* key) const {
+    const auto it = modelled.find(key);
+    return it == modelled.end() ? std::nullopt : std::optional<double>(it->second);
+  }
+};
+
+// "at::native::elementwise_kernel<128, 4, …>" → "elementwise_kernel<…>".
+std::string kernel_base_name(const std::string& name) {
+  std::string base = name.substr(0, name.find('<'));
+  const size_t colon = base.rfind("::");
+  if (colon != std::string::npos) base = base.substr(colon + 2);
+  return name.find('<') == std::string::npos ? base : base + "<…>";
+}
+
+MeasuredBytes measured_bytes(const json& counters, const IoModel* model) {
+  MeasuredBytes m;
+  const json kernels = counters.value("kernels", json::array());
+  bool split = false;
+  for (const auto& k : kernels)
+    if (model && k.is_object() && model->outside_model(k.value("name", std::string()))) split = true;
+  if (!split) {
+    for (const char* key : kByteKeys)
+      if (const auto v = byte_counter(counters, key)) m.modelled[key] = *v;
+    return m;
+  }
+  std::map<std::string, bool> missing;  // a key some modelled kernel lacks is not measured
+  for (const auto& k : kernels) {
+    if (!k.is_object()) continue;
+    const std::string name = k.value("name", std::string());
+    const bool outside = model->outside_model(name);
+    const json bytes = k.value("bytes", json::object());
+    if (outside) m.outside.push_back(fmt::format("{} ×{}", kernel_base_name(name), k.value("launches", 0)));
+    for (const char* key : kByteKeys) {
+      const bool has = bytes.is_object() && bytes.contains(key) && bytes[key].is_number();
+      const double v = has ? bytes[key].get<double>() : 0.0;
+      if (outside) {
+        (std::string(key).rfind("dram", 0) == 0 ? m.outside_dram : m.outside_sm_l2) += v;
+      } else if (has) {
+        m.modelled[key] += v;
+      } else {
+        missing[key] = true;
+      }
+    }
+  }
+  for (const auto& [key, gone] : missing)
+    if (gone) m.modelled.erase(key);
+  return m;
+}
+
 GpuLimits limits_of(const json& device) {
   GpuLimits g;
   g.sm_count = device.value("sm_count", 0);
@@ -178,7 +236,6 @@ RecordModel model_point_of(const json& rec, const json& file, DqAdds dq_adds) {
   }
   ModelPoint m;
   m.method = method;
-  model->read_record(rec, file, m);
   const auto pass = parse_pass(rec.value("pass", ""));
   if (!pass) {
     out.why_not = "unknown pass";
@@ -211,6 +268,14 @@ RecordModel model_point_of(const json& rec, const json& file, DqAdds dq_adds) {
   } else {
     m.dq_scalar_kernel = dq_adds == DqAdds::Scalar;
   }
+  const IoModel::Reading reading = model->read_record(rec, file, m);
+  if (!reading.why_not.empty()) {
+    out.why_not = reading.why_not;
+    return out;
+  }
+  out.tiles_from = !reading.tiles_from.empty() ? reading.tiles_from
+                   : m.fwd_tiles || m.bwd_tiles ? "the record's tiles"
+                                                : "";
   if (m.problem.sparse()) {
     // The pattern regenerated from the problem (deterministic in its seed), at each kernel's tiles.
     auto at_tiles = [&](const std::optional<ModelTiles>& t) {
@@ -348,6 +413,18 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
       "Verdicts: SM↔L2 against the exact schedule model within ±{:.0f} % (fused kernels), DRAM against {} within "
       "±{:.0f} %, sweep exponents within ±{:.2f} of the model's.\n\n",
       opt.l2_tolerance * 100, dram_model, opt.dram_tolerance * 100, opt.exponent_tolerance);
+  bool peers = false;  // a peer's record with counters: say once how peers are judged
+  for (const auto& [file, doc] : docs)
+    for (const auto& rec : doc.value("records", json::array())) {
+      const IoModel* model = find_model(rec.value("method", ""));
+      peers = peers || (model && model->tiles_from_launches() &&
+                        rec.value("counters", json::object()).value("status", "") == "ok");
+    }
+  if (peers)
+    md +=
+        "Peers (scripts/peers_sdpa.py): SM↔L2 against FlashAttention-2's model with the tiles their launches imply "
+        "(analysis/models/peers.cpp), their kernels outside it reported beside; their DRAM bytes are measured, not "
+        "modelled.\n\n";
 
   // Sweep points: axis → key → (x, measured, model, asymptotic form, fused)
   struct SweepPoint {
@@ -393,11 +470,21 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
       std::optional<Traffic> l2_model;
       std::optional<DramPrediction> dram_model;
       std::string note;
+      const IoModel* model = find_model(rec.value("method", ""));
+      const std::string dram_unmodelled = model ? model->dram_not_modelled() : std::string();
       if (rm.point) {
+        auto tiles_json = [](const std::optional<ModelTiles>& t) {
+          return t ? json{{"block_r", t->block_r}, {"block_c", t->block_c}} : json();
+        };
+        out["tiles"] = {{"fwd", tiles_json(rm.point->fwd_tiles)},
+                        {"bwd", tiles_json(rm.point->bwd_tiles)},
+                        {"from", rm.tiles_from}};
         try {
           l2_model = predict_sm_l2(*rm.point);
           out["sm_l2_model"] = l2_model->to_json();
-          if (gpu.sm_count > 0 && gpu.l2_bytes > 0) {
+          if (!dram_unmodelled.empty()) {
+            out["dram_not_modelled"] = dram_unmodelled;
+          } else if (gpu.sm_count > 0 && gpu.l2_bytes > 0) {
             dram_model = predict_dram(*rm.point, rm.fwd_smem, rm.bwd_smem, gpu, opt.l2_usable_fraction, rm.kernels);
             out["dram_model"] = dram_model->to_json();
           }
@@ -410,16 +497,25 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
       const bool fused = rm.point && has_exact_model(rm.point->method);
       std::optional<double> l2_meas, dram_meas, hit;
       std::optional<bool> l2_ok, dram_ok;
+      std::string beside;  // kernels outside the model, with their bytes
       if (counted) {
-        const auto r = byte_counter(counters, "l2_read"), w = byte_counter(counters, "l2_write");
-        const auto red = byte_counter(counters, "l2_red"), atom = byte_counter(counters, "l2_atom");
+        const MeasuredBytes mb = measured_bytes(counters, model);
+        const auto r = mb.at("l2_read"), w = mb.at("l2_write"), red = mb.at("l2_red"), atom = mb.at("l2_atom");
         if (r && w) l2_meas = *r + *w + red.value_or(0) + atom.value_or(0);
-        const auto dr = byte_counter(counters, "dram_read"), dw = byte_counter(counters, "dram_write");
+        const auto dr = mb.at("dram_read"), dw = mb.at("dram_write");
         if (dr && dw) dram_meas = *dr + *dw;
         if (dr && r && *r > 0) hit = 1.0 - *dr / *r;
         out["measured"] = {{"sm_l2", l2_meas ? json(*l2_meas) : json()},
                            {"dram", dram_meas ? json(*dram_meas) : json()},
                            {"l2_hit_rate", hit ? json(*hit) : json()}};
+        for (const char* key : kByteKeys)  // the parts, as counters.bytes names them
+          if (const auto v = mb.at(key)) out["measured"][key] = *v;
+        if (!mb.outside.empty()) {
+          out["measured"]["outside_model"] = {
+              {"kernels", mb.outside}, {"sm_l2", mb.outside_sm_l2}, {"dram", mb.outside_dram}};
+          beside = fmt::format("beside the model: {} ({} SM↔L2, {} DRAM)", fmt::join(mb.outside, ", "),
+                               format_bytes(mb.outside_sm_l2), format_bytes(mb.outside_dram));
+        }
       } else {
         ++uncounted;
         if (note.empty())
@@ -459,6 +555,7 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
       if (!fused && rm.point && counted) note = model_of(*rm.point).unjudged_note();
       if (dram_model && !dram_model->note.empty() && note.empty()) note = dram_model->note;
       if (!dram_scope.empty()) note = note.empty() ? dram_scope : dram_scope + "; " + note;
+      if (!beside.empty()) note = note.empty() ? beside : note + "; " + beside;
       if (!rm.local.empty()) {
         json local = json::array();
         for (const auto& u : rm.local)

@@ -58,6 +58,7 @@ struct LocalMemoryUse {
 struct RecordModel {
   std::optional<ModelPoint> point;
   std::string why_not;
+  std::string tiles_from;  // where the tiles came from: the record's, or (peers) its launches
   int64_t fwd_smem = 0, bwd_smem = 0;
   StreamingKernels kernels;           // the forward and backward main kernels' recorded resources
   std::vector<LocalMemoryUse> local;  // every kernel of the call with local_bytes_per_thread > 0

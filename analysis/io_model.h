@@ -118,10 +118,19 @@ DqWidth dq_width(int sm_arch, bool scalar_kernel = false);
 //             (analysis/models/standard.cpp reads a record's variant).
 enum class Elementwise { Separate, Fused };
 
+// Where a peer's FA-2 kernels (analysis/models/peers.cpp) move bytes flash2's own kernels do not,
+// or do not move bytes they do; read from the peer's launches. flash2 and the methods on its
+// schedule leave it at its defaults.
+struct Fa2Variant {
+  bool forward_lse_without_backward = true;  // false: a forward with no backward after it writes no L
+  bool q_read_per_kv_tile = false;           // Q_i read again for every K/V tile (cutlass's forward)
+  bool preprocess_zeroes_dq = false;         // the backward's preprocess kernel zeroes the fp32 dQ accumulator
+};
+
 // Everything the exact model needs about one point.
 struct ModelPoint {
   // The method whose registered model (analysis/models/model.h) reads the point: flash1, flash2,
-  // blocksparse_flash, standard, standard_fused (others: no model).
+  // blocksparse_flash, flash3, flash_decode, standard, standard_fused, the peers (peers.cpp).
   std::string method;
   Elementwise elementwise = Elementwise::Separate;  // standard only (standard_fused: always Fused)
   Pass pass = Pass::Fwd;
@@ -131,6 +140,7 @@ struct ModelPoint {
   BlockMask bwd_mask;             // at the backward kernel's tile size
   int sm_arch = 90;               // the architecture the kernels were compiled as (__CUDA_ARCH__ / 10)
   bool dq_scalar_kernel = false;  // produced by the kernels before 9077f49 (scalar dQ adds)
+  Fa2Variant fa2;                 // a peer's kernels (peers.cpp); flash2's own: the defaults
   DqWidth dq() const { return dq_width(sm_arch, dq_scalar_kernel); }
 };
 

@@ -563,6 +563,10 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
           ModelPoint m;
           m.method = method;
           const IoModel& model = model_of(m);
+          if (model.tiles_from_launches())
+            throw std::invalid_argument(fmt::format(
+                "{}: a peer's tiles are read from its launches in a result file (flashio analyze): nothing to predict",
+                method));
           m.pass = *pass;
           m.problem.batch = r.batch, m.problem.heads = r.heads, m.problem.seqlen_q = n, m.problem.head_dim = d;
           m.problem.causal = r.causal;

@@ -82,7 +82,9 @@ With no axes the sweep is flashio's default: 16384 tokens (batch = 16384/N), mod
 2048 (heads = 2048/d), N = 512, 1024, 2048, 4096, d = 64, 128, fp16, not causal, forward;
 all four back-ends unless --backend. ``--run-id`` lets the file share its id with a flashio
 file of the same run. Other options: --reps (30), --warmup (5), --device (0),
---no-l2-flush, --quiet. Bad input prints one line ``peers_sdpa: error: ...`` and exits 2
+--no-l2-flush, --quiet; --max-seqlen N [--max-seqlen-why TEXT]: points longer than N are
+``skipped`` records with that reason, nothing run (the caller's limit on time or memory, e.g.
+for the math back-end, which materializes S and P). Bad input prints one line ``peers_sdpa: error: ...`` and exits 2
 without writing anything (a missing flashio binary too); no torch, no GPU or a failed
 start-up self-test exits 1; a failing point never stops the sweep (it becomes a record with
 its status).
@@ -145,13 +147,18 @@ Counters (``--counters dram|full``; default off: peers without counters)
 -----------------------------------------------------------------------
 The same hardware counters as flashio's records, through ``flashio profile`` (CUPTI injected
 into this process, bench/measure/inject.cpp). The script runs itself again under
-``flashio profile --counters SET --range '^(sdpa_[a-z]+|flex_attention)/' -- python3 peers_sdpa.py ARGS`` (the inner
-run sees $FLASHIO_PROFILE_LOG). There, after a point's timing and re-check, it makes one more
-call of the timed sequence, after the L2 flush, inside an NVTX range named like the record: the
-one counter pass, as flashio run's (bench/measure/runner.cpp, collect_counters); only the kernels
+``flashio profile --counters SET --cache-control none --range '^(sdpa_[a-z]+|flex_attention)/' -- python3
+peers_sdpa.py ARGS`` (the inner run sees $FLASHIO_PROFILE_LOG). There, after a point's timing and
+re-check, it makes one more call of the timed sequence, after the L2 flush, inside an NVTX range
+named like the record: the one counter pass, as flashio run's (bench/measure/runner.cpp,
+collect_counters): the L2 is flushed once before the pass, not before each of its kernels (hence
+--cache-control none), so DRAM bytes mean the same as in flashio's own records. Only the kernels
 inside those ranges are replayed and counted, the timed repetitions run unprofiled. The outer run
 then copies each range record's ``counters`` into the peer record of that name
-(merge_profile_counters) and rewrites --out; the program's exit code is passed through. Run by
+(merge_profile_counters) and rewrites --out; the program's exit code is passed through. Each
+record's ``counters.kernels`` lists the pass's kernels — the demangled name with its template
+arguments, launches, and the first launch's grid and block (``resources``) — from which ``flashio
+analyze`` reads the peer's FA-2 tiles (analysis/models/peers.cpp). Run by
 hand under ``flashio profile --range '^(sdpa_[a-z]+|flex_attention)/'``, the inner script leaves ``not_collected`` with
 the reason and the merge is the caller's.
 
@@ -162,6 +169,7 @@ a GPU.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import gc
 import json
@@ -430,6 +438,16 @@ def peer_points(doc: dict, backends: Sequence[str]) -> list:
     return points
 
 
+def beyond_max_seqlen(pt: Point, max_seqlen: int, why: Optional[str]) -> Point:
+    """--max-seqlen: a point whose queries or keys are longer is `skipped` with the reason (a reason of
+    its own, if it has one, comes first)."""
+    n = max(int(pt.problem_json.get("seqlen_q", 0)), int(pt.problem_json.get("seqlen_k", 0) or 0))
+    if pt.skip or n <= max_seqlen:
+        return pt
+    reason = f"N = {n} is above --max-seqlen {max_seqlen}: not run" + (f" ({why})" if why else "")
+    return dataclasses.replace(pt, skip=reason)
+
+
 # --------------------------------------------------------------------------------------
 # Command line: the sweep's axes go to flashio as given (bench/cli/commands.cpp)
 # --------------------------------------------------------------------------------------
@@ -513,6 +531,9 @@ def _make_parser() -> _Parser:
     p.add_argument("--quiet", "-q", action="store_true", help="no per-point progress on stderr")
     p.add_argument("--counters", default="off",
                    help="hardware counters through `flashio profile`: off (default), dram, full")
+    p.add_argument("--max-seqlen", help="points with a sequence (queries or keys) longer than this are `skipped` "
+                                        "records, nothing run: the caller's limit on time or memory")
+    p.add_argument("--max-seqlen-why", help="with --max-seqlen: why, appended to those records' reason")
     return p
 
 
@@ -640,8 +661,13 @@ def parse_config(argv: Sequence[str]) -> Config:
         raise BadInput("--run-id: empty value")
     if not a.dry_run and not a.out:
         raise BadInput("--out is required")
+    max_seqlen = _parse_int("max-seqlen", a.max_seqlen, 1) if a.max_seqlen is not None else None
+    if a.max_seqlen_why is not None and max_seqlen is None:
+        raise BadInput("--max-seqlen-why needs --max-seqlen")
     doc = flashio_points(a.flashio or default_flashio(), flashio_axes_args(a))
     points = peer_points(doc, backends)
+    if max_seqlen is not None:
+        points = [beyond_max_seqlen(p, max_seqlen, a.max_seqlen_why) for p in points]
     if a.counters not in COUNTER_SETS:
         raise BadInput(f"--counters: '{a.counters}' is not one of {', '.join(COUNTER_SETS)}")
     return Config(points=points, reps=reps, warmup=warmup, device=device, flush_l2=not a.no_l2_flush,
@@ -1734,8 +1760,11 @@ def run_under_profile(cfg: Config, argv: Sequence[str]) -> int:
     fd, profile_path = tempfile.mkstemp(prefix=".peers-profile-", suffix=".json", dir=out_dir)
     os.close(fd)
     try:
-        cmd = [cfg.flashio, "profile", "--counters", cfg.counters, "--range", PROFILE_RANGE, "--force",
-               "--out", profile_path, "--", sys.executable, os.path.abspath(__file__)] + list(argv)
+        # --cache-control none: the counter pass flushes L2 itself, once before the point's call
+        # (counter_pass), as flashio run's does; the kernels of one pass then meet in L2 as they do
+        # in use. flashio profile's default would clean it before every kernel of the pass.
+        cmd = [cfg.flashio, "profile", "--counters", cfg.counters, "--cache-control", "none", "--range", PROFILE_RANGE,
+               "--force", "--out", profile_path, "--", sys.executable, os.path.abspath(__file__)] + list(argv)
         rc = subprocess.run(cmd).returncode
         if os.path.getsize(profile_path) == 0 or not os.path.exists(cfg.out):
             return rc if rc != 0 else EXIT_RUNTIME

@@ -7,7 +7,9 @@ launch i of one is launch i of the other (names are checked). Each byte count of
 (counters.bytes: DRAM read/write, SM<->L2 read/write, L2 reductions, atomics) is compared with
 ncu's metric (the quantities and units of scripts/ncu_crosscheck.py). Counts below 1 MB on both
 sides are printed but not judged (a few dirty lines of L2 decide them). Exit 0 when every judged
-count agrees within the tolerance (default 1 %).
+count agrees within the tolerance (default 1 %). Both runs should treat the L2 alike (flashio
+profile's and ncu's --cache-control, scripts/profile_crosscheck.sh): the profile file says which
+it used, and the table's last line repeats it.
 
     scripts/profile_crosscheck.py OURS.json NCU.csv [--tolerance 0.01]
 """
@@ -58,7 +60,8 @@ def main() -> int:
         diff = f"{100 * rel:.3f} %" if judged else "(< 1 MB)"
         print(f"| {i} | {name[:80]} | {key} | {ours:,.0f} | {theirs:,.0f} | {diff} |")
     ok = failed == 0
-    print(f"\n{len(records)} launches, {len(rows)} byte counts; worst difference {100 * worst:.3f} % "
+    print(f"\nflashio profile --cache-control {profile.get('cache_control', 'none (a file from before the option)')}.")
+    print(f"{len(records)} launches, {len(rows)} byte counts; worst difference {100 * worst:.3f} % "
           f"(tolerance {100 * a.tolerance:.1f} %): {'PASS' if ok else f'FAIL ({failed} counts)'}")
     return 0 if ok else 1
 

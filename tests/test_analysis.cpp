@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -21,6 +22,7 @@
 #include "analysis/io_model.h"
 #include "analysis/l2_sim.h"
 #include "analysis/models/model.h"
+#include "analysis/models/peers.h"
 #include "analysis/schedule_sim.h"
 #include "analysis/tables.h"
 #include "bench/cli/commands.h"
@@ -1330,12 +1332,14 @@ TEST(AnalyzeCommand, DramVerdictsCoverOnlyTheModelsScopeAndListTheRest) {
 }
 
 // Every method with an IO model has it registered under its name (explicit registration: a model
-// file the linker dropped, or a registration line lost, fails here); methods without a model
-// (peers, the CPU reference, blocksparse_standard) get none and say so in words.
+// file the linker dropped, or a registration line lost, fails here); the peers are registered
+// from peers.cpp, their tiles read from their launches; methods without a model (the CPU
+// reference, blocksparse_standard) get none and say so in words.
 TEST(ModelRegistry, EveryModelledMethodIsRegisteredUnderItsName) {
   const std::vector<std::string> modelled = {
-      "blocksparse_flash",  "flash1",       "flash2",   "flash3",        "flash3_no_overlap",
-      "flash3_no_pingpong", "flash_decode", "standard", "standard_fused"};
+      "blocksparse_flash", "flash1",     "flash2",         "flash3",     "flash3_no_overlap",
+      "flash3_no_pingpong", "flash_decode", "flex_attention", "sdpa_cudnn", "sdpa_efficient",
+      "sdpa_flash",         "sdpa_math",    "standard",       "standard_fused"};
   EXPECT_EQ(builtin_models().names(), modelled);
   for (const auto& name : modelled) {
     const IoModel* m = find_model(name);
@@ -1350,9 +1354,18 @@ TEST(ModelRegistry, EveryModelledMethodIsRegisteredUnderItsName) {
     EXPECT_FALSE(find_model(compulsory)->exact()) << compulsory;
     EXPECT_FALSE(find_model(compulsory)->unjudged_note().empty()) << compulsory;
   }
+  for (const std::string& peer : peer_methods()) {
+    EXPECT_TRUE(find_model(peer)->exact()) << peer;  // judged at SM↔L2 where its launches give the tiles
+    EXPECT_TRUE(find_model(peer)->tiles_from_launches()) << peer;
+    EXPECT_FALSE(find_model(peer)->dram_not_modelled().empty()) << peer;
+  }
+  for (const char* own : {"flash2", "standard"}) {
+    EXPECT_FALSE(find_model(own)->tiles_from_launches()) << own;
+    EXPECT_TRUE(find_model(own)->dram_not_modelled().empty()) << own;
+  }
   EXPECT_TRUE(find_model("standard")->speedup_baseline());
   EXPECT_FALSE(find_model("standard_fused")->speedup_baseline());
-  for (const char* none : {"sdpa_flash", "sdpa_math", "reference", "blocksparse_standard"}) {
+  for (const char* none : {"reference", "blocksparse_standard"}) {
     EXPECT_EQ(find_model(none), nullptr) << none;
     ModelPoint m;
     m.method = none;
@@ -1483,4 +1496,312 @@ TEST(FlashDecodeModel, CompulsoryBytesAndTheSplitsPartials) {
   EXPECT_EQ(predict_sm_l2(m).read, 1 * 8 * 16 * 64 * 2 + 8 * 2 * (1000 * 64 * 2));
   m.pass = Pass::Bwd;
   EXPECT_THROW(predict_sm_l2(m), std::invalid_argument);
+}
+
+// --- the peers against FlashAttention-2's model (analysis/models/peers.cpp) -------------------
+namespace {
+
+// One kernel of a peer's counters as `flashio profile` lists it: name, launches, bytes and the
+// first launch's resources (grid, block, local memory).
+json peer_kernel(const std::string& name, std::array<int, 3> grid, std::array<int, 3> block, int64_t l2_read,
+                 int64_t l2_write, int64_t l2_red, int64_t dram_read, int64_t dram_write, int launches = 1,
+                 int64_t local = 0) {
+  return {{"name", name},
+          {"launches", launches},
+          {"duration_s", 1e-4},
+          {"bytes",
+           {{"l2_read", l2_read},
+            {"l2_write", l2_write},
+            {"l2_red", l2_red},
+            {"l2_atom", 0},
+            {"dram_read", dram_read},
+            {"dram_write", dram_write}}},
+          {"resources",
+           {{"registers_per_thread", local > 0 ? 255 : 128},
+            {"local_bytes_per_thread", local},
+            {"static_smem_bytes", 0},
+            {"dynamic_smem_bytes", 49152},
+            {"block", block},
+            {"grid", grid},
+            {"max_blocks_per_sm", 2}}}};
+}
+
+// A peer's record as scripts/peers_sdpa.py --counters writes it: flashio's problem and name, and
+// the counter pass's kernels; the totals are their sums (GH100: l2_red read over every source unit).
+json peer_record(const std::string& method, Pass pass, int64_t batch, int64_t heads, int64_t n, int64_t d,
+                 const json& kernels) {
+  Record r;
+  r.method = method;
+  r.pass = pass;
+  r.problem = shape(batch, heads, heads, n, n, d, false, false);
+  json rec = to_json(r);
+  json bytes = json::object();
+  for (const auto& k : kernels)
+    for (const auto& [key, v] : k["bytes"].items()) bytes[key] = bytes.value(key, int64_t(0)) + v.get<int64_t>();
+  rec["counters"] = {{"status", "ok"},
+                     {"set", "full"},
+                     {"passes", 1},
+                     {"family", "hopper"},
+                     {"chip", "GH100"},
+                     {"bytes", bytes},
+                     {"duration_s", 1e-3},
+                     {"metrics", {{"lts__t_sectors_op_red.sum", bytes["l2_red"].get<double>() / 32}}},
+                     {"absent", json::object()},
+                     {"kernels", kernels}};
+  return rec;
+}
+
+json h100_file(const json& records) {
+  return {{"device", {{"name", "NVIDIA H100 80GB HBM3"}, {"compute_capability", "9.0"}, {"sm_count", 132},
+                      {"l2_bytes", 52428800}, {"smem_per_sm_bytes", 233472}}},
+          {"build", {{"cuda_architectures", "90"}, {"git_revision", "0000000"}}},
+          {"records", records}};
+}
+
+// The kernels' names as the H100 run of scripts/peers_sdpa.py --counters listed them (dd86756).
+const std::string kTorchFlashFwd =
+    "pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::half_t, "
+    "Flash_kernel_traits<64, 128, 128, 4, cutlass::half_t> >, false, false, false, false, true, true, false, false>";
+const std::string kTorchFlashTraitsBwd =
+    "Flash_bwd_kernel_traits<64, 128, 128, 8, 4, 4, 4, false, false, cutlass::half_t, Flash_kernel_traits<64, 128, "
+    "128, 8, cutlass::half_t> >";
+const std::string kTorchCopy =
+    "at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::direct_copy_kernel_cuda("
+    "at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#10}::operator()() const::{lambda(c10::"
+    "Half)#1}>(at::TensorIteratorBase&, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::"
+    "operator()() const::{lambda()#10}::operator()() const::{lambda(c10::Half)#1} const&)::{lambda(int)#1}>";
+
+const json& only_record(const AnalyzeReport& a) { return a.json["files"][0]["records"][0]; }
+
+}  // namespace
+
+// PyTorch's FA-2 forward (H100, b 8, h 32, N 2048, d 64, the measured bytes): Br × Bc = 128 × 128
+// from Flash_fwd_kernel_traits<64, 128, 128, 4, …>, grid (16, 8, 32) = (⌈N/Br⌉, B, H). Its reads
+// are the model's to 0.07 % (Q once, K and V 16 times); its writes are 4.6 × O + L, beside a
+// register spill of 112 bytes per thread: the verdict fails and says why.
+TEST(PeerModels, TorchFlashForwardTilesFromTheTemplateArgumentsAndItsSpillBesideTheVerdict) {
+  const json rec = peer_record("sdpa_flash", Pass::Fwd, 8, 32, 2048, 64,
+                               json::array({peer_kernel(kTorchFlashFwd, {16, 8, 32}, {128, 1, 1}, 2216037248, 316669952,
+                                                        0, 201472256, 92398848, 1, 112)}));
+  const RecordModel rm = model_point_of(rec, h100_file(json::array()));
+  ASSERT_TRUE(rm.point) << rm.why_not;
+  EXPECT_EQ(rm.point->fwd_tiles->block_r, 128);
+  EXPECT_EQ(rm.point->fwd_tiles->block_c, 128);
+  EXPECT_EQ(rm.point->fwd_tiles->smem_layout, SmemLayout::Swizzle128);
+  EXPECT_NE(rm.tiles_from.find("Flash_fwd_kernel_traits<64, 128, 128, 4"), std::string::npos) << rm.tiles_from;
+  EXPECT_NE(rm.tiles_from.find("grid (16, 8, 32)"), std::string::npos) << rm.tiles_from;
+  const int64_t q = int64_t(8) * 32 * 2048 * 64 * 2, rows = int64_t(8) * 32 * 2048;
+  const Traffic t = predict_sm_l2(*rm.point);
+  EXPECT_EQ(t.read, q + 2 * 16 * q);  // Q once, K and V once per Q tile
+  EXPECT_EQ(t.write, q + rows * 4);   // O and L: FA-2 writes L on every forward
+  EXPECT_NEAR(2216037248.0 / double(t.read), 1.0, 1e-3);
+  const AnalyzeReport a = analyze_documents({{"peers", h100_file(json::array({rec}))}}, AnalyzeOptions{});
+  const json& r = only_record(a);
+  EXPECT_EQ(r["sm_l2_verdict"], false);
+  EXPECT_NE(r["note"].get<std::string>().find("SM↔L2 excess beside a register spill"), std::string::npos) << r["note"];
+  EXPECT_EQ(r["tiles"]["fwd"], json({{"block_r", 128}, {"block_c", 128}}));
+  EXPECT_TRUE(r["dram_verdict"].is_null());  // a peer's DRAM bytes are measured, not modelled
+  EXPECT_FALSE(r["dram_not_modelled"].get<std::string>().empty());
+  EXPECT_EQ(r["measured"]["l2_read"], 2216037248.0);
+  EXPECT_EQ(a.judged, 1);
+}
+
+// PyTorch's FA-2 forward + backward: the two copies PyTorch launches between them are outside the
+// model, reported beside it; the backward's tiles from Flash_bwd_kernel_traits<64, 128, 128, 8, …>
+// and its preprocess flash_bwd_dot_do_o_kernel<true, …> zeroing the fp32 dQ accumulator. The
+// measured reads and reductions (the H100's, the fabric's 1.5 × on l2_red) hold to 0.5 %.
+TEST(PeerModels, TorchFlashBackwardLeavesPyTorchsCopiesBesideTheModel) {
+  const json kernels = json::array(
+      {peer_kernel(kTorchFlashFwd, {16, 8, 32}, {128, 1, 1}, 2216020992, 316669952, 0, 201505792, 68326912, 1, 112),
+       peer_kernel(kTorchCopy, {65536, 1, 1}, {128, 1, 1}, 134217728, 134217728, 0, 134261760, 128994816, 2),
+       peer_kernel("pytorch_flash::flash_bwd_dot_do_o_kernel<true, " + kTorchFlashTraitsBwd + " >", {16, 8, 32},
+                   {256, 1, 1}, 134217728, 138325920, 0, 131488256, 129555200),
+       peer_kernel("pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<" + kTorchFlashTraitsBwd +
+                       ", false, false, false, false, true, true, false>",
+                   {16, 8, 32}, {256, 1, 1}, 2359781504, 213909504, 3221225472, 407994624, 283832064, 1, 80),
+       peer_kernel("pytorch_flash::flash_bwd_convert_dq_kernel<" + kTorchFlashTraitsBwd + " >", {16, 8, 32},
+                   {256, 1, 1}, 134217728, 67108864, 0, 134235648, 67939840)});
+  const json rec = peer_record("sdpa_flash", Pass::FwdBwd, 8, 32, 2048, 64, kernels);
+  const RecordModel rm = model_point_of(rec, h100_file(json::array()));
+  ASSERT_TRUE(rm.point) << rm.why_not;
+  EXPECT_EQ(rm.point->bwd_tiles->block_r, 128);
+  EXPECT_EQ(rm.point->bwd_tiles->block_c, 128);
+  EXPECT_TRUE(rm.point->fa2.preprocess_zeroes_dq);
+  const int64_t q = int64_t(8) * 32 * 2048 * 64 * 2, acc = 2 * q;
+  const Traffic t = predict_sm_l2(*rm.point);
+  EXPECT_EQ(t.red, 16 * acc);  // dQ_i's fp32 sectors once per K/V tile, whole sectors
+  int64_t zeroed = -1;
+  for (const auto& term : t.terms)
+    if (term.name == "preprocess: dQ accumulator zeroed") zeroed = term.write;
+  EXPECT_EQ(zeroed, acc);
+  const AnalyzeReport a = analyze_documents({{"peers", h100_file(json::array({rec}))}}, AnalyzeOptions{});
+  const json& r = only_record(a);
+  const json& outside = r["measured"]["outside_model"];
+  EXPECT_EQ(outside["kernels"], json::array({"elementwise_kernel<…> ×2"}));
+  EXPECT_EQ(outside["sm_l2"], 2.0 * 134217728);
+  const double reads = 2216020992.0 + 134217728 + 2359781504 + 134217728;  // the four FA-2 kernels
+  EXPECT_EQ(r["measured"]["l2_read"], reads);
+  const json& model = r["sm_l2_model"];
+  EXPECT_NEAR(reads / model["read"].get<double>(), 1.0, 5e-3);
+  EXPECT_NEAR(3221225472.0 / (1.5 * model["red"].get<double>()), 1.0, 1e-9);
+  EXPECT_NE(r["note"].get<std::string>().find("beside the model: elementwise_kernel<…> ×2"), std::string::npos)
+      << r["note"];
+}
+
+// cuDNN's Hopper kernels run a persistent grid (one block per SM): the tile is in the name, A × the
+// consumer warpgroups. Forward 64x128x64 with 384 threads (a producer and two consumer
+// warpgroups): Br = 128; its reads are the model's (Q once, K, V 16 times) and, with no backward
+// after it, it writes O alone. The backward's Bc = 64 × 2.
+TEST(PeerModels, CudnnTilesFromTheNameAndTheConsumerWarpgroups) {
+  const json fwd = peer_kernel("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_"
+                               "cga1x1x1_kernel0_0",
+                               {132, 1, 1}, {384, 1, 1}, 2214727808, 67108864, 0, 201345280, 58554880);
+  const json rec = peer_record("sdpa_cudnn", Pass::Fwd, 8, 32, 2048, 64, json::array({fwd}));
+  const AnalyzeReport a = analyze_documents({{"peers", h100_file(json::array({rec}))}}, AnalyzeOptions{});
+  const json& r = only_record(a);
+  EXPECT_EQ(r["tiles"]["fwd"], json({{"block_r", 128}, {"block_c", 128}}));
+  const int64_t q = int64_t(8) * 32 * 2048 * 64 * 2;
+  EXPECT_EQ(r["sm_l2_model"]["read"], q + 2 * 16 * q);
+  EXPECT_EQ(r["sm_l2_model"]["write"], q);  // no L without a backward
+  EXPECT_EQ(r["sm_l2_verdict"], true) << r.dump();
+  EXPECT_NEAR(r["sm_l2_ratio"].get<double>(), 1.0, 1e-3);
+
+  ModelPoint m;
+  m.method = "sdpa_cudnn";
+  m.pass = Pass::FwdBwd;
+  m.problem = shape(8, 16, 16, 2048, 2048, 128, false, false);
+  std::vector<LaunchedKernel> ks = {
+      {"cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x1x1_cga1x1x1_kernel0_0", 1,
+       std::array<int, 3>{132, 1, 1}, std::array<int, 3>{384, 1, 1}},
+      {"cudnn::fusion::compute_dot_do_o_specialized<false, 128>", 1, std::nullopt, std::nullopt},
+      {"cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_26_64x64x128_1x4x1_cga1x1x1_kernel0_0", 1,
+       std::array<int, 3>{132, 1, 1}, std::array<int, 3>{384, 1, 1}},
+      {"cudnn::fusion::convert_dq_to_16bits<false>", 1, std::nullopt, std::nullopt}};
+  PeerTiles t = read_peer_tiles(m, ks);
+  ASSERT_TRUE(t.why_not.empty()) << t.why_not;
+  EXPECT_EQ(t.fwd->block_r, 128);
+  EXPECT_EQ(t.bwd->block_c, 128);
+  EXPECT_EQ(t.bwd->block_r, 64);
+  EXPECT_TRUE(t.variant.preprocess_zeroes_dq);
+  ks[0].block.reset();  // the consumer warpgroups come from the block
+  EXPECT_NE(read_peer_tiles(m, ks).why_not.find("block is not recorded"), std::string::npos);
+  m.problem.causal = true;
+  EXPECT_NE(read_peer_tiles(m, ks).why_not.find("causal"), std::string::npos);
+}
+
+// FlexAttention's forward: no tile in the name (triton_tem_fused_flex_attention_0), BLOCK_M from the
+// grid (⌈N/BLOCK_M⌉, B, H) — the smallest power of two that gives grid x. Its backward is not FA-2's:
+// no model, the reason, and the measured bytes still reported.
+TEST(PeerModels, FlexForwardTileFromTheGridAndNoModelForItsBackward) {
+  const json fwd = peer_kernel("triton_tem_fused_flex_attention_0", {16, 8, 32}, {128, 1, 1}, 2215218080, 67108864, 0,
+                               201347328, 57678592);
+  const json rec = peer_record("flex_attention", Pass::Fwd, 8, 32, 2048, 64, json::array({fwd}));
+  const AnalyzeReport a = analyze_documents({{"peers", h100_file(json::array({rec}))}}, AnalyzeOptions{});
+  EXPECT_EQ(only_record(a)["tiles"]["fwd"]["block_r"], 128);
+  EXPECT_EQ(only_record(a)["sm_l2_verdict"], true) << only_record(a).dump();
+
+  ModelPoint m;
+  m.method = "flex_attention";
+  m.pass = Pass::Fwd;
+  m.problem = shape(2, 4, 4, 1000, 1000, 64, false, false);
+  const PeerTiles odd = read_peer_tiles(m, {{"triton_tem_fused_flex_attention_0", 1, std::array<int, 3>{8, 2, 4},
+                                             std::array<int, 3>{256, 1, 1}}});
+  ASSERT_TRUE(odd.why_not.empty()) << odd.why_not;
+  EXPECT_EQ(odd.fwd->block_r, 128);  // ⌈1000/128⌉ = 8; 64 would give 16
+  EXPECT_NE(read_peer_tiles(m, {{"triton_tem_fused_flex_attention_0", 1, std::array<int, 3>{8, 4, 2},
+                                 std::array<int, 3>{256, 1, 1}}})
+                .why_not.find("is not (⌈Nq/BLOCK_M⌉, B, H)"),
+            std::string::npos);
+
+  const json bwd = json::array(
+      {fwd, peer_kernel("triton_per_fused_flex_attention_backward_0", {65536, 1, 1}, {64, 1, 1}, 134217728, 2097152, 0,
+                        132338944, 11149568),
+       peer_kernel("triton_tem_fused_flex_attention_backward_1", {32, 8, 32}, {256, 1, 1}, 4636046112, 201326592, 0,
+                   272748032, 188665088)});
+  const json both = peer_record("flex_attention", Pass::FwdBwd, 8, 32, 2048, 64, bwd);
+  const AnalyzeReport b = analyze_documents({{"peers", h100_file(json::array({both}))}}, AnalyzeOptions{});
+  const json& r = only_record(b);
+  EXPECT_TRUE(r["sm_l2_verdict"].is_null());
+  EXPECT_FALSE(r.contains("sm_l2_model"));
+  EXPECT_EQ(r["note"].get<std::string>().rfind("no model: ", 0), 0u) << r["note"];
+  EXPECT_NE(r["note"].get<std::string>().find("not FA-2's backward"), std::string::npos) << r["note"];
+  EXPECT_GT(r["measured"]["sm_l2"].get<double>(), 7e9);  // reported, not judged
+  EXPECT_EQ(b.judged, 0);
+  EXPECT_NE(b.markdown.find("flex_attention/fwdbwd/b:8/h:32/n:2048/d:64/fp16"), std::string::npos);
+}
+
+// sdpa_math is separate GEMM and softmax kernels: no tile, no model — its measured bytes and the
+// reason, never a verdict. So is a record whose counters were not collected (no kernels).
+TEST(PeerModels, MathAndRecordsWithoutKernelsGetTheReasonNotAVerdict) {
+  const json rec = peer_record("sdpa_math", Pass::Fwd, 8, 32, 2048, 64,
+                               json::array({peer_kernel("sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_"
+                                                        "warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+                                                        {16, 16, 256}, {128, 1, 1}, 4e8, 2.1e9, 0, 3e8, 2e9),
+                                            peer_kernel("(anonymous namespace)::cunn_SoftMaxForward<8, c10::Half, "
+                                                        "float, c10::Half, (anonymous namespace)::SoftMaxForwardEpilogue>",
+                                                        {524288, 1, 1}, {512, 1, 1}, 2.1e9, 2.1e9, 0, 2e9, 2e9)}));
+  const AnalyzeReport a = analyze_documents({{"peers", h100_file(json::array({rec}))}}, AnalyzeOptions{});
+  const json& r = only_record(a);
+  EXPECT_TRUE(r["sm_l2_verdict"].is_null());
+  EXPECT_NE(r["note"].get<std::string>().find("no model: sdpa_math runs attention as separate kernels"),
+            std::string::npos)
+      << r["note"];
+  EXPECT_DOUBLE_EQ(r["measured"]["sm_l2"].get<double>(), 4e8 + 2.1e9 + 2.1e9 + 2.1e9);
+  EXPECT_EQ(a.judged, 0);
+
+  json none = rec;
+  none["counters"] = {{"status", "not_collected"}, {"reason", "peers are measured without counters"}};
+  const RecordModel rm = model_point_of(none, h100_file(json::array()));
+  EXPECT_FALSE(rm.point);
+  EXPECT_NE(rm.why_not.find("scripts/peers_sdpa.py --counters"), std::string::npos) << rm.why_not;
+}
+
+// xformers' cutlass forward: Br × Bc in the name (64x64), checked against its grid (⌈N/Br⌉, H, B);
+// it reads Q_i again for every K/V tile, a term of its own. A grid the name does not fit, the gmem
+// variant and its backward get no model, each with the reason.
+TEST(PeerModels, EfficientTilesFromTheNameItsQRereadsAndItsRefusals) {
+  ModelPoint m;
+  m.method = "sdpa_efficient";
+  m.pass = Pass::Fwd;
+  m.problem = shape(4, 8, 8, 1024, 1024, 64, false, false);
+  std::vector<LaunchedKernel> ks = {
+      {"fmha_cutlassF_f16_aligned_64x64_rf_sm80", 1, std::array<int, 3>{16, 8, 4}, std::array<int, 3>{128, 1, 1}}};
+  const PeerTiles t = read_peer_tiles(m, ks);
+  ASSERT_TRUE(t.why_not.empty()) << t.why_not;
+  EXPECT_EQ(t.fwd->block_r, 64);
+  EXPECT_EQ(t.fwd->block_c, 64);
+  EXPECT_TRUE(t.variant.q_read_per_kv_tile);
+  m.fwd_tiles = t.fwd, m.fa2 = t.variant;
+  const int64_t q = int64_t(4) * 8 * 1024 * 64 * 2;
+  const Traffic traffic = predict_sm_l2(m);
+  EXPECT_EQ(traffic.read, q + 2 * 16 * q + 15 * q);  // Q 16 times in all: once per K/V tile
+  EXPECT_EQ(traffic.write, q);                       // O; no L without a backward
+  ks[0].grid = std::array<int, 3>{8, 8, 4};
+  EXPECT_NE(read_peer_tiles(m, ks).why_not.find("is not (⌈Nq/Br⌉, H, B)"), std::string::npos);
+  ks[0].name = "fmha_cutlassF_f16_aligned_32x128_gmem_sm80";
+  EXPECT_NE(read_peer_tiles(m, ks).why_not.find("gmem variant"), std::string::npos);
+  m.pass = Pass::FwdBwd;
+  ks = {{"fmha_cutlassF_f16_aligned_64x64_rf_sm80", 1, std::nullopt, std::nullopt},
+        {"fmha_cutlassB_f16_aligned_64x64_k64_sm80", 1, std::nullopt, std::nullopt}};
+  EXPECT_NE(read_peer_tiles(m, ks).why_not.find("not FA-2's backward"), std::string::npos);
+}
+
+// What no peer model reads: a kernel launched twice in one pass, a head dim other than the
+// kernel's, and `flashio predict` (a peer's tiles come from its launches).
+TEST(PeerModels, RefusalsInWords) {
+  ModelPoint m;
+  m.method = "sdpa_flash";
+  m.pass = Pass::Fwd;
+  m.problem = shape(8, 32, 32, 2048, 2048, 64, false, false);
+  std::vector<LaunchedKernel> ks = {{kTorchFlashFwd, 2, std::array<int, 3>{16, 8, 32}, std::nullopt}};
+  EXPECT_NE(read_peer_tiles(m, ks).why_not.find("launched 2 times"), std::string::npos);
+  ks[0].launches = 1;
+  m.problem.head_dim = 32;
+  EXPECT_NE(read_peer_tiles(m, ks).why_not.find("compiled for head dim 64"), std::string::npos);
+  m.problem.head_dim = 64;
+  ks.push_back({"pytorch_flash::flash_fwd_splitkv_combine_kernel<Flash_fwd_kernel_traits<64, 64, 256, 4, false, "
+                "false, cutlass::half_t, Flash_kernel_traits<64, 64, 256, 4, cutlass::half_t> >, 4, 1, true>",
+                1, std::nullopt, std::nullopt});
+  EXPECT_NE(read_peer_tiles(m, ks).why_not.find("split-KV forward"), std::string::npos);
+  EXPECT_EQ(run_cli({"predict", "--gpu", "h100-sxm", "--method", "sdpa_flash"}).rc, 2);
 }

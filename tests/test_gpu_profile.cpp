@@ -116,6 +116,31 @@ TEST_F(GpuProfile, RangesGroupTheirKernelsAndTheExitCodePassesThrough) {
   ASSERT_FALSE(doc["profile"]["notes"].empty());
 }
 
+// --cache-control all (the default) cleans the L2 before each profiled kernel, as ncu's default
+// does: the scale kernel reads the 1 MiB the kernel before it just wrote from DRAM (all) or from L2
+// (none). The clean's own launches appear nowhere: the records and the launch count are the program's.
+TEST_F(GpuProfile, CacheControlCleansTheL2BeforeEachKernelAndLeavesNoRecordOfIt) {
+  for (const std::string mode : {"all", "none"}) {
+    nlohmann::json doc;
+    ASSERT_EQ(profile("--counters dram --cache-control " + mode, "--warm", doc), 0) << mode;
+    EXPECT_EQ(doc["profile"]["cache_control"], mode);
+    const auto& records = doc["profile"]["records"];
+    ASSERT_EQ(records.size(), 5u) << doc["profile"].dump(1);  // fill, evict, copy, warm, scale
+    EXPECT_EQ(doc["profile"]["launches"], 5);
+    for (const auto& n : doc["profile"]["notes"])
+      EXPECT_EQ(n.get<std::string>().find("not cleaned"), std::string::npos) << n;
+    const nlohmann::json* scale = find(records, "(anonymous namespace)::scale_kernel<float>");
+    ASSERT_TRUE(scale) << records.dump(1);
+    ASSERT_EQ((*scale)["counters"]["status"], "ok") << (*scale)["counters"].dump();
+    const double read = (*scale)["counters"]["bytes"]["dram_read"].get<double>(), mib = 1 << 20;
+    std::printf("--cache-control %s: the scale kernel reads %.3f MiB from DRAM\n", mode.c_str(), read / mib);
+    if (mode == "all")
+      EXPECT_GT(read, 0.9 * mib);
+    else
+      EXPECT_LT(read, 0.5 * mib);
+  }
+}
+
 TEST_F(GpuProfile, KernelsBeforeAnAbortAreWritten) {
   nlohmann::json doc;
   ASSERT_EQ(profile("", "--abort", doc), 128 + SIGABRT);

@@ -580,6 +580,28 @@ def test_paged_points_are_skipped():
         print("      (this flashio has no --kv-layout: paged points checked on a problem object only)")
 
 
+def test_max_seqlen_skips_longer_points_with_the_reason():
+    """--max-seqlen N: the points longer than N are skipped records with the reason (and the
+    caller's why), the others run; a reason of the point's own comes first."""
+    cfg = peer_config("--backend", "math", "--seqlen", "1024,8192", "--head-dim", "64", "--max-seqlen", "4096",
+                      "--max-seqlen-why", "S and P would not fit")
+    short = [p for p in cfg.points if p.problem_json["seqlen_q"] == 1024]
+    long = [p for p in cfg.points if p.problem_json["seqlen_q"] == 8192]
+    assert short and long
+    assert not any(p.skip for p in short)
+    assert all(p.skip == "N = 8192 is above --max-seqlen 4096: not run (S and P would not fit)" for p in long), \
+        [p.skip for p in long]
+    cfg = peer_config("--backend", "flash", "--seqlen", "8192", "--head-dim", "64", "--dropout", "0.1",
+                      "--max-seqlen", "4096")
+    assert all(p.skip.startswith("dropout") for p in cfg.points), [p.skip for p in cfg.points]
+    for bad in (["--max-seqlen", "0"], ["--max-seqlen", "x"], ["--max-seqlen-why", "no limit"]):
+        try:
+            peer_config("--seqlen", "1024", *bad)
+        except ps.BadInput:
+            continue
+        raise AssertionError(f"{bad} accepted")
+
+
 def test_check_pairs_use_seqlen_k():
     # all rows when 2*B*H*Nq*Nk*d <= 4e9 (bench/core/reference.cpp reference_cost): b 8, Nk 8192: 5.4e8
     pairs, scope = ps.check_pairs(ps.Problem(8, 32, 1, 128, kv_heads=8, seqlen_k=8192))

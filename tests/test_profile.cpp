@@ -292,6 +292,7 @@ TEST(ProfileCli, BadInputIsOneLineExitTwoAndNoFile) {
       {"--out", out, "--", garbage.string()},                 // executable, but not a program
       {"--out", out, "--counters", "off", "--", "true"},
       {"--out", out, "--counters", "all", "--", "true"},
+      {"--out", out, "--cache-control", "some", "--", "true"},
       {"--out", out, "--range", "[", "--", "true"},
       {"--out", (dir.path / "no-folder" / "p.json").string(), "--", "true"},
   };
@@ -314,6 +315,7 @@ TEST(ProfileCli, TheProgramsExitCodePassesThroughAndItsFileIsWritten) {
   const nlohmann::json doc = read_result_document(out);  // checked against results/schema.json
   EXPECT_EQ(doc["producer"], "flashio profile");
   EXPECT_EQ(doc["profile"]["exit_code"], 7);
+  EXPECT_EQ(doc["profile"]["cache_control"], "all");  // the default, as ncu's
   EXPECT_EQ(doc["profile"]["command"], nlohmann::json({"sh", "-c", "exit 7"}));
   EXPECT_EQ(doc["profile"]["records"], nlohmann::json::array());
   EXPECT_EQ(doc["records"], nlohmann::json::array());
@@ -338,8 +340,9 @@ TEST(ProfileCli, CtrlCIsTheProgramsToHandle) {
 TEST(ProfileCli, TheCommandMayFollowTheOptionsWithoutDashes) {
   TempDir dir;
   const std::string out = (dir.path / "p.json").string();
-  ASSERT_EQ(profile({"--counters", "dram", "-o", out, "sh", "-c", "exit 0", "--out", "x"}), 0);
+  ASSERT_EQ(profile({"--counters", "dram", "--cache-control", "none", "-o", out, "sh", "-c", "exit 0", "--out", "x"}), 0);
   const nlohmann::json doc = read_result_document(out);
   EXPECT_EQ(doc["profile"]["set"], "dram");
+  EXPECT_EQ(doc["profile"]["cache_control"], "none");
   EXPECT_EQ(doc["profile"]["command"], nlohmann::json({"sh", "-c", "exit 0", "--out", "x"}));
 }

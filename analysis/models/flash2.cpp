@@ -67,7 +67,7 @@ Traffic flash2_fwd_traffic(const Problem& p, const ModelTiles& t, const BlockMas
       out.add("Q tiles", q_xbar_rows(nq_b, br, t.smem_layout) * row_bytes, 0);
       out.add("K,V tiles", 2 * kv_rows * row_bytes, 0);
       out.add("O", 0, nq_b * row_bytes);
-      out.add("L (log-sum-exp)", 0, grouped_fp32_sectors(head, nq_b, t.l_store_rows) * kSector);
+      out.add(kLseTerm, 0, grouped_fp32_sectors(head, nq_b, t.l_store_rows) * kSector);
     }
     first_token += nk;
   }

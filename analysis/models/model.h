@@ -54,9 +54,25 @@ class IoModel {
   virtual std::string unjudged_note() const { return {}; }
 
   // --- reading records ---------------------------------------------------------------------
-  // What the model takes from a record beyond problem, pass and tiles (`file`: the result
-  // file's top level).
-  virtual void read_record(const nlohmann::json& /*rec*/, const nlohmann::json& /*file*/, ModelPoint& /*m*/) const {}
+  // What the model takes from a record beyond problem, pass and the recorded tiles (`file`: the
+  // result file's top level; called with those already in `m`). Returns why no model applies to
+  // the record (a sentence; empty: it applies) and, where the model read the tiles itself (a
+  // peer's, from its launches), where from.
+  struct Reading {
+    std::string why_not;
+    std::string tiles_from;
+  };
+  virtual Reading read_record(const nlohmann::json& /*rec*/, const nlohmann::json& /*file*/,
+                              ModelPoint& /*m*/) const {
+    return {};
+  }
+  // A kernel of the record (counters.kernels[].name) the model does not describe — a peer's own
+  // copies around its attention kernels: its bytes are reported beside the model, not compared.
+  virtual bool outside_model(const std::string& /*kernel*/) const { return false; }
+  // Why the method's DRAM bytes are measured but not modelled (empty: they are modelled).
+  virtual std::string dram_not_modelled() const { return {}; }
+  // The tiles come from a run's launches (a peer's): `flashio predict` has none to offer.
+  virtual bool tiles_from_launches() const { return false; }
   // The method a record is matched as across files (`flashio compare`), when not its own (empty).
   virtual std::string matched_as(const nlohmann::json& /*rec*/, const nlohmann::json& /*file*/) const { return {}; }
   // Appended to the method's name in the papers' tables (`flashio report`), or empty.

@@ -22,6 +22,9 @@ namespace flashio::analysis::parts {
 
 constexpr int64_t kSector = 32;
 constexpr int64_t kF32 = 4;
+// The forward's log-sum-exp term, by the name its Traffic carries (a peer's forward without a
+// backward writes none: peers.cpp removes it).
+inline const char* const kLseTerm = "L (log-sum-exp)";
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

@@ -60,8 +60,9 @@ Traffic standard_bwd_traffic(const Problem& p, Elementwise k) {
   return out;
 }
 
-void StandardModel::read_record(const nlohmann::json& rec, const nlohmann::json& file, ModelPoint& m) const {
+IoModel::Reading StandardModel::read_record(const nlohmann::json& rec, const nlohmann::json& file, ModelPoint& m) const {
   m.elementwise = standard_elementwise(rec, file);
+  return {};
 }
 
 // A `standard` record of the fused code (flashio files from before standard_fused existed) is

@@ -12,7 +12,7 @@ class StandardModel : public IoModel {
   std::string method() const override { return "standard"; }
   bool exact() const override { return false; }
   std::string unjudged_note() const override { return "standard: compulsory matrices only, not judged"; }
-  void read_record(const nlohmann::json& rec, const nlohmann::json& file, ModelPoint& m) const override;
+  Reading read_record(const nlohmann::json& rec, const nlohmann::json& file, ModelPoint& m) const override;
   std::string matched_as(const nlohmann::json& rec, const nlohmann::json& file) const override;
   std::string label_note(const nlohmann::json& rec, const nlohmann::json& file) const override;
   bool speedup_baseline() const override { return true; }

@@ -11,8 +11,9 @@ namespace {
 class StandardFusedModel final : public StandardModel {
  public:
   std::string method() const override { return "standard_fused"; }
-  void read_record(const nlohmann::json&, const nlohmann::json&, ModelPoint& m) const override {
+  Reading read_record(const nlohmann::json&, const nlohmann::json&, ModelPoint& m) const override {
     m.elementwise = Elementwise::Fused;
+    return {};
   }
   std::string matched_as(const nlohmann::json&, const nlohmann::json&) const override { return {}; }
   std::string label_note(const nlohmann::json&, const nlohmann::json&) const override { return {}; }

@@ -843,12 +843,16 @@ int flashio_main(const std::vector<std::string>& args) {
       "--range", profile_args.range,
       "one record per NVTX range whose name matches this regular expression (anywhere: anchor with ^...$), "
       "its kernels' counters summed");
+  profile->add_option("--cache-control", profile_args.cache_control,
+                      "all (default: the L2 cleaned before each profiled kernel, as ncu's --cache-control all) or none "
+                      "(left as the kernels before left it)");
   profile->add_flag("--force", profile_args.force, "replace --out if it exists");
   profile->prefix_command();  // the first word that is not an option starts the command; `--` may precede it
   profile->footer(
       "Usage: flashio profile [options] -- COMMAND ARGS...\n"
       "The program runs with libflashio_inject.so as CUDA_INJECTION64_PATH and CUPTI as NVTX_INJECTION64_PATH;\n"
-      "CUPTI replays each kernel for its counters (kernel replay). Ranges: NVTX push/pop; a kernel belongs to\n"
+      "CUPTI replays each kernel for its counters (kernel replay), after a read-only pass over twice the L2\n"
+      "(--cache-control all; not a range, not a record). Ranges: NVTX push/pop; a kernel belongs to\n"
       "the innermost matching range open on its thread, or else on the thread that pushed last.\n"
       "Exit status: the program's (128+N if signal N ended it); 1 runtime failure, 2 bad input (one line on stderr,\n"
       "the program not started).");

@@ -193,6 +193,8 @@ int cmd_profile(const ProfileArgs& a) {
   const auto set = parse_counter_set(a.counters);
   if (!set || *set == CounterSet::Off)
     throw BadInput(fmt::format("--counters: '{}' is not one of dram, full", a.counters));
+  if (a.cache_control != "all" && a.cache_control != "none")
+    throw BadInput(fmt::format("--cache-control: '{}' is not one of all, none", a.cache_control));
   std::optional<std::regex> range;
   if (!a.range.empty()) {
     try {
@@ -211,7 +213,8 @@ int cmd_profile(const ProfileArgs& a) {
   // The injection: the library and CUPTI for NVTX, unless another tool injects its own.
   const Log log;
   std::map<std::string, std::string> env = {{"FLASHIO_PROFILE_LOG", log.path},
-                                            {"FLASHIO_PROFILE_SET", to_string(*set)}};
+                                            {"FLASHIO_PROFILE_SET", to_string(*set)},
+                                            {"FLASHIO_PROFILE_CACHE_CONTROL", a.cache_control}};
   if (range) env["FLASHIO_PROFILE_RANGE"] = a.range;  // only the launches inside matching ranges are replayed
   std::string why_not;
   const std::string cupti = cupti_path(why_not);
@@ -250,9 +253,13 @@ int cmd_profile(const ProfileArgs& a) {
     std::string why;
     if (const auto dev = query_device(device, &why)) file.device = to_json(*dev);
   }
-  file.profile = {{"command", a.command},   {"exit_code", exit_code},
-                  {"set", to_string(*set)}, {"launches", plog.total_launches},
-                  {"notes", notes},         {"records", records}};
+  file.profile = {{"command", a.command},
+                  {"exit_code", exit_code},
+                  {"set", to_string(*set)},
+                  {"cache_control", a.cache_control},
+                  {"launches", plog.total_launches},
+                  {"notes", notes},
+                  {"records", records}};
   if (range) file.profile["range"] = a.range;
   try {
     result_file_schema().check(to_json(file), out);  // never a file its readers refuse

@@ -1,4 +1,5 @@
-// `flashio profile [--counters dram|full] [--out FILE] [--range REGEX] -- COMMAND ARGS...`: runs
+// `flashio profile [--counters dram|full] [--cache-control all|none] [--out FILE] [--range REGEX] --
+// COMMAND ARGS...`: runs
 // any CUDA program with the suite's CUPTI profiler injected (libflashio_inject.so through
 // CUDA_INJECTION64_PATH, NVTX through NVTX_INJECTION64_PATH = the CUPTI library), then writes one
 // result file (results/schema.json, `profile`) with one record per kernel launch, or per NVTX
@@ -14,6 +15,7 @@ namespace flashio {
 
 struct ProfileArgs {
   std::string counters = "full";
+  std::string cache_control = "all";  // all: the L2 cleaned before each profiled launch (inject.cpp); none
   std::string out;    // default: profile-<UTC date>-<time>.json in the working folder
   std::string range;  // empty: one record per kernel launch
   bool force = false;

@@ -139,6 +139,7 @@ namespace {
 struct CuLaunchKernelParams {  // cuLaunchKernel_params, cuLaunchCooperativeKernel_params (same prefix)
   CUfunction f;
   unsigned int gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+  CUstream hStream;
 };
 struct CuLaunchKernelExParams {  // cuLaunchKernelEx_params
   const CUlaunchConfig* config;
@@ -176,15 +177,22 @@ void read_launch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* p
     if (id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz) {
       const auto* p = static_cast<const CuLaunchKernelExParams*>(params);
       l.function = p->f;
-      if (p->config)
+      if (p->config) {
         set_shape(l, Dim3{p->config->gridDimX, p->config->gridDimY, p->config->gridDimZ},
                   Dim3{p->config->blockDimX, p->config->blockDimY, p->config->blockDimZ}, p->config->sharedMemBytes);
+        l.stream = p->config->hStream;
+      }
     } else {  // cuLaunchKernel, cuLaunchCooperativeKernel and their _ptsz forms
       const auto* p = static_cast<const CuLaunchKernelParams*>(params);
       l.function = p->f;
       set_shape(l, Dim3{p->gridDimX, p->gridDimY, p->gridDimZ}, Dim3{p->blockDimX, p->blockDimY, p->blockDimZ},
                 p->sharedMemBytes);
+      l.stream = p->hStream;
     }
+    const bool ptsz = id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
+                      id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
+                      id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
+    if (ptsz && !l.stream) l.stream = CU_STREAM_PER_THREAD;
     return;
   }
   switch (id) {

@@ -91,6 +91,8 @@ struct Launch {
   unsigned grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   size_t dynamic_smem = 0;
   bool has_shape = false;
+  CUstream stream = nullptr;  // driver launches: the launch's stream (CU_STREAM_PER_THREAD for a _ptsz
+                              // launch into the default stream)
 };
 // The launch's function (or kernel handle) and shape from the callback's parameters.
 void read_launch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* params, Launch& l);

@@ -18,7 +18,24 @@
 // autograd thread, inside a range the main thread pushed).
 //
 // Where counters cannot be read (no permission, another profiler, CUPTI missing parts) the
-// program still runs and each launch is logged with its name and resources and the reason.
+// program still runs and each launch is logged with its name and resources and the reason. A
+// launch's resources (its function's attributes, grid and block) are read in its own callback:
+// read later, at the next launch or at exit, a function of a module unloaded meanwhile (cuDNN's
+// runtime-compiled kernels, unloaded with their handle before exit) has none.
+//
+// The L2 before each profiled launch (FLASHIO_PROFILE_CACHE_CONTROL, `flashio profile
+// --cache-control all|none`, default all): with `all`, cleaned as Nsight Compute's default
+// (--cache-control all) flushes it, so that a kernel's DRAM bytes do not depend on what the
+// kernels before it left dirty in L2 (written back during the next kernel: the ncu cross-check
+// at 09fd193 missed by up to 22 % on DRAM writes that way). CUPTI's range profiler has no cache
+// control, so the library does it: the context synchronised, then the suite's read-only pass over
+// twice the L2 (bench/cuda/l2_flush.cuh, as PTX loaded into the context: the library links no
+// CUDA runtime) on a stream of its own with the range profiler stopped (so it is no range), waited
+// for before the profiled launch goes on. Its launch reaches these callbacks like any other: a
+// thread-local flag keeps it out of the log, the records and the launch count. A launch into a
+// stream that is capturing a CUDA graph is not cleaned before (nothing may be launched into, nor
+// the context synchronised during, a capture); a note counts those. With `all` each launch's
+// counters are decoded before the next starts (FLASHIO_PROFILE_BATCH is ignored).
 #include <cupti_nvtx_cbid.h>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -35,12 +52,31 @@
 #include <thread>
 
 #include "bench/core/profile_log.h"
+#include "bench/cuda/device_util.h"
 #include "bench/measure/cupti_api.h"
 
 namespace flashio {
+
+extern const char* const kL2CleanPtx;  // bench/measure/l2_clean.cu as PTX (generated, CMakeLists.txt)
+
 namespace {
 
 using cupti::Launch;
+
+// A driver entry point by its cuda.h name, the header's macros (cuMemAlloc → cuMemAlloc_v2)
+// expanded first: the symbol that has the header's prototype.
+#define FLASHIO_STR(x) #x
+#define FLASHIO_XSTR(x) FLASHIO_STR(x)
+#define FLASHIO_DRIVER_FN(fn) reinterpret_cast<decltype(&::fn)>(cupti::driver_entry(FLASHIO_XSTR(fn)))
+
+// The L2 clean of a context (see the file's comment), set up on its first profiled launch.
+struct L2Clean {
+  CUfunction kernel = nullptr;
+  CUdeviceptr buffer = 0, sink = 0;
+  size_t bytes = 0;
+  CUstream stream = nullptr;
+};
+thread_local bool t_cleaning = false;  // this thread is launching the clean: not the program's launch
 
 // Room in the counter data image beyond the batch, for ranges CUPTI makes of launches the
 // callbacks did not report (they are paired in launch order and a note says so).
@@ -54,7 +90,8 @@ struct Context {
   std::unique_ptr<cupti::RangeProfiler> profiler;  // null where counters are unavailable
   bool running = false;                            // between the profiler's start and stop
   std::vector<ProfiledLaunch> pending;             // launched, not yet decoded
-  std::vector<Launch> pending_launches;            // their functions, for the resources
+  std::unique_ptr<L2Clean> clean;                  // --cache-control all, once set up
+  bool clean_failed = false;                       // set up or run failed: not cleaned (a note says why)
 };
 struct State {
   std::recursive_mutex mu;
@@ -65,6 +102,8 @@ struct State {
   const cupti::Api* api = nullptr;
   std::string unavailable;          // why no context gets counters (empty: try each context)
   std::optional<std::regex> range;  // --range: only launches inside a matching NVTX range are profiled
+  bool clean_l2 = true;             // --cache-control all: the L2 cleaned before each profiled launch
+  int64_t unclean_captures = 0;     // profiled launches into a capturing stream: not cleaned before
   std::map<CUcontext, Context> contexts;
   int64_t launches = 0;
   uint64_t nvtx_pushes = 0;
@@ -188,13 +227,78 @@ void flush(Context& c, bool restart) {
   }
   for (size_t i = 0; i < c.pending.size(); ++i) {
     if (i >= decoded) c.pending[i].values.reset();
-    c.pending[i].resources = cupti::resolve_resources(c.pending_launches[i]);
     lines.push_back(kernel_line(c.pending[i]));
   }
   write_lines(lines);
   c.pending.clear();
-  c.pending_launches.clear();
   if (restart) start(c);
+}
+
+void driver_check(CUresult r, const char* call) {
+  if (r != CUDA_SUCCESS) throw cupti::Failure(fmt::format("{} failed (CUresult {})", call, int(r)));
+}
+
+// The context's L2 clean: the PTX loaded, a buffer of twice the L2 (written once), a sink and a
+// stream of its own. Throws cupti::Failure.
+std::unique_ptr<L2Clean> set_up_clean(int device) {
+  static const auto load = FLASHIO_DRIVER_FN(cuModuleLoadData);
+  static const auto get_function = FLASHIO_DRIVER_FN(cuModuleGetFunction);
+  static const auto attribute = FLASHIO_DRIVER_FN(cuDeviceGetAttribute);
+  static const auto alloc = FLASHIO_DRIVER_FN(cuMemAlloc);
+  static const auto memset = FLASHIO_DRIVER_FN(cuMemsetD8);
+  static const auto create_stream = FLASHIO_DRIVER_FN(cuStreamCreate);
+  static const auto synchronize = FLASHIO_DRIVER_FN(cuCtxSynchronize);
+  if (!load || !get_function || !attribute || !alloc || !memset || !create_stream || !synchronize)
+    throw cupti::Failure("the CUDA driver lacks an entry point the L2 clean needs");
+  auto clean = std::make_unique<L2Clean>();
+  CUmodule module = nullptr;
+  driver_check(load(&module, kL2CleanPtx), "cuModuleLoadData (the L2 clean's PTX)");
+  driver_check(get_function(&clean->kernel, module, "flashio_l2_clean"), "cuModuleGetFunction(flashio_l2_clean)");
+  int l2 = 0;
+  driver_check(attribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, CUdevice(device)), "cuDeviceGetAttribute(L2 size)");
+  clean->bytes = l2_flush_bytes(l2);
+  driver_check(alloc(&clean->buffer, clean->bytes), "cuMemAlloc (the L2 clean's buffer)");
+  driver_check(alloc(&clean->sink, sizeof(unsigned)), "cuMemAlloc (the L2 clean's sink)");
+  driver_check(memset(clean->buffer, 0x5a, clean->bytes), "cuMemsetD8 (the L2 clean's buffer)");
+  driver_check(create_stream(&clean->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  driver_check(synchronize(), "cuCtxSynchronize");
+  return clean;
+}
+
+// Cleans the L2 before the launch `l` (the range profiler stopped): see the file's comment.
+void clean_l2(Context& c, const Launch& l) {
+  State& s = state();
+  if (!s.clean_l2 || !c.profiler || c.clean_failed) return;
+  static const auto is_capturing = FLASHIO_DRIVER_FN(cuStreamIsCapturing);
+  static const auto synchronize = FLASHIO_DRIVER_FN(cuCtxSynchronize);
+  static const auto launch = FLASHIO_DRIVER_FN(cuLaunchKernel);
+  static const auto stream_synchronize = FLASHIO_DRIVER_FN(cuStreamSynchronize);
+  try {
+    if (!is_capturing || !synchronize || !launch || !stream_synchronize)
+      throw cupti::Failure("the CUDA driver lacks an entry point the L2 clean needs");
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (is_capturing(l.stream, &capture) == CUDA_SUCCESS && capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+      ++s.unclean_captures;
+      return;
+    }
+    if (!c.clean) c.clean = set_up_clean(c.device);
+    L2Clean& k = *c.clean;
+    driver_check(synchronize(), "cuCtxSynchronize");  // what the kernels before wrote is in L2 now
+    size_t n = k.bytes / 16;
+    unsigned magic = kL2FlushMagic;
+    void* args[] = {&k.buffer, &n, &k.sink, &magic};
+    t_cleaning = true;
+    const CUresult r = launch(k.kernel, kL2FlushBlocks, 1, 1, kL2FlushThreads, 1, 1, 0, k.stream, args, nullptr);
+    t_cleaning = false;
+    driver_check(r, "cuLaunchKernel (the L2 clean)");
+    driver_check(stream_synchronize(k.stream), "cuStreamSynchronize (the L2 clean)");
+  } catch (const cupti::Failure& e) {
+    t_cleaning = false;
+    c.clean_failed = true;
+    write_lines({note_line(fmt::format("GPU {}: the L2 is not cleaned before the profiled launches from launch {} on "
+                                       "(--cache-control all): {}",
+                                       c.device, s.launches, e.what()))});
+  }
 }
 
 // The NVTX ranges a launch from this thread runs in (see the file's comment).
@@ -207,6 +311,7 @@ std::vector<NvtxRange> open_ranges() {
 }
 
 void on_launch(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
+  if (t_cleaning) return;  // the L2 clean's own launch: not the program's
   if (cb->callbackSite != CUPTI_API_ENTER || !cupti::is_driver_launch(id) || !cb->context) return;
   State& s = state();
   Context& c = context(cb->context);
@@ -216,18 +321,23 @@ void on_launch(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
     ++s.launches;
     return;
   }
-  if (c.pending.size() >= s.batch) flush(c, true);
-  start(c);
   Launch l;
   l.name = cb->symbolName ? cb->symbolName : "?";
   cupti::read_launch(CUPTI_CB_DOMAIN_DRIVER_API, id, cb->functionParams, l);
+  if (s.clean_l2 && c.profiler) {
+    flush(c, false);  // the launches before decoded, the profiler stopped: the clean is no range
+    clean_l2(c, l);
+  } else if (c.pending.size() >= s.batch) {
+    flush(c, true);
+  }
+  start(c);
   ProfiledLaunch p;
   p.launch = s.launches++;
   p.device = c.device;
   p.mangled = l.name;
   p.nvtx = std::move(open);
+  p.resources = cupti::resolve_resources(l);  // now, while its module is loaded
   c.pending.push_back(std::move(p));
-  c.pending_launches.push_back(l);
   if (!c.profiler) flush(c, false);  // no counters to wait for: written at once
 }
 
@@ -297,6 +407,10 @@ void at_exit() {
   State& s = state();
   std::lock_guard<std::recursive_mutex> lock(s.mu);
   for (auto& [ctx, c] : s.contexts) flush(c, false);
+  if (s.unclean_captures > 0)
+    write_lines({note_line(fmt::format("{} profiled launches went into a stream capturing a CUDA graph: the L2 was not "
+                                       "cleaned before them (--cache-control all)",
+                                       s.unclean_captures))});
   write_lines({end_line(s.launches)});
 }
 
@@ -323,6 +437,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   }
   if (const char* set = std::getenv("FLASHIO_PROFILE_SET"); set && parse_counter_set(set))
     s.set = *parse_counter_set(set);
+  if (const char* cache = std::getenv("FLASHIO_PROFILE_CACHE_CONTROL"); cache && std::string(cache) == "none")
+    s.clean_l2 = false;
   if (const char* batch = std::getenv("FLASHIO_PROFILE_BATCH"); batch && std::atoi(batch) > 0)
     s.batch = size_t(std::atoi(batch));
   if (const char* range = std::getenv("FLASHIO_PROFILE_RANGE"); range && *range) {

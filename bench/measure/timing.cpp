@@ -11,7 +11,7 @@
 namespace flashio {
 
 L2Flusher::L2Flusher(DeviceAllocator& alloc, int64_t l2_bytes)
-    : buffer_(alloc, size_t(std::max<int64_t>(2 * l2_bytes, 8 << 20))), sink_(alloc, sizeof(unsigned)) {
+    : buffer_(alloc, l2_flush_bytes(l2_bytes)), sink_(alloc, sizeof(unsigned)) {
   FLASHIO_CUDA_CHECK(cudaMemset(buffer_.get(), 0x5a, buffer_.bytes()));  // defined contents, written once
   FLASHIO_CUDA_CHECK(cudaDeviceSynchronize());
 }
