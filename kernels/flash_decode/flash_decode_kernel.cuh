@@ -68,6 +68,7 @@ struct FlashDecodeTraits {
   static_assert(kStages >= 2, "the ring needs a stage to compute on and one in flight");
   static_assert(kSmemBytes == (kSmemQ + 2 * kStages * kWarps * kSmemSlice) * 2, "smem formula shared with the host");
   static_assert(kMergeFloats * 4 <= 2 * kStages * kWarps * kSmemSlice * 2, "the merge fits over the K/V stages");
+  static_assert(kBlockM * kDecodeMaxSplits <= kWarps * kBlockM * kOStride, "the combine's weights fit over the warps' O");
 };
 
 // Visibility of key `col` to row `row` of the block (rows row0 + row of the group: query index
@@ -287,18 +288,22 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const
   __syncthreads();
   if (!last) return;
   __threadfence();
+  float* sWeight = sO;  // (kBlockM, kDecodeMaxSplits): e^{L_s − L}, over the drained merge area
   if (threadIdx.x < rows) {
-    const int64_t grow = grow0 + threadIdx.x;
+    const int r = threadIdx.x;
+    const int64_t grow = grow0 + r;
     float m = -INFINITY;
     for (int s = 0; s < p.splits; ++s) m = fmaxf(m, __ldcg(p.lse_partial + s * total_rows + grow));
     float sum = 0.f;
     for (int s = 0; s < p.splits; ++s) {
       const float ls = __ldcg(p.lse_partial + s * total_rows + grow);
-      sum += ls == -INFINITY ? 0.f : exp2f((ls - m) * kLog2e);
+      const float e = ls == -INFINITY ? 0.f : exp2f((ls - m) * kLog2e);
+      sWeight[r * kDecodeMaxSplits + s] = e;
+      sum += e;
     }
-    const float lse = sum > 0.f ? m + __logf(sum) : -INFINITY;
-    sLse[threadIdx.x] = lse;
-    p.lse[grow] = lse;
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    for (int s = 0; s < p.splits; ++s) sWeight[r * kDecodeMaxSplits + s] *= inv;
+    p.lse[grow] = sum > 0.f ? m + __logf(sum) : -INFINITY;
   }
   __syncthreads();
   for (int c = threadIdx.x; c < Tr::kBlockM * kQuads; c += Tr::kNThreads) {
@@ -307,8 +312,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const
     const int64_t grow = grow0 + r;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
     for (int s = 0; s < p.splits; ++s) {
-      const float ls = __ldcg(p.lse_partial + s * total_rows + grow);
-      const float w = ls == -INFINITY ? 0.f : exp2f((ls - sLse[r]) * kLog2e);
+      const float w = sWeight[r * kDecodeMaxSplits + s];
       const float4 x = __ldcg(reinterpret_cast<const float4*>(p.o_partial + (s * total_rows + grow) * Tr::kHeadDim + col));
       acc.x += w * x.x, acc.y += w * x.y, acc.z += w * x.z, acc.w += w * x.w;
     }
