@@ -24,7 +24,8 @@ enum DecodeBuf { kOPartial = kDqSemaphore + 1, kLsePartial, kBlockTable };  // f
 struct Access {
   int buf;
   int64_t byte;
-  int64_t smem = -1;  // cp.async: the shared-memory byte the chunk lands on (the crossbar delivers per smem sector)
+  int64_t smem = -1;                   // a copy to shared memory (cp.async): the shared byte the chunk lands on
+  CopyPath path = CopyPath::BypassL1;  // the copy's route (io_model.h): past L1, delivered per shared sector
 };
 
 // Counts one kernel's traffic. `instr` takes the lanes of one warp instruction (only the
@@ -33,15 +34,18 @@ struct Access {
 class Counter {
  public:
   Traffic traffic;
-  enum Op { Read, Write, Red };
+  enum Op { Read, Write, Red, Atom };
 
   void instr(Op op, const std::string& term, const std::vector<Access>& lanes) {
-    // A global sector, or for cp.async a (global sector, shared-memory sector) delivery: a sector
-    // whose two 16-byte halves land in two shared-memory sectors crosses the crossbar twice.
+    // A global sector, or for a copy past L1 a (global sector, shared-memory sector) delivery: a
+    // sector whose two 16-byte halves land in two shared-memory sectors crosses the crossbar twice.
+    // A copy through L1 fetches the global sector once (the other half is an L1 hit).
     std::set<std::pair<int, int64_t>> sectors;
-    for (const auto& a : lanes)
+    for (const auto& a : lanes) {
+      const bool per_smem_sector = a.smem >= 0 && a.path == CopyPath::BypassL1;
       sectors.insert(
-          {a.buf, a.smem < 0 ? a.byte / kSector : (a.byte / kSector) * (int64_t(1) << 24) + a.smem / kSector});
+          {a.buf, per_smem_sector ? (a.byte / kSector) * (int64_t(1) << 24) + a.smem / kSector : a.byte / kSector});
+    }
     int64_t n = 0;
     for (const auto& s : sectors) {
       if (op == Read && scoped_) {
@@ -50,7 +54,7 @@ class Counter {
       ++n;
     }
     const int64_t bytes = n * kSector;
-    traffic.add(term, op == Read ? bytes : 0, op == Write ? bytes : 0, op == Red ? bytes : 0);
+    traffic.add(term, op == Read ? bytes : 0, op == Write ? bytes : 0, op == Red ? bytes : 0, op == Atom ? bytes : 0);
   }
   void begin_l1_scope() { scoped_ = true, l1_.clear(); }
   void end_l1_scope() { scoped_ = false, l1_.clear(); }
@@ -76,10 +80,10 @@ int64_t smem_byte(SmemLayout l, int64_t r, int64_t col, int64_t tile_rows, int64
 // load_tile / 16-byte stores of a (rows, d) tile: chunk c of the tile goes to thread c % threads
 // in round c / threads; a warp instruction is 32 consecutive threads of one round. Rows at or
 // past `rows_valid` (counted from the matrix start) are not touched. Loads land in shared memory
-// of layout `l` (smem_byte).
+// of layout `l` (smem_byte) by copies taking `path`.
 void tile_copy(Counter& c, Counter::Op op, const std::string& term, int buf, int64_t matrix_row0, int64_t row0,
                int64_t tile_rows, int64_t rows_valid, int64_t d, int64_t e, int64_t threads,
-               SmemLayout l = SmemLayout::Padded) {
+               SmemLayout l = SmemLayout::Padded, CopyPath path = CopyPath::BypassL1) {
   const int64_t per_row = d / 8, chunks = tile_rows * per_row;
   for (int64_t round = 0; round * threads < chunks; ++round)
     for (int64_t w = 0; w < threads / 32; ++w) {
@@ -90,7 +94,7 @@ void tile_copy(Counter& c, Counter::Op op, const std::string& term, int buf, int
         const int64_t r = ch / per_row, col = (ch % per_row) * 8;
         if (row0 + r >= rows_valid) continue;
         const int64_t smem = op == Counter::Read ? smem_byte(l, r, col, tile_rows, d, e) : -1;
-        lanes.push_back({buf, ((matrix_row0 + row0 + r) * d + col) * e, smem});
+        lanes.push_back({buf, ((matrix_row0 + row0 + r) * d + col) * e, smem, path});
       }
       if (!lanes.empty()) c.instr(op, term, lanes);
     }

@@ -56,6 +56,7 @@ void expect_same(const Traffic& model, const Traffic& sim, const std::string& wh
   EXPECT_EQ(model.read, sim.read) << what;
   EXPECT_EQ(model.write, sim.write) << what;
   EXPECT_EQ(model.red, sim.red) << what;
+  EXPECT_EQ(model.atom, sim.atom) << what;
   for (const auto& t : model.terms) {
     bool found = false;
     for (const auto& s : sim.terms)
@@ -64,8 +65,9 @@ void expect_same(const Traffic& model, const Traffic& sim, const std::string& wh
         EXPECT_EQ(t.read, s.read) << what << " term " << t.name;
         EXPECT_EQ(t.write, s.write) << what << " term " << t.name;
         EXPECT_EQ(t.red, s.red) << what << " term " << t.name;
+        EXPECT_EQ(t.atom, s.atom) << what << " term " << t.name;
       }
-    EXPECT_TRUE(found || t.read + t.write + t.red == 0) << what << ": the simulator has no term " << t.name;
+    EXPECT_TRUE(found || t.read + t.write + t.red + t.atom == 0) << what << ": the simulator has no term " << t.name;
   }
 }
 
@@ -92,7 +94,7 @@ std::string describe(const Problem& p, const ModelTiles& t) {
 
 int64_t term_of(const Traffic& t, const std::string& name) {
   for (const auto& x : t.terms)
-    if (x.name == name) return x.read + x.write + x.red;
+    if (x.name == name) return x.read + x.write + x.red + x.atom;
   return 0;
 }
 

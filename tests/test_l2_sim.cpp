@@ -117,7 +117,7 @@ ModelTiles tiles(int br, int bc, int warps, SmemLayout layout = SmemLayout::Swiz
 
 int64_t term(const Traffic& t, const std::string& name) {
   for (const auto& x : t.terms)
-    if (x.name == name) return x.read + x.write + x.red;
+    if (x.name == name) return x.read + x.write + x.red + x.atom;
   return 0;
 }
 
