@@ -525,7 +525,8 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
       // What the counters should read: the model's bytes, reductions as l2_red counts them.
       const RedCounterScope scope = counted ? red_counter_scope(counters) : RedCounterScope{};
       const double l2_expected =
-          l2_model ? double(l2_model->read + l2_model->write) + scope.factor * double(l2_model->red) : 0;
+          l2_model ? double(l2_model->read + l2_model->write + l2_model->atom) + scope.factor * double(l2_model->red)
+                   : 0;
       if (l2_model) out["sm_l2_expected"] = l2_expected;  // what the counters should read
       if (l2_model && l2_model->red > 0 && !scope.why.empty()) {
         out["l2_red_counter_factor"] = scope.factor;

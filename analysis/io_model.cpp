@@ -27,28 +27,29 @@ void require(bool ok, const std::string& what) {
 
 }  // namespace
 
-void Traffic::add(const std::string& name, int64_t r, int64_t w, int64_t red_bytes) {
+void Traffic::add(const std::string& name, int64_t r, int64_t w, int64_t red_bytes, int64_t atom_bytes) {
   read += r;
   write += w;
   red += red_bytes;
+  atom += atom_bytes;
   for (auto& t : terms)
     if (t.name == name) {
-      t.read += r, t.write += w, t.red += red_bytes;
+      t.read += r, t.write += w, t.red += red_bytes, t.atom += atom_bytes;
       return;
     }
-  terms.push_back({name, r, w, red_bytes});
+  terms.push_back({name, r, w, red_bytes, atom_bytes});
 }
 
 Traffic& Traffic::operator+=(const Traffic& o) {
-  for (const auto& t : o.terms) add(t.name, t.read, t.write, t.red);
+  for (const auto& t : o.terms) add(t.name, t.read, t.write, t.red, t.atom);
   return *this;
 }
 
 nlohmann::json Traffic::to_json() const {
   nlohmann::json terms_json = nlohmann::json::array();
   for (const auto& t : terms)
-    terms_json.push_back({{"name", t.name}, {"read", t.read}, {"write", t.write}, {"red", t.red}});
-  return {{"read", read}, {"write", write}, {"red", red}, {"total", total()}, {"terms", terms_json}};
+    terms_json.push_back({{"name", t.name}, {"read", t.read}, {"write", t.write}, {"red", t.red}, {"atom", t.atom}});
+  return {{"read", read}, {"write", write}, {"red", red}, {"atom", atom}, {"total", total()}, {"terms", terms_json}};
 }
 
 double BlockMask::density() const {
@@ -78,8 +79,12 @@ std::optional<SmemLayout> parse_smem_layout(const std::string& s) {
 // so each of its global sectors is delivered twice (H100: exactly 1.5× on full tiles; the bytes
 // requested from L2 are 1×). Swizzle128: the 16-byte chunks of a row are permuted by an XOR of
 // their index inside a 128-byte segment, which maps the chunk pair {2k, 2k + 1} of a 32-byte
-// global sector onto a pair {2k', 2k' + 1}: one shared sector, one delivery.
-int64_t smem_row_deliveries(int64_t rows, SmemLayout l) { return l == SmemLayout::Swizzle128 ? rows : rows + rows / 2; }
+// global sector onto a pair {2k', 2k' + 1}: one shared sector, one delivery. Through L1, the
+// second half of a sector is an L1 hit in either layout: one delivery.
+int64_t smem_row_deliveries(int64_t rows, SmemLayout l, CopyPath path) {
+  if (path == CopyPath::ThroughL1 || l == SmemLayout::Swizzle128) return rows;
+  return rows + rows / 2;
+}
 
 int64_t dq_sectors_per_row(int64_t head_dim, int floats_per_lane) {
   require(floats_per_lane == 1 || floats_per_lane == 2, "dQ adds: 1 or 2 floats per lane");

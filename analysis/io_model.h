@@ -4,11 +4,11 @@
 //
 // Unit: bytes of the 32-byte sectors the kernel's warp instructions touch, as the counters
 // count them (l1tex__m_xbar2l1tex_read_bytes, lts__t_sectors_srcunit_tex_op_write × 32,
-// lts__t_sectors_op_red × 32). Tile rows are whole sectors (d·e is a multiple of 32 for every
-// compiled head dim); the fp32 row vectors (L, D, ℓ, m) and the fp32 accumulators are counted
-// at the sector granularity of the instructions that touch them (e.g. the flash2 backward's
-// scalar dQ atomics of sm_80 touch one sector per row per instruction with 16 of its 32 bytes:
-// 2× the data; DqWidth).
+// lts__t_sectors_op_red × 32, lts__t_sectors_op_atom × 32). Tile rows are whole sectors (d·e is a
+// multiple of 32 for every compiled head dim); the fp32 row vectors (L, D, ℓ, m) and the fp32
+// accumulators are counted at the sector granularity of the instructions that touch them (e.g.
+// the flash2 backward's scalar dQ atomics of sm_80 touch one sector per row per instruction with
+// 16 of its 32 bytes: 2× the data; DqWidth).
 //
 // Each method's model lives in analysis/models/<method>.cpp, registered under the method's name
 // (analysis/models/model.h); the functions below dispatch to it by ModelPoint::method.
@@ -40,16 +40,18 @@
 
 namespace flashio::analysis {
 
-// Bytes at one level, split by operation; `terms` name where they come from.
+// Bytes at one level, split by operation; `terms` name where they come from. `red`: reductions
+// (atomics whose result is not returned: red.global); `atom`: atomics that return the old value
+// (atom.global, e.g. a ticket's atomicAdd), which l2_atom counts.
 struct Term {
   std::string name;  // "K,V tiles", "dQ accumulate (atomic)", ...
-  int64_t read = 0, write = 0, red = 0;
+  int64_t read = 0, write = 0, red = 0, atom = 0;
 };
 struct Traffic {
-  int64_t read = 0, write = 0, red = 0;
+  int64_t read = 0, write = 0, red = 0, atom = 0;
   std::vector<Term> terms;
-  int64_t total() const { return read + write + red; }
-  void add(const std::string& name, int64_t r, int64_t w, int64_t red_bytes = 0);
+  int64_t total() const { return read + write + red + atom; }
+  void add(const std::string& name, int64_t r, int64_t w, int64_t red_bytes = 0, int64_t atom_bytes = 0);
   Traffic& operator+=(const Traffic& o);
   nlohmann::json to_json() const;
 };
@@ -77,6 +79,17 @@ struct BlockMask {
 // 32-byte global sector in one shared sector: 1.0× (PyTorch's swizzled kernels, DESIGN.md).
 enum class SmemLayout { Padded, Swizzle128 };
 const char* to_string(SmemLayout l);
+
+// How a tile load's 16-byte copies reach shared memory (kernels/common/mma.cuh), the other thing
+// its SM↔L2 bytes depend on. `BypassL1`: cp.async.cg (cp_async_16; TMA likewise) — L2 delivers
+// each global sector to each 32-byte shared-memory sector it lands in, so the layout's factor
+// applies (smem_row_deliveries). `ThroughL1`: cp.async.ca (cp_async_16_l1) — each global sector
+// comes to L1 once per instruction, which fills the shared sectors from there: the bytes copied,
+// whatever the layout. Measured on the H100 (Nsight Compute, flash_decode, b 32, GQA 32:8, d 128,
+// 32k keys, padded rows): l1tex__m_xbar2l1tex_read_bytes 4.30 GB through L1 = the K and V bytes
+// (134.23M sectors, 4 per L2 request), 6.44 GB (1.5×) with the same copies past L1. Repeats across
+// instructions are not assumed to hit L1 (the kernels that copy through L1 copy every sector once).
+enum class CopyPath { BypassL1, ThroughL1 };
 // "padded", "swizzle128"; empty (older records) = padded; anything else: nullopt.
 std::optional<SmemLayout> parse_smem_layout(const std::string& s);
 
@@ -182,10 +195,11 @@ Traffic compulsory_dram(const ModelPoint& m);
 int64_t dq_sectors_per_row(int64_t head_dim, int floats_per_lane);
 
 // Deliveries across the SM's crossbar, in whole-row units, of a tile load of `rows` valid rows
-// into shared memory of layout `l` (l1tex__m_xbar2l1tex_read_bytes counts them): padded, every
-// odd row twice (rows + ⌊rows/2⌋); swizzle128, every row once. The one place the factor lives
+// into shared memory of layout `l` by copies taking `path` (l1tex__m_xbar2l1tex_read_bytes counts
+// them): past L1, padded, every odd row twice (rows + ⌊rows/2⌋), swizzle128, every row once;
+// through L1, every row once in either layout. The one place the factor lives
 // (analysis/schedule_sim.cpp computes the shared addresses themselves and must agree).
-int64_t smem_row_deliveries(int64_t rows, SmemLayout l);
+int64_t smem_row_deliveries(int64_t rows, SmemLayout l, CopyPath path = CopyPath::BypassL1);
 
 // Sectors (32 bytes) of `n` consecutive fp32 values starting at element `first`, touched by
 // instructions that each cover `group` consecutive values (group-aligned from `first`).

@@ -222,6 +222,18 @@ L2SimResult simulate_l2(const std::vector<SimBuffer>& buffers, const std::vector
     const int64_t slots = std::min<int64_t>(k.blocks, int64_t(k.blocks_per_sm) * cfg.sm_count);
     std::vector<int64_t> block(static_cast<size_t>(slots)), at(static_cast<size_t>(slots), 0),
         steps(static_cast<size_t>(slots));
+    // Join groups: blocks of each group still running their own steps; a slot whose block runs
+    // its group's last step (the work of the last ticket).
+    std::vector<int64_t> left;
+    std::vector<uint8_t> last(static_cast<size_t>(slots), 0);
+    if (k.join) {
+      left.assign(static_cast<size_t>(k.blocks), 0);
+      for (int64_t b = 0; b < k.blocks; ++b) {
+        const int64_t g = k.join(b);
+        if (g >= k.blocks) throw std::invalid_argument("L2 simulation: " + k.name + " joins a block past its groups");
+        if (g >= 0) ++left[size_t(g)];
+      }
+    }
     int64_t next = 0, active = 0;
     for (int64_t s = 0; s < slots; ++s) {
       block[size_t(s)] = next++;
@@ -251,6 +263,15 @@ L2SimResult simulate_l2(const std::vector<SimBuffer>& buffers, const std::vector
       for (int64_t s = 0; s < slots; ++s) {
         const size_t si = size_t(s);
         if (block[si] < 0 || ++at[si] < steps[si]) continue;
+        if (k.join && !last[si]) {  // its ticket: the group's last block runs one step more
+          const int64_t g = k.join(block[si]);
+          if (g >= 0 && --left[size_t(g)] == 0) {
+            last[si] = 1;
+            ++steps[si];
+            continue;
+          }
+        }
+        last[si] = 0;
         at[si] = 0;
         if (next < k.blocks) {
           block[si] = next++;

@@ -67,6 +67,13 @@ struct SimAccess {
 
 // One launch: `blocks` thread blocks in launch order, `blocks_per_sm` resident per SM; block b
 // runs steps(b) ≥ 1 steps, step s touching what step(b, s, out) appends.
+//
+// `join` (optional): blocks that finish as a group — each takes a ticket when its own steps are
+// done, and the last one to take it does the group's remaining work (flash_decode's combine by
+// the last split of a row tile). join(b) is block b's group, in [0, blocks), or −1 (none). Which
+// block is last is decided by the schedule, not by launch order: the group's block that ends its
+// steps(b) steps last (in one time unit, the later slot) runs one step more, step index steps(b),
+// in the next time unit — after every write of its group.
 struct SimKernel {
   std::string name;
   bool counted = true;  // inside the counters' ranges (false: cudaMemsetAsync)
@@ -74,6 +81,7 @@ struct SimKernel {
   int blocks_per_sm = 1;
   std::function<int64_t(int64_t)> steps;
   std::function<void(int64_t, int64_t, std::vector<SimAccess>&)> step;
+  std::function<int64_t(int64_t)> join;
 };
 
 // A pass as the simulation sees it: its buffers and its launches in stream order.

@@ -19,12 +19,13 @@ constexpr int64_t kSector = 32;
 
 // Buffers live in separate allocations (256-byte aligned by cudaMalloc): a sector is (buffer, offset / 32).
 enum Buf { kQ, kK, kV, kO, kLse, kDO, kD, kDqAcc, kDq, kDk, kDv, kOAcc, kRowMax, kRowSum, kDqSemaphore };
-enum DecodeBuf { kOPartial = kDqSemaphore + 1, kLsePartial, kBlockTable };  // flash_decode's own
+enum DecodeBuf { kOPartial = kDqSemaphore + 1, kLsePartial, kBlockTable, kSplitsDone };  // flash_decode's own
 
 struct Access {
   int buf;
   int64_t byte;
-  int64_t smem = -1;  // cp.async: the shared-memory byte the chunk lands on (the crossbar delivers per smem sector)
+  int64_t smem = -1;                   // a copy to shared memory (cp.async): the shared byte the chunk lands on
+  CopyPath path = CopyPath::BypassL1;  // the copy's route (io_model.h): past L1, delivered per shared sector
 };
 
 // Counts one kernel's traffic. `instr` takes the lanes of one warp instruction (only the
@@ -33,15 +34,18 @@ struct Access {
 class Counter {
  public:
   Traffic traffic;
-  enum Op { Read, Write, Red };
+  enum Op { Read, Write, Red, Atom };
 
   void instr(Op op, const std::string& term, const std::vector<Access>& lanes) {
-    // A global sector, or for cp.async a (global sector, shared-memory sector) delivery: a sector
-    // whose two 16-byte halves land in two shared-memory sectors crosses the crossbar twice.
+    // A global sector, or for a copy past L1 a (global sector, shared-memory sector) delivery: a
+    // sector whose two 16-byte halves land in two shared-memory sectors crosses the crossbar twice.
+    // A copy through L1 fetches the global sector once (the other half is an L1 hit).
     std::set<std::pair<int, int64_t>> sectors;
-    for (const auto& a : lanes)
+    for (const auto& a : lanes) {
+      const bool per_smem_sector = a.smem >= 0 && a.path == CopyPath::BypassL1;
       sectors.insert(
-          {a.buf, a.smem < 0 ? a.byte / kSector : (a.byte / kSector) * (int64_t(1) << 24) + a.smem / kSector});
+          {a.buf, per_smem_sector ? (a.byte / kSector) * (int64_t(1) << 24) + a.smem / kSector : a.byte / kSector});
+    }
     int64_t n = 0;
     for (const auto& s : sectors) {
       if (op == Read && scoped_) {
@@ -50,7 +54,7 @@ class Counter {
       ++n;
     }
     const int64_t bytes = n * kSector;
-    traffic.add(term, op == Read ? bytes : 0, op == Write ? bytes : 0, op == Red ? bytes : 0);
+    traffic.add(term, op == Read ? bytes : 0, op == Write ? bytes : 0, op == Red ? bytes : 0, op == Atom ? bytes : 0);
   }
   void begin_l1_scope() { scoped_ = true, l1_.clear(); }
   void end_l1_scope() { scoped_ = false, l1_.clear(); }
@@ -76,10 +80,10 @@ int64_t smem_byte(SmemLayout l, int64_t r, int64_t col, int64_t tile_rows, int64
 // load_tile / 16-byte stores of a (rows, d) tile: chunk c of the tile goes to thread c % threads
 // in round c / threads; a warp instruction is 32 consecutive threads of one round. Rows at or
 // past `rows_valid` (counted from the matrix start) are not touched. Loads land in shared memory
-// of layout `l` (smem_byte).
+// of layout `l` (smem_byte) by copies taking `path`.
 void tile_copy(Counter& c, Counter::Op op, const std::string& term, int buf, int64_t matrix_row0, int64_t row0,
                int64_t tile_rows, int64_t rows_valid, int64_t d, int64_t e, int64_t threads,
-               SmemLayout l = SmemLayout::Padded) {
+               SmemLayout l = SmemLayout::Padded, CopyPath path = CopyPath::BypassL1) {
   const int64_t per_row = d / 8, chunks = tile_rows * per_row;
   for (int64_t round = 0; round * threads < chunks; ++round)
     for (int64_t w = 0; w < threads / 32; ++w) {
@@ -90,7 +94,7 @@ void tile_copy(Counter& c, Counter::Op op, const std::string& term, int buf, int
         const int64_t r = ch / per_row, col = (ch % per_row) * 8;
         if (row0 + r >= rows_valid) continue;
         const int64_t smem = op == Counter::Read ? smem_byte(l, r, col, tile_rows, d, e) : -1;
-        lanes.push_back({buf, ((matrix_row0 + row0 + r) * d + col) * e, smem});
+        lanes.push_back({buf, ((matrix_row0 + row0 + r) * d + col) * e, smem, path});
       }
       if (!lanes.empty()) c.instr(op, term, lanes);
     }
@@ -443,7 +447,7 @@ Traffic simulate_flash1_bwd(const Problem& p, const ModelTiles& t, DqWidth dq) {
   return c.traffic;
 }
 
-Traffic simulate_flash_decode(const Problem& p, const ModelTiles& t) {
+Traffic simulate_flash_decode(const Problem& p, const ModelTiles& t, CopyPath copies) {
   using namespace kernels;
   check(t, "flash_decode");
   Counter c;
@@ -452,15 +456,27 @@ Traffic simulate_flash_decode(const Problem& p, const ModelTiles& t) {
   const int64_t splits = split.splits, row_tiles = split.row_tiles, group = p.heads / p.kvh();
   const int64_t group_rows = group * p.seqlen_q, total_rows = p.batch * p.heads * p.seqlen_q;
   const int64_t page = p.paged() ? p.kv_page : p.nk(), pages_per_seq = p.paged() ? (p.nk() + page - 1) / page : 1;
+  const int64_t quads = d / 4;  // the epilogues' and the combine's 4 columns per thread and round
   const auto lens = key_lengths(p);
+  // Lanes of one warp instruction of the 4-columns-per-thread loops over the block's rows: thread
+  // ci = base + 32w + lane takes row ci / quads, columns 4·(ci mod quads) …; rows ≥ `rows` skip.
+  auto quad_lanes = [&](int64_t base, int64_t w, int64_t rows, auto&& access) {
+    std::vector<Access> lanes;
+    for (int64_t lane = 0; lane < 32; ++lane) {
+      const int64_t ci = base + w * 32 + lane, r = ci / quads, col = ci % quads * 4;
+      if (ci < kDecodeBlockM * quads && r < rows) lanes.push_back(access(r, col));
+    }
+    return lanes;
+  };
   // Shared memory: Q (16, d + 8), then the K slices (stages, warps, 16, d + 8), then V's; a slice's
   // row r at r·(d + 8) elements from its 32-byte-aligned start (smem_byte's padded rows).
-  for (int64_t b = 0; b < p.batch; ++b)                // grid.z
-    for (int64_t y = 0; y < p.kvh() * row_tiles; ++y)  // grid.y: K/V head × row tile
-      for (int64_t z = 0; z < splits; ++z) {           // grid.x: split
-        const int64_t hk = y / row_tiles, row0 = y % row_tiles * kDecodeBlockM;
-        const int64_t rows = std::min<int64_t>(kDecodeBlockM, group_rows - row0);
-        const int64_t grow0 = (b * p.heads + hk * group) * p.seqlen_q + row0;
+  for (int64_t b = 0; b < p.batch; ++b)                  // grid.z
+    for (int64_t y = 0; y < p.kvh() * row_tiles; ++y) {  // grid.y: K/V head × row tile
+      const int64_t hk = y / row_tiles, row0 = y % row_tiles * kDecodeBlockM;
+      const int64_t rows = std::min<int64_t>(kDecodeBlockM, group_rows - row0);
+      const int64_t grow0 = (b * p.heads + hk * group) * p.seqlen_q + row0;
+      const int64_t ticket = (b * p.kvh() * row_tiles + y) * 4;  // splits_done[b, y]
+      for (int64_t z = 0; z < splits; ++z) {                     // grid.x: split
         const int64_t nk = std::min<int64_t>(lens[size_t(b)], p.nk());
         const int64_t key_end = p.causal ? std::min(nk, p.seqlen_q) : nk;
         const int64_t tiles = key_end > 0 ? (key_end + kDecodeBlockN - 1) / kDecodeBlockN : 0;
@@ -468,7 +484,7 @@ Traffic simulate_flash_decode(const Problem& p, const ModelTiles& t) {
         const int64_t count = std::max<int64_t>(0, std::min(tiles, first + split.tiles_per_split) - first);
         // Q: chunk c by thread c % 128 in round c / 128, rows past the group zero-filled.
         tile_copy(c, Counter::Read, "split: Q (once per split)", kQ, grow0, 0, kDecodeBlockM, rows, d, e, threads,
-                  t.smem_layout);
+                  t.smem_layout, copies);
         for (int64_t it = 0; it < count; ++it)
           for (int64_t w = 0; w < kDecodeWarps; ++w) {  // load_kv_slice: warp w's 16 keys of the tile
             const int64_t key0 = (first + it) * kDecodeBlockN + w * kDecodeWarpKeys;
@@ -490,8 +506,8 @@ Traffic simulate_flash_decode(const Problem& p, const ModelTiles& t) {
                 const int64_t ch = c0 + lane, r = ch / chunks_per_row, col = (ch % chunks_per_row) * 8;
                 if (key0 + r >= nk) continue;  // zero-filled
                 const int64_t smem = smem_byte(t.smem_layout, r, col, kDecodeWarpKeys, d, e);
-                kl.push_back({kK, ((row + r) * d + col) * e, smem});
-                vl.push_back({kV, ((row + r) * d + col) * e, smem});
+                kl.push_back({kK, ((row + r) * d + col) * e, smem, copies});
+                vl.push_back({kV, ((row + r) * d + col) * e, smem, copies});
               }
               if (kl.empty()) continue;
               c.instr(Counter::Read, "split: K, V (once per row tile)", kl);
@@ -501,19 +517,12 @@ Traffic simulate_flash_decode(const Problem& p, const ModelTiles& t) {
         // Epilogue: O by 4 columns per thread and round (8-byte stores, or fp32 16-byte ones), L
         // by threads 0 … rows − 1.
         const std::string term = splits == 1 ? "split: O, L" : "split: partial O, L (fp32)";
-        const int64_t quads = d / 4;
         for (int64_t base = 0; base < kDecodeBlockM * quads; base += threads)
           for (int64_t w = 0; w < kDecodeWarps; ++w) {
-            std::vector<Access> lanes;
-            for (int64_t lane = 0; lane < 32; ++lane) {
-              const int64_t ci = base + w * 32 + lane, r = ci / quads, col = ci % quads * 4;
-              if (ci >= kDecodeBlockM * quads || r >= rows) continue;
-              if (splits == 1) {
-                lanes.push_back({kO, ((grow0 + r) * d + col) * e});
-              } else {
-                lanes.push_back({kOPartial, ((z * total_rows + grow0 + r) * d + col) * 4});
-              }
-            }
+            const auto lanes = quad_lanes(base, w, rows, [&](int64_t r, int64_t col) {
+              return splits == 1 ? Access{kO, ((grow0 + r) * d + col) * e}
+                                 : Access{kOPartial, ((z * total_rows + grow0 + r) * d + col) * 4};
+            });
             if (!lanes.empty()) c.instr(Counter::Write, term, lanes);
           }
         std::vector<Access> l_lanes;
@@ -521,43 +530,40 @@ Traffic simulate_flash_decode(const Problem& p, const ModelTiles& t) {
           l_lanes.push_back(splits == 1 ? Access{kLse, (grow0 + r) * 4}
                                         : Access{kLsePartial, (z * total_rows + grow0 + r) * 4});
         c.instr(Counter::Write, term, l_lanes);
+        // Its ticket: thread 0's atomicAdd on the row tile's counter.
+        if (splits > 1)
+          c.instr(Counter::Atom, "split: ticket (atomic; the last split zeroes it)", {{kSplitsDone, ticket}});
       }
-  if (splits == 1) return c.traffic;
-  // Combine: blocks of kDecodeCombineThreads, one warp per row; a sector the block already read
-  // is served by L1 (the three passes over L_s, the float2 halves of an O row's sectors).
-  const int64_t rows_per_block = kDecodeCombineThreads / 32, per_lane = d / 32;
-  for (int64_t r0 = 0; r0 < total_rows; r0 += rows_per_block) {
-    c.begin_l1_scope();
-    for (int64_t row = r0; row < std::min(total_rows, r0 + rows_per_block); ++row) {
-      auto l_reads = [&] {  // for s = lane; s < splits; s += 32
-        for (int64_t s0 = 0; s0 < splits; s0 += 32) {
+      if (splits == 1) continue;
+      // The last split of the row tile to take a ticket (whichever: the sectors are the same)
+      // zeroes the counter and combines: threads 0 … rows − 1 read their row's L_s of every split
+      // twice (the maximum, then the weights) and write L; then O = Σ_s w_s·O_s by 4 columns per
+      // thread and round — a 16-byte read of each split's partial, an 8-byte store of O. The
+      // partials are read past L1 (__ldcg): every instruction reaches L2.
+      c.instr(Counter::Write, "split: ticket (atomic; the last split zeroes it)", {{kSplitsDone, ticket}});
+      for (int pass = 0; pass < 2; ++pass)
+        for (int64_t s = 0; s < splits; ++s) {
           std::vector<Access> lanes;
-          for (int64_t lane = 0; lane < 32 && s0 + lane < splits; ++lane)
-            lanes.push_back({kLsePartial, ((s0 + lane) * total_rows + row) * 4});
+          for (int64_t r = 0; r < rows; ++r) lanes.push_back({kLsePartial, (s * total_rows + grow0 + r) * 4});
           c.instr(Counter::Read, "combine: partial O, L (fp32)", lanes);
         }
-      };
-      l_reads();  // the maximum
-      l_reads();  // the sum
-      for (int64_t s = 0; s < splits; ++s) {
-        c.instr(Counter::Read, "combine: partial O, L (fp32)",
-                std::vector<Access>(32, Access{kLsePartial, (s * total_rows + row) * 4}));
-        for (int64_t x = 0; x < per_lane; x += 2) {
-          std::vector<Access> lanes;
-          for (int64_t lane = 0; lane < 32; ++lane)
-            lanes.push_back({kOPartial, ((s * total_rows + row) * d + lane * per_lane + x) * 4});
-          c.instr(Counter::Read, "combine: partial O, L (fp32)", lanes);
+      std::vector<Access> l_lanes;
+      for (int64_t r = 0; r < rows; ++r) l_lanes.push_back({kLse, (grow0 + r) * 4});
+      c.instr(Counter::Write, "combine: O, L", l_lanes);
+      for (int64_t base = 0; base < kDecodeBlockM * quads; base += threads)
+        for (int64_t w = 0; w < kDecodeWarps; ++w) {
+          for (int64_t s = 0; s < splits; ++s) {
+            const auto lanes = quad_lanes(base, w, rows, [&](int64_t r, int64_t col) {
+              return Access{kOPartial, ((s * total_rows + grow0 + r) * d + col) * 4};
+            });
+            if (!lanes.empty()) c.instr(Counter::Read, "combine: partial O, L (fp32)", lanes);
+          }
+          const auto lanes = quad_lanes(base, w, rows, [&](int64_t r, int64_t col) {
+            return Access{kO, ((grow0 + r) * d + col) * e};
+          });
+          if (!lanes.empty()) c.instr(Counter::Write, "combine: O, L", lanes);
         }
-      }
-      for (int64_t x = 0; x < per_lane; x += 2) {  // 4-byte stores of column pairs
-        std::vector<Access> lanes;
-        for (int64_t lane = 0; lane < 32; ++lane) lanes.push_back({kO, (row * d + lane * per_lane + x) * e});
-        c.instr(Counter::Write, "combine: O, L", lanes);
-      }
-      c.instr(Counter::Write, "combine: O, L", {Access{kLse, row * 4}});
     }
-    c.end_l1_scope();
-  }
   return c.traffic;
 }
 

@@ -13,9 +13,10 @@ Traffic simulate_flash2_fwd(const Problem& p, const ModelTiles& t, const BlockMa
 Traffic simulate_flash2_bwd(const Problem& p, const ModelTiles& t, const BlockMask& mask, DqWidth dq = {});
 Traffic simulate_flash1_fwd(const Problem& p, const ModelTiles& t);
 Traffic simulate_flash1_bwd(const Problem& p, const ModelTiles& t, DqWidth dq = {});
-// flash_decode's split and combine kernels (kernels/flash_decode/flash_decode_kernel.cuh) with the
-// split count t.splits.
-Traffic simulate_flash_decode(const Problem& p, const ModelTiles& t);
+// flash_decode's kernel (kernels/flash_decode/flash_decode_kernel.cuh) with the split count
+// t.splits — the splits, their tickets and the last split's combine — its Q, K and V copies taking
+// `copies` (the kernel's: CopyPath::ThroughL1).
+Traffic simulate_flash_decode(const Problem& p, const ModelTiles& t, CopyPath copies);
 
 // The whole pass: the point's model's simulator hook (analysis/models/, fused methods only).
 Traffic simulate_sm_l2(const ModelPoint& m);

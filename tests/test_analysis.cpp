@@ -56,6 +56,7 @@ void expect_same(const Traffic& model, const Traffic& sim, const std::string& wh
   EXPECT_EQ(model.read, sim.read) << what;
   EXPECT_EQ(model.write, sim.write) << what;
   EXPECT_EQ(model.red, sim.red) << what;
+  EXPECT_EQ(model.atom, sim.atom) << what;
   for (const auto& t : model.terms) {
     bool found = false;
     for (const auto& s : sim.terms)
@@ -64,8 +65,9 @@ void expect_same(const Traffic& model, const Traffic& sim, const std::string& wh
         EXPECT_EQ(t.read, s.read) << what << " term " << t.name;
         EXPECT_EQ(t.write, s.write) << what << " term " << t.name;
         EXPECT_EQ(t.red, s.red) << what << " term " << t.name;
+        EXPECT_EQ(t.atom, s.atom) << what << " term " << t.name;
       }
-    EXPECT_TRUE(found || t.read + t.write + t.red == 0) << what << ": the simulator has no term " << t.name;
+    EXPECT_TRUE(found || t.read + t.write + t.red + t.atom == 0) << what << ": the simulator has no term " << t.name;
   }
 }
 
@@ -92,7 +94,7 @@ std::string describe(const Problem& p, const ModelTiles& t) {
 
 int64_t term_of(const Traffic& t, const std::string& name) {
   for (const auto& x : t.terms)
-    if (x.name == name) return x.read + x.write + x.red;
+    if (x.name == name) return x.read + x.write + x.red + x.atom;
   return 0;
 }
 
@@ -1491,25 +1493,28 @@ TEST(IoModel, FlashDecodeEqualsSimulatorOverShapes) {
 }
 
 // The committed H100 point b 8, GQA 32:8, one query, 8k keys, d 128, 4 splits, term by term: Q
-// (4 rows of a row tile, padded shared rows: 4 + 2 deliveries) once per split; K and V once (1.5×
-// as the crossbar delivers them); the partials written and read once (each split's L of a block's
-// rows one sector); the combine's O in two 4-byte-per-lane instructions over each row (2× its
-// bytes), L a sector per row. DRAM: Q, K, V, O, L — the partials are workspace (the L2
-// simulation decides), paged adds the block table.
+// (4 rows of a row tile) once per split and K and V once, each byte once across the crossbar (the
+// copies go through L1: padded shared rows cost nothing more); the partials written once; a ticket
+// per split (an atomic) and the counter zeroed by the last; the last split reads each split's L
+// twice (one sector each: a block's 4 rows) and its O rows once, and writes O and L once. DRAM:
+// Q, K, V, O, L — the partials are workspace (the L2 simulation decides), paged adds the block
+// table.
 TEST(FlashDecodeModel, ExactBytesOfTheCommittedH100Point) {
   ModelPoint m;
   m.method = "flash_decode";
   m.problem = shape(8, 32, 8, 1, 8192, 128, false, false);
-  ModelTiles t{{16, 64, 4, 3}};
+  ModelTiles t{{16, 64, 4, 4}};
   t.splits = 4;
   m.fwd_tiles = t;
   const int64_t q = 8 * 32 * 128 * 2, kv = 8 * 8 * 8192 * 128 * 2, rows = 8 * 32, groups = 8 * 8;
   const Traffic sm = predict_sm_l2(m);
-  EXPECT_EQ(term_of(sm, "split: Q (once per split)"), 4 * groups * 6 * 256);
-  EXPECT_EQ(term_of(sm, "split: K, V (once per row tile)"), 2 * kv * 3 / 2);
+  EXPECT_EQ(term_of(sm, "split: Q (once per split)"), 4 * q);
+  EXPECT_EQ(term_of(sm, "split: K, V (once per row tile)"), 2 * kv);
   EXPECT_EQ(term_of(sm, "split: partial O, L (fp32)"), 4 * groups * (4 * 512 + 32));
-  EXPECT_EQ(term_of(sm, "combine: partial O, L (fp32)"), 4 * rows * 512 + (rows / 4) * 4 * 32);
-  EXPECT_EQ(term_of(sm, "combine: O, L"), rows * (2 * 256 + 32));
+  EXPECT_EQ(term_of(sm, "split: ticket (atomic; the last split zeroes it)"), groups * (4 + 1) * 32);
+  EXPECT_EQ(sm.atom, groups * 4 * 32);
+  EXPECT_EQ(term_of(sm, "combine: partial O, L (fp32)"), 4 * rows * 512 + groups * 2 * 4 * 32);
+  EXPECT_EQ(term_of(sm, "combine: O, L"), q + groups * 32);
   EXPECT_EQ(term_of(sm, "split: block table (per warp and tile)"), 0);
   const Traffic dram = compulsory_dram(m);
   EXPECT_EQ(dram.read, q + 2 * kv);
@@ -1518,10 +1523,11 @@ TEST(FlashDecodeModel, ExactBytesOfTheCommittedH100Point) {
   EXPECT_EQ(term_of(predict_sm_l2(m), "split: block table (per warp and tile)"), groups * 128 * 4 * 32);
   EXPECT_EQ(compulsory_dram(m).read, q + 2 * kv + 8 * 128 * 4);
   m.problem.kv_page = 0;
-  m.fwd_tiles->splits = 1;  // no partials, no combine: the split kernel writes O and L
+  m.fwd_tiles->splits = 1;  // no partials, no ticket, no combine: the split writes O and L
   const Traffic one = predict_sm_l2(m);
   EXPECT_EQ(term_of(one, "split: O, L"), q + groups * 32);
   EXPECT_EQ(term_of(one, "combine: O, L"), 0);
+  EXPECT_EQ(one.atom, 0);
   m.fwd_tiles->splits = 5;  // 128 tiles: 5 splits of 26 — what the plan runs
   EXPECT_NO_THROW(predict_sm_l2(m));
   m.fwd_tiles->splits = 100;  // 100 splits of 2 tiles would be 64: a count the plan never records
@@ -1532,15 +1538,46 @@ TEST(FlashDecodeModel, ExactBytesOfTheCommittedH100Point) {
   m.fwd_tiles->block_c = 64;
   m.problem = shape(1, 8, 1, 16, 1000, 64, false, false);  // MQA, 8 heads × 16 queries: 8 row tiles
   m.fwd_tiles->splits = kernels::flash_decode_split(m.problem, 1, 0, 4).splits;
-  EXPECT_EQ(term_of(predict_sm_l2(m), "split: K, V (once per row tile)"),
-            8 * 2 * (15 * 4 * 24 + (24 + 24 + 12)) * 64 * 2);  // 15 full tiles, then 40 keys: 16 + 16 + 8
+  EXPECT_EQ(term_of(predict_sm_l2(m), "split: K, V (once per row tile)"), 8 * 2 * 1000 * 64 * 2);
   m.pass = Pass::Bwd;
   EXPECT_THROW(predict_sm_l2(m), std::invalid_argument);
 }
 
-// The DRAM trace: with no cache it requests what the schedule reads (K and V once per row tile);
-// with the H100's L2 the committed point reads Q, K, V once and writes nothing back — the
-// partials (0.5 MB) stay in L2 between the split and the combine kernel, as do O and L.
+// The copy path is the copy's, not the kernel's: flash_decode's loop simulated with the
+// L1-bypassing copies (cp.async.cg, what flash2 uses) delivers padded rows 1.5× across the crossbar
+// (rows 16 of a slice: 24 deliveries), through L1 1.0×. And the measured point: b 32, GQA 32:8,
+// d 128, 32k keys (one split on the H100), Nsight Compute's l1tex__m_xbar2l1tex_read_bytes for
+// the kernel through L1 = 134.23M sectors (4.30 GB): the model's reads, Q + K + V, each once.
+TEST(FlashDecodeModel, CopiesThroughL1DeliverEachSectorOnceWhateverTheLayout) {
+  EXPECT_EQ(smem_row_deliveries(16, SmemLayout::Padded, CopyPath::ThroughL1), 16);
+  EXPECT_EQ(smem_row_deliveries(16, SmemLayout::Padded, CopyPath::BypassL1), 24);
+  EXPECT_EQ(smem_row_deliveries(16, SmemLayout::Swizzle128, CopyPath::ThroughL1), 16);
+  const Problem p = shape(2, 8, 2, 1, 4096, 128, false, false);
+  ModelTiles t{{16, 64, 4, 4}};
+  t.splits = kernels::flash_decode_split(p, 1, 0, 3).splits;
+  const int64_t kv = 2 * 2 * 4096 * 128 * 2;
+  const Traffic ca = simulate_flash_decode(p, t, CopyPath::ThroughL1);
+  const Traffic cg = simulate_flash_decode(p, t, CopyPath::BypassL1);
+  EXPECT_EQ(term_of(ca, "split: K, V (once per row tile)"), 2 * kv);
+  EXPECT_EQ(term_of(cg, "split: K, V (once per row tile)"), 3 * kv);
+  EXPECT_EQ(2 * term_of(cg, "split: Q (once per split)"), 3 * term_of(ca, "split: Q (once per split)"));  // 4 rows: 6
+  EXPECT_EQ(ca.write, cg.write);
+  ModelPoint m;
+  m.method = "flash_decode";
+  m.problem = shape(32, 32, 8, 1, 32768, 128, false, false);
+  m.fwd_tiles = ModelTiles{{16, 64, 4, 4}};
+  m.fwd_tiles->splits = kernels::flash_decode_split(m.problem, 132, 233472).splits;
+  ASSERT_EQ(m.fwd_tiles->splits, 1);
+  EXPECT_EQ(predict_sm_l2(m).read, int64_t(134225920) * 32);  // (Q 0.26 MB + K, V 4.29 GB) / 32 B
+}
+
+// The DRAM trace: with no cache it requests what the schedule reads (K and V once per row tile,
+// every split's partials once by the combine); with the H100's L2 the point reads Q, K, V once and
+// writes nothing back — the partials stay in L2 between the splits and the row tile's last one,
+// as do O, L and the counters (read once: the first ticket of a counter's sector misses). The
+// combine is the row tile's last block to finish, not its last in launch order: at b 1, 8k keys
+// (26 splits of 5 tiles, the last of 3; 208 blocks on 132 one-block slots: a row tile straddles
+// the waves) a combine in the last-launched split would read partials not yet written.
 TEST(FlashDecodeModel, DramTraceReadsEveryByteOnceAndKeepsThePartialsInL2) {
   ModelPoint m;
   m.method = "flash_decode";
@@ -1552,19 +1589,29 @@ TEST(FlashDecodeModel, DramTraceReadsEveryByteOnceAndKeepsThePartialsInL2) {
   g.sm_count = 132, g.smem_per_sm_bytes = 233472, g.l2_bytes = 52428800, g.l2_partitions = 2;
   g.l2_dirty_share = kGh100L2DirtyShare;
   const StreamingKernels none;
-  const auto trace = model_of(m).dram_trace(m, DramContext{55296, 0, g, 0, none}, 1);
+  const auto trace = model_of(m).dram_trace(m, DramContext{0, 0, g, 0, none}, 1);
   ASSERT_TRUE(trace.has_value());
+  ASSERT_EQ(trace->kernels.size(), 1u);  // no combine kernel
   const L2SimResult cold = simulate_l2(trace->buffers, trace->kernels, {1, 1, 1});
-  EXPECT_EQ(cold.read_of[1] + cold.read_of[2], 2 * (2 * 2 * 1000 * 64 * 2));  // K, V of 2 × 2 K/V heads, once
+  const int64_t groups = 2 * 2, tickets = groups * 4;
+  EXPECT_EQ(cold.read_of[1] + cold.read_of[2], 2 * (groups * 1000 * 64 * 2));  // K, V of 2 × 2 K/V heads, once
+  EXPECT_EQ(cold.read_of[5], t.splits * groups * 12 * 64 * 4);                 // every partial O row once
   const L2SimResult warm = simulate_l2(trace->buffers, trace->kernels, {g.l2_bytes, 2, g.sm_count, g.l2_dirty_share});
-  EXPECT_EQ(warm.dram_read, compulsory_dram(m).read);
+  EXPECT_EQ(warm.dram_read, compulsory_dram(m).read + tickets);
   EXPECT_EQ(warm.dram_write, 0);
-  const DramPrediction d = predict_dram(m, 55296, 0, g);
+  const DramPrediction d = predict_dram(m, 0, 0, g);
   EXPECT_EQ(d.model, "L2 simulation");
-  EXPECT_EQ(d.predicted, compulsory_dram(m).read);
-  ASSERT_EQ(d.kernels.size(), 2u);  // split ("forward") and combine
-  EXPECT_EQ(d.kernels[1].kernel, "combine");
-  EXPECT_EQ(d.kernels[1].read, 0);
+  EXPECT_EQ(d.predicted, compulsory_dram(m).read + tickets);
+  ASSERT_EQ(d.kernels.size(), 1u);
+
+  m.problem = shape(1, 32, 8, 1, 8192, 128, false, false);  // the committed b 1, 8k point
+  m.fwd_tiles->splits = 26;
+  const auto t26 = model_of(m).dram_trace(m, DramContext{0, 0, g, 0, none}, 1);
+  ASSERT_TRUE(t26.has_value());
+  EXPECT_EQ(t26->kernels[0].blocks_per_sm, 1);  // d 128: 4 stages, one block per SM
+  const L2SimResult w26 = simulate_l2(t26->buffers, t26->kernels, {g.l2_bytes, 2, g.sm_count, g.l2_dirty_share});
+  EXPECT_EQ(w26.read_of[5] + w26.read_of[6], 0);  // no partial read from DRAM
+  EXPECT_EQ(w26.dram_read, compulsory_dram(m).read + 8 * 4);
 }
 
 // --- the peers against FlashAttention-2's model (analysis/models/peers.cpp) -------------------

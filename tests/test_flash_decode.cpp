@@ -119,18 +119,20 @@ TEST(KvPages, TheBlockTableIsASeededPermutationAndEveryLogicalElementHasItsOwnSl
 
 TEST(FlashDecodeSplit, FillsTheH100InEvenWaves) {
   const DeviceInfo dev = h100();
-  // GQA 32:8, d 128: two blocks of 108.8 KB per SM, 264 slots.
+  // GQA 32:8, d 128: four stages, one block of 143,616 bytes per SM, 132 slots.
   auto s = flash_decode_choose_split(decode(8, 32, 8, 1, 8192), dev);
-  EXPECT_EQ(s.blocks_per_sm, 2);
+  EXPECT_EQ(s.blocks_per_sm, 1);
   EXPECT_EQ(s.row_tiles, 1);
   EXPECT_EQ(s.tiles, 128);
-  EXPECT_EQ(s.splits, 4);  // 64 (batch, K/V head) pairs × 4 = 256 blocks of 264 slots
-  EXPECT_EQ(s.tiles_per_split, 32);
-  s = flash_decode_choose_split(decode(32, 32, 8, 1, 8192), dev);
-  EXPECT_EQ(s.splits, 1);  // 256 blocks fill the GPU already
-  s = flash_decode_choose_split(decode(1, 32, 8, 1, 131072), dev);
-  EXPECT_EQ(s.splits, 32);  // 8 × 32 = 256 blocks
+  EXPECT_EQ(s.splits, 2);  // 64 (batch, K/V head) pairs × 2 = 128 blocks of 132 slots
   EXPECT_EQ(s.tiles_per_split, 64);
+  s = flash_decode_choose_split(decode(32, 32, 8, 1, 8192), dev);
+  EXPECT_EQ(s.splits, 1);  // 256 blocks: two waves of 132, 97 % even
+  s = flash_decode_choose_split(decode(1, 32, 8, 1, 131072), dev);
+  EXPECT_EQ(s.splits, 16);  // 8 × 16 = 128 blocks
+  EXPECT_EQ(s.tiles_per_split, 128);
+  s = flash_decode_choose_split(decode(8, 32, 8, 1, 8192, 64), dev);
+  EXPECT_EQ(s.blocks_per_sm, 3);  // d 64: four stages, 76,032 bytes (shared memory alone: registers may allow fewer)
   s = flash_decode_choose_split(decode(1, 32, 8, 1, 17), dev);
   EXPECT_EQ(s.splits, 1);  // one tile: nothing to split
   Problem causal = decode(1, 32, 8, 3, 8192);

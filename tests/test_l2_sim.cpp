@@ -90,6 +90,32 @@ TEST(L2Sim, BlocksStartInLaunchOrderIntoTheSlotsThatFree) {
   EXPECT_EQ(r.dram_read, int64_t(4) << 20);
 }
 
+// A join group (SimKernel::join): blocks 0, 1, 2 take a ticket at their end, block 3 none. Block
+// 0 runs longest, so although block 2 is launched last in the group, block 0 takes the last
+// ticket and runs one step more (step 3), the unit after — and reads what blocks 1 and 2 wrote
+// from L2. A group past the blocks is refused.
+TEST(L2Sim, TheLastBlockOfAJoinGroupToFinishRunsOneStepMore) {
+  std::vector<int64_t> order;
+  SimKernel k;
+  k.name = "k";
+  k.blocks = 4;
+  k.blocks_per_sm = 1;
+  k.steps = [](int64_t b) { return b == 0 ? int64_t(3) : int64_t(1); };
+  k.step = [&](int64_t b, int64_t s, std::vector<SimAccess>& out) {
+    order.push_back(b * 10 + s);
+    if (b == 1 || b == 2) out.push_back({0, b, SimOp::Write});
+    if (b == 0 && s == 3)
+      for (int64_t c : {1, 2}) out.push_back({0, c, SimOp::Read});
+  };
+  k.join = [](int64_t b) { return b < 3 ? int64_t(0) : int64_t(-1); };
+  const L2SimResult r = simulate_l2(mib_chunks(4), {k}, {int64_t(8) << 20, 1, 2});
+  EXPECT_EQ(order, (std::vector<int64_t>{0, 10, 1, 20, 2, 30, 3}));
+  EXPECT_EQ(r.steps, 7);
+  EXPECT_EQ(r.dram_read, 0);
+  k.join = [](int64_t) { return int64_t(4); };
+  EXPECT_THROW(simulate_l2(mib_chunks(4), {k}, {int64_t(8) << 20, 1, 2}), std::invalid_argument);
+}
+
 GpuLimits h100() {
   GpuLimits g;
   g.sm_count = 132, g.smem_per_sm_bytes = 233472, g.l2_bytes = 52428800, g.l2_partitions = 2;
@@ -117,7 +143,7 @@ ModelTiles tiles(int br, int bc, int warps, SmemLayout layout = SmemLayout::Swiz
 
 int64_t term(const Traffic& t, const std::string& name) {
   for (const auto& x : t.terms)
-    if (x.name == name) return x.read + x.write + x.red;
+    if (x.name == name) return x.read + x.write + x.red + x.atom;
   return 0;
 }
 

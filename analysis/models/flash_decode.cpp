@@ -1,29 +1,29 @@
-// flash_decode (kernels/flash_decode/): split-KV decoding, the exact SM↔L2 model of its two
-// kernels (flash_decode_kernel.cuh), checked against analysis/schedule_sim.cpp
-// (simulate_flash_decode), and its trace for the L2 simulation. The tile is the kernel's
-// (kernels/flash_decode/flash_decode_configs.h: 16 rows × 64 keys, four warps of 16 keys); the
-// split count is the record's (tiles.splits), dealt into K/V tiles as the plan deals it
+// flash_decode (kernels/flash_decode/): split-KV decoding, the exact SM↔L2 model of its kernel
+// (flash_decode_kernel.cuh), checked against analysis/schedule_sim.cpp (simulate_flash_decode),
+// and its trace for the L2 simulation. The tile, the stages and the shared memory are the
+// kernel's (kernels/flash_decode/flash_decode_configs.h: 16 rows × 64 keys, four warps of 16
+// keys); the split count is the record's (tiles.splits), dealt into K/V tiles as the plan deals it
 // (flash_decode_split with that count forced).
 //
-// Split kernel, one block per (split, K/V head × row tile, batch): the 16-row tile of the GQA
-// group's G·Nq rows (rows past the group zero-filled, not read) — Q read once per split and row
-// tile; each warp copies its 16 keys of each of the split's 64-key tiles of K and V (keys past the
-// sequence's length zero-filled, not read), so K and V are read once per row tile, the splits
-// reading disjoint ranges; paged K/V: the block table read by every warp once per tile (one
-// 4-byte load of all 32 lanes: one sector). The shared rows are padded (d + 8): tile loads as
-// smem_row_deliveries counts them, per warp slice. Epilogue: one split, O (8-byte stores of whole
-// rows) and L (the block's rows in one instruction); more, the split's fp32 O (16-byte stores) and
-// L, [splits, B·H·Nq, (d)].
-// Combine kernel (splits > 1), one warp per row, four rows per block: each split's L read three
-// times and its O row as float2 pairs (a sector the block already read is an L1 hit: each partial
-// sector once per block), O written by `d/64` 4-byte-per-lane instructions that each span the row
-// (d·e bytes of sectors each: 2× the O bytes at d 128, 4× at d 256), L by lane 0 alone (a sector
-// per row).
+// One block per (split, K/V head × row tile, batch): the 16-row tile of the GQA group's G·Nq rows
+// (rows past the group zero-filled, not read) — Q read once per split and row tile; each warp
+// copies its 16 keys of each of the split's 64-key tiles of K and V (keys past the sequence's
+// length zero-filled, not read), so K and V are read once per row tile, the splits reading
+// disjoint ranges; paged K/V: the block table read by every warp once per tile (one 4-byte load of
+// all 32 lanes: one sector). The copies go through L1 (cp.async.ca, kCopies): each global sector
+// crosses to the SM once whatever the shared rows' layout (smem_row_deliveries). Epilogue: one
+// split, O (8-byte stores of whole rows) and L (the block's rows in one instruction); more, the
+// split's fp32 O (16-byte stores) and L, [splits, B·H·Nq, (d)], then a ticket (one atomicAdd on the
+// row tile's counter: a sector each). The last split of the row tile to take one zeroes the
+// counter (a sector) and combines: threads 0 … rows − 1 read their row's L_s of every split twice
+// past L1 (one instruction of `rows` consecutive floats per split and pass) and write L; every
+// split's partial O rows are read once (16-byte __ldcg loads, whole sectors) and O written once
+// (8-byte stores of 4 columns, whole sectors).
 //
-// DRAM: compulsory Q, K, V read and O, L written (paged: the block table read); the partials
-// are workspace, in the L2 simulation's trace like any buffer: written at the end of each split
-// block and read by the combine kernel right after, they stay in L2 (and are never written back)
-// wherever they fit — every committed point: at most splits·B·H·Nq·(d + 1)·4 = 0.5 MB.
+// DRAM: compulsory Q, K, V read and O, L written (paged: the block table read); the partials and
+// the counters are workspace, in the L2 simulation's trace like any buffer: the partials written at
+// the end of each split block and read by the row tile's last one, they stay in L2 (and are never
+// written back) wherever they fit — every committed point: at most splits·B·H·Nq·(d + 1)·4 = 0.5 MB.
 #include <fmt/format.h>
 
 #include "analysis/models/model.h"
@@ -38,7 +38,9 @@ namespace {
 using namespace parts;
 using kernels::kDecodeBlockM, kernels::kDecodeBlockN, kernels::kDecodeWarps, kernels::kDecodeWarpKeys;
 
-constexpr int64_t kCombineRows = kernels::kDecodeCombineThreads / 32;  // rows (warps) per combine block
+// The kernel's Q, K and V copies: cp_async_16_l1 (cp.async.ca, through L1; flash_decode_kernel.cuh).
+constexpr CopyPath kCopies = CopyPath::ThroughL1;
+constexpr char kTicketTerm[] = "split: ticket (atomic; the last split zeroes it)";
 
 // The point's schedule: the kernel's tile, the record's splits as the plan deals them.
 struct Schedule {
@@ -96,12 +98,12 @@ Schedule schedule_of(const ModelPoint& m) {
 // warp w of tile t copies keys t·64 + 16w … of which those below nk are requested.
 int64_t slice_rows(const Schedule& s, int64_t nk, int64_t t0, int64_t t1) {
   const int64_t full_end = nk / kDecodeBlockN;  // tiles whose every key exists
-  int64_t rows =
-      std::max<int64_t>(0, std::min(t1, full_end) - t0) * kDecodeWarps * smem_row_deliveries(kDecodeWarpKeys, s.layout);
+  int64_t rows = std::max<int64_t>(0, std::min(t1, full_end) - t0) * kDecodeWarps *
+                 smem_row_deliveries(kDecodeWarpKeys, s.layout, kCopies);
   for (int64_t t = std::max(t0, full_end); t < t1; ++t)
     for (int64_t w = 0; w < kDecodeWarps; ++w)
       rows += smem_row_deliveries(std::clamp<int64_t>(nk - t * kDecodeBlockN - w * kDecodeWarpKeys, 0, kDecodeWarpKeys),
-                                  s.layout);
+                                  s.layout, kCopies);
   return rows;
 }
 
@@ -123,7 +125,7 @@ Traffic decode_traffic(const Schedule& s) {
       const int64_t group = b * p.kvh() + hk, nk = s.nk(b), tiles = s.tiles(b);
       for (int64_t rt = 0; rt < s.split.row_tiles; ++rt) {
         const int64_t rows = s.rows(rt), grow0 = group * s.group_rows + rt * kDecodeBlockM;
-        out.add("split: Q (once per split)", splits * smem_row_deliveries(rows, s.layout) * row_bytes, 0);
+        out.add("split: Q (once per split)", splits * smem_row_deliveries(rows, s.layout, kCopies) * row_bytes, 0);
         // The splits' tile ranges cover the sequence's tiles once.
         out.add("split: K, V (once per row tile)", 2 * slice_rows(s, nk, 0, tiles) * row_bytes, 0);
         if (p.paged()) out.add("split: block table (per warp and tile)", table_loads(nk, 0, tiles) * kSector, 0);
@@ -131,20 +133,18 @@ Traffic decode_traffic(const Schedule& s) {
           out.add("split: O, L", 0, rows * row_bytes + grouped_fp32_sectors(grow0, rows, kDecodeBlockM) * kSector);
           continue;
         }
-        for (int64_t z = 0; z < splits; ++z)
+        int64_t l_sectors = 0;  // each split's L of these rows: one instruction of `rows` floats
+        for (int64_t z = 0; z < splits; ++z) {
+          l_sectors += grouped_fp32_sectors(z * tr + grow0, rows, kDecodeBlockM);
           out.add("split: partial O, L (fp32)", 0,
                   rows * d * kF32 + grouped_fp32_sectors(z * tr + grow0, rows, kDecodeBlockM) * kSector);
+        }
+        out.add(kTicketTerm, 0, kSector, 0, splits * kSector);  // a ticket per split; the last zeroes it
+        // The last split: every split's L twice, its O rows once; O and L written once.
+        out.add("combine: partial O, L (fp32)", splits * rows * d * kF32 + 2 * l_sectors * kSector, 0);
+        out.add("combine: O, L", 0, rows * row_bytes + grouped_fp32_sectors(grow0, rows, kDecodeBlockM) * kSector);
       }
     }
-  if (splits == 1) return out;
-  // Combine: every split's O row once, its L sectors once per block (L1 serves the re-reads).
-  int64_t l_sectors = 0;
-  for (int64_t r0 = 0; r0 < tr; r0 += kCombineRows)
-    for (int64_t z = 0; z < splits; ++z)
-      l_sectors += grouped_fp32_sectors(z * tr + r0, std::min(kCombineRows, tr - r0), kCombineRows);
-  out.add("combine: partial O, L (fp32)", splits * tr * d * kF32 + l_sectors * kSector, 0);
-  const int64_t o_instructions = d / 32 / 2;  // per row: 4-byte stores of column pairs, d/32 columns per lane
-  out.add("combine: O, L", 0, tr * (o_instructions * row_bytes + kSector));
   return out;
 }
 
@@ -155,7 +155,7 @@ class FlashDecodeModel final : public IoModel {
   Traffic sm_l2(const ModelPoint& m) const override { return decode_traffic(schedule_of(m)); }
   Traffic simulate_sm_l2(const ModelPoint& m) const override {
     require(m.pass == Pass::Fwd, "flash_decode has a forward kernel only");
-    return simulate_flash_decode(m.problem, m.fwd_tiles.value());
+    return simulate_flash_decode(m.problem, m.fwd_tiles.value(), kCopies);
   }
   Traffic compulsory_dram(const ModelPoint& m) const override {
     const Schedule s = schedule_of(m);
@@ -184,17 +184,21 @@ class FlashDecodeModel final : public IoModel {
   }
 };
 
-// The L2 simulation's trace: the split kernel, blocks (split, K/V head × row tile, batch) with
-// split fastest; step 0 reads the block's Q rows, each step the next K/V tile of its range (and,
-// paged, the block-table entry), the last writes O, L or the split's partial O, L. Then the
-// combine kernel (splits > 1): a block of four rows reads every split's partial O, L of them and
-// writes O, L. One K/V tile is one time unit. Buffers per K/V head's group (its G·Nq rows).
+// The L2 simulation's trace: the kernel's blocks (split, K/V head × row tile, batch) with split
+// fastest; step 0 reads the block's Q rows, each step the next K/V tile of its range (and, paged,
+// the block-table entry), the last writes O, L or the split's partial O, L and takes its ticket (a
+// reduction on the row tile's counter). With splits > 1 the row tile's blocks are a join group
+// (SimKernel::join): the one that ends its steps last in the simulated schedule — not the last
+// in launch order: the last split often has fewer tiles, and a row tile's splits may straddle a
+// wave — runs one step more, the combine: it zeroes the counter, reads every split's partial L
+// and O of the row tile and writes O, L. One K/V tile is one time unit. Buffers per K/V head's
+// group (its G·Nq rows); resident blocks from the kernel's shared memory (flash_decode_configs.h).
 std::optional<SimTrace> FlashDecodeModel::dram_trace(const ModelPoint& m, const DramContext& c, int coarse) const {
   const auto s = std::make_shared<const Schedule>(schedule_of(m));
   const Problem& p = s->p;
   const int64_t d = p.head_dim, e = s->e, groups = s->groups(), splits = s->split.splits, k = coarse;
   const int64_t row_tiles = s->split.row_tiles, kv_chunk = kDecodeBlockN * coarse;
-  enum : int32_t { kQ, kK, kV, kO, kL, kOPart, kLPart, kTable };
+  enum : int32_t { kQ, kK, kV, kO, kL, kOPart, kLPart, kTable, kTickets };
   SimTrace tr;
   tr.buffers = {{"Q", groups, s->group_rows, d * e, kDecodeBlockM},
                 {"K", groups, p.nk(), d * e, kv_chunk},
@@ -203,11 +207,12 @@ std::optional<SimTrace> FlashDecodeModel::dram_trace(const ModelPoint& m, const 
                 {"L", groups, s->group_rows, 4, kDecodeBlockM},
                 {"partial O (fp32)", splits > 1 ? splits * groups : 0, s->group_rows, d * kF32, kDecodeBlockM},
                 {"partial L (fp32)", splits > 1 ? splits * groups : 0, s->group_rows, 4, kDecodeBlockM},
-                {"block table", p.batch, s->pages_per_seq(), 4, kSector / 4}};
+                {"block table", p.batch, s->pages_per_seq(), 4, kSector / 4},
+                {"split tickets (int)", splits > 1 ? 1 : 0, groups * row_tiles, 4, kSector / 4}};
   const auto bufs = std::make_shared<const std::vector<SimBuffer>>(tr.buffers);
 
   struct Where {
-    int64_t split, b, group, rt, first, count;
+    int64_t split, b, group, rt, first, count, steps;
   };
   auto where = [=](int64_t blk) {
     Where w{};
@@ -216,16 +221,26 @@ std::optional<SimTrace> FlashDecodeModel::dram_trace(const ModelPoint& m, const 
     w.b = blk / splits / (p.kvh() * row_tiles);
     w.group = w.b * p.kvh() + y / row_tiles, w.rt = y % row_tiles;
     w.first = s->first_tile(w.split), w.count = s->tile_count(w.b, w.split);
+    w.steps = std::max<int64_t>(1, ceil_div(w.count, k));
     return w;
   };
   SimKernel ks;
   ks.name = "forward";
   ks.blocks = splits * p.kvh() * row_tiles * p.batch;
-  ks.blocks_per_sm = resident_blocks(kDecodeWarps * 32, c.fwd_smem, c.gpu, c.kernels.fwd);
-  ks.steps = [=](int64_t blk) { return std::max<int64_t>(1, ceil_div(where(blk).count, k)); };
+  ks.blocks_per_sm = resident_blocks(kDecodeWarps * 32, kernels::flash_decode_smem_bytes(int(d)), c.gpu, c.kernels.fwd);
+  ks.steps = [=](int64_t blk) { return where(blk).steps; };
+  if (splits > 1) ks.join = [=](int64_t blk) { return blk / splits; };  // the row tile (its ticket counter)
   ks.step = [=](int64_t blk, int64_t step, std::vector<SimAccess>& out) {
     const Where w = where(blk);
-    const int64_t r0 = w.rt * kDecodeBlockM, r1 = r0 + s->rows(w.rt), nk = s->nk(w.b);
+    const int64_t r0 = w.rt * kDecodeBlockM, r1 = r0 + s->rows(w.rt), nk = s->nk(w.b), ticket = blk / splits;
+    if (step == w.steps) {  // the combine, by the row tile's last block to finish
+      push_rows(out, *bufs, kTickets, 0, ticket, ticket + 1, SimOp::Write);
+      for (int32_t buf : {kLPart, kOPart})
+        for (int64_t z = 0; z < splits; ++z) push_rows(out, *bufs, buf, z * groups + w.group, r0, r1, SimOp::Read);
+      push_rows(out, *bufs, kL, w.group, r0, r1, SimOp::Write);
+      push_rows(out, *bufs, kO, w.group, r0, r1, SimOp::Write);
+      return;
+    }
     if (step == 0) push_rows(out, *bufs, kQ, w.group, r0, r1, SimOp::Read);
     for (int64_t q = step * k; q < std::min(w.count, (step + 1) * k); ++q) {
       const int64_t t = w.first + q, key0 = t * kDecodeBlockN;
@@ -234,33 +249,17 @@ std::optional<SimTrace> FlashDecodeModel::dram_trace(const ModelPoint& m, const 
       if (p.paged() && key0 < nk)
         push_rows(out, *bufs, kTable, w.b, key0 / p.kv_page, key0 / p.kv_page + 1, SimOp::Read);
     }
-    if (step < std::max<int64_t>(1, ceil_div(w.count, k)) - 1) return;
+    if (step < w.steps - 1) return;
     if (splits == 1) {
       push_rows(out, *bufs, kO, w.group, r0, r1, SimOp::Write);
       push_rows(out, *bufs, kL, w.group, r0, r1, SimOp::Write);
     } else {
       push_rows(out, *bufs, kOPart, w.split * groups + w.group, r0, r1, SimOp::Write);
       push_rows(out, *bufs, kLPart, w.split * groups + w.group, r0, r1, SimOp::Write);
+      push_rows(out, *bufs, kTickets, 0, ticket, ticket + 1, SimOp::Red);
     }
   };
   tr.kernels.push_back(std::move(ks));
-  if (splits > 1) {
-    SimKernel kc;
-    kc.name = "combine";
-    kc.blocks = ceil_div(s->total_rows, kCombineRows);
-    kc.blocks_per_sm = blocks_per_sm(kernels::kDecodeCombineThreads, 0, c.gpu);
-    kc.steps = [](int64_t) { return int64_t(1); };
-    kc.step = [=](int64_t blk, int64_t, std::vector<SimAccess>& out) {
-      for (int64_t r = blk * kCombineRows; r < std::min(s->total_rows, (blk + 1) * kCombineRows); ++r) {
-        const int64_t group = r / s->group_rows, gr = r % s->group_rows;
-        for (int64_t z = 0; z < splits; ++z)
-          for (int32_t buf : {kLPart, kOPart}) push_rows(out, *bufs, buf, z * groups + group, gr, gr + 1, SimOp::Read);
-        push_rows(out, *bufs, kO, group, gr, gr + 1, SimOp::Write);
-        push_rows(out, *bufs, kL, group, gr, gr + 1, SimOp::Write);
-      }
-    };
-    tr.kernels.push_back(std::move(kc));
-  }
   return tr;
 }
 

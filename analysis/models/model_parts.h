@@ -100,7 +100,7 @@ inline void add_fused_backward_compulsory(const Problem& p, bool d_in_main_kerne
 
 inline int64_t term_bytes(const Traffic& t, const std::string& name) {
   for (const auto& x : t.terms)
-    if (x.name == name) return x.read + x.write + x.red;
+    if (x.name == name) return x.read + x.write + x.red + x.atom;
   return 0;
 }
 

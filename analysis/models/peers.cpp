@@ -416,7 +416,7 @@ const Family* family_of(const std::string& method) {
 Traffic without_term(const Traffic& t, const std::string& name) {
   Traffic out;
   for (const auto& x : t.terms)
-    if (x.name != name) out.add(x.name, x.read, x.write, x.red);
+    if (x.name != name) out.add(x.name, x.read, x.write, x.red, x.atom);
   return out;
 }
 
