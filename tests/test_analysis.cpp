@@ -986,7 +986,7 @@ TEST(AnalyzeCommand, CommittedFilesFailOnlyTheirKnownMissesWithTheirRatios) {
   const std::map<std::string, std::pair<int, int>> expected_judged = {
       {"nvidia-h100-blocksparse-fig2.json", {12, 12}},
       {"nvidia-h100-d256.json", {36, 36}},
-      {"nvidia-h100-decode.json", {0, 12}},
+      {"nvidia-h100-decode.json", {12, 12}},
       {"nvidia-h100-dram-drift-fwd-64x64.json", {4, 4}},
       {"nvidia-h100-dram-drift-fwd-d64.json", {4, 4}},
       {"nvidia-h100-dram-drift-fwd.json", {10, 10}},
@@ -1000,12 +1000,15 @@ TEST(AnalyzeCommand, CommittedFilesFailOnlyTheirKnownMissesWithTheirRatios) {
       {"nvidia-h100-figure2-middle.json", {4, 4}},
       {"nvidia-h100-flash1-bwd-2048.json", {8, 8}},
       {"nvidia-h100-flash3.json", {72, 72}},
-      {"nvidia-h100-llama3-8b-decode.json", {0, 48}},
+      {"nvidia-h100-llama3-8b-decode.json", {48, 48}},
+      {"nvidia-h100-peer-bytes-flex.json", {10, 0}},
+      {"nvidia-h100-peer-bytes-sdpa.json", {50, 0}},
+      {"nvidia-h100-peer-bytes.json", {20, 20}},
       {"nvidia-h100-memory.json", {19, 19}},
       {"nvidia-h100-varlen-prefill-uniform.json", {8, 8}},
       {"nvidia-h100-varlen-prefill.json", {16, 16}},
       {"nvidia-h200-d256.json", {36, 36}},
-      {"nvidia-h200-decode.json", {0, 12}},
+      {"nvidia-h200-decode.json", {12, 12}},
       {"nvidia-h200-dram-drift-fwd-64x64.json", {4, 4}},
       {"nvidia-h200-dram-drift-fwd-d64.json", {4, 4}},
       {"nvidia-h200-dram-drift-fwd.json", {10, 10}},
@@ -1041,7 +1044,33 @@ TEST(AnalyzeCommand, CommittedFilesFailOnlyTheirKnownMissesWithTheirRatios) {
   const char* long_ = "flash1 fwd+bwd at N 32768 (b 16, h 8): 0.64-0.66 of the simulation; not explained";
   const char* drift_wgmma =
       "the wgmma 128 x 128 forward at N 256k (one head): about two K+V fetches per wave, like the co-resident drift";
+  const char* spill =
+      "PyTorch's FA-2 kernels spill (255 registers, 8-144 B of local memory per thread): their local traffic is "
+      "outside the FA-2 model; analyze names the spill";
+  const char* first_small =
+      "flash2 forward at N 1024, d 128 (b 16, h 16) in the peer-bytes run: 1.56x the simulation, where the same "
+      "point in nvidia-h100-fa2.json holds; not explained";
   const std::map<std::string, Known> known = {
+      {"nvidia-h100-peer-bytes-sdpa.json: sm_l2 sdpa_flash/fwd/b:1/h:16/n:16384/d:128/fp16", {1.218, spill}},
+      {"nvidia-h100-peer-bytes-sdpa.json: sm_l2 sdpa_flash/fwd/b:1/h:32/n:16384/d:64/fp16", {1.096, spill}},
+      {"nvidia-h100-peer-bytes-sdpa.json: sm_l2 sdpa_flash/fwd/b:16/h:16/n:1024/d:128/fp16", {1.207, spill}},
+      {"nvidia-h100-peer-bytes-sdpa.json: sm_l2 sdpa_flash/fwd/b:16/h:32/n:1024/d:64/fp16", {1.123, spill}},
+      {"nvidia-h100-peer-bytes-sdpa.json: sm_l2 sdpa_flash/fwd/b:2/h:16/n:8192/d:128/fp16", {1.217, spill}},
+      {"nvidia-h100-peer-bytes-sdpa.json: sm_l2 sdpa_flash/fwd/b:2/h:32/n:8192/d:64/fp16", {1.098, spill}},
+      {"nvidia-h100-peer-bytes-sdpa.json: sm_l2 sdpa_flash/fwd/b:4/h:16/n:4096/d:128/fp16", {1.216, spill}},
+      {"nvidia-h100-peer-bytes-sdpa.json: sm_l2 sdpa_flash/fwd/b:4/h:32/n:4096/d:64/fp16", {1.102, spill}},
+      {"nvidia-h100-peer-bytes-sdpa.json: sm_l2 sdpa_flash/fwd/b:8/h:16/n:2048/d:128/fp16", {1.213, spill}},
+      {"nvidia-h100-peer-bytes-sdpa.json: sm_l2 sdpa_flash/fwd/b:8/h:32/n:2048/d:64/fp16", {1.109, spill}},
+      {"nvidia-h100-peer-bytes-sdpa.json: sm_l2 sdpa_flash/fwdbwd/b:1/h:16/n:16384/d:128/fp16", {1.062, spill}},
+      {"nvidia-h100-peer-bytes-sdpa.json: sm_l2 sdpa_flash/fwdbwd/b:16/h:16/n:1024/d:128/fp16", {1.054, spill}},
+      {"nvidia-h100-peer-bytes-sdpa.json: sm_l2 sdpa_flash/fwdbwd/b:16/h:32/n:1024/d:64/fp16", {1.050, spill}},
+      {"nvidia-h100-peer-bytes-sdpa.json: sm_l2 sdpa_flash/fwdbwd/b:2/h:16/n:8192/d:128/fp16", {1.061, spill}},
+      {"nvidia-h100-peer-bytes-sdpa.json: sm_l2 sdpa_flash/fwdbwd/b:2/h:32/n:8192/d:64/fp16", {1.030, spill}},
+      {"nvidia-h100-peer-bytes-sdpa.json: sm_l2 sdpa_flash/fwdbwd/b:4/h:16/n:4096/d:128/fp16", {1.060, spill}},
+      {"nvidia-h100-peer-bytes-sdpa.json: sm_l2 sdpa_flash/fwdbwd/b:4/h:32/n:4096/d:64/fp16", {1.034, spill}},
+      {"nvidia-h100-peer-bytes-sdpa.json: sm_l2 sdpa_flash/fwdbwd/b:8/h:16/n:2048/d:128/fp16", {1.058, spill}},
+      {"nvidia-h100-peer-bytes-sdpa.json: sm_l2 sdpa_flash/fwdbwd/b:8/h:32/n:2048/d:64/fp16", {1.040, spill}},
+      {"nvidia-h100-peer-bytes.json: dram flash2/fwd/b:16/h:16/n:1024/d:128/fp16", {1.557, first_small}},
       {"nvidia-h100-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:131072/d:128/fp16/tile:128x64/mma:mma.sync",
        {1.492, drift}},
       {"nvidia-h100-dram-drift-fwd.json: dram flash2/fwd/b:1/h:1/n:196608/d:128/fp16/tile:128x64/mma:mma.sync",

@@ -28,10 +28,10 @@ static_assert(kKvPageMultiple % kDecodeBlockN == 0, "a page holds whole K/V tile
 static_assert(kDecodeWarpKeys == 16, "a warp's keys are one k16 step of P·V and two n8 tiles of S");
 
 // K/V stages in flight per warp (cp.async multi-buffering), per head dim. d = 128: four stages,
-// one thread block per SM (143 KiB), measured faster on the H100 than three stages and two blocks
-// per SM (GQA 32:8, batch 8/32, context 8k/32k: 1389 against 1437 µs at batch 32 / 32k, and
-// 0.99–1.04× against 1.00–1.03× five stages; kernels/flash_decode/NOTES.md); d = 64: four stages,
-// two blocks; d = 256: two stages, one block.
+// one thread block per SM (143 KiB): on the H100 faster than three stages with two blocks per SM
+// (batch 32 / 32k: 1389 against 1437 µs) and as fast as five, which is slower paged
+// (kernels/flash_decode/NOTES.md); d = 64: four stages, three blocks per SM; d = 256: two stages,
+// one block.
 constexpr int flash_decode_stages(int head_dim) { return head_dim <= 128 ? 4 : 2; }
 
 // Shared memory of one thread block: the Q tile and `stages` K and V tiles of 64 keys, rows padded
