@@ -95,10 +95,12 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool v
 }
 
 // 16-byte copy global→shared through L1 (cp.async.ca); when !valid, writes zeros and reads
-// nothing. Measured on the H100 (Nsight Compute, flash_decode, padded shared rows): the
-// L1-bypassing form moved 1.5× the copied bytes from L2 to the SMs (l1tex__m_xbar2l1tex_read_bytes;
-// 2.0× with XOR-swizzled or unpadded rows), the lines' sectors fetched again for the same
-// instruction; through L1 the repeats hit L1 and L2→SM bytes equal the bytes copied.
+// nothing. Measured on the H100 (Nsight Compute, flash_decode, whose warp copies two 256-byte
+// rows of K or V per instruction): the L1-bypassing form moved 1.5× the copied bytes from L2 to
+// the SMs with padded shared rows (l1tex__m_xbar2l1tex_read_bytes; 2.0× with XOR-swizzled or
+// unpadded rows), sectors of the same lines fetched again for the same instruction; through L1 the
+// repeats hit L1 and L2→SM bytes equal the bytes copied. (flash2's wgmma loader, .cg into 128-byte
+// swizzled panels, four 128-byte rows per instruction, measures 1.0×: the pattern matters too.)
 __device__ __forceinline__ void cp_async_16_l1(void* smem, const void* gmem, bool valid) {
 #if __CUDA_ARCH__ >= 800
   const int src_bytes = valid ? 16 : 0;
