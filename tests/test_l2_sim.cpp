@@ -73,13 +73,21 @@ TEST(L2Sim, WritesAllocateDirtyAndAreWrittenBackOnEvictionOnly) {
 // The slots: with one resident block per SM and 2 SMs, four one-step blocks that each read a
 // chunk of their own, and a causal-like kernel whose first block has 3 steps and the others 1:
 // blocks 2 and 3 start in block 1's slot while block 0 still runs (its chunks were read by then).
-TEST(L2Sim, BlocksStartInLaunchOrderIntoTheSlotsThatFree) {
-  std::vector<int64_t> order;
+namespace {
+// Four blocks, one resident per SM, block 0 three steps long and the others one.
+SimKernel causal_like_kernel() {
   SimKernel k;
   k.name = "k";
   k.blocks = 4;
   k.blocks_per_sm = 1;
   k.steps = [](int64_t b) { return b == 0 ? int64_t(3) : int64_t(1); };
+  return k;
+}
+}  // namespace
+
+TEST(L2Sim, BlocksStartInLaunchOrderIntoTheSlotsThatFree) {
+  std::vector<int64_t> order;
+  SimKernel k = causal_like_kernel();
   k.step = [&](int64_t b, int64_t s, std::vector<SimAccess>& out) {
     order.push_back(b * 10 + s);
     out.push_back({0, b, SimOp::Read});
@@ -96,11 +104,7 @@ TEST(L2Sim, BlocksStartInLaunchOrderIntoTheSlotsThatFree) {
 // from L2. A group past the blocks is refused.
 TEST(L2Sim, TheLastBlockOfAJoinGroupToFinishRunsOneStepMore) {
   std::vector<int64_t> order;
-  SimKernel k;
-  k.name = "k";
-  k.blocks = 4;
-  k.blocks_per_sm = 1;
-  k.steps = [](int64_t b) { return b == 0 ? int64_t(3) : int64_t(1); };
+  SimKernel k = causal_like_kernel();
   k.step = [&](int64_t b, int64_t s, std::vector<SimAccess>& out) {
     order.push_back(b * 10 + s);
     if (b == 1 || b == 2) out.push_back({0, b, SimOp::Write});
