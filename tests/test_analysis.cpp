@@ -1485,7 +1485,7 @@ TEST(RecordTiles, Flash3RecordIsPredictedWithTmaLoads) {
   if (b.point) EXPECT_THROW(predict_sm_l2(*b.point), std::invalid_argument);
 }
 
-// flash_decode's split and combine kernels: the closed form equals the simulator's walk of
+// flash_decode's kernel (its splits and the last split's combine): the closed form equals the simulator's walk of
 // their warp instructions over odd shapes — one query or 16, GQA groups whose G·Nq rows take one
 // row tile or several (the last one partial), key lengths cutting a 64-key tile and a warp's 16
 // keys, causal (one tile, its rows below Nk loaded), key padding, paged K/V (the block table),
