@@ -369,17 +369,7 @@ int cmd_list(const AxisOptions& axes, bool shape_given) {
   const SweepSpec spec = build_spec(axes, base);
   std::string why;
   std::optional<DeviceInfo> dev = query_device(0, &why);
-  if (!dev) {  // judge for an H100 when there is no GPU here
-    DeviceInfo h100;
-    h100.name = "NVIDIA H100 (assumed: no GPU here)";
-    h100.cc_major = 9;
-    h100.sm_count = 132;
-    h100.smem_per_sm = 233472;
-    h100.smem_per_block_optin = 232448;
-    h100.l2_bytes = 50 << 20;
-    h100.global_memory_bytes = int64_t(80) << 30;
-    dev = h100;
-  }
+  if (!dev) dev = h100_sxm("NVIDIA H100 (assumed: no GPU here)");  // judge for an H100 when there is no GPU here
   fmt::print("\nFor {} on {}:\n", spec.methods.size() == 1 ? "this method" : "these points", dev->name);
   for (const Point& pt : expand(spec)) {
     const Method* m = builtin_registry().find(pt.method);

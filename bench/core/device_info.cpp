@@ -1,6 +1,7 @@
 #include "bench/core/device_info.h"
 
 #include <cctype>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -18,6 +19,19 @@ std::string DeviceInfo::slug() const {
   }
   while (!s.empty() && s.back() == '-') s.pop_back();
   return s.empty() ? "gpu" : s;
+}
+
+DeviceInfo h100_sxm(std::string name) {
+  DeviceInfo d;
+  d.name = std::move(name);
+  d.cc_major = 9;
+  d.cc_minor = 0;
+  d.sm_count = 132;
+  d.smem_per_sm = 233472;
+  d.smem_per_block_optin = 232448;
+  d.l2_bytes = int64_t(50) << 20;
+  d.global_memory_bytes = int64_t(80) << 30;
+  return d;
 }
 
 nlohmann::json to_json(const DeviceInfo& d) {
