@@ -522,3 +522,17 @@ TEST(ReferenceBits, BlockSparse) {
   p.pattern = "random"; p.sparse_density = 0.4; p.sparse_block = 32;
   expect_reference_in_order(p);
 }
+
+// Keys in several chunks of the row tiles' loops (128 keys at d = 256) and rows in several tiles
+// (more than eight per thread), with causal rows that end inside a chunk, dropout's listed keys
+// across chunks, and GQA.
+TEST(ReferenceBits, KeysInSeveralChunksRowsInSeveralTiles) {
+  Problem p;
+  p.batch = 1; p.heads = 2; p.kv_heads = 1; p.seqlen_q = 40; p.seqlen_k = 300; p.head_dim = 256;
+  expect_reference_in_order(p);
+  p.causal = true;
+  p.seqlen_k = 0;
+  p.seqlen_q = 290;
+  p.dropout = 0.3;
+  expect_reference_in_order(p, true);
+}
