@@ -57,12 +57,6 @@ double reference_seconds(const Problem& p, bool grad, double cores) {
   return macs / rate;
 }
 
-std::string problem_key(const Problem& p) {
-  Problem inputs_of = p;  // as the runner keys its inputs: deterministic changes neither
-  inputs_of.deterministic = false;
-  return inputs_of.name() + fmt::format("/seed:{}", p.seed);
-}
-
 }  // namespace
 
 double estimate_seconds(const Point& pt, int reps, int warmup) {
