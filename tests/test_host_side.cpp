@@ -1,14 +1,14 @@
 // The host half of a problem in two parts (bench/measure/host_side.h): what each part holds, that
 // the gradients' part never writes the forward's, and the maker's protocol — the forward part can
 // be taken while the gradients' part is still to be made, parts are made in the order of need.
+#include <gtest/gtest.h>
+
 #include <condition_variable>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "bench/core/inputs.h"
 #include "bench/core/reference.h"
@@ -138,7 +138,9 @@ TEST(HostSide, TheGradientsAddHeadsToCopiesNeverToTheForward) {
   // Each tensor the reference reads holds the generator's words at every head it has.
   const HostInputs in = make_inputs(p, true);
   for (auto [t, whole] : {std::pair<const HostTensor*, const std::vector<uint16_t>*>{&g.q_of(), &in.q},
-                          {&g.k_of(), &in.k}, {&g.v_of(), &in.v}, {&g.d_o, &in.d_o}})
+                          {&g.k_of(), &in.k},
+                          {&g.v_of(), &in.v},
+                          {&g.d_o, &in.d_o}})
     for (size_t h = 0; h < t->present.size(); ++h)
       if (t->present[h])
         EXPECT_TRUE(std::equal(t->words.get() + int64_t(h) * t->head_words,

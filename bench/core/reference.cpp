@@ -339,9 +339,9 @@ const uint16_t* query_row(const Problem& p, const uint16_t* q, const RowId& r) {
 
 // A thread's scratch for its tiles.
 struct TileScratch {
-  std::vector<double> q;                // (kTileRows, d): the tile's query rows, widened
-  std::vector<double> scores;           // (kTileRows, Nk)
-  std::vector<int32_t> kept;            // (kTileRows, Nk): the keys dropout keeps
+  std::vector<double> q;       // (kTileRows, d): the tile's query rows, widened
+  std::vector<double> scores;  // (kTileRows, Nk)
+  std::vector<int32_t> kept;   // (kTileRows, Nk): the keys dropout keeps
 };
 
 // The forward of n <= kTileRows query rows of one K/V head (O rows out[m], d each; LSE *lse[m]):

@@ -1,12 +1,12 @@
 #include "bench/measure/host_side.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <set>
 #include <tuple>
-
-#include <fmt/format.h>
 
 #include "bench/core/method.h"
 #include "bench/measure/check.h"
@@ -65,8 +65,8 @@ void HostTensor::make(const Problem& p, InputTensor which, const std::vector<int
     }
   }
   for_each_run(missing, [&](int64_t first, int64_t n) {
-    fill_normal(words.get() + first * head_words, size_t(first * head_words), size_t(n * head_words), p.dtype,
-                p.seed, which);
+    fill_normal(words.get() + first * head_words, size_t(first * head_words), size_t(n * head_words), p.dtype, p.seed,
+                which);
     for (int64_t h = first; h < first + n; ++h) present[size_t(h)] = 1;
   });
 }
@@ -137,8 +137,8 @@ HostGradients make_gradients(std::shared_ptr<const HostForward> forward, const R
     g.ref_dv.insert(g.ref_dv.end(), dv.begin(), dv.end());
   }
   g.reference_s += seconds_since(start);
-  g.grad_scope = fmt::format("dq: {} rows; dk, dv: ",
-                             f.rows.size() == size_t(p.batch * p.heads * p.seqlen_q) ? "all" : "sampled");
+  g.grad_scope =
+      fmt::format("dq: {} rows; dk, dv: ", f.rows.size() == size_t(p.batch * p.heads * p.seqlen_q) ? "all" : "sampled");
   g.grad_scope += g.kv_heads.empty()
                       ? fmt::format("not checked (one K/V head needs {:.2g} multiply-adds, over the budget)", cost)
                       : fmt::format("{} of {} K/V heads", g.kv_heads.size(), all_heads);
@@ -174,7 +174,9 @@ struct HostSideMaker::Job {
 };
 
 HostSideMaker::HostSideMaker(RunOptions opt, int takers, Hook before_part)
-    : opt_(std::move(opt)), takers_(std::max(1, takers)), before_part_(std::move(before_part)),
+    : opt_(std::move(opt)),
+      takers_(std::max(1, takers)),
+      before_part_(std::move(before_part)),
       thread_([this] { loop(); }) {}
 
 HostSideMaker::~HostSideMaker() {
