@@ -1,9 +1,13 @@
 // The host half of a problem in two parts (bench/measure/host_side.h): what each part holds, that
 // the gradients' part never writes the forward's, and the maker's protocol — the forward part can
-// be taken while the gradients' part is still to be made, parts are made in the order of need.
+// be taken while the gradients' part is still to be made, parts are made in the order of need, a
+// lane per taker (several GPUs' parts at once, one GPU's one at a time).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <condition_variable>
+#include <deque>
+#include <future>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -56,12 +60,14 @@ struct Gate {
   bool open = false;
   std::vector<std::string> made;  // "<seqlen>/fwd" or "<seqlen>/grad", in the order started
   bool hold_gradients = false;    // hold at every gradients' part instead of the first part
+  int64_t hold_seqlen = 0;        // hold at the parts of this problem (seqlen) instead of the first part
 
   HostSideMaker::Hook hook() {
     return [this](const Problem& p, bool gradients) {
       std::unique_lock<std::mutex> lock(mu);
       made.push_back(std::to_string(p.seqlen_q) + (gradients ? "/grad" : "/fwd"));
-      if (hold_gradients ? gradients : made.size() == 1) cv.wait(lock, [&] { return open; });
+      const bool hold = hold_gradients ? gradients : hold_seqlen ? p.seqlen_q == hold_seqlen : made.size() == 1;
+      if (hold) cv.wait(lock, [&] { return open; });
     };
   }
   void release() {
@@ -85,6 +91,31 @@ Problem with_seqlen(int64_t n) {
   p.seqlen_q = n;
   p.head_dim = 16;
   return p;
+}
+
+// The order in which `lanes` lanes start the parts of problems asked in this order (with their
+// gradients' part or not): a free lane starts next_part, and the running part that started first
+// finishes first, except the forward part of problem `slow` (when given), which finishes last.
+std::vector<std::string> lane_schedule(const std::vector<bool>& with_grad, int lanes, int slow = -1) {
+  std::vector<PartsState> s(with_grad.size());
+  for (size_t i = 0; i < s.size(); ++i) s[i].order = int64_t(i), s[i].with_grad = with_grad[i];
+  std::vector<std::string> started;
+  std::deque<NextPart> running;
+  for (;;) {
+    while (int(running.size()) < lanes) {
+      const auto next = next_part(s, lanes);
+      if (!next) break;
+      PartsState& j = s[next->job];
+      (next->gradients ? j.gradients_started : j.forward_started) = true;
+      started.push_back(std::to_string(next->job) + (next->gradients ? "/grad" : "/fwd"));
+      running.push_back(*next);
+    }
+    if (running.empty()) return started;
+    auto done = running.begin();
+    if (running.size() > 1 && int(done->job) == slow && !done->gradients) ++done;
+    if (!done->gradients) s[done->job].forward_made = true;
+    running.erase(done);
+  }
 }
 
 }  // namespace
@@ -195,20 +226,88 @@ TEST(HostSideMaker, OneTakerGetsThePartsInTheOrderAsked) {
   EXPECT_EQ(gate.order(), (std::vector<std::string>{"11/fwd", "11/grad", "12/fwd", "13/fwd", "13/grad"}));
 }
 
-// Two takers: a problem's gradients are needed after the next problem's forward part (the other
-// GPU's), so forward parts come first, two problems at a time.
-TEST(HostSideMaker, TwoTakersGetTheNextForwardPartBeforeTheGradients) {
+// Two takers, two lanes: the first two forward parts at once, and as lanes free up (here in the
+// order the parts started) a problem's gradients are needed after the next problem's forward part
+// (the other GPU's): the same order as one part at a time.
+TEST(NextPart, TwoLanesStartTheNextForwardPartBeforeTheGradients) {
+  EXPECT_EQ(lane_schedule({true, true, true, true}, 2),
+            (std::vector<std::string>{"0/fwd", "1/fwd", "0/grad", "2/fwd", "1/grad", "3/fwd", "2/grad", "3/grad"}));
+  // Problems asked without gradients (forward points only) have no gradients' part.
+  EXPECT_EQ(lane_schedule({true, false, true}, 2),
+            (std::vector<std::string>{"0/fwd", "1/fwd", "0/grad", "2/fwd", "2/grad"}));
+}
+
+TEST(NextPart, OneLaneMakesThePartsInTheOrderAsked) {
+  EXPECT_EQ(lane_schedule({true, false, true}, 1),
+            (std::vector<std::string>{"0/fwd", "0/grad", "1/fwd", "2/fwd", "2/grad"}));
+}
+
+// A gradients' part reads its forward part: while that is being made on one lane, the other lane
+// makes the next problems' parts instead of waiting with it.
+TEST(NextPart, AGradientsPartStartsOnlyOnceItsForwardPartIsMade) {
+  std::vector<PartsState> s(3);
+  for (size_t i = 0; i < s.size(); ++i) s[i].order = int64_t(i), s[i].with_grad = true;
+  s[0].forward_started = true;   // being made
+  s[0].gradients_waited = true;  // even when a runner waits for the gradients
+  EXPECT_EQ(next_part(s, 2), (NextPart{1, false}));
+  s[1].forward_started = s[1].forward_made = true;
+  EXPECT_EQ(next_part(s, 2), (NextPart{2, false}));  // 2's forward part (needed at 2) before 1's gradients (at 3)
+  s[2].forward_started = true;
+  EXPECT_EQ(next_part(s, 2), (NextPart{1, true}));
+  s[1].gradients_started = true;
+  EXPECT_FALSE(next_part(s, 2));  // nothing can start until a forward part is made
+  s[0].forward_made = true;
+  EXPECT_EQ(next_part(s, 2), (NextPart{0, true}));
+  // A lane slower than the other holds only its own part: with problem 0's forward part never
+  // done, the other lane makes everything else in order.
+  EXPECT_EQ(lane_schedule({true, true, true}, 2, 0),
+            (std::vector<std::string>{"0/fwd", "1/fwd", "2/fwd", "1/grad", "2/grad", "0/grad"}));
+}
+
+TEST(NextPart, APartARunnerWaitsForComesFirst) {
+  std::vector<PartsState> s(3);
+  for (size_t i = 0; i < s.size(); ++i) s[i].order = int64_t(i), s[i].with_grad = true;
+  EXPECT_EQ(next_part(s, 2), (NextPart{0, false}));
+  s[2].forward_waited = true;
+  EXPECT_EQ(next_part(s, 2), (NextPart{2, false}));
+  s[2].forward_started = s[2].forward_made = true;
+  s[0].forward_started = s[0].forward_made = true;
+  s[2].gradients_waited = true;
+  EXPECT_EQ(next_part(s, 2), (NextPart{2, true}));  // before 1's forward part, needed earlier by the order
+}
+
+// Two takers: while one part is held (a slow reference), the other lane makes the next problem's
+// forward part, which its runner takes. One part at a time (c3c6e46's one lane) would wait here.
+TEST(HostSideMaker, TwoTakersMakeTwoPartsAtOnce) {
   Gate gate;
+  gate.hold_seqlen = 11;
   HostSideMaker maker(small_budget(), 2, gate.hook());
-  for (int64_t n : {11, 12, 13, 14}) maker.ask(with_seqlen(n), true);
+  EXPECT_EQ(maker.lanes(), 2);
+  maker.ask(with_seqlen(11), false);
+  maker.ask(with_seqlen(12), false);
+  auto second = std::async(std::launch::async, [&] { return maker.take_forward(problem_key(with_seqlen(12))); });
+  const bool made_beside = second.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  EXPECT_TRUE(made_beside) << "the second part waited for the first";
+  EXPECT_EQ(gate.order().size(), 2u);
   gate.release();
-  gate.wait_for(8);
-  for (int64_t n : {11, 12, 13, 14}) {
-    EXPECT_TRUE(maker.take_forward(problem_key(with_seqlen(n))));
-    EXPECT_TRUE(maker.take_gradients(problem_key(with_seqlen(n))));
-  }
-  EXPECT_EQ(gate.order(), (std::vector<std::string>{"11/fwd", "12/fwd", "11/grad", "13/fwd", "12/grad", "14/fwd",
-                                                    "13/grad", "14/grad"}));
+  EXPECT_TRUE(second.get());
+  EXPECT_TRUE(maker.take_forward(problem_key(with_seqlen(11))));
+}
+
+// One taker (one GPU): one lane, one part at a time, in the order asked.
+TEST(HostSideMaker, OneTakerMakesOnePartAtATime) {
+  Gate gate;
+  HostSideMaker maker(small_budget(), 1, gate.hook());
+  EXPECT_EQ(maker.lanes(), 1);
+  maker.ask(with_seqlen(11), false);
+  maker.ask(with_seqlen(12), false);
+  gate.wait_for(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(gate.order().size(), 1u);  // 12's part waits for the lane
+  gate.release();
+  EXPECT_TRUE(maker.take_forward(problem_key(with_seqlen(12))));
+  EXPECT_TRUE(maker.take_forward(problem_key(with_seqlen(11))));
+  EXPECT_EQ(gate.order(), (std::vector<std::string>{"11/fwd", "12/fwd"}));
 }
 
 // A runner waiting for a part gets it next, before parts needed earlier by the order.

@@ -157,27 +157,43 @@ std::optional<bool> host_work_of(const std::vector<Point>& points, const DeviceI
 
 // ---- the maker ------------------------------------------------------------------------------
 
+std::optional<NextPart> next_part(const std::vector<PartsState>& jobs, int takers) {
+  std::optional<NextPart> best;
+  std::tuple<bool, int64_t, bool, int64_t> best_key;  // (not waited for, needed at, forward, order): least first
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const PartsState& j = jobs[i];
+    std::tuple<bool, int64_t, bool, int64_t> key;
+    bool gradients = false;
+    if (!j.forward_started) {
+      key = {!j.forward_waited, j.order, true, j.order};
+    } else if (j.with_grad && !j.gradients_started && j.forward_made) {
+      key = {!j.gradients_waited, j.order + std::max(1, takers), false, j.order};
+      gradients = true;
+    } else {
+      continue;
+    }
+    if (!best || key < best_key) best = NextPart{i, gradients}, best_key = key;
+  }
+  return best;
+}
+
 struct HostSideMaker::Job {
   std::string key;
   Problem problem;
-  int64_t order = 0;  // its place among the asks
-  bool with_grad = false;
+  PartsState state;
   bool taken = false;  // taken whole: no later take finds it
-  bool forward_started = false, gradients_started = false;
-  bool forward_waited = false, gradients_waited = false;  // a runner waits for it: made next
   std::promise<std::shared_ptr<const HostForward>> forward_made;
   std::shared_future<std::shared_ptr<const HostForward>> forward = forward_made.get_future().share();
   std::promise<std::shared_ptr<const HostGradients>> gradients_made;
   std::shared_future<std::shared_ptr<const HostGradients>> gradients = gradients_made.get_future().share();
 
-  bool made() const { return forward_started && (!with_grad || gradients_started); }
+  bool made() const { return state.forward_made && (!state.with_grad || state.gradients_started); }
 };
 
 HostSideMaker::HostSideMaker(RunOptions opt, int takers, Hook before_part)
-    : opt_(std::move(opt)),
-      takers_(std::max(1, takers)),
-      before_part_(std::move(before_part)),
-      thread_([this] { loop(); }) {}
+    : opt_(std::move(opt)), takers_(std::max(1, takers)), before_part_(std::move(before_part)) {
+  for (int i = 0; i < takers_; ++i) lanes_.emplace_back([this] { lane(); });
+}
 
 HostSideMaker::~HostSideMaker() {
   {
@@ -185,7 +201,7 @@ HostSideMaker::~HostSideMaker() {
     stop_ = true;
   }
   wake_.notify_all();
-  thread_.join();
+  for (auto& t : lanes_) t.join();
 }
 
 std::shared_ptr<HostSideMaker::Job> HostSideMaker::find(const std::string& key) const {
@@ -199,13 +215,13 @@ void HostSideMaker::ask(const Problem& p, bool with_grad) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto job = find(key)) {
-      job->with_grad = job->with_grad || with_grad;
+      job->state.with_grad = job->state.with_grad || with_grad;
     } else {
       job = std::make_shared<Job>();
       job->key = key;
       job->problem = p;
-      job->order = asked_++;
-      job->with_grad = with_grad;
+      job->state.order = asked_++;
+      job->state.with_grad = with_grad;
       jobs_.push_back(std::move(job));
     }
   }
@@ -219,8 +235,8 @@ std::shared_ptr<const HostForward> HostSideMaker::take_forward(const std::string
     auto job = find(key);
     if (!job) return nullptr;
     made = job->forward;
-    job->forward_waited = true;
-    job->taken = !job->with_grad;
+    job->state.forward_waited = true;
+    job->taken = !job->state.with_grad;
   }
   wake_.notify_all();
   return made.get();
@@ -231,9 +247,9 @@ std::shared_ptr<const HostGradients> HostSideMaker::take_gradients(const std::st
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto job = find(key);
-    if (!job || !job->with_grad) return nullptr;
+    if (!job || !job->state.with_grad) return nullptr;
     made = job->gradients;
-    job->forward_waited = job->gradients_waited = true;
+    job->state.forward_waited = job->state.gradients_waited = true;
     job->taken = true;
   }
   wake_.notify_all();
@@ -248,11 +264,12 @@ size_t HostSideMaker::pending() {
 size_t HostSideMaker::waited() {
   std::lock_guard<std::mutex> lock(mu_);
   return size_t(std::count_if(jobs_.begin(), jobs_.end(), [](const auto& j) {
-    return (j->forward_waited && !j->forward_started) || (j->gradients_waited && !j->gradients_started);
+    const PartsState& s = j->state;
+    return (s.forward_waited && !s.forward_started) || (s.gradients_waited && !s.gradients_started);
   }));
 }
 
-void HostSideMaker::loop() {
+void HostSideMaker::lane() {
   for (;;) {
     std::shared_ptr<Job> job;
     bool gradients = false;
@@ -260,22 +277,17 @@ void HostSideMaker::loop() {
       std::unique_lock<std::mutex> lock(mu_);
       for (;;) {
         if (stop_) return;
-        // The next part: the least (not waited for, needed at, forward after gradients, order).
-        std::tuple<bool, int64_t, bool, int64_t> best;
-        for (const auto& j : jobs_) {
-          std::tuple<bool, int64_t, bool, int64_t> key;
-          if (!j->forward_started)
-            key = {!j->forward_waited, j->order, true, j->order};
-          else if (j->with_grad && !j->gradients_started)
-            key = {!j->gradients_waited, j->order + takers_, false, j->order};
-          else
-            continue;
-          if (!job || key < best) job = j, gradients = !std::get<2>(key), best = key;
+        std::vector<PartsState> states;
+        states.reserve(jobs_.size());
+        for (const auto& j : jobs_) states.push_back(j->state);
+        if (const auto next = next_part(states, takers_)) {
+          job = jobs_[next->job];
+          gradients = next->gradients;
+          break;
         }
-        if (job) break;
         wake_.wait(lock);
       }
-      (gradients ? job->gradients_started : job->forward_started) = true;
+      (gradients ? job->state.gradients_started : job->state.forward_started) = true;
     }
     if (before_part_) before_part_(job->problem, gradients);
     if (!gradients) {
@@ -292,10 +304,14 @@ void HostSideMaker::loop() {
         job->gradients_made.set_exception(std::current_exception());
       }
     }
-    // A job taken whole with all its parts made is done: its runner holds what it needs.
-    std::lock_guard<std::mutex> lock(mu_);
-    jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(), [](const auto& j) { return j->taken && j->made(); }),
-                jobs_.end());
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!gradients) job->state.forward_made = true;  // its gradients' part may start now
+      // A job taken whole with all its parts made is done: its runner holds what it needs.
+      jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(), [](const auto& j) { return j->taken && j->made(); }),
+                  jobs_.end());
+    }
+    wake_.notify_all();
   }
 }
 

@@ -96,25 +96,49 @@ HostGradients make_gradients(std::shared_ptr<const HostForward> forward, const R
 // of a backward pass runs).
 std::optional<bool> host_work_of(const std::vector<Point>& points, const DeviceInfo& dev);
 
-// Makes problems' host halves on a thread of its own, one part at a time on every core, while
-// the GPUs run earlier points; a sweep's runners share one, so that two GPUs' workers never make
-// two references at once on the same cores (each would take twice as long), and the part needed
-// first is made first.
+// An asked problem's parts as the maker's choice sees them (HostSideMaker, next_part).
+struct PartsState {
+  int64_t order = 0;  // its place among the asks
+  bool with_grad = false;
+  bool forward_started = false, forward_made = false, gradients_started = false;
+  bool forward_waited = false, gradients_waited = false;  // a runner waits for it
+};
+
+// A part to make: the `job`-th of the states given, its gradients' part or its forward part.
+struct NextPart {
+  size_t job = 0;
+  bool gradients = false;
+  bool operator==(const NextPart& o) const { return job == o.job && gradients == o.gradients; }
+};
+
+// The part a free lane of the maker starts next, of the parts not started: a part a runner waits
+// for first; then the least `needed at` (the forward part of the i-th ask at i, its gradients' part
+// at i + takers), the gradients' part first at a tie; then the order asked. A gradients' part only
+// once its forward part is made (it reads it). nullopt: none can start now.
+std::optional<NextPart> next_part(const std::vector<PartsState>& jobs, int takers);
+
+// Makes problems' host halves while the GPUs run earlier points, on lanes of its own (threads): as
+// many as it has takers (a sweep's GPU workers), each making one part at a time with every core;
+// a sweep's runners share one, and a free lane takes the part needed first (next_part).
 //
 // Asks are numbered in the order given, which is the order in which the runners will start the
 // problems (a sweep's deal order). The forward part of the i-th counts as needed at i, its
 // gradients' part at i + takers: its runner takes that after the group's forward points, while
-// the other runners take the next forward parts. The least number is made first (ties: the
-// gradients' part), and a part a runner is waiting for before any other. With one taker that is
-// the order asked: forward, gradients, next forward, ...
+// the other runners take the next forward parts. With one taker there is one lane, and the parts
+// are made in the order asked: forward, gradients, next forward, ...
+//
+// With several takers, several parts are made at once (at most one per taker, as when each worker
+// made its own): one part keeps the cores only partly busy (a measurement of c3c6e46 on 2×H200,
+// docs/sweep-time.md: one lane for two GPUs was busy for the whole 64-point sweep, and most
+// groups waited for their gradients), so two at a time make more of them in the same time.
 class HostSideMaker {
  public:
-  // Called on the maker's thread before it makes each part (tests: to see the order, or hold it).
+  // Called on a lane before it makes each part (tests: to see the order, or hold it).
   using Hook = std::function<void(const Problem&, bool gradients)>;
 
-  // `takers`: how many runners take from it at once (a sweep's GPU workers).
+  // `takers`: how many runners take from it at once (a sweep's GPU workers); as many lanes.
   explicit HostSideMaker(RunOptions opt, int takers = 1, Hook before_part = {});
-  ~HostSideMaker();  // waits for the part being made; drops the rest
+  ~HostSideMaker();  // waits for the parts being made; drops the rest
   HostSideMaker(const HostSideMaker&) = delete;
   HostSideMaker& operator=(const HostSideMaker&) = delete;
 
@@ -129,11 +153,12 @@ class HostSideMaker {
   // Problems asked and not taken whole; parts not started that a runner waits for (tests).
   size_t pending();
   size_t waited();
+  int lanes() const { return int(lanes_.size()); }
 
  private:
   struct Job;
   std::shared_ptr<Job> find(const std::string& key) const;  // asked, not taken whole (mu_ held)
-  void loop();
+  void lane();
 
   RunOptions opt_;
   int takers_;
@@ -143,7 +168,7 @@ class HostSideMaker {
   std::vector<std::shared_ptr<Job>> jobs_;  // asked, in the order asked, until taken whole and made
   int64_t asked_ = 0;                       // asks so far: the next one's number
   bool stop_ = false;
-  std::thread thread_;
+  std::vector<std::thread> lanes_;
 };
 
 }  // namespace flashio

@@ -56,11 +56,12 @@ SweepOutcome run_sweep(const SweepJob& job) {
     return out;
   };
 
-  // Each worker's reference may use every core. The workers share one maker of host halves
-  // (host_side.h), which makes one problem's part at a time on all of them, the part needed first
-  // first: two workers never make two references at once on the same cores (each would take twice
-  // as long; the 64-point sweep of issue 22 made its two N = 8192 references that way, 0.2-0.25 s
-  // of waiting on each GPU, d1f52c7), and a forward part comes before another problem's gradients'.
+  // The workers share one maker of host halves (host_side.h), with a lane per worker: at most one
+  // part per worker is made at a time, each on every core (a share of the cores would make a part
+  // alone on the host slower, and change the last bits of dK, dV, which are summed per thread), and a
+  // free lane takes the part needed first, a forward part before another problem's gradients'.
+  // (One lane for two workers, c3c6e46, could not keep up: a part alone leaves cores idle, and two
+  // GPUs' groups needed the parts faster than one at a time came; docs/sweep-time.md.)
   RunOptions host_options = job.options;
   host_options.host_threads =
       job.options.host_threads > 0 ? job.options.host_threads : int(std::max(1u, std::thread::hardware_concurrency()));
@@ -68,7 +69,7 @@ SweepOutcome run_sweep(const SweepJob& job) {
   // It is asked for the groups in the order they are dealt, `workers` groups ahead of those
   // started: each worker's next group is made while it runs one (at most two groups' host halves
   // per worker are held, as when each worker made its own).
-  std::set<size_t> asked;  // groups asked for, by their first position
+  std::set<size_t> asked;                 // groups asked for, by their first position
   auto ask_ahead = [&](size_t horizon) {  // the first `horizon` groups not yet started (mu held)
     size_t n = 0;
     for (const Group& g : groups) {
