@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Issue 22's scaling measurement: the same sweeps on one GPU (--devices 0) and on every GPU
 # (--devices all), alternated (one, all, one, all) so that a drift of the machine shows in both,
-# then checks that the one-GPU and all-GPU files hold the same points with the same statuses and
-# check verdicts (scripts/phases_table.py prints where the time went and the speed-up).
+# then checks that the one-GPU and all-GPU files hold the same points with the same statuses,
+# check verdicts and reference (scripts/phases_table.py prints where the time went and the speed-up).
 #
 #   scripts/scaling.sh OUT_DIR [sweep|figure4|both]     (default both)
 #
@@ -10,6 +10,9 @@
 #            off/on, fwd and fwd+bwd, --counters off --reps 5 --warmup 2
 #   figure4  the fa2-figure4 preset (72 points, fwd+bwd) with counters (--counters full)
 # FLASHIO_BIN overrides the binary (default build/flashio). Files: OUT_DIR/{sweep,figure4}-{0,all}-{1,2}.json.
+# SCALING_BASELINE=DIR also compares them with DIR/{sweep,figure4}-0-1.json (another build's files
+# from the same kind of machine, e.g. results/crosscheck/issue22-scaling): the same checks and the
+# same reference, to the last bit of each atol.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: scripts/scaling.sh OUT_DIR [sweep|figure4|both]}"
@@ -34,19 +37,29 @@ print(f"scaling: {sys.argv[1]}: {len(d['records'])} records, wall {d['wall_s']:.
 PY
     done
   done
-  # Same points, statuses and check verdicts on one GPU and on all of them.
-  python3 - "$out/$name-0-1.json" "$out/$name-all-1.json" "$out/$name-0-2.json" "$out/$name-all-2.json" <<'PY'
+  # Same points, statuses and check verdicts on one GPU and on all of them, and the same reference:
+  # the rows and tensors checked and each tensor's atol (a fraction of the float64 reference's RMS,
+  # so equal to the last bit only when the reference is; dK/dV's also depend on the host's core count).
+  local baseline=()
+  if [ -n "${SCALING_BASELINE:-}" ]; then baseline=("$SCALING_BASELINE/$name-0-1.json"); fi
+  python3 - "$out/$name-0-1.json" "$out/$name-all-1.json" "$out/$name-0-2.json" "$out/$name-all-2.json" "${baseline[@]}" <<'PY'
 import json, sys
 def key(path):
     d = json.load(open(path))
-    return [(r["name"], r["status"], (r.get("check") or {}).get("passed")) for r in d["records"]]
+    out = []
+    for r in d["records"]:
+        c = r.get("check") or {}
+        tensors = tuple(sorted((t, v.get("atol"), v.get("elements")) for t, v in (c.get("tensors") or {}).items()))
+        out.append((r["name"], r["status"], c.get("passed"), c.get("rows_checked"), c.get("grad_scope"), tensors))
+    return out
 base = key(sys.argv[1])
 for p in sys.argv[2:]:
     k = key(p)
-    if sorted(k) != sorted(base):
-        print(f"scaling: {p} differs from {sys.argv[1]} in names, statuses or checks")
+    if sorted(k, key=repr) != sorted(base, key=repr):
+        bad = sorted(set(map(repr, k)) ^ set(map(repr, base)))[:2]
+        print(f"scaling: {p} differs from {sys.argv[1]} in names, statuses, checks or reference: {bad}")
         sys.exit(1)
-print(f"scaling: the four files hold the same {len(base)} points, statuses and check verdicts")
+print(f"scaling: the {len(sys.argv) - 1} files hold the same {len(base)} points, statuses, check verdicts and reference")
 PY
 }
 

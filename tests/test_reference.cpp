@@ -1,13 +1,17 @@
-// The float64 reference against a direct triple loop that materializes S and P.
+// The float64 reference against a direct triple loop that materializes S and P, and bit for bit
+// against its order of operations spelled out one scalar at a time.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <optional>
 
 #include <gtest/gtest.h>
 
 #include "bench/core/reference.h"
 #include "bench/core/inputs.h"
 #include "bench/core/philox.h"
+#include "bench/core/sparsity.h"
 
 using namespace flashio;
 
@@ -318,4 +322,217 @@ TEST(ReferenceBackward, MatchesMatrixFormCausalGqaPaddingDropout) {
   p.batch = 2; p.heads = 4; p.kv_heads = 2; p.seqlen_q = 13; p.seqlen_k = 27; p.head_dim = 16;
   p.causal = true; p.padding = Padding::Random; p.dropout = 0.3; p.dtype = DType::BF16;
   expect_backward_matches_matrix_form(p);
+}
+
+// ---- the order of operations, bit for bit ------------------------------------------------
+//
+// The reference is the ground truth of every record's check: a faster reference must give the
+// same bits, not only close values. These loops spell out its order of operations one scalar at
+// a time (each sum from 0.0 in the order of its index; dK, dV summed per thread over the thread's
+// rows, then over the threads in order); the reference, however vectorised, must match them exactly.
+
+namespace {
+
+struct Ordered {
+  std::vector<double> out, lse, dq, dk, dv;  // dk, dv: of K/V head (0, 0) and of the last one
+};
+
+Ordered ordered_reference(const Problem& p, const HostInputs& in, const std::vector<RowId>& rows, int dkdv_threads) {
+  const int64_t d = p.head_dim, nq = p.seqlen_q, nk = p.nk(), group = p.heads / p.kvh();
+  const double scale = p.scale(), inf = std::numeric_limits<double>::infinity();
+  auto f = [&](uint16_t x) { return double(to_float(p.dtype, x)); };
+  const auto mask = p.sparse() ? std::optional<BlockMask>(make_block_mask(p)) : std::nullopt;
+  const std::vector<int32_t> lengths = key_lengths(p);
+  auto visible_of = [&](const RowId& r) {
+    int64_t v = p.key_padded() ? std::min<int64_t>(nk, lengths[size_t(r.b)]) : nk;
+    return p.causal ? std::min<int64_t>(v, r.i + 1) : v;
+  };
+  auto allowed = [&](const RowId& r, int64_t j) { return !mask || mask->allows(r.i, j); };
+  auto keep = [&](const RowId& r, int64_t j) {
+    if (p.dropout <= 0) return 1.0;
+    return dropout_keeps(p.seed, 0, p.dropout, uint32_t(r.b), uint32_t(r.h), uint32_t(r.i), uint32_t(j))
+               ? dropout_scale(p.dropout)
+               : 0.0;
+  };
+  auto Q = [&](const RowId& r, int64_t c) { return f(in.q[size_t(((r.b * p.heads + r.h) * nq + r.i) * d + c)]); };
+  auto dO = [&](const RowId& r, int64_t c) { return f(in.d_o[size_t(((r.b * p.heads + r.h) * nq + r.i) * d + c)]); };
+  auto K = [&](const RowId& r, int64_t j, int64_t c) {
+    return f(in.k[size_t(((r.b * p.kvh() + r.h / group) * nk + j) * d + c)]);
+  };
+  auto V = [&](const RowId& r, int64_t j, int64_t c) {
+    return f(in.v[size_t(((r.b * p.kvh() + r.h / group) * nk + j) * d + c)]);
+  };
+  // P (normalised, no dropout) and dS of one row over its visible keys; false when it sees none.
+  auto row_grad = [&](const RowId& r, std::vector<double>& prob, std::vector<double>& ds) {
+    const int64_t visible = visible_of(r);
+    prob.assign(size_t(std::max<int64_t>(visible, 0)), 0.0);
+    ds.assign(prob.size(), 0.0);
+    bool any = false;
+    for (int64_t j = 0; j < visible; ++j) any = any || allowed(r, j);
+    if (!any) return;
+    double mx = -inf;
+    for (int64_t j = 0; j < visible; ++j) {
+      double s = 0.0;
+      for (int64_t c = 0; c < d; ++c) s += Q(r, c) * K(r, j, c);
+      prob[size_t(j)] = allowed(r, j) ? s * scale : -inf;
+      mx = std::max(mx, prob[size_t(j)]);
+    }
+    double sum = 0.0;
+    for (auto& x : prob) sum += (x = std::exp(x - mx));
+    for (auto& x : prob) x /= sum;
+    double dsum = 0.0;
+    for (int64_t j = 0; j < visible; ++j) {
+      double dp = 0.0;
+      for (int64_t c = 0; c < d; ++c) dp += dO(r, c) * V(r, j, c);
+      ds[size_t(j)] = dp * keep(r, j);
+      dsum += prob[size_t(j)] * ds[size_t(j)];
+    }
+    for (int64_t j = 0; j < visible; ++j) ds[size_t(j)] = prob[size_t(j)] * (ds[size_t(j)] - dsum);
+  };
+
+  Ordered o;
+  o.out.assign(rows.size() * size_t(d), 0.0);
+  o.lse.assign(rows.size(), 0.0);
+  o.dq.assign(rows.size() * size_t(d), 0.0);
+  std::vector<double> s, prob, ds;
+  for (size_t n = 0; n < rows.size(); ++n) {
+    const RowId& r = rows[n];
+    const int64_t visible = visible_of(r);
+    bool any = false;
+    for (int64_t j = 0; j < visible; ++j) any = any || allowed(r, j);
+    if (!any) {
+      o.lse[n] = -inf;
+      continue;
+    }
+    s.assign(size_t(visible), 0.0);
+    double mx = -inf;
+    for (int64_t j = 0; j < visible; ++j) {
+      double acc = 0.0;
+      for (int64_t c = 0; c < d; ++c) acc += Q(r, c) * K(r, j, c);
+      s[size_t(j)] = allowed(r, j) ? acc * scale : -inf;
+      mx = std::max(mx, s[size_t(j)]);
+    }
+    double sum = 0.0;
+    for (auto& x : s) sum += (x = std::exp(x - mx));
+    for (int64_t j = 0; j < visible; ++j) {
+      if (keep(r, j) == 0.0) continue;  // a dropped key is skipped, not added as 0·V
+      const double w = s[size_t(j)] / sum * (p.dropout > 0 ? dropout_scale(p.dropout) : 1.0);
+      for (int64_t c = 0; c < d; ++c) o.out[n * size_t(d) + size_t(c)] += w * V(r, j, c);
+    }
+    o.lse[n] = mx + std::log(sum);
+    row_grad(r, prob, ds);
+    for (int64_t j = 0; j < int64_t(ds.size()); ++j)
+      for (int64_t c = 0; c < d; ++c) o.dq[n * size_t(d) + size_t(c)] += scale * ds[size_t(j)] * K(r, j, c);
+  }
+  // dK, dV of a K/V head: its query rows (the group's heads, rows in order) dealt to the threads
+  // round-robin, each thread's sum over its rows in order, then the threads' sums in order.
+  for (auto [b, hk] : {std::pair<int64_t, int64_t>{0, 0}, {p.batch - 1, p.kvh() - 1}}) {
+    std::vector<RowId> head_rows;
+    for (int64_t h = hk * group; h < (hk + 1) * group; ++h)
+      for (int64_t i = 0; i < nq; ++i) head_rows.push_back({b, h, i});
+    const size_t threads = std::min<size_t>(size_t(dkdv_threads), head_rows.size());
+    std::vector<double> dk(size_t(nk * d), 0.0), dv(size_t(nk * d), 0.0);
+    for (size_t t = 0; t < threads; ++t) {
+      std::vector<double> pk(size_t(nk * d), 0.0), pv(size_t(nk * d), 0.0);
+      for (size_t n = t; n < head_rows.size(); n += threads) {
+        const RowId& r = head_rows[n];
+        row_grad(r, prob, ds);
+        for (int64_t j = 0; j < int64_t(ds.size()); ++j)
+          for (int64_t c = 0; c < d; ++c) {
+            pv[size_t(j * d + c)] += prob[size_t(j)] * keep(r, j) * dO(r, c);
+            pk[size_t(j * d + c)] += scale * ds[size_t(j)] * Q(r, c);
+          }
+      }
+      for (size_t e = 0; e < dk.size(); ++e) {
+        dk[e] += pk[e];
+        dv[e] += pv[e];
+      }
+    }
+    o.dk.insert(o.dk.end(), dk.begin(), dk.end());
+    o.dv.insert(o.dv.end(), dv.begin(), dv.end());
+  }
+  return o;
+}
+
+// Equal as bits (NaN equal to NaN, +0 different from -0).
+void expect_same_bits(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t e = 0; e < got.size(); ++e) {
+    uint64_t a, b;
+    std::memcpy(&a, &got[e], 8);
+    std::memcpy(&b, &want[e], 8);
+    ASSERT_EQ(a, b) << what << " element " << e << ": " << got[e] << " against " << want[e];
+  }
+}
+
+void expect_reference_in_order(const Problem& p, bool sampled = false) {
+  const HostInputs in = make_inputs(p, true);
+  std::vector<RowId> rows = all_rows(p);
+  if (sampled) {  // every 7th row, last first: the reference keeps the order it is given
+    std::vector<RowId> some;
+    for (size_t r = rows.size(); r-- > 0;)
+      if (r % 7 == 3) some.push_back(rows[r]);
+    rows = some;
+  }
+  const int kThreads = 3;
+  const Ordered want = ordered_reference(p, in, rows, kThreads);
+  HostTensors t{in.q.data(), in.k.data(), in.v.data(), p.key_padded() ? in.key_lengths.data() : nullptr};
+  Ordered got;
+  reference_rows(p, t, rows, got.out, got.lse, kThreads);
+  reference_dq_rows(p, t, in.d_o.data(), rows, got.dq, kThreads);
+  for (auto [b, hk] : {std::pair<int64_t, int64_t>{0, 0}, {p.batch - 1, p.kvh() - 1}}) {
+    std::vector<double> dk, dv;
+    reference_dkdv_head(p, t, in.d_o.data(), b, hk, dk, dv, kThreads);
+    got.dk.insert(got.dk.end(), dk.begin(), dk.end());
+    got.dv.insert(got.dv.end(), dv.begin(), dv.end());
+  }
+  expect_same_bits(got.out, want.out, p.name() + " O");
+  expect_same_bits(got.lse, want.lse, p.name() + " LSE");
+  expect_same_bits(got.dq, want.dq, p.name() + " dQ");
+  expect_same_bits(got.dk, want.dk, p.name() + " dK");
+  expect_same_bits(got.dv, want.dv, p.name() + " dV");
+}
+
+}  // namespace
+
+TEST(ReferenceBits, PlainHeadDims) {
+  for (int64_t d : {8, 32, 40, 64, 96, 128, 256}) {
+    Problem p;
+    p.batch = 1; p.heads = 2; p.seqlen_q = 77; p.head_dim = d;
+    expect_reference_in_order(p);
+  }
+}
+
+TEST(ReferenceBits, CausalGqaNkDifferentSampledRows) {
+  Problem p;
+  p.batch = 2; p.heads = 4; p.kv_heads = 2; p.seqlen_q = 70; p.seqlen_k = 131; p.head_dim = 64; p.causal = true;
+  expect_reference_in_order(p, true);
+}
+
+TEST(ReferenceBits, PaddingDropoutBf16) {
+  Problem p;
+  p.batch = 3; p.heads = 2; p.seqlen_q = 45; p.seqlen_k = 150; p.head_dim = 96;
+  p.padding = Padding::Random; p.dropout = 0.2; p.dtype = DType::BF16;
+  expect_reference_in_order(p);
+}
+
+TEST(ReferenceBits, BlockSparse) {
+  Problem p;
+  p.batch = 1; p.heads = 2; p.seqlen_q = 200; p.head_dim = 32;
+  p.pattern = "random"; p.sparse_density = 0.4; p.sparse_block = 32;
+  expect_reference_in_order(p);
+}
+
+// Keys in several chunks of the row tiles' loops (128 keys at d = 256) and rows in several tiles
+// (more than eight per thread), with causal rows that end inside a chunk, dropout's listed keys
+// across chunks, and GQA.
+TEST(ReferenceBits, KeysInSeveralChunksRowsInSeveralTiles) {
+  Problem p;
+  p.batch = 1; p.heads = 2; p.kv_heads = 1; p.seqlen_q = 40; p.seqlen_k = 300; p.head_dim = 256;
+  expect_reference_in_order(p);
+  p.causal = true;
+  p.seqlen_k = 0;
+  p.seqlen_q = 290;
+  p.dropout = 0.3;
+  expect_reference_in_order(p, true);
 }

@@ -25,6 +25,36 @@ TEST(Sweep, PointsOfOneProblemAreAdjacent) {
   EXPECT_NE(points[0].problem.name(), points[2].problem.name());
 }
 
+// A group's forward points run first (they need only the forward part of the host work), each
+// kind in sweep order: issue 22's group standard/fwd, standard/fwdbwd, flash2/fwd, flash2/fwdbwd
+// runs standard/fwd, flash2/fwd, standard/fwdbwd, flash2/fwdbwd.
+TEST(Sweep, AGroupRunsItsForwardPointsFirst) {
+  SweepSpec s;
+  s.methods = {"standard", "flash2"};
+  s.passes = {Pass::Fwd, Pass::FwdBwd};
+  const auto points = expand(s);
+  ASSERT_EQ(points.size(), 4u);
+  EXPECT_EQ(run_order(points), (std::vector<size_t>{0, 2, 1, 3}));
+  s.passes = {Pass::Bwd, Pass::Fwd};
+  EXPECT_EQ(run_order(expand(s)), (std::vector<size_t>{1, 3, 0, 2}));
+  s.passes = {Pass::FwdBwd};
+  EXPECT_EQ(run_order(expand(s)), (std::vector<size_t>{0, 1}));
+  EXPECT_TRUE(run_order({}).empty());
+}
+
+TEST(Sweep, TheProblemKeyIgnoresDeterministicOnly) {
+  Problem p;
+  Problem det = p;
+  det.deterministic = true;
+  EXPECT_EQ(problem_key(p), problem_key(det));
+  Problem seeded = p;
+  seeded.seed = p.seed + 1;
+  EXPECT_NE(problem_key(p), problem_key(seeded));
+  Problem causal = p;
+  causal.causal = true;
+  EXPECT_NE(problem_key(p), problem_key(causal));
+}
+
 TEST(Sweep, CartesianProductOfAxes) {
   SweepSpec s;
   s.methods = {"flash2"};

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <thread>
@@ -49,17 +50,17 @@ int thread_count(size_t n, int threads) {
   return int(std::min<size_t>(size_t(threads), std::max<size_t>(1, n)));
 }
 
-// Keys per block of the transposed layout and lanes of dot_keys.
+// Keys per block of the transposed layout.
 constexpr int64_t kKeyBlock = 16;
 
-// One K/V head's keys and values widened once to float (exact: every fp16 and bf16 value is a
-// float), so the row loops multiply instead of converting each element once per query row; also
-// transposed by blocks of kKeyBlock keys, (Nk / 16, d, 16) with the last block zero-padded, for
-// the sums over d (dot_keys): a block's d × 16 values lie together in memory.
-// Bounded memory: one head at a time, about Nk × d × 16 bytes (512 MiB at Nk = 128k, d = 256).
+// One K/V head's keys and values widened once to double (exact: every fp16 and bf16 value is a
+// double), so the row loops neither convert an element once per query row nor widen it in their
+// inner loops; also transposed by blocks of kKeyBlock keys, (Nk / 16, d, 16) with the last block
+// zero-padded, for the sums over d (dot_keys): a block's d × 16 values lie together in memory.
+// Bounded memory: one head at a time, about Nk × d × 32 bytes (1 GiB at Nk = 128k, d = 256).
 struct DecodedHead {
-  std::vector<float> k, v;    // (Nk, d)
-  std::vector<float> kt, vt;  // (ceil(Nk / 16), d, 16)
+  std::vector<double> k, v;    // (Nk, d)
+  std::vector<double> kt, vt;  // (ceil(Nk / 16), d, 16)
 };
 
 DecodedHead decode_head(const Problem& p, const HostTensors& t, int64_t b, int64_t hk, int threads) {
@@ -70,8 +71,8 @@ DecodedHead decode_head(const Problem& p, const HostTensors& t, int64_t b, int64
   DecodedHead h;
   h.k.resize(size_t(per_head));
   h.v.resize(size_t(per_head));
-  h.kt.assign(size_t(blocks * d * kKeyBlock), 0.0f);
-  h.vt.assign(size_t(blocks * d * kKeyBlock), 0.0f);
+  h.kt.assign(size_t(blocks * d * kKeyBlock), 0.0);
+  h.vt.assign(size_t(blocks * d * kKeyBlock), 0.0);
   constexpr int64_t kBlocksPerChunk = 64;
   const int64_t chunks = (blocks + kBlocksPerChunk - 1) / kBlocksPerChunk;
   parallel_for(size_t(chunks), thread_count(size_t(chunks), threads), [&](int tid, int nthreads) {
@@ -87,35 +88,204 @@ DecodedHead decode_head(const Problem& p, const HostTensors& t, int64_t b, int64
 }
 
 // The hot loops below are compiled for each vector unit (function multi-versioning: the widest
-// the running machine has is chosen at load time). reference.cpp is built with
-// -ffp-contract=off, so every version multiplies and adds separately, as the scalar loop does:
-// the same bits on any x86-64 (tests/test_reference.cpp's hashes).
+// the running machine has is chosen at load time), on GCC's generic vectors of eight doubles
+// (lowered to what each unit has). reference.cpp is built with -ffp-contract=off, so every
+// version multiplies and adds separately, as a scalar loop does: the same bits on any x86-64
+// (tests/test_reference.cpp, ReferenceBits: against the order of operations spelled out).
+// Each loop keeps many independent sums in registers, so that its additions overlap instead of
+// waiting on one chain of dependent additions, and uses each value it loads for two query rows
+// where it can; each sum still runs over its terms in their order.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define FLASHIO_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define FLASHIO_VECTOR_CLONES
 #endif
+// The clones' helpers are inlined into each clone, so that they are compiled for its unit.
+#if defined(__GNUC__)
+#define FLASHIO_INLINE inline __attribute__((always_inline))
+#else
+#define FLASHIO_INLINE inline
+#endif
 
-// out[c] += w·x[c], c < d.
-template <typename T>
-FLASHIO_VECTOR_CLONES void add_scaled(double w, const T* x, int64_t d, double* out) {
-  for (int64_t c = 0; c < d; ++c) out[c] += w * double(x[c]);
+typedef double F64x8 __attribute__((vector_size(64)));
+// The same at any address of a double: a load or a store through it moves eight doubles.
+typedef double F64x8Unaligned __attribute__((vector_size(64), aligned(8), may_alias));
+#define FLASHIO_LOAD8(x) (*reinterpret_cast<const F64x8Unaligned*>(x))
+#define FLASHIO_STORE8(x, v) (*reinterpret_cast<F64x8Unaligned*>(x) = (v))
+#define FLASHIO_SPLAT8(x) (F64x8{(x), (x), (x), (x), (x), (x), (x), (x)})
+
+// out_r[c] += Σ_m w_r[m]·rows[k(m)·d + c] for each of the R rows r, the terms added in the order
+// of m (k(m) = m, or index[m] when Indexed): `Lanes` eight-wide columns of each out_r at a time
+// stay in registers over all m, and each loaded row of `rows` serves the R rows.
+template <bool Indexed, int R, int Lanes>
+FLASHIO_INLINE int64_t accumulate_columns(const double* const* w, const double* rows, const int32_t* index, int64_t n,
+                                          int64_t d, int64_t c, double* const* out) {
+  for (; c + 8 * Lanes <= d; c += 8 * Lanes) {
+    F64x8 acc[R][Lanes];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+      for (int l = 0; l < Lanes; ++l) acc[r][l] = FLASHIO_LOAD8(out[r] + c + 8 * l);
+    for (int64_t m = 0; m < n; ++m) {
+      const double* row = rows + (Indexed ? int64_t(index[m]) : m) * d + c;
+      F64x8 x[Lanes];
+#pragma GCC unroll 8
+      for (int l = 0; l < Lanes; ++l) x[l] = FLASHIO_LOAD8(row + 8 * l);
+#pragma GCC unroll 2
+      for (int r = 0; r < R; ++r) {
+        const double wm = w[r][m];
+        const F64x8 ws = FLASHIO_SPLAT8(wm);
+#pragma GCC unroll 8
+        for (int l = 0; l < Lanes; ++l) acc[r][l] += ws * x[l];
+      }
+    }
+#pragma GCC unroll 2
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+      for (int l = 0; l < Lanes; ++l) FLASHIO_STORE8(out[r] + c + 8 * l, acc[r][l]);
+  }
+  return c;
 }
 
-// out[j] = Σ_c x[c]·T[c][j] for the keys j < n of a head transposed by blocks (DecodedHead::kt):
-// each key's sum runs over c in order from 0.0, as the plain loop would (so the bits are the
-// same), sixteen keys at a time so that the additions of different keys overlap and vectorise
-// instead of waiting on one chain of dependent additions.
-FLASHIO_VECTOR_CLONES void dot_keys(const double* x, const float* t, int64_t n, int64_t d, double* out) {
-  for (int64_t j = 0; j < n; j += kKeyBlock) {
-    double acc[kKeyBlock] = {};
-    const float* block = t + (j / kKeyBlock) * d * kKeyBlock;
-    for (int64_t c = 0; c < d; ++c) {
-      const double xc = x[c];
-      for (int64_t l = 0; l < kKeyBlock; ++l) acc[l] += xc * double(block[c * kKeyBlock + l]);
+template <bool Indexed, int R>
+FLASHIO_INLINE void accumulate(const double* const* w, const double* rows, const int32_t* index, int64_t n, int64_t d,
+                               double* const* out) {
+  int64_t c = accumulate_columns<Indexed, R, 8>(w, rows, index, n, d, 0, out);
+  c = accumulate_columns<Indexed, R, 4>(w, rows, index, n, d, c, out);
+  c = accumulate_columns<Indexed, R, 1>(w, rows, index, n, d, c, out);
+  for (; c < d; ++c)
+    for (int r = 0; r < R; ++r) {
+      double acc = out[r][c];
+      for (int64_t m = 0; m < n; ++m) acc += w[r][m] * rows[(Indexed ? int64_t(index[m]) : m) * d + c];
+      out[r][c] = acc;
     }
-    for (int64_t l = 0; l < std::min(kKeyBlock, n - j); ++l) out[j + l] = acc[l];
+}
+
+// out[c] += Σ_{m < n} w[m]·rows[m·d + c] for c < d (rows: n × d, row-major).
+FLASHIO_VECTOR_CLONES void accumulate_rows(const double* w, const double* rows, int64_t n, int64_t d, double* out) {
+  accumulate<false, 1>(&w, rows, nullptr, n, d, &out);
+}
+// The same for two rows of weights over the same rows: out0 with w0, out1 with w1.
+FLASHIO_VECTOR_CLONES void accumulate_rows2(const double* w0, const double* w1, const double* rows, int64_t n,
+                                            int64_t d, double* out0, double* out1) {
+  const double* w[2] = {w0, w1};
+  double* out[2] = {out0, out1};
+  accumulate<false, 2>(w, rows, nullptr, n, d, out);
+}
+// out[c] += Σ_{m < n} w[m]·rows[index[m]·d + c] for c < d.
+FLASHIO_VECTOR_CLONES void accumulate_listed_rows(const double* w, const double* rows, const int32_t* index, int64_t n,
+                                                  int64_t d, double* out) {
+  accumulate<true, 1>(&w, rows, index, n, d, &out);
+}
+
+// out_r[j] = Σ_c x_r[c]·T[c][j] for the keys j in [j, j1) (j a multiple of 16) of a head
+// transposed by blocks (DecodedHead::kt) and each of the R rows x_r: each key's sum runs over c
+// in order from 0.0, as the plain loop would (so the bits are the same), `Blocks` blocks of
+// sixteen keys at a time, each block's values loaded once for the R rows.
+template <int Blocks, int R>
+FLASHIO_INLINE int64_t dot_blocks(const double* const* x, const double* t, int64_t j, int64_t j1, int64_t d,
+                                  double* const* out) {
+  for (; j + kKeyBlock * (Blocks - 1) < j1; j += kKeyBlock * Blocks) {  // the last block has a key below j1
+    F64x8 acc[R][Blocks][2] = {};
+    const double* block = t + (j / kKeyBlock) * d * kKeyBlock;
+    for (int64_t c = 0; c < d; ++c) {
+      F64x8 k[Blocks][2];
+#pragma GCC unroll 4
+      for (int b = 0; b < Blocks; ++b) {
+        k[b][0] = FLASHIO_LOAD8(block + (b * d + c) * kKeyBlock);
+        k[b][1] = FLASHIO_LOAD8(block + (b * d + c) * kKeyBlock + 8);
+      }
+#pragma GCC unroll 2
+      for (int r = 0; r < R; ++r) {
+        const double xc = x[r][c];
+        const F64x8 xs = FLASHIO_SPLAT8(xc);
+#pragma GCC unroll 4
+        for (int b = 0; b < Blocks; ++b) {
+          acc[r][b][0] += xs * k[b][0];
+          acc[r][b][1] += xs * k[b][1];
+        }
+      }
+    }
+    const int64_t keys = std::min<int64_t>(Blocks * kKeyBlock, j1 - j);
+    for (int r = 0; r < R; ++r) {
+      double sums[Blocks * kKeyBlock];
+      for (int b = 0; b < Blocks; ++b) {
+        FLASHIO_STORE8(sums + b * kKeyBlock, acc[r][b][0]);
+        FLASHIO_STORE8(sums + b * kKeyBlock + 8, acc[r][b][1]);
+      }
+      std::copy_n(sums, keys, out[r] + j);
+    }
   }
+  return j;
+}
+
+// out[j] = x · K_j for j in [j0, j1), j0 a multiple of 16 (t: DecodedHead::kt or ::vt).
+FLASHIO_VECTOR_CLONES void dot_keys(const double* x, const double* t, int64_t j0, int64_t j1, int64_t d, double* out) {
+  const int64_t j = dot_blocks<4, 1>(&x, t, j0, j1, d, &out);
+  dot_blocks<1, 1>(&x, t, j, j1, d, &out);
+}
+// The same for two rows at once.
+FLASHIO_VECTOR_CLONES void dot_keys2(const double* x0, const double* x1, const double* t, int64_t j0, int64_t j1,
+                                     int64_t d, double* out0, double* out1) {
+  const double* x[2] = {x0, x1};
+  double* out[2] = {out0, out1};
+  const int64_t j = dot_blocks<4, 2>(x, t, j0, j1, d, out);
+  dot_blocks<1, 2>(x, t, j, j1, d, out);
+}
+
+// ---- row tiles ----------------------------------------------------------------------------
+//
+// A thread takes its query rows a tile at a time, and the tile's loops over keys go a chunk at a
+// time: each chunk of a decoded K or V head (about 256 KiB) is used by every row of the tile while
+// it is in the core's cache, instead of each row streaming the whole head (which made the
+// reference wait on memory). What each row computes, and in what order, is unchanged.
+
+constexpr size_t kTileRows = 8;
+
+// Keys per chunk: 32768 doubles of a head (256 KiB), a multiple of 64 keys.
+int64_t chunk_keys(int64_t d) {
+  constexpr int64_t kUnit = 4 * kKeyBlock;
+  return std::max<int64_t>(kUnit, 32768 / d / kUnit * kUnit);
+}
+
+// out_m[j] = x_m · T_j for j in [j0, min(j1, ends[m])) of each of the n rows, two rows at a time
+// where both have the whole range.
+void dot_tile(const double* t, int64_t d, int64_t j0, int64_t j1, size_t n, const double* const* x,
+              const int64_t* ends, double* const* out) {
+  size_t waiting = n;  // a row with the whole range, not yet paired
+  for (size_t m = 0; m < n; ++m) {
+    const int64_t end = std::min(j1, ends[m]);
+    if (end <= j0) continue;
+    if (end < j1) {
+      dot_keys(x[m], t, j0, end, d, out[m]);
+    } else if (waiting == n) {
+      waiting = m;
+    } else {
+      dot_keys2(x[waiting], x[m], t, j0, j1, d, out[waiting], out[m]);
+      waiting = n;
+    }
+  }
+  if (waiting < n) dot_keys(x[waiting], t, j0, j1, d, out[waiting]);
+}
+
+// out_m[c] += Σ_j w_m[j]·rows[j·d + c] for j in [j0, min(j1, ends[m])) of each of the n rows, two
+// rows at a time where both have the whole range.
+void accumulate_tile(const double* rows, int64_t d, int64_t j0, int64_t j1, size_t n, const double* const* w,
+                     const int64_t* ends, double* const* out) {
+  size_t waiting = n;
+  for (size_t m = 0; m < n; ++m) {
+    const int64_t end = std::min(j1, ends[m]);
+    if (end <= j0) continue;
+    if (end < j1) {
+      accumulate_rows(w[m] + j0, rows + j0 * d, end - j0, d, out[m]);
+    } else if (waiting == n) {
+      waiting = m;
+    } else {
+      accumulate_rows2(w[waiting] + j0, w[m] + j0, rows + j0 * d, j1 - j0, d, out[waiting], out[m]);
+      waiting = n;
+    }
+  }
+  if (waiting < n) accumulate_rows(w[waiting] + j0, rows + j0 * d, j1 - j0, d, out[waiting]);
 }
 
 // `rows` grouped by the K/V head they read, (b, hk) in order of first appearance: positions
@@ -140,8 +310,6 @@ std::vector<std::pair<std::pair<int64_t, int64_t>, std::vector<size_t>>> rows_by
 // seed); Problem has no offset field.
 constexpr uint64_t kDropoutOffset = 0;
 
-// One query row: scores over visible keys, max-subtracted exp, normalised sum of V; with
-// dropout, each normalised weight is then kept (scaled by 1/(1-p)) or dropped.
 // The problem's block mask, or none when dense (Algorithm 5's M, expanded to elements on use).
 std::optional<BlockMask> mask_of(const Problem& p) {
   if (!p.sparse()) return std::nullopt;
@@ -157,48 +325,108 @@ bool any_allowed(const BlockMask* mask, const RowId& r, int64_t visible) {
   return false;
 }
 
-void reference_row(const Problem& p, const HostTensors& t, const DecodedHead& kv, const RowId& r, double* out,
-                   double* lse, std::vector<double>& scores, std::vector<double>& qrow, const BlockMask* mask) {
-  const int64_t d = p.head_dim, nk = p.nk();
-  const uint16_t* q = t.q + ((r.b * p.heads + r.h) * p.seqlen_q + r.i) * d;
-  const float* v = kv.v.data();
-  int64_t visible = t.key_lengths ? std::min<int64_t>(nk, t.key_lengths[r.b]) : nk;
+// `scores` and `kept` (used with dropout) hold Nk each.
+// Keys a query row sees before the block mask: its sequence's keys (padding), the causal limit.
+int64_t visible_keys(const Problem& p, const HostTensors& t, const RowId& r) {
+  int64_t visible = t.key_lengths ? std::min<int64_t>(p.nk(), t.key_lengths[r.b]) : p.nk();
   if (p.causal) visible = std::min<int64_t>(visible, r.i + 1);
+  return std::max<int64_t>(visible, 0);
+}
 
-  std::fill(out, out + d, 0.0);
-  if (!any_allowed(mask, r, visible)) {  // no key at all (causal, padding, or all blocks zero)
-    *lse = -std::numeric_limits<double>::infinity();
-    return;
-  }
-  for (int64_t c = 0; c < d; ++c) qrow[size_t(c)] = to_float(p.dtype, q[c]);
-  const double scale = p.scale();
-  double row_max = -std::numeric_limits<double>::infinity();
-  dot_keys(qrow.data(), kv.kt.data(), visible, d, scores.data());
-  for (int64_t j = 0; j < visible; ++j) {
-    if (mask && !mask->allows(r.i, j)) {  // a zero block: excluded from the softmax
-      scores[size_t(j)] = -std::numeric_limits<double>::infinity();
+const uint16_t* query_row(const Problem& p, const uint16_t* q, const RowId& r) {
+  return q + ((r.b * p.heads + r.h) * p.seqlen_q + r.i) * p.head_dim;
+}
+
+// A thread's scratch for its tiles.
+struct TileScratch {
+  std::vector<double> q;       // (kTileRows, d): the tile's query rows, widened
+  std::vector<double> scores;  // (kTileRows, Nk)
+  std::vector<int32_t> kept;   // (kTileRows, Nk): the keys dropout keeps
+};
+
+// The forward of n <= kTileRows query rows of one K/V head (O rows out[m], d each; LSE *lse[m]):
+// per row, scores over the visible keys, max-subtracted exp, normalised sum of V; with dropout,
+// each normalised weight is then kept (scaled by 1/(1-p)) or dropped.
+void forward_tile(const Problem& p, const HostTensors& t, const DecodedHead& kv, const BlockMask* mask, const RowId* r,
+                  size_t n, double* const* out, double* const* lse, TileScratch& s) {
+  const int64_t d = p.head_dim, nk = p.nk();
+  const bool dropout = p.dropout > 0.0;
+  s.q.resize(kTileRows * size_t(d));
+  s.scores.resize(kTileRows * size_t(nk));
+  if (dropout) s.kept.resize(kTileRows * size_t(nk));
+  const double* x[kTileRows];
+  double* scores[kTileRows];
+  int64_t visible[kTileRows], weights[kTileRows];  // keys scored (0: none), weights of O's sum
+  int64_t longest = 0;
+  for (size_t m = 0; m < n; ++m) {
+    double* qm = s.q.data() + m * size_t(d);
+    x[m] = qm;
+    scores[m] = s.scores.data() + m * size_t(nk);
+    visible[m] = weights[m] = 0;
+    std::fill(out[m], out[m] + d, 0.0);
+    const int64_t keys = visible_keys(p, t, r[m]);
+    if (!any_allowed(mask, r[m], keys)) {  // no key at all (causal, padding, or all blocks zero)
+      *lse[m] = -std::numeric_limits<double>::infinity();
       continue;
     }
-    scores[size_t(j)] *= scale;
-    row_max = std::max(row_max, scores[size_t(j)]);
+    const uint16_t* q = query_row(p, t.q, r[m]);
+    for (int64_t c = 0; c < d; ++c) qm[c] = to_float(p.dtype, q[c]);
+    visible[m] = keys;
+    longest = std::max(longest, keys);
   }
-  double sum = 0.0;
-  for (int64_t j = 0; j < visible; ++j) {
-    const double e = std::exp(scores[size_t(j)] - row_max);
-    scores[size_t(j)] = e;
-    sum += e;
-  }
-  const bool dropout = p.dropout > 0.0;
+  const int64_t chunk = chunk_keys(d);
+  for (int64_t j0 = 0; j0 < longest; j0 += chunk) dot_tile(kv.kt.data(), d, j0, j0 + chunk, n, x, visible, scores);
+
+  const double scale = p.scale();
   const double keep_scale = dropout ? dropout_scale(p.dropout) : 1.0;
-  for (int64_t j = 0; j < visible; ++j) {
-    if (dropout &&
-        !dropout_keeps(p.seed, kDropoutOffset, p.dropout, uint32_t(r.b), uint32_t(r.h), uint32_t(r.i), uint32_t(j)))
-      continue;
-    const double w = scores[size_t(j)] / sum * keep_scale;
-    const float* vj = v + j * d;
-    add_scaled(w, vj, d, out);
+  for (size_t m = 0; m < n; ++m) {
+    if (visible[m] == 0) continue;
+    double* sc = scores[m];
+    double row_max = -std::numeric_limits<double>::infinity();
+    for (int64_t j = 0; j < visible[m]; ++j) {
+      if (mask && !mask->allows(r[m].i, j)) {  // a zero block: excluded from the softmax
+        sc[j] = -std::numeric_limits<double>::infinity();
+        continue;
+      }
+      sc[j] *= scale;
+      row_max = std::max(row_max, sc[j]);
+    }
+    double sum = 0.0;
+    for (int64_t j = 0; j < visible[m]; ++j) {
+      const double e = std::exp(sc[j] - row_max);
+      sc[j] = e;
+      sum += e;
+    }
+    // The weights, in place of the exponentials, for O = Σ_j w_j·V_j in the order of j; a dropped
+    // key is left out (not added as 0·V_j), its weight's place taken by the next kept key's.
+    int32_t* kept = dropout ? s.kept.data() + m * size_t(nk) : nullptr;
+    int64_t w = 0;
+    for (int64_t j = 0; j < visible[m]; ++j) {
+      if (dropout && !dropout_keeps(p.seed, kDropoutOffset, p.dropout, uint32_t(r[m].b), uint32_t(r[m].h),
+                                    uint32_t(r[m].i), uint32_t(j)))
+        continue;
+      sc[w] = sc[j] / sum * keep_scale;
+      if (dropout) kept[w] = int32_t(j);
+      ++w;
+    }
+    weights[m] = w;
+    *lse[m] = row_max + std::log(sum);
   }
-  *lse = row_max + std::log(sum);
+
+  if (!dropout) {
+    for (int64_t j0 = 0; j0 < longest; j0 += chunk)
+      accumulate_tile(kv.v.data(), d, j0, j0 + chunk, n, scores, weights, out);
+    return;
+  }
+  int64_t done[kTileRows] = {};  // weights of each row added so far
+  for (int64_t j0 = 0; j0 < longest; j0 += chunk)
+    for (size_t m = 0; m < n; ++m) {
+      const int32_t* kept = s.kept.data() + m * size_t(nk);
+      int64_t end = done[m];
+      while (end < weights[m] && kept[end] < j0 + chunk) ++end;
+      accumulate_listed_rows(scores[m] + done[m], kv.v.data(), kept + done[m], end - done[m], d, out[m]);
+      done[m] = end;
+    }
 }
 
 }  // namespace
@@ -211,52 +439,92 @@ struct RowGrad {
   std::vector<double> prob, keep, ds;  // size visible
 };
 
-// `dorow` receives the row of dO widened (exactly) to double.
-void backward_row(const Problem& p, const HostTensors& t, const DecodedHead& kv, const uint16_t* d_o, const RowId& r,
-                  RowGrad& g, std::vector<double>& qrow, std::vector<double>& dorow, const BlockMask* mask) {
-  const int64_t d = p.head_dim, nk = p.nk();
-  const uint16_t* q = t.q + ((r.b * p.heads + r.h) * p.seqlen_q + r.i) * d;
-  const uint16_t* dorow16 = d_o + ((r.b * p.heads + r.h) * p.seqlen_q + r.i) * d;
-  dorow.resize(size_t(d));
-  for (int64_t c = 0; c < d; ++c) dorow[size_t(c)] = to_float(p.dtype, dorow16[c]);
-  int64_t visible = t.key_lengths ? std::min<int64_t>(nk, t.key_lengths[r.b]) : nk;
-  if (p.causal) visible = std::min<int64_t>(visible, r.i + 1);
-  g.visible = std::max<int64_t>(visible, 0);
-  g.prob.assign(size_t(g.visible), 0.0);
-  g.keep.assign(size_t(g.visible), 1.0);
-  g.ds.assign(size_t(g.visible), 0.0);
-  if (!any_allowed(mask, r, g.visible)) return;  // P = 0: zero gradients
-  for (int64_t c = 0; c < d; ++c) qrow[size_t(c)] = to_float(p.dtype, q[c]);
-  const double scale = p.scale();
-  double row_max = -std::numeric_limits<double>::infinity();
-  dot_keys(qrow.data(), kv.kt.data(), g.visible, d, g.prob.data());
-  for (int64_t j = 0; j < g.visible; ++j) {
-    if (mask && !mask->allows(r.i, j)) {  // a zero block: P = 0 there
-      g.prob[size_t(j)] = -std::numeric_limits<double>::infinity();
-      continue;
+// The backward quantities of n <= kTileRows query rows of one K/V head, given dO: g[m], and the
+// rows of Q and dO widened (exactly) to double at qrows, dorows (n × d).
+void backward_tile(const Problem& p, const HostTensors& t, const DecodedHead& kv, const uint16_t* d_o,
+                   const BlockMask* mask, const RowId* r, size_t n, RowGrad* g, double* qrows, double* dorows) {
+  const int64_t d = p.head_dim;
+  const double* q[kTileRows];
+  const double* dorow[kTileRows];
+  double* prob[kTileRows];
+  double* dp[kTileRows];
+  int64_t scored[kTileRows];  // keys scored: 0 for a row that sees none
+  int64_t longest = 0;
+  for (size_t m = 0; m < n; ++m) {
+    double* qm = qrows + m * size_t(d);
+    double* dom = dorows + m * size_t(d);
+    const uint16_t* q16 = query_row(p, t.q, r[m]);
+    const uint16_t* do16 = query_row(p, d_o, r[m]);
+    for (int64_t c = 0; c < d; ++c) {
+      qm[c] = to_float(p.dtype, q16[c]);
+      dom[c] = to_float(p.dtype, do16[c]);
     }
-    g.prob[size_t(j)] *= scale;
-    row_max = std::max(row_max, g.prob[size_t(j)]);
+    q[m] = qm;
+    dorow[m] = dom;
+    scored[m] = 0;
+    g[m].visible = visible_keys(p, t, r[m]);
+    g[m].prob.assign(size_t(g[m].visible), 0.0);
+    g[m].keep.assign(size_t(g[m].visible), 1.0);
+    g[m].ds.assign(size_t(g[m].visible), 0.0);
+    prob[m] = g[m].prob.data();
+    dp[m] = g[m].ds.data();  // dP = dO·Vᵀ first, then dS in place
+    if (!any_allowed(mask, r[m], g[m].visible)) continue;  // P = 0: zero gradients
+    scored[m] = g[m].visible;
+    longest = std::max(longest, scored[m]);
   }
-  double sum = 0.0;
-  for (auto& x : g.prob) sum += (x = std::exp(x - row_max));
-  for (auto& x : g.prob) x /= sum;
-  if (p.dropout > 0.0)
-    for (int64_t j = 0; j < g.visible; ++j)
-      g.keep[size_t(j)] = dropout_keeps(p.seed, kDropoutOffset, p.dropout, uint32_t(r.b), uint32_t(r.h),
-                                        uint32_t(r.i), uint32_t(j))
-                              ? dropout_scale(p.dropout)
-                              : 0.0;
-  std::vector<double>& dp = g.ds;  // dP = dO·Vᵀ first, then dS in place
-  dot_keys(dorow.data(), kv.vt.data(), g.visible, d, dp.data());
-  double dsum = 0.0;  // D_i = Σ_j P_ij dP_ij
-  for (int64_t j = 0; j < g.visible; ++j) {
-    g.ds[size_t(j)] = dp[size_t(j)] * g.keep[size_t(j)];
-    dsum += g.prob[size_t(j)] * g.ds[size_t(j)];
+  const int64_t chunk = chunk_keys(d);
+  for (int64_t j0 = 0; j0 < longest; j0 += chunk) {
+    dot_tile(kv.kt.data(), d, j0, j0 + chunk, n, q, scored, prob);
+    dot_tile(kv.vt.data(), d, j0, j0 + chunk, n, dorow, scored, dp);
   }
-  for (int64_t j = 0; j < g.visible; ++j) g.ds[size_t(j)] = g.prob[size_t(j)] * (g.ds[size_t(j)] - dsum);
+  const double scale = p.scale();
+  for (size_t m = 0; m < n; ++m) {
+    if (scored[m] == 0) continue;
+    RowGrad& gm = g[m];
+    double row_max = -std::numeric_limits<double>::infinity();
+    for (int64_t j = 0; j < gm.visible; ++j) {
+      if (mask && !mask->allows(r[m].i, j)) {  // a zero block: P = 0 there
+        gm.prob[size_t(j)] = -std::numeric_limits<double>::infinity();
+        continue;
+      }
+      gm.prob[size_t(j)] *= scale;
+      row_max = std::max(row_max, gm.prob[size_t(j)]);
+    }
+    double sum = 0.0;
+    for (auto& x : gm.prob) sum += (x = std::exp(x - row_max));
+    for (auto& x : gm.prob) x /= sum;
+    if (p.dropout > 0.0)
+      for (int64_t j = 0; j < gm.visible; ++j)
+        gm.keep[size_t(j)] = dropout_keeps(p.seed, kDropoutOffset, p.dropout, uint32_t(r[m].b), uint32_t(r[m].h),
+                                           uint32_t(r[m].i), uint32_t(j))
+                                 ? dropout_scale(p.dropout)
+                                 : 0.0;
+    double dsum = 0.0;  // D_i = Σ_j P_ij dP_ij
+    for (int64_t j = 0; j < gm.visible; ++j) {
+      gm.ds[size_t(j)] = gm.ds[size_t(j)] * gm.keep[size_t(j)];
+      dsum += gm.prob[size_t(j)] * gm.ds[size_t(j)];
+    }
+    for (int64_t j = 0; j < gm.visible; ++j) gm.ds[size_t(j)] = gm.prob[size_t(j)] * (gm.ds[size_t(j)] - dsum);
+  }
 }
 
+// Calls f(tid, members) for tiles of up to kTileRows of the positions [0, n), thread tid taking
+// positions tid, tid + threads, ... (the same split as row by row).
+template <typename F>
+void for_each_tile(size_t n, int threads, F f) {
+  parallel_for(n, thread_count(n, threads), [&](int tid, int nthreads) {
+    size_t members[kTileRows];
+    size_t count = 0;
+    for (size_t m = size_t(tid); m < n; m += size_t(nthreads)) {
+      members[count++] = m;
+      if (count == kTileRows) {
+        f(tid, members, count);
+        count = 0;
+      }
+    }
+    if (count) f(tid, members, count);
+  });
+}
 
 }  // namespace
 
@@ -270,18 +538,32 @@ void reference_dq_rows(const Problem& p, const HostTensors& t, const uint16_t* d
     const auto& head = group.first;  // not a structured binding: clang 14 cannot capture one in a lambda
     const auto& members = group.second;
     const DecodedHead kv = decode_head(p, t, head.first, head.second, threads);
-    parallel_for(members.size(), thread_count(members.size(), threads), [&](int tid, int nthreads) {
-      RowGrad g;
-      std::vector<double> qrow(static_cast<size_t>(d));
-      std::vector<double> dorow;
-      for (size_t m = size_t(tid); m < members.size(); m += size_t(nthreads)) {
-        const size_t r = members[m];
-        backward_row(p, t, kv, d_o, rows[r], g, qrow, dorow, mask ? &*mask : nullptr);
-        const float* k = kv.k.data();
-        double* out = dq.data() + r * size_t(d);
-        for (int64_t j = 0; j < g.visible; ++j)
-          add_scaled(scale * g.ds[size_t(j)], k + j * d, d, out);
+    const int64_t chunk = chunk_keys(d);
+    struct Scratch {
+      RowGrad g[kTileRows];
+      std::vector<double> qrows, dorows;
+    };
+    std::vector<Scratch> scratch(size_t(thread_count(members.size(), threads)));
+    for_each_tile(members.size(), threads, [&](int tid, const size_t* tile, size_t n) {
+      RowId r[kTileRows];
+      RowGrad* g = scratch[size_t(tid)].g;
+      std::vector<double>& qrows = scratch[size_t(tid)].qrows;
+      std::vector<double>& dorows = scratch[size_t(tid)].dorows;
+      qrows.resize(kTileRows * size_t(d));
+      dorows.resize(kTileRows * size_t(d));
+      const double* w[kTileRows];
+      double* out[kTileRows];
+      int64_t keys[kTileRows], longest = 0;
+      for (size_t m = 0; m < n; ++m) r[m] = rows[members[tile[m]]];
+      backward_tile(p, t, kv, d_o, mask ? &*mask : nullptr, r, n, g, qrows.data(), dorows.data());
+      for (size_t m = 0; m < n; ++m) {
+        for (auto& ds : g[m].ds) ds *= scale;  // dQ = Σ_j (scale·dS_j)·K_j
+        w[m] = g[m].ds.data();
+        out[m] = dq.data() + members[tile[m]] * size_t(d);
+        keys[m] = g[m].visible;
+        longest = std::max(longest, keys[m]);
       }
+      for (int64_t j0 = 0; j0 < longest; j0 += chunk) accumulate_tile(kv.k.data(), d, j0, j0 + chunk, n, w, keys, out);
     });
   }
 }
@@ -308,25 +590,29 @@ void reference_dkdv_head(const Problem& p, const HostTensors& t, const uint16_t*
     auto& pv = part_v[size_t(tid)];
     pk.assign(size_t(nk * d), 0.0);
     pv.assign(size_t(nk * d), 0.0);
-    std::vector<RowGrad> g(kBlock);
-    std::vector<std::vector<double>> qrow(kBlock, std::vector<double>(size_t(d))), dorow(kBlock);
+    RowGrad g[kBlock];
+    RowId block[kBlock];
+    std::vector<double> qrows(kBlock * size_t(d)), dorows(kBlock * size_t(d));  // the block's rows, (kBlock, d)
+    double wv[kBlock], wk[kBlock];
+    int32_t listed[kBlock];
     for (size_t first = size_t(tid); first < rows.size(); first += kBlock * size_t(nthreads)) {
       size_t n = 0;
       int64_t keys = 0;
-      for (size_t r = first; r < rows.size() && n < kBlock; r += size_t(nthreads), ++n) {
-        backward_row(p, t, kv, d_o, rows[r], g[n], qrow[n], dorow[n], mask ? &*mask : nullptr);
-        keys = std::max(keys, g[n].visible);
-      }
+      for (size_t r = first; r < rows.size() && n < kBlock; r += size_t(nthreads)) block[n++] = rows[r];
+      for (size_t m = 0; m < n; m += kTileRows)
+        backward_tile(p, t, kv, d_o, mask ? &*mask : nullptr, block + m, std::min(kTileRows, n - m), g + m,
+                      qrows.data() + m * size_t(d), dorows.data() + m * size_t(d));
+      for (size_t m = 0; m < n; ++m) keys = std::max(keys, g[m].visible);
       for (int64_t j = 0; j < keys; ++j) {
-        double* pvj = pv.data() + j * d;
-        double* pkj = pk.data() + j * d;
+        int64_t terms = 0;  // the block's rows that see key j, in order
         for (size_t m = 0; m < n; ++m) {
           if (j >= g[m].visible) continue;
-          const double wv = g[m].prob[size_t(j)] * g[m].keep[size_t(j)];
-          const double wk = scale * g[m].ds[size_t(j)];
-          add_scaled(wv, dorow[m].data(), d, pvj);
-          add_scaled(wk, qrow[m].data(), d, pkj);
+          wv[terms] = g[m].prob[size_t(j)] * g[m].keep[size_t(j)];
+          wk[terms] = scale * g[m].ds[size_t(j)];
+          listed[terms++] = int32_t(m);
         }
+        accumulate_listed_rows(wv, dorows.data(), listed, terms, d, pv.data() + j * d);
+        accumulate_listed_rows(wk, qrows.data(), listed, terms, d, pk.data() + j * d);
       }
     }
   });
@@ -355,12 +641,18 @@ void reference_rows(const Problem& p, const HostTensors& t, const std::vector<Ro
     const auto& head = group.first;  // not a structured binding: clang 14 cannot capture one in a lambda
     const auto& members = group.second;
     const DecodedHead kv = decode_head(p, t, head.first, head.second, threads);
-    parallel_for(members.size(), thread_count(members.size(), threads), [&](int tid, int nthreads) {
-      std::vector<double> scores(static_cast<size_t>(p.nk())), qrow(static_cast<size_t>(d));
-      for (size_t m = size_t(tid); m < members.size(); m += size_t(nthreads)) {
-        const size_t r = members[m];
-        reference_row(p, t, kv, rows[r], out.data() + r * size_t(d), &lse[r], scores, qrow, mask ? &*mask : nullptr);
+    std::vector<TileScratch> scratch(size_t(thread_count(members.size(), threads)));
+    for_each_tile(members.size(), threads, [&](int tid, const size_t* tile, size_t n) {
+      RowId r[kTileRows];
+      double* o[kTileRows];
+      double* l[kTileRows];
+      for (size_t m = 0; m < n; ++m) {
+        const size_t row = members[tile[m]];
+        r[m] = rows[row];
+        o[m] = out.data() + row * size_t(d);
+        l[m] = &lse[row];
       }
+      forward_tile(p, t, kv, mask ? &*mask : nullptr, r, n, o, l, scratch[size_t(tid)]);
     });
   }
 }

@@ -1,9 +1,7 @@
 #include "bench/measure/problem_data.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
-#include <set>
 #include <stdexcept>
 #include <tuple>
 
@@ -18,41 +16,6 @@
 namespace flashio {
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// Calls f(first, count) for each run of consecutive heads in the sorted list.
-template <typename F>
-void for_each_run(const std::vector<int64_t>& heads, F f) {
-  for (size_t i = 0; i < heads.size();) {
-    size_t end = i + 1;
-    while (end < heads.size() && heads[end] == heads[end - 1] + 1) ++end;
-    f(heads[i], int64_t(end - i));
-    i = end;
-  }
-}
-
-// Query heads (b·H + h) of the checked rows, and of every query head of the given K/V heads.
-std::vector<int64_t> query_heads(const Problem& p, const std::vector<RowId>& rows,
-                                 const std::vector<std::pair<int64_t, int64_t>>& kv_heads) {
-  std::set<int64_t> heads;
-  for (const auto& r : rows) heads.insert(r.b * p.heads + r.h);
-  const int64_t group = p.heads / p.kvh();
-  for (auto [b, hk] : kv_heads)
-    for (int64_t h = hk * group; h < (hk + 1) * group; ++h) heads.insert(b * p.heads + h);
-  return {heads.begin(), heads.end()};
-}
-
-std::vector<int64_t> key_value_heads(const Problem& p, const std::vector<RowId>& rows,
-                                     const std::vector<std::pair<int64_t, int64_t>>& kv_heads) {
-  std::set<int64_t> heads;
-  const int64_t group = p.heads / p.kvh();
-  for (const auto& r : rows) heads.insert(r.b * p.kvh() + r.h / group);
-  for (auto [b, hk] : kv_heads) heads.insert(b * p.kvh() + hk);
-  return {heads.begin(), heads.end()};
-}
 
 DeviceBuffer generate(const Problem& p, InputTensor which, int64_t elements, DeviceAllocator& alloc,
                       cudaStream_t stream) {
@@ -151,94 +114,7 @@ void verify_packed_tensor(const char* name, const Problem& p, const HostTensor& 
 
 }  // namespace
 
-void HostTensor::make(const Problem& p, InputTensor which, const std::vector<int64_t>& heads) {
-  const bool query_side = which == InputTensor::Q || which == InputTensor::dO;
-  const int64_t count = p.batch * (query_side ? p.heads : p.kvh());
-  if (!words) {
-    head_words = (query_side ? p.seqlen_q : p.nk()) * p.head_dim;
-    words.reset(new uint16_t[size_t(count * head_words)]);  // not initialised: untouched pages cost nothing
-    present.assign(size_t(count), 0);
-  }
-  std::vector<int64_t> missing;
-  for (int64_t h : heads)
-    if (!present[size_t(h)]) missing.push_back(h);
-  for_each_run(missing, [&](int64_t first, int64_t n) {
-    fill_normal(words.get() + first * head_words, size_t(first * head_words), size_t(n * head_words), p.dtype,
-                p.seed, which);
-    for (int64_t h = first; h < first + n; ++h) present[size_t(h)] = 1;
-  });
-}
-
-HostTensors HostSide::tensors() const {
-  return {q.words.get(), k.words.get(), v.words.get(),
-          problem.key_padded() || problem.varlen() ? key_lengths.data() : nullptr};
-}
-
-std::string problem_key(const Problem& p) {
-  Problem inputs_of = p;
-  inputs_of.deterministic = false;
-  return inputs_of.name() + fmt::format("/seed:{}", p.seed);
-}
-
-HostSide make_host_side(const Problem& p, bool with_grad, const RunOptions& opt) {
-  HostSide h;
-  h.problem = p;
-  h.key = problem_key(p);
-  auto start = std::chrono::steady_clock::now();
-  h.rows = rows_to_check(p, opt.check_budget_macs);
-  h.q.make(p, InputTensor::Q, query_heads(p, h.rows, {}));
-  const auto kv = key_value_heads(p, h.rows, {});
-  h.k.make(p, InputTensor::K, kv);
-  h.v.make(p, InputTensor::V, kv);
-  h.key_lengths = key_lengths(p);
-  if (p.paged()) h.pages = kv_pages_of(p);
-  h.inputs_s += seconds_since(start);
-  start = std::chrono::steady_clock::now();
-  reference_rows(p, h.tensors(), h.rows, h.ref_out, h.ref_lse, opt.host_threads);
-  h.reference_s += seconds_since(start);
-  if (with_grad) add_gradients(h, opt);
-  return h;
-}
-
-void add_gradients(HostSide& h, const RunOptions& opt) {
-  if (h.have_grad) return;
-  const Problem& p = h.problem;
-  const int64_t all_heads = p.batch * p.kvh();
-  const double cost = reference_dkdv_cost(p);
-  if (cost * double(all_heads) <= opt.check_budget_macs) {
-    for (int64_t b = 0; b < p.batch; ++b)
-      for (int64_t hk = 0; hk < p.kvh(); ++hk) h.kv_heads.push_back({b, hk});
-  } else if (cost * 2 <= opt.check_budget_macs) {
-    h.kv_heads = {{0, 0}};
-    if (all_heads > 1) h.kv_heads.push_back({p.batch - 1, p.kvh() - 1});
-  }
-  auto start = std::chrono::steady_clock::now();
-  const auto queries = query_heads(p, h.rows, h.kv_heads);
-  const auto kv = key_value_heads(p, h.rows, h.kv_heads);
-  h.q.make(p, InputTensor::Q, queries);
-  h.d_o.make(p, InputTensor::dO, queries);
-  h.k.make(p, InputTensor::K, kv);
-  h.v.make(p, InputTensor::V, kv);
-  h.inputs_s += seconds_since(start);
-
-  start = std::chrono::steady_clock::now();
-  reference_dq_rows(p, h.tensors(), h.d_o.words.get(), h.rows, h.ref_dq, opt.host_threads);
-  for (auto [b, hk] : h.kv_heads) {
-    std::vector<double> dk, dv;
-    reference_dkdv_head(p, h.tensors(), h.d_o.words.get(), b, hk, dk, dv, opt.host_threads);
-    h.ref_dk.insert(h.ref_dk.end(), dk.begin(), dk.end());
-    h.ref_dv.insert(h.ref_dv.end(), dv.begin(), dv.end());
-  }
-  h.reference_s += seconds_since(start);
-  h.grad_scope = fmt::format("dq: {} rows; dk, dv: ",
-                             h.rows.size() == size_t(p.batch * p.heads * p.seqlen_q) ? "all" : "sampled");
-  h.grad_scope += h.kv_heads.empty()
-                      ? fmt::format("not checked (one K/V head needs {:.2g} multiply-adds, over the budget)", cost)
-                      : fmt::format("{} of {} K/V heads", h.kv_heads.size(), all_heads);
-  h.have_grad = true;
-}
-
-DeviceSide make_device_side(const HostSide& h, bool with_grad, DeviceAllocator& alloc, cudaStream_t stream) {
+DeviceSide make_device_side(const HostForward& h, DeviceAllocator& alloc, cudaStream_t stream) {
   const Problem& p = h.problem;
   DeviceSide d;
   if (p.packed()) {  // [H, T, d] and [Hkv, T, d], the padded tensors' values at the real tokens
@@ -284,14 +160,12 @@ DeviceSide make_device_side(const HostSide& h, bool with_grad, DeviceAllocator& 
   for (size_t r = 0; r < h.rows.size(); ++r) flat[r] = stored_row(p, cu, h.rows[r]);
   d.rows = DeviceBuffer(alloc, flat.size() * sizeof(int64_t));
   FLASHIO_CUDA_CHECK(cudaMemcpyAsync(d.rows.get(), flat.data(), d.rows.bytes(), cudaMemcpyHostToDevice, stream));
-  if (with_grad) add_device_gradients(h, d, alloc, stream);
   FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));  // `flat` and the verification's copies
   return d;
 }
 
-void add_device_gradients(const HostSide& h, DeviceSide& d, DeviceAllocator& alloc, cudaStream_t stream) {
+void add_device_gradients(const Problem& p, DeviceSide& d, DeviceAllocator& alloc, cudaStream_t stream) {
   if (d.d_o.get()) return;
-  const Problem& p = h.problem;
   if (p.packed()) {  // as Q (no method has a packed backward yet; the inputs are right all the same)
     d.d_o = DeviceBuffer(alloc, size_t(p.q_elements()) * 2);
     const VarlenGeometry g{p.batch, p.heads, p.total_tokens(), p.seqlen_q, p.head_dim};
@@ -303,83 +177,35 @@ void add_device_gradients(const HostSide& h, DeviceSide& d, DeviceAllocator& all
   FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
-void verify_inputs(const HostSide& h, DeviceSide& d) {
-  if (h.problem.packed()) {
-    verify_packed_tensor("Q", h.problem, h.q, d.q, h.problem.heads, d.q_checked);
-    verify_packed_tensor("K", h.problem, h.k, d.k, h.problem.kvh(), d.k_checked);
-    verify_packed_tensor("V", h.problem, h.v, d.v, h.problem.kvh(), d.v_checked);
+namespace {
+
+// The heads of q, k, v (and d_o, when given) not yet compared.
+void verify(const HostForward& f, const HostTensor& q, const HostTensor& k, const HostTensor& v,
+            const HostTensor* d_o, DeviceSide& d) {
+  const Problem& p = f.problem;
+  if (p.packed()) {
+    verify_packed_tensor("Q", p, q, d.q, p.heads, d.q_checked);
+    verify_packed_tensor("K", p, k, d.k, p.kvh(), d.k_checked);
+    verify_packed_tensor("V", p, v, d.v, p.kvh(), d.v_checked);
     return;  // no dO: a packed problem has no backward
   }
-  verify_tensor("Q", h.q, d.q, d.q_checked);
-  if (h.problem.paged()) {
-    verify_paged_tensor("K", h.problem, h.pages, h.k, d.k, d.k_checked);
-    verify_paged_tensor("V", h.problem, h.pages, h.v, d.v, d.v_checked);
+  verify_tensor("Q", q, d.q, d.q_checked);
+  if (p.paged()) {
+    verify_paged_tensor("K", p, f.pages, k, d.k, d.k_checked);
+    verify_paged_tensor("V", p, f.pages, v, d.v, d.v_checked);
   } else {
-    verify_tensor("K", h.k, d.k, d.k_checked);
-    verify_tensor("V", h.v, d.v, d.v_checked);
+    verify_tensor("K", k, d.k, d.k_checked);
+    verify_tensor("V", v, d.v, d.v_checked);
   }
-  if (d.d_o.get()) verify_tensor("dO", h.d_o, d.d_o, d.d_o_checked);
+  if (d_o) verify_tensor("dO", *d_o, d.d_o, d.d_o_checked);
 }
 
-HostSideMaker::HostSideMaker(RunOptions opt) : opt_(std::move(opt)), thread_([this] { loop(); }) {}
+}  // namespace
 
-HostSideMaker::~HostSideMaker() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  wake_.notify_all();
-  thread_.join();
-}
+void verify_inputs(const HostForward& h, DeviceSide& d) { verify(h, h.q, h.k, h.v, nullptr, d); }
 
-bool HostSideMaker::asked(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return std::any_of(jobs_.begin(), jobs_.end(), [&](const auto& j) { return j->key == key; });
-}
-
-void HostSideMaker::ask(const Problem& p, bool with_grad) {
-  auto job = std::make_shared<Job>();
-  job->key = problem_key(p);
-  job->problem = p;
-  job->with_grad = with_grad;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    jobs_.push_back(std::move(job));
-  }
-  wake_.notify_all();
-}
-
-std::optional<HostSide> HostSideMaker::take(const std::string& key) {
-  std::future<HostSide> made;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const auto& j) { return j->key == key; });
-    if (it == jobs_.end()) return std::nullopt;
-    made = std::move((*it)->result);
-    jobs_.erase(jobs_.begin(), it + 1);
-  }
-  return made.get();
-}
-
-void HostSideMaker::loop() {
-  for (;;) {
-    std::shared_ptr<Job> job;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      auto unstarted = [&] {
-        return std::find_if(jobs_.begin(), jobs_.end(), [](const auto& j) { return !j->started; });
-      };
-      wake_.wait(lock, [&] { return stop_ || unstarted() != jobs_.end(); });
-      if (stop_) return;
-      job = *unstarted();
-      job->started = true;
-    }
-    try {
-      job->made.set_value(make_host_side(job->problem, job->with_grad, opt_));
-    } catch (...) {
-      job->made.set_exception(std::current_exception());
-    }
-  }
+void verify_inputs(const HostGradients& h, DeviceSide& d) {
+  verify(*h.forward, h.q_of(), h.k_of(), h.v_of(), d.d_o.get() ? &h.d_o : nullptr, d);
 }
 
 }  // namespace flashio

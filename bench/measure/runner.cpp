@@ -90,56 +90,62 @@ struct Runner::State {
   std::unique_ptr<L2Flusher> flusher;
   std::unique_ptr<CounterSession> counters;  // null: no counters, for `counters_why`
   std::string counters_why;
-  std::unique_ptr<HostSide> host;      // the current problem's host half (problem_data.h)
-  std::unique_ptr<DeviceSide> device;  // and its inputs on the GPU
-  // The prefetch (Runner::prefetch): the host halves of the problems asked for, made in turn on
+  // The current problem's host half (host_side.h): its forward part, and its gradients' part once
+  // a point of a backward pass needed it; and its inputs on the GPU.
+  std::shared_ptr<const HostForward> host;
+  std::shared_ptr<const HostGradients> gradients;
+  std::unique_ptr<DeviceSide> device;
+  // The host halves of the problems asked for (Runner::prefetch, or the sweep's), made in turn on
   // the host's cores while the GPU runs the current points.
-  std::unique_ptr<HostSideMaker> maker;
+  std::shared_ptr<HostSideMaker> maker;
   DeviceAllocator scratch;  // the checks' packed rows: kept out of the points' memory figures
   std::string poisoned;  // set after a sticky CUDA error: the context is unusable
 
-  // The current problem's data for a point (with the gradients' for a backward pass): taken
-  // from the prefetch when it made this problem, else made here. The phases get the time this
-  // point waited for it.
+  // The phases' share of a wait for a part the maker made: split between inputs and reference as
+  // the part's making was.
+  static void add_wait(std::chrono::steady_clock::time_point start, double inputs_s, double reference_s,
+                       PhaseTimes& ph) {
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double work = inputs_s + reference_s;
+    ph.inputs_s += work > 0 ? waited * inputs_s / work : 0;
+    ph.reference_s += work > 0 ? waited * reference_s / work : waited;
+  }
+
+  // The current problem's data for a point: its forward part, and for a backward pass its
+  // gradients' part, each taken from the maker when it was asked for (waiting while it is being
+  // made: a forward point does not wait for the gradients), else made here. The phases get the
+  // time this point waited for them.
   void prepare(const Problem& p, bool with_grad, PhaseTimes& ph) {
     const std::string key = problem_key(p);
     if (!host || host->key != key) {
       device.reset();  // free the previous problem's device memory first
+      gradients.reset();
       host.reset();
       const auto start = std::chrono::steady_clock::now();
-      if (auto made = maker->take(key)) {
-        host = std::make_unique<HostSide>(std::move(*made));
-        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        const double work = host->inputs_s + host->reference_s;  // split the wait as the work was split
-        ph.inputs_s += work > 0 ? waited * host->inputs_s / work : 0;
-        ph.reference_s += work > 0 ? waited * host->reference_s / work : waited;
-      } else {  // not asked for (what was asked for later problems goes on)
-        host = std::make_unique<HostSide>(make_host_side(p, with_grad, opt));
+      if ((host = maker->take_forward(key))) {
+        add_wait(start, host->inputs_s, host->reference_s, ph);
+      } else {  // not asked for
+        host = std::make_shared<const HostForward>(make_forward(p, opt));
         ph.inputs_s += host->inputs_s;
         ph.reference_s += host->reference_s;
       }
       PhaseClock clock(ph.inputs_s);
-      device = std::make_unique<DeviceSide>(make_device_side(*host, with_grad, alloc, stream));
+      device = std::make_unique<DeviceSide>(make_device_side(*host, alloc, stream));
       verify_inputs(*host, *device);
     }
-    if (with_grad && !host->have_grad) {
-      const double inputs_before = host->inputs_s, reference_before = host->reference_s;
-      add_gradients(*host, opt);
-      ph.inputs_s += host->inputs_s - inputs_before;
-      ph.reference_s += host->reference_s - reference_before;
-    }
-    if (with_grad && !device->d_o.get()) {
+    if (with_grad && !gradients) {
+      const auto start = std::chrono::steady_clock::now();
+      if ((gradients = maker->take_gradients(key))) {
+        add_wait(start, gradients->inputs_s, gradients->reference_s, ph);
+      } else {  // not asked for with gradients
+        gradients = std::make_shared<const HostGradients>(make_gradients(host, opt));
+        ph.inputs_s += gradients->inputs_s;
+        ph.reference_s += gradients->reference_s;
+      }
       PhaseClock clock(ph.inputs_s);
-      add_device_gradients(*host, *device, alloc, stream);
+      add_device_gradients(p, *device, alloc, stream);
+      verify_inputs(*gradients, *device);  // dO, and the heads the gradients added
     }
-    PhaseClock clock(ph.inputs_s);
-    verify_inputs(*host, *device);  // heads the gradients added
-  }
-
-  void prefetch(const Problem& p, bool with_grad) {
-    const std::string key = problem_key(p);
-    if ((host && host->key == key) || maker->asked(key)) return;
-    maker->ask(p, with_grad);
   }
 
   void measure(const Method& method, const Point& pt, Record& rec, const Runner::Timer& timer, PhaseTimes& ph) {
@@ -354,7 +360,7 @@ struct Runner::State {
                             const DeviceBuffer& lse, const DeviceBuffer& dq, const DeviceBuffer& dk,
                             const DeviceBuffer& dv, bool backward) {
     FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
-    const HostSide& d = *host;
+    const HostForward& d = *host;
     std::vector<float> lse_host;
     if (plan.writes_lse()) {
       lse_host.resize(size_t(p.lse_elements()));
@@ -368,16 +374,17 @@ struct Runner::State {
       // the rounding of O times |dO·V|, not of their own (tiny) size: atol is floored at a
       // tenth of the largest gradient RMS, taken over non-zero elements (keys a mask hides
       // have exactly zero gradients and would shrink it).
+      const HostGradients& g = *gradients;
       const Tolerance tol = gradient_tolerance_for(p.dtype);
       const double floor =
-          0.1 * std::max({rms(d.ref_dq, true), rms(d.ref_dk, true), rms(d.ref_dv, true)});
+          0.1 * std::max({rms(g.ref_dq, true), rms(g.ref_dk, true), rms(g.ref_dv, true)});
       auto atol = [&](const std::vector<double>& ref) { return tol.atol_rms * std::max({rms(ref), floor, 1e-6}); };
-      add_tensor(c, compare_tensor("dq", gather_rows(p, download_rows(dq, p, d.rows, *device, scratch, stream).get(), d.rows), d.ref_dq, atol(d.ref_dq), tol.rtol, true));
-      if (!d.kv_heads.empty()) {
-        add_tensor(c, compare_tensor("dk", download_kv_heads(dk, p, d.kv_heads), d.ref_dk, atol(d.ref_dk), tol.rtol, true));
-        add_tensor(c, compare_tensor("dv", download_kv_heads(dv, p, d.kv_heads), d.ref_dv, atol(d.ref_dv), tol.rtol, true));
+      add_tensor(c, compare_tensor("dq", gather_rows(p, download_rows(dq, p, d.rows, *device, scratch, stream).get(), d.rows), g.ref_dq, atol(g.ref_dq), tol.rtol, true));
+      if (!g.kv_heads.empty()) {
+        add_tensor(c, compare_tensor("dk", download_kv_heads(dk, p, g.kv_heads), g.ref_dk, atol(g.ref_dk), tol.rtol, true));
+        add_tensor(c, compare_tensor("dv", download_kv_heads(dv, p, g.kv_heads), g.ref_dv, atol(g.ref_dv), tol.rtol, true));
       }
-      c.grad_scope = d.grad_scope;
+      c.grad_scope = g.grad_scope;
     }
     return c;
   }
@@ -390,14 +397,19 @@ struct Runner::State {
   }
 };
 
-Runner::Runner(const DeviceInfo& dev, RunOptions opt, const std::vector<Point>& first, const std::vector<Point>& second)
+Runner::Runner(const DeviceInfo& dev, RunOptions opt, const std::vector<Point>& first,
+               std::shared_ptr<HostSideMaker> maker)
     : state_(std::make_unique<State>()) {
   state_->dev = dev;
   state_->opt = opt;
-  state_->maker = std::make_unique<HostSideMaker>(opt);
-  // The host makes the first problems while the GPU's context, counters and warm-up start.
-  prefetch(first);
-  prefetch(second);
+  // The host makes the first problem while the GPU's context, counters and warm-up start (a
+  // sweep's maker: the problems it was asked for, in its order).
+  if (maker) {
+    state_->maker = std::move(maker);
+  } else {
+    state_->maker = std::make_shared<HostSideMaker>(opt);
+    prefetch(first);
+  }
   FLASHIO_CUDA_CHECK(cudaSetDevice(dev.index));
   FLASHIO_CUDA_CHECK(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking));
   state_->flusher = std::make_unique<L2Flusher>(state_->alloc, dev.l2_bytes);
@@ -425,14 +437,11 @@ Record Runner::run(const Point& pt) { return run(pt, Timer()); }
 
 void Runner::prefetch(const std::vector<Point>& points) {
   if (points.empty() || poisoned()) return;
-  bool runs = false, with_grad = false;
-  for (const auto& pt : points) {
-    const Method* method = builtin_registry().find(pt.method);
-    if (!method || !method->supports(pt.problem, pt.pass, state_->dev)) continue;
-    runs = true;
-    with_grad = with_grad || pt.pass != Pass::Fwd;
-  }
-  if (runs) state_->prefetch(points.front().problem, with_grad);
+  const std::optional<bool> with_grad = host_work_of(points, state_->dev);
+  if (!with_grad) return;
+  const Problem& p = points.front().problem;
+  if (state_->host && state_->host->key == problem_key(p)) return;  // the current problem
+  state_->maker->ask(p, *with_grad);
 }
 
 Record Runner::run(const Point& pt, const Timer& timer) {
@@ -469,6 +478,7 @@ Record Runner::run(const Point& pt, const Timer& timer) {
     rec.time.reset();
     if (e.sticky()) state_->poisoned = e.what();
     state_->device.reset();
+    state_->gradients.reset();
     state_->host.reset();
     cudaGetLastError();
   } catch (const std::exception& e) {

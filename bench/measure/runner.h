@@ -28,6 +28,7 @@ struct RunOptions {
 };
 
 class L2Flusher;
+class HostSideMaker;
 
 class Runner {
  public:
@@ -36,19 +37,22 @@ class Runner {
   // times through this; the default is time_gpu's warm-up and median of repetitions.)
   using Timer = std::function<TimeStats(const std::function<void()>& launch, cudaStream_t stream, const L2Flusher* flusher)>;
 
-  // `first`, `second`: the first two problem groups this runner will run, made on the host (see
-  // prefetch), one after the other, while the constructor starts the GPU's context and the counter
-  // session and runs each method of `first` once (a warm-up: module loads, cuBLAS's start).
+  // `first`: the problem group this runner will run first. The constructor starts the GPU's
+  // context and the counter session and runs each method of `first` once (a warm-up: module
+  // loads, cuBLAS's start) while the host makes the group's problem.
+  // `maker`: where the problems' host halves (bench/measure/host_side.h) come from: a sweep's,
+  // shared by its runners and asked by the sweep for its groups in the order it deals them; or
+  // null: the runner's own, asked by prefetch() (and for `first` here).
   Runner(const DeviceInfo& dev, RunOptions opt, const std::vector<Point>& first = {},
-         const std::vector<Point>& second = {});
+         std::shared_ptr<HostSideMaker> maker = nullptr);
   ~Runner();
   Record run(const Point& point);  // never throws for a failing point
   Record run(const Point& point, const Timer& timer);
-  // Starts making, on the host's cores while the GPU runs the current points, the checked rows,
-  // inputs and float64 reference of the problem of `points` (one problem group: their gradients'
-  // too when one of them is a backward pass), which run() then takes instead of making them.
-  // Nothing when no point of the group will run here (unsupported). Problems are made one at a
-  // time in the order asked; each one asked is held until run() takes it or a later one.
+  // Asks the maker to make, on the host's cores while the GPU runs the current points, the checked
+  // rows, inputs and float64 reference of the problem of `points` (one problem group: their
+  // gradients' too when one of them is a backward pass), which run() then takes instead of making
+  // them. Nothing when no point of the group will run here (unsupported). Problems are made in
+  // the order asked, each held until run() takes it.
   void prefetch(const std::vector<Point>& points);
   // True after a sticky CUDA error (an illegal address, a launch failure): the context is
   // unusable, and every later run() returns an error record without touching the GPU.

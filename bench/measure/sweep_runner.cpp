@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
+#include <memory>
 #include <mutex>
-#include <optional>
+#include <set>
 #include <thread>
 
+#include "bench/measure/host_side.h"
 #include "bench/sweep/progress.h"
 #include "bench/sweep/shard.h"
 
@@ -15,11 +18,12 @@ namespace flashio {
 
 SweepOutcome run_sweep(const SweepJob& job) {
   const std::vector<Point>& points = *job.points;
+  const size_t workers = job.devices.size();
   // Problem groups of the todo list: positions [begin, end) in job.todo.
   std::vector<Point> todo_points;
   for (size_t i : job.todo) todo_points.push_back(points[i]);
-  auto all_groups = problem_groups(todo_points);
-  if (job.devices.size() > 1) {
+  auto ranges = problem_groups(todo_points);
+  if (workers > 1) {
     // Several workers: the longest groups first (by estimate_sweep_seconds), so that no GPU is left
     // with a long group while the others idle at the end. One GPU keeps the sweep's order.
     const std::vector<double> cost = estimate_sweep_seconds(todo_points, job.options.reps, job.options.warmup);
@@ -28,94 +32,84 @@ SweepOutcome run_sweep(const SweepJob& job) {
       for (size_t i = g.first; i < g.second; ++i) c += cost[i];
       return c;
     };
-    std::stable_sort(all_groups.begin(), all_groups.end(),
+    std::stable_sort(ranges.begin(), ranges.end(),
                      [&](const auto& x, const auto& y) { return group_cost(x) > group_cost(y); });
     // But each worker starts with one of the shortest groups: its host work is the one not made
     // while a GPU runs (the first), and the long group after it is then made during it.
-    const size_t starters = std::min(job.devices.size(), all_groups.size());
-    std::rotate(all_groups.begin(), all_groups.end() - long(starters), all_groups.end());
+    const size_t starters = std::min(workers, ranges.size());
+    std::rotate(ranges.begin(), ranges.end() - long(starters), ranges.end());
   }
-  std::deque<std::pair<size_t, size_t>> groups(all_groups.begin(), all_groups.end());  // positions in job.todo
-  // Each worker's reference may use every core: the workers' host work seldom runs at the same time
-  // (each prepares its next group while its GPU runs the current one), and when it does the
-  // scheduler shares the cores between them. (Splitting the cores made every reference twice as
-  // long with two GPUs: 0.4 -> 0.9 s of a 64-point sweep's reference on two H200s, d1ebc73.)
-  const int host_threads =
-      job.options.host_threads > 0 ? job.options.host_threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  // A group: its positions in job.todo in the order its points run (forward points first: they
+  // need only the forward part of the problem's host work, so they run while its gradients' part
+  // is made).
+  using Group = std::vector<size_t>;
+  std::deque<Group> groups;  // in the order they are dealt
+  for (const auto& [begin, end] : ranges) {
+    const std::vector<Point> members(todo_points.begin() + long(begin), todo_points.begin() + long(end));
+    Group g;
+    for (size_t k : run_order(members)) g.push_back(begin + k);
+    groups.push_back(std::move(g));
+  }
+  auto group_points = [&](const Group& g) {
+    std::vector<Point> out;
+    for (size_t pos : g) out.push_back(points[job.todo[pos]]);
+    return out;
+  };
 
-  std::mutex mu;  // guards groups, held, healthy, outcome and the callbacks
-  std::vector<std::optional<std::pair<size_t, size_t>>> held(job.devices.size());  // each worker's next group
-  size_t healthy = job.devices.size();
+  // The workers share one maker of host halves (host_side.h), with a lane per worker: at most one
+  // part per worker is made at a time, each on every core (a share of the cores would make a part
+  // alone on the host slower, and change the last bits of dK, dV, which are summed per thread), and a
+  // free lane takes the part needed first, a forward part before another problem's gradients'.
+  // (One lane for two workers, c3c6e46, could not keep up: a part alone leaves cores idle, and two
+  // GPUs' groups needed the parts faster than one at a time came; docs/sweep-time.md.)
+  RunOptions host_options = job.options;
+  host_options.host_threads =
+      job.options.host_threads > 0 ? job.options.host_threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  const auto maker = std::make_shared<HostSideMaker>(host_options, int(workers));
+  // It is asked for the groups in the order they are dealt, `workers` groups ahead of those
+  // started: each worker's next group is made while it runs one (at most two groups' host halves
+  // per worker are held, as when each worker made its own).
+  std::set<size_t> asked;                 // groups asked for, by their first position
+  auto ask_ahead = [&](size_t horizon) {  // the first `horizon` groups not yet started (mu held)
+    size_t n = 0;
+    for (const Group& g : groups) {
+      if (n++ == horizon) break;
+      if (!asked.insert(g.front()).second) continue;
+      const std::vector<Point> members = group_points(g);
+      if (const auto with_grad = host_work_of(members, job.devices.front()))
+        maker->ask(members.front().problem, *with_grad);
+    }
+  };
+
+  std::mutex mu;  // guards groups, asked, healthy, outcome and the callbacks
+  size_t healthy = workers;
   std::atomic<bool> failed{false};  // a callback threw (the journal could not be written): all stop
   SweepOutcome outcome;
   auto stopping = [&] { return job.stop && job.stop->load() != 0; };
 
-  using Group = std::pair<size_t, size_t>;  // positions [begin, end) in job.todo
-  auto group_points = [&](const Group& g) {
-    std::vector<Point> out;
-    for (size_t pos = g.first; pos < g.second; ++pos) out.push_back(points[job.todo[pos]]);
-    return out;
-  };
-
-  // Each worker's first group and the one after it (held) are dealt before any starts: the
-  // starters (one of the shortest each), then the longest groups in turn. Its runner makes both on
-  // the host while its GPU's context starts.
-  std::vector<std::optional<Group>> first(job.devices.size());
-  for (auto* deal : {&first, &held})
-    for (auto& g : *deal)
-      if (!groups.empty()) {
-        g = groups.front();
-        groups.pop_front();
-      }
+  // Each worker's first group is dealt before any starts (one of the shortest each), and the maker
+  // is asked for those and the next ones: the runners' GPU contexts start and their warm-ups run
+  // while the host makes them.
+  ask_ahead(2 * workers);
+  std::vector<Group> first(workers);
+  for (auto& g : first) {
+    if (groups.empty()) break;
+    g = std::move(groups.front());
+    groups.pop_front();
+  }
 
   auto worker = [&](size_t me) {
     const DeviceInfo& dev = job.devices[me];
-    // Each worker holds the group after the one it runs (held[me]), and has its runner prepare
-    // that group's inputs and reference on the host while the GPU runs this one. A worker that
-    // finds no group left takes another worker's held group, which has not started (its prefetch
-    // is then wasted), so that no GPU idles at the end while another still has two groups to run.
-    auto take = [&](bool steal) -> std::optional<Group> {
-      std::lock_guard<std::mutex> lock(mu);
-      if (!groups.empty()) {
-        auto g = groups.front();
-        groups.pop_front();
-        return g;
-      }
-      if (!steal) return std::nullopt;
-      for (auto& h : held)
-        if (h) {
-          auto g = *h;
-          h.reset();
-          return g;
-        }
-      return std::nullopt;
-    };
-    auto take_held = [&]() -> std::optional<Group> {
-      std::lock_guard<std::mutex> lock(mu);
-      auto g = held[me];
-      held[me].reset();
-      return g;
-    };
-    auto take_held_copy = [&]() -> std::optional<Group> {  // held[me], left held (stealable)
-      std::lock_guard<std::mutex> lock(mu);
-      return held[me];
-    };
-
-    std::optional<Group> current = first[me];
+    Group current = std::move(first[me]);
     std::unique_ptr<Runner> runner;
     try {
-      RunOptions opt = job.options;
+      RunOptions opt = host_options;
       opt.device = dev.index;
-      opt.host_threads = host_threads;
-      std::optional<Group> next = take_held_copy();
-      runner = std::make_unique<Runner>(dev, opt, current ? group_points(*current) : std::vector<Point>{},
-                                        next ? group_points(*next) : std::vector<Point>{});
+      runner = std::make_unique<Runner>(dev, opt, group_points(current), maker);
     } catch (const std::exception& e) {
       std::lock_guard<std::mutex> lock(mu);
       outcome.errors.push_back(fmt::format("GPU {}: {}", dev.index, e.what()));
-      if (held[me]) groups.push_front(*held[me]);
-      held[me].reset();
-      if (current) groups.push_front(*current);
+      if (!current.empty()) groups.push_front(std::move(current));
       --healthy;
       return;
     }
@@ -124,20 +118,14 @@ SweepOutcome run_sweep(const SweepJob& job) {
       job.on_worker_ready(dev, runner->counters_description());
     }
     for (;;) {
-      if (!current) current = take_held();
-      if (!current) current = take(true);
-      if (!current) return;
-      const Group group = *current;
-      current.reset();
-      if (!take_held_copy())
-        if (const auto upcoming = take(false)) {
-          {
-            std::lock_guard<std::mutex> lock(mu);
-            held[me] = upcoming;
-          }
-          runner->prefetch(group_points(*upcoming));
-        }
-      for (size_t pos = group.first; pos < group.second; ++pos) {
+      if (current.empty()) {  // the next group in the deal, whoever's runner ran the one before
+        std::lock_guard<std::mutex> lock(mu);
+        if (groups.empty()) return;
+        current = std::move(groups.front());
+        groups.pop_front();
+        ask_ahead(workers);
+      }
+      for (size_t k = 0; k < current.size(); ++k) {
         if (stopping() || failed) return;
         {
           // A poisoned worker hands the rest of its group back and leaves the remaining
@@ -145,14 +133,12 @@ SweepOutcome run_sweep(const SweepJob& job) {
           // records each point as not run, without touching the GPU).
           std::lock_guard<std::mutex> lock(mu);
           if (runner->poisoned() && healthy > 1) {
-            if (held[me]) groups.push_front(*held[me]);
-            held[me].reset();
-            groups.push_front({pos, group.second});
+            groups.push_front(Group(current.begin() + long(k), current.end()));
             --healthy;
             return;
           }
         }
-        const size_t index = job.todo[pos];
+        const size_t index = job.todo[current[k]];
         try {
           if (job.on_start) {
             std::lock_guard<std::mutex> lock(mu);
@@ -170,11 +156,12 @@ SweepOutcome run_sweep(const SweepJob& job) {
           return;
         }
       }
+      current.clear();
     }
   };
 
   std::vector<std::thread> threads;
-  for (size_t w = 0; w < job.devices.size(); ++w) threads.emplace_back(worker, w);
+  for (size_t w = 0; w < workers; ++w) threads.emplace_back(worker, w);
   for (auto& t : threads) t.join();
   std::sort(outcome.records.begin(), outcome.records.end(),
             [](const Record& a, const Record& b) { return a.point_index < b.point_index; });

@@ -1,8 +1,11 @@
 // Runs the points of a sweep on one or several GPUs: one worker thread per GPU, each with
 // its own Runner (and CUDA context), taking problem groups — consecutive points that share
 // a problem, so inputs and reference are made once — from one queue (with several GPUs, the
-// longest groups first; the workers share the host's cores for the reference). Every record is
-// handed to `on_record` as soon as it exists (the CLI appends it to the journal there).
+// longest groups first) as it finishes the one before. Within a group the forward points run
+// first. The workers share one maker of the problems' host halves (host_side.h), asked for the
+// groups in the order they are dealt: it makes up to one part per worker at a time, each on every
+// core, the one needed first first. Every record is handed to `on_record` as soon as it exists
+// (the CLI appends it to the journal there).
 //
 // Stopping: when `*stop` becomes non-zero (SIGINT/SIGTERM), each worker finishes the point
 // it is running and takes no more. A worker whose CUDA context is poisoned by a sticky error

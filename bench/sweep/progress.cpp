@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/sweep/shard.h"
 #include "bench/sweep/table.h"
 
 namespace flashio {
@@ -43,7 +44,7 @@ double checked_rows(const Problem& p) {
 }
 
 // The reference of a problem's checked rows: the forward, or (grad) dQ of those rows and dK, dV
-// of the K/V heads the budget allows (runner.cpp's make_grad_reference).
+// of the K/V heads the budget allows (bench/measure/host_side.cpp's make_forward, make_gradients).
 double reference_seconds(const Problem& p, bool grad, double cores) {
   const double visible = p.causal ? 0.5 : 1.0;
   const double rate = kReferenceMacsPerCoreS * cores;
@@ -55,12 +56,6 @@ double reference_seconds(const Problem& p, bool grad, double cores) {
   if (head * heads <= kReferenceBudgetMacs) macs += head * heads * visible;
   else if (2.0 * head <= kReferenceBudgetMacs) macs += std::min(2.0, heads) * head * visible;
   return macs / rate;
-}
-
-std::string problem_key(const Problem& p) {
-  Problem inputs_of = p;  // as the runner keys its inputs: deterministic changes neither
-  inputs_of.deterministic = false;
-  return inputs_of.name() + fmt::format("/seed:{}", p.seed);
 }
 
 }  // namespace
@@ -88,37 +83,39 @@ double estimate_seconds(const Point& pt, int reps, int warmup) {
 
 std::vector<double> estimate_sweep_seconds(const std::vector<Point>& points, int reps, int warmup, int host_cores) {
   const double cores = host_cores > 0 ? host_cores : double(std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<double> out;
-  std::string last;  // the problem whose inputs and reference the runner holds
-  // The runner makes a problem's host half (inputs, reference; the gradients' too when a point of
-  // the group is a backward pass) while the GPU runs the group before it: only what that group's
-  // time does not cover is waited for, on the group's first point.
-  double previous_group = -1;  // the GPU time of the group before; < 0: none (the first is waited for whole)
-  double current_group = 0;
-  size_t first_of_group = 0;
-  auto close_group = [&](size_t end) {
-    if (out.empty()) return;
-    const Problem& p = points[first_of_group].problem;
+  std::vector<double> out(points.size());
+  for (size_t i = 0; i < points.size(); ++i) out[i] = estimate_seconds(points[i], reps, warmup);
+  // The runner's timeline (bench/measure/host_side.h): the host makes a problem's forward part,
+  // then its gradients' part (when a point of the group is a backward pass), one part at a time,
+  // starting when the group before it starts on the GPU (the first two at once); the group runs
+  // its forward points first (run_order). The first forward point waits for what of the forward
+  // part is not made yet, the first other point for what of the gradients' part is not.
+  double gpu = 0, host = 0;    // when the GPU and the host are free
+  double previous_start = 0;   // when the group before this one started on the GPU
+  const auto groups = problem_groups(points);
+  for (const auto& [begin, end] : groups) {
+    const std::vector<Point> group(points.begin() + long(begin), points.begin() + long(end));
+    const Problem& p = group.front().problem;
     bool grad = false;
-    for (size_t i = first_of_group; i < end; ++i) grad = grad || points[i].pass != Pass::Fwd;
-    const double host = kInputsS + reference_seconds(p, false, cores) + (grad ? reference_seconds(p, true, cores) : 0);
-    out[first_of_group] += previous_group < 0 ? host : std::max(0.0, host - previous_group);
-    previous_group = current_group;
-  };
-  for (size_t i = 0; i < points.size(); ++i) {
-    const Point& pt = points[i];
-    const double s = estimate_seconds(pt, reps, warmup);
-    const std::string key = problem_key(pt.problem);
-    if (key != last) {
-      close_group(i);
-      first_of_group = i;
-      current_group = 0;
-      last = key;
+    for (const Point& pt : group) grad = grad || pt.pass != Pass::Fwd;
+    host = std::max(host, previous_start);
+    const double forward_ready = host + kInputsS + reference_seconds(p, false, cores);
+    const double gradients_ready = forward_ready + (grad ? reference_seconds(p, true, cores) : 0.0);
+    host = gradients_ready;
+    previous_start = gpu;
+    bool first_forward = true, first_other = true;
+    for (size_t k : run_order(group)) {
+      const size_t i = begin + k;
+      const bool forward = points[i].pass == Pass::Fwd;
+      bool& first = forward ? first_forward : first_other;
+      if (first) {
+        const double wait = std::max(0.0, (forward ? forward_ready : gradients_ready) - gpu);
+        out[i] += wait;
+        first = false;
+      }
+      gpu += out[i];
     }
-    current_group += s;
-    out.push_back(s);
   }
-  close_group(points.size());
   return out;
 }
 

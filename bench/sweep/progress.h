@@ -22,11 +22,13 @@ namespace flashio {
 // overhead. Good to a factor of a few: for planning.
 double estimate_seconds(const Point& p, int reps, int warmup);
 
-// The estimate of each point of `points` run in this order, host work included as the runner
-// does it: the first point of each run of points with the same problem generates the inputs
-// and the float64 reference (on `host_cores` cores; 0 = this machine's), the first backward point
-// of it dO and the gradients' reference; the others reuse them. Rates measured from the records'
-// phases_s (docs/sweep-time.md). `--dry-run`'s total, the ETA and the multi-GPU group order use it.
+// The estimate of each point of `points` on one GPU, host work included as the runner does it:
+// each problem group's host half (the inputs and float64 reference of its checked rows, then the
+// gradients' reference when a point of it is a backward pass; on `host_cores` cores, 0 = this
+// machine's) is made while the group before it runs, its forward points run first and wait only
+// for the forward part, its other points for what of the gradients' part their GPU time did not
+// cover. Rates measured from the records' phases_s (docs/sweep-time.md). `--dry-run`'s total, the
+// ETA and the multi-GPU group order use it.
 std::vector<double> estimate_sweep_seconds(const std::vector<Point>& points, int reps, int warmup, int host_cores = 0);
 
 std::string format_duration(double seconds);  // 42s, 3m05s, 2h07m

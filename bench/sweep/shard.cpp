@@ -30,7 +30,7 @@ std::optional<Shard> parse_shard(const std::string& s, std::string* why) {
 
 std::vector<std::pair<size_t, size_t>> problem_groups(const std::vector<Point>& points) {
   std::vector<std::pair<size_t, size_t>> groups;
-  auto key = [&](size_t i) { return fmt::format("{}/seed:{}", points[i].problem.name(), points[i].problem.seed); };
+  auto key = [&](size_t i) { return problem_key(points[i].problem); };
   for (size_t i = 0; i < points.size();) {
     size_t j = i + 1;
     const std::string k = key(i);

@@ -23,7 +23,7 @@ struct Shard {
 // Parses "i/n" (0 <= i < n); nullopt with *why set on anything else.
 std::optional<Shard> parse_shard(const std::string& s, std::string* why);
 
-// Index ranges [begin, end) of consecutive points that share a problem (and seed).
+// Index ranges [begin, end) of consecutive points that share a problem's inputs (problem_key).
 std::vector<std::pair<size_t, size_t>> problem_groups(const std::vector<Point>& points);
 
 // The host the shard split assumes, whatever machine computes it.

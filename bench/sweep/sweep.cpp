@@ -24,6 +24,20 @@ static void require_nonempty(const std::vector<T>& v, const char* axis) {
   if (v.empty()) throw std::invalid_argument(fmt::format("axis --{} has no values", axis));
 }
 
+std::string problem_key(const Problem& p) {
+  Problem inputs_of = p;
+  inputs_of.deterministic = false;
+  return inputs_of.name() + fmt::format("/seed:{}", p.seed);
+}
+
+std::vector<size_t> run_order(const std::vector<Point>& group) {
+  std::vector<size_t> order;
+  for (bool forward : {true, false})
+    for (size_t i = 0; i < group.size(); ++i)
+      if ((group[i].pass == Pass::Fwd) == forward) order.push_back(i);
+  return order;
+}
+
 std::vector<Point> expand(const SweepSpec& s) {
   require_nonempty(s.methods, "method");
   require_nonempty(s.passes, "pass");

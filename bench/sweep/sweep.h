@@ -55,6 +55,17 @@ struct Point {
   std::string name() const { return point_name(method, pass, problem); }
 };
 
+// Points whose problems have the same key read the same inputs and reference values, which a
+// runner makes once for them: the problem's name and seed, whatever `deterministic` says (it
+// changes how a method runs, not what it computes).
+std::string problem_key(const Problem& p);
+
+// The order in which a runner runs the points of one problem group (positions into `group`):
+// those of the forward pass first, then the others, each kind in the order given. The forward
+// points need only the forward part of the problem's host work (bench/measure/host_side.h), so
+// they run while its gradients' reference is being made.
+std::vector<size_t> run_order(const std::vector<Point>& group);
+
 // Throws std::invalid_argument naming the first impossible value (d = 0, tokens not
 // divisible by seqlen, heads not divisible by kv-heads, ...).
 // Refuses (std::invalid_argument) a sweep of more than kMaxPoints points before making any.
