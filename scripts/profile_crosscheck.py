@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
-"""Compares a `flashio profile` file (one record per kernel launch) with Nsight Compute's CSV of
-the same program, kernel by kernel and byte count by byte count.
+"""Compares two profiles of the same program kernel by kernel and byte count by byte count: a
+`flashio profile` file (one record per kernel launch, .json) against Nsight Compute's CSV of the
+same program (.csv), or either against another of its kind (a repeat: how far the instrument
+agrees with itself).
 
 Both runs profile every kernel launch of the same deterministic program in the same order, so
-launch i of one is launch i of the other (names are checked). Each byte count of ours
-(counters.bytes: DRAM read/write, SM<->L2 read/write, L2 reductions, atomics) is compared with
-ncu's metric (the quantities and units of scripts/ncu_crosscheck.py). Counts below 1 MB on both
-sides are printed but not judged (a few dirty lines of L2 decide them). Exit 0 when every judged
-count agrees within the tolerance (default 1 %). Both runs should treat the L2 alike (flashio
-profile's and ncu's --cache-control, scripts/profile_crosscheck.sh): the profile file says which
-it used, and the table's last line repeats it.
+launch i of one is launch i of the other (names are checked). Each byte count (DRAM read/write,
+SM<->L2 read/write, L2 reductions, atomics; ours from counters.bytes, ncu's metrics with the
+quantities and units of scripts/ncu_crosscheck.py) is compared. Counts below 1 MB on both sides
+are printed but not judged (a few dirty lines of L2 decide them). Exit 0 when every judged count
+agrees within the tolerance (default 1 %). Both runs should treat the L2 alike (flashio profile's
+and ncu's --cache-control, scripts/profile_crosscheck.sh): a profile file says which it used, and
+the table's last lines repeat it.
 
-    scripts/profile_crosscheck.py OURS.json NCU.csv [--tolerance 0.01]
+    scripts/profile_crosscheck.py A.json|A.csv B.json|B.csv [--tolerance 0.01]
 """
 import argparse
 import json
@@ -24,45 +26,64 @@ from ncu_crosscheck import QUANTITIES, read_ncu  # noqa: E402
 NOISE_FLOOR = 1e6  # bytes; as ncu_crosscheck.py
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("ours")
-    ap.add_argument("ncu_csv")
-    ap.add_argument("--tolerance", type=float, default=0.01)
-    a = ap.parse_args()
-    profile = json.load(open(a.ours))["profile"]
+def read(path):
+    """(label, [(kernel name, {quantity: bytes})] in launch order, a line about its L2 treatment)."""
+    if path.endswith(".csv"):
+        kernels = [(name, {key: metrics[metric] * unit for key, (metric, unit) in QUANTITIES.items() if metric in metrics})
+                   for name, metrics in read_ncu(path)]
+        return "ncu", kernels, f"{os.path.basename(path)}: Nsight Compute (its --cache-control as the script passed it)"
+    profile = json.load(open(path))["profile"]
     records = [r for r in profile["records"] if r["kind"] == "kernel"]
-    kernels = read_ncu(a.ncu_csv)
     if not records:
-        sys.exit(f"{a.ours}: no kernel records ({'; '.join(profile.get('notes', []))})")
-    if len(records) != len(kernels):
-        sys.exit(f"{len(records)} kernel launches in {a.ours}, {len(kernels)} in {a.ncu_csv}: not the same run")
-    worst, failed, rows = 0.0, 0, []
-    for i, (r, (ncu_name, metrics)) in enumerate(zip(records, kernels)):
+        sys.exit(f"{path}: no kernel records ({'; '.join(profile.get('notes', []))})")
+    kernels = []
+    for i, r in enumerate(records):
         c = r["counters"]
         if c.get("status") != "ok":
-            sys.exit(f"launch {i} {r['name']}: no counters ({c.get('reason')})")
-        short = r["name"].split("<")[0].split("::")[-1]
-        if short not in ncu_name:
-            sys.exit(f"launch {i}: ours is {r['name']}, ncu's is {ncu_name}: not the same kernel")
-        for key, (metric, unit) in QUANTITIES.items():
-            if key not in c["bytes"] or metric not in metrics:
+            sys.exit(f"{path}: launch {i} {r['name']}: no counters ({c.get('reason')})")
+        kernels.append((r["name"], dict(c["bytes"])))
+    cache = profile.get("cache_control", "none (a file from before the option)")
+    return "flashio profile", kernels, f"{os.path.basename(path)}: flashio profile --cache-control {cache}"
+
+
+def short(name):
+    return name.split("<")[0].split("(")[0].split("::")[-1]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("a")
+    ap.add_argument("b")
+    ap.add_argument("--tolerance", type=float, default=0.01)
+    args = ap.parse_args()
+    (label_a, a, about_a), (label_b, b, about_b) = read(args.a), read(args.b)
+    if label_a == label_b:
+        label_a, label_b = f"{label_a} ({os.path.basename(args.a)})", f"{label_b} ({os.path.basename(args.b)})"
+    if len(a) != len(b):
+        sys.exit(f"{len(a)} kernel launches in {args.a}, {len(b)} in {args.b}: not the same run")
+    worst, failed, rows = 0.0, 0, []
+    for i, ((name_a, bytes_a), (name_b, bytes_b)) in enumerate(zip(a, b)):
+        if short(name_a) not in name_b and short(name_b) not in name_a:
+            sys.exit(f"launch {i}: {name_a} in {args.a}, {name_b} in {args.b}: not the same kernel")
+        name = name_a if len(name_a) >= len(name_b) else name_b
+        for key in QUANTITIES:
+            if key not in bytes_a or key not in bytes_b:
                 continue
-            ours, theirs = c["bytes"][key], metrics[metric] * unit
-            judged = max(ours, theirs) > NOISE_FLOOR
-            rel = abs(ours - theirs) / max(theirs, 1.0) if judged else 0.0
+            x, y = bytes_a[key], bytes_b[key]
+            judged = max(x, y) > NOISE_FLOOR
+            rel = abs(x - y) / max(y, 1.0) if judged else 0.0
             worst = max(worst, rel)
-            failed += rel > a.tolerance
-            rows.append((i, r["name"], key, ours, theirs, rel, judged))
-    print("| launch | kernel | quantity | flashio profile (bytes) | ncu (bytes) | difference |")
+            failed += rel > args.tolerance
+            rows.append((i, name, key, x, y, rel, judged))
+    print(f"| launch | kernel | quantity | {label_a} (bytes) | {label_b} (bytes) | difference |")
     print("| ---: | --- | --- | ---: | ---: | ---: |")
-    for i, name, key, ours, theirs, rel, judged in rows:
+    for i, name, key, x, y, rel, judged in rows:
         diff = f"{100 * rel:.3f} %" if judged else "(< 1 MB)"
-        print(f"| {i} | {name[:80]} | {key} | {ours:,.0f} | {theirs:,.0f} | {diff} |")
+        print(f"| {i} | {name[:80]} | {key} | {x:,.0f} | {y:,.0f} | {diff} |")
     ok = failed == 0
-    print(f"\nflashio profile --cache-control {profile.get('cache_control', 'none (a file from before the option)')}.")
-    print(f"{len(records)} launches, {len(rows)} byte counts; worst difference {100 * worst:.3f} % "
-          f"(tolerance {100 * a.tolerance:.1f} %): {'PASS' if ok else f'FAIL ({failed} counts)'}")
+    print(f"\n{about_a}.  \n{about_b}.")
+    print(f"{len(a)} launches, {len(rows)} byte counts; worst difference {100 * worst:.3f} % "
+          f"(tolerance {100 * args.tolerance:.1f} %): {'PASS' if ok else f'FAIL ({failed} counts)'}")
     return 0 if ok else 1
 
 

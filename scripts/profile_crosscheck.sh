@@ -7,17 +7,19 @@
 #       with --range, one record per SDPA call;
 #   (c) Nsight Compute on the same script with the same metrics, clocks left alone;
 #   (d) every byte count of (b) against (c), kernel by kernel: exit 1 if any differs by more than
-#       1 % (counts under 1 MB on both sides are shown, not judged).
+#       1 % (counts under 1 MB on both sides are shown, not judged);
+#   (e) with REPEAT=1, (b) and (c) once more and each instrument against itself (how far a count
+#       is reproducible at all: DRAM writes depend on when L2 lines are evicted).
 # Both profilers treat the L2 alike: CACHE_CONTROL (default all) is passed to flashio profile's and
-# to ncu's --cache-control. With `all` each kernel starts from a clean L2 (ncu flushes it, flashio
-# profile runs a read-only pass over twice the L2), so a kernel's DRAM writes no longer depend on
-# what the kernels before it left dirty: the DRAM counts of 09fd193's run (none on both sides,
-# results/crosscheck/issue17-profile/profile-vs-ncu.md) missed by up to 22 % that way.
+# to ncu's --cache-control. With `all` each kernel starts from an empty L2 (ncu flushes it; flashio
+# profile runs a read-only pass over twice the L2, then discards those lines: bench/measure/l2_clean.cu),
+# so a kernel's DRAM writes no longer depend on what the kernels before it left dirty (09fd193's
+# run, none on both sides, missed by up to 22 % that way).
 # Binaries from the build (or scripts/gpu_bundle.sh unpack): build/flashio, build/libflashio_inject.so,
 # build/tests/flashio_gpu_tests, build/tests/flashio_profile_target.
 #
 #   scripts/profile_crosscheck.sh OUTDIR       (FLASHIO_BUILD_DIR=build, NCU=ncu, PYTHON=python3,
-#                                               CACHE_CONTROL=all|none, TOLERANCE=0.01)
+#                                               CACHE_CONTROL=all|none, TOLERANCE=0.01, REPEAT=0|1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${FLASHIO_BUILD_DIR:-build}
@@ -53,4 +55,20 @@ echo "== (c) ncu on scripts/sdpa_tiny.py (--cache-control $CACHE)"
   --log-file "$OUT/ncu.csv" "$PY" scripts/sdpa_tiny.py
 
 echo "== (d) flashio profile against ncu, per kernel"
-"$PY" scripts/profile_crosscheck.py "$OUT/profile.json" "$OUT/ncu.csv" --tolerance "${TOLERANCE:-0.01}" | tee "$OUT/crosscheck.md"
+status=0
+"$PY" scripts/profile_crosscheck.py "$OUT/profile.json" "$OUT/ncu.csv" --tolerance "${TOLERANCE:-0.01}" >"$OUT/profile-vs-ncu.md" || status=$?
+tail -1 "$OUT/profile-vs-ncu.md"
+
+if [ "${REPEAT:-0}" = 1 ]; then
+  echo "== (e) each instrument again, and against itself"
+  "$BUILD/flashio" profile --counters full --cache-control "$CACHE" --force --out "$OUT/profile-2.json" -- "$PY" scripts/sdpa_tiny.py
+  "$NCU" --clock-control none --cache-control "$CACHE" --metrics "$METRICS" --csv --print-units base \
+    --log-file "$OUT/ncu-2.csv" "$PY" scripts/sdpa_tiny.py
+  for pair in "profile-2.json ncu-2.csv profile-vs-ncu-2.md" "ncu-2.csv ncu.csv ncu-vs-ncu.md" \
+              "profile-2.json profile.json profile-vs-profile.md"; do
+    set -- $pair
+    "$PY" scripts/profile_crosscheck.py "$OUT/$1" "$OUT/$2" --tolerance "${TOLERANCE:-0.01}" >"$OUT/$3" || true
+    echo "$3: $(tail -1 "$OUT/$3")"
+  done
+fi
+exit $status
