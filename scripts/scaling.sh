@@ -41,7 +41,7 @@ PY
   # the rows and tensors checked and each tensor's atol (a fraction of the float64 reference's RMS,
   # so equal to the last bit only when the reference is; dK/dV's also depend on the host's core count).
   local baseline=()
-  if [ -n "${SCALING_BASELINE:-}" ]; then baseline=("$SCALING_BASELINE/$name-0-1.json"); fi
+  if [ -n "${SCALING_BASELINE:-}" ] && [ -f "$SCALING_BASELINE/$name-0-1.json" ]; then baseline=("$SCALING_BASELINE/$name-0-1.json"); fi
   python3 - "$out/$name-0-1.json" "$out/$name-all-1.json" "$out/$name-0-2.json" "$out/$name-all-2.json" "${baseline[@]}" <<'PY'
 import json, sys
 def key(path):
