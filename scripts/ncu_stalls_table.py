@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""A Markdown table from scripts/flash3_ncu.sh's Nsight Compute outputs: per head dim, flash3's
+forward beside cuDNN's — duration, instructions executed, tensor-pipe use, issue slots busy,
+cycles per issued instruction, and the stall reasons (warps stalled per issued instruction) that
+reach 0.1 in any of them.
+
+    scripts/ncu_stalls_table.py DIR        (DIR/{flash3,cudnn}-d{64,128,256}.txt)
+"""
+import os
+import re
+import sys
+
+
+def read(path):
+    t = open(path).read()
+    m = {k: float(v) for k, v in re.findall(
+        r"smsp__average_warps_issue_stalled_(\w+)_per_issue_active\.ratio\s+inst\s+([\d.]+)", t)}
+    unit, dur = re.search(r"Duration\s+(us|ms)\s+([\d.,]+)", t).groups()
+    m["duration_us"] = float(dur.replace(",", "")) * (1000 if unit == "ms" else 1)
+    m["inst_M"] = float(re.search(r"Executed Instructions\s+inst\s+([\d,]+)", t).group(1).replace(",", "")) / 1e6
+    m["issue_busy"] = float(re.search(r"Issue Slots Busy\s+%\s+([\d.]+)", t).group(1))
+    m["cpi"] = float(re.search(r"Warp Cycles Per Issued Instruction\s+cycle\s+([\d.]+)", t).group(1))
+    pipe = re.search(r"(\w+) is the highest-utilized pipeline \(([\d.]+)%\)", t)
+    m["pipe"] = f"{pipe.group(1)} {pipe.group(2)} %" if pipe else "?"
+    return m
+
+
+def main():
+    d = sys.argv[1]
+    rows = []
+    for hd in (64, 128, 256):
+        for who in ("flash3", "cudnn"):
+            p = os.path.join(d, f"{who}-d{hd}.txt")
+            if os.path.exists(p):
+                rows.append((hd, who, read(p)))
+    stalls = sorted({k for _, _, m in rows for k, v in m.items() if isinstance(v, float) and k not in
+                     ("duration_us", "inst_M", "issue_busy", "cpi") and v >= 0.1},
+                    key=lambda k: -max(m.get(k, 0) for _, _, m in rows))
+    print("| d | kernel | µs | instructions (M) | busiest pipe | issue slots busy | cycles per issue | "
+          + " | ".join(stalls) + " |")
+    print("| --- | --- | ---: | ---: | --- | ---: | ---: | " + " | ".join("---:" for _ in stalls) + " |")
+    for hd, who, m in rows:
+        print(f"| {hd} | {who} | {m['duration_us']:.0f} | {m['inst_M']:.0f} | {m['pipe']} | {m['issue_busy']:.1f} % | "
+              f"{m['cpi']:.2f} | " + " | ".join(f"{m.get(k, 0):.2f}" for k in stalls) + " |")
+
+
+if __name__ == "__main__":
+    main()
