@@ -1037,18 +1037,22 @@ TEST(AnalyzeCommand, CommittedFilesFailOnlyTheirKnownMissesWithTheirRatios) {
   const char* drift =
       "co-resident blocks drift apart: ~2 K+V fetches per wave (the 128 × 64, d 128 kernel with local memory)";
   const char* bwd = "backward past the L2: blocks adding into one dQ tile do not stay in step, the stream misses";
-  const char* split = "flash1 S = 2: a head's two blocks share its Q stream through L2 only partly";
+  const char* split =
+      "flash1 S = 2: a head's two blocks share its Q stream through L2 only partly (timing: the same grid holds at "
+      "N 1024 and 4096+; docs/io-model.md, \"The misses examined\")";
   const char* n512 =
       "flash1 at N 512 (b 16, h 8), both GPUs since c411a8b: forward 1.27-1.66, backward 0.58-0.62, fwd+bwd "
-      "0.69-0.73 of the simulation; not explained";
+      "0.69-0.73 of the simulation: the streams sit on the L2's every-SM ramp (0.53-0.80 of it), where the "
+      "simulation's LRU partitions step; not modelled";
   const char* drift_wgmma =
       "the wgmma 128 x 128 forward at N 256k (one head): about two K+V fetches per wave, like the co-resident drift";
   const char* spill =
       "PyTorch's FA-2 kernels spill (255 registers, 8-144 B of local memory per thread): their local traffic is "
       "outside the FA-2 model; analyze names the spill";
   const char* first_small =
-      "flash2 forward at N 1024, d 128 (b 16, h 16) in the peer-bytes run: 1.56x the simulation, where the same "
-      "point in nvidia-h100-fa2.json holds; not explained";
+      "flash2 forward at N 1024, d 128 (b 16, h 16) in the peer-bytes run: 1.56x the simulation, a measurement "
+      "artefact: the same kernel in the next record (fwd+bwd) has the same L2 bytes and time and writes 58.4 MB "
+      "of DRAM, this one 200.6 MB (docs/io-model.md, \"The misses examined\")";
   const std::map<std::string, Known> known = {
       {"nvidia-h100-peer-bytes-sdpa.json: sm_l2 sdpa_flash/fwd/b:1/h:16/n:16384/d:128/fp16", {1.218, spill}},
       {"nvidia-h100-peer-bytes-sdpa.json: sm_l2 sdpa_flash/fwd/b:1/h:32/n:16384/d:64/fp16", {1.096, spill}},
