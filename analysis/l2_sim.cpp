@@ -172,11 +172,15 @@ void L2Model::insert(Part& p, int64_t id, bool dirty) {
   if (dirty) mark_dirty(p, id);
 }
 
-void L2Model::access(const SimAccess& a, int sm) {
+int64_t L2Model::id_of(const SimAccess& a) const {
   if (a.buffer < 0 || size_t(a.buffer) >= buffers_.size() || a.chunk < 0 ||
       a.chunk >= buffers_[size_t(a.buffer)].chunks())
     throw std::invalid_argument(fmt::format("L2 simulation: chunk {} of buffer {} out of range", a.chunk, a.buffer));
-  const int64_t id = base_[size_t(a.buffer)] + a.chunk;
+  return base_[size_t(a.buffer)] + a.chunk;
+}
+
+void L2Model::access(const SimAccess& a, int sm) {
+  const int64_t id = id_of(a);
   const size_t i = size_t(id);
   Part& home = parts_[size_t(home_of(id))];
   Part& near = parts_[size_t(sm) % parts_.size()];
@@ -211,6 +215,11 @@ L2SimResult simulate_l2(const std::vector<SimBuffer>& buffers, const std::vector
                         const L2SimConfig& cfg) {
   L2Model l2(buffers, cfg);
   L2SimResult out;
+  // The time unit in which each (chunk, op, side) was last issued: reads per partition the reading
+  // SM belongs to, then writes and reductions (performed at the chunk's home partition).
+  const size_t stamp_ways = size_t(l2.partitions()) + 3;
+  std::vector<int64_t> stamp(size_t(l2.chunks()) * stamp_ways, -1);
+  int64_t unit = 0;
   for (const SimKernel& k : kernels) {
     if (k.blocks <= 0) {
       out.kernel_read.push_back(0), out.kernel_write.push_back(0);
@@ -257,9 +266,24 @@ L2SimResult simulate_l2(const std::vector<SimBuffer>& buffers, const std::vector
         out.accesses += int64_t(issued[si].size());
         ++out.steps;
       }
+      // Accesses of one time unit are simultaneous: a chunk that blocks of the unit read from one
+      // side, or write, or reduce into, is one fill, one near copy, one dirty line — the unit's
+      // later accesses of the same (chunk, op, side) are the same request and are not issued again
+      // (issued one by one, a unit whose blocks touch more than the dirty share or the partition
+      // between two of them would write a line back, or fetch it, twice within one unit).
+      ++unit;
       for (size_t a = 0; a < longest; ++a)
         for (int64_t s = 0; s < slots; ++s)
-          if (a < issued[size_t(s)].size()) l2.access(issued[size_t(s)][a], int(s % cfg.sm_count));
+          if (a < issued[size_t(s)].size()) {
+            const SimAccess& x = issued[size_t(s)][a];
+            const int sm = int(s % cfg.sm_count);
+            const int64_t id = l2.id_of(x);
+            const size_t key = size_t(id) * stamp_ways +
+                               (x.op == SimOp::Read ? size_t(sm % l2.partitions()) : size_t(l2.partitions()) + size_t(x.op));
+            if (stamp[key] == unit) continue;
+            stamp[key] = unit;
+            l2.access(x, sm);
+          }
       for (int64_t s = 0; s < slots; ++s) {
         const size_t si = size_t(s);
         if (block[si] < 0 || ++at[si] < steps[si]) continue;

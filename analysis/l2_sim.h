@@ -24,6 +24,12 @@
 //   ranges; cudaMemsetAsync is no kernel of them, its evictions are not counted, the dirty
 //   lines it leaves are).
 //
+// * time: the blocks' steps of one time unit are simultaneous; their accesses are issued side by
+//   side (every block's first, then every block's second, ...), and a unit's repeated request
+//   of one chunk — read from the same side, written, or reduced into — is one request (one fill,
+//   one near copy, one dirty line), however much else the unit touches between the two in issue
+//   order (a coarse step's unit may touch more than the L2).
+//
 // The L2 starts empty (the counter pass cleans it with a read-only sweep: clean lines cost
 // nothing to evict). Granularity: chunks of whole rows of one buffer of one head (the tiles'
 // rows, or a multiple: analysis/dram_model.h, coarsening); bytes are counted exactly per chunk.
@@ -131,6 +137,9 @@ class L2Model {
   const std::vector<int64_t>& read_of() const { return read_of_; }
   const std::vector<int64_t>& write_of() const { return write_of_; }
   int home_of(int64_t id) const;
+  int partitions() const { return int(parts_.size()); }
+  int64_t chunks() const { return int64_t(buffer_of_.size()); }
+  int64_t id_of(const SimAccess& a) const;  // the chunk's global id (throws when out of range)
 
  private:
   struct Part {
