@@ -19,7 +19,8 @@
 //    into the slot, and every lane arrives on the slot's full barrier (32 arrivals, lane 0's with
 //    the TMA bytes): the consumers' wait on it acquires those stores as well as the TMA's bytes.
 //  - Warpgroups 1, 2, the consumers (setmaxnreg up to kFlash3BwdConsumerRegisters), 64 keys each,
-//    as kernels/flash2/hopper/flash2_bwd_wgmma.cuh's two warpgroups. Per Q tile:
+//    as kernels/flash2/hopper/flash2_bwd_wgmma.cuh's two warpgroups, with its steps
+//    (kernels/common/wgmma_bwd.cuh). Per Q tile:
 //      Sᵀ  = K_w·Q_iᵀ    wgmma m64n64k16, A = K_w, B = Q_i, both shared, K-major
 //      dPᵀ = V_w·dO_iᵀ   likewise with V_w and dO_i
 //      Pᵀ = exp2(Sᵀ·scale·log2 e − L), dSᵀ = Pᵀ∘(dPᵀ − D)   in registers
@@ -60,7 +61,7 @@
 #include "kernels/common/attention_params.h"
 #include "kernels/common/tma.cuh"
 #include "kernels/common/wgmma.cuh"
-#include "kernels/flash2/flash2_bwd_kernel.cuh"  // atomic_add2
+#include "kernels/common/wgmma_bwd.cuh"
 #include "kernels/flash3/flash3_configs.h"
 #include "kernels/flash3/flash3_fwd_kernel.cuh"  // RingSlot
 
@@ -221,7 +222,7 @@ __device__ __forceinline__ void flash3_bwd_produce(const Flash3BwdArgs& args, co
 template <typename Tr, bool kCausal>
 __device__ __forceinline__ void flash3_bwd_consume(const Flash3BwdArgs& args, const Flash3BwdWork& w,
                                                    const Flash3BwdShared<Tr>& sh) {
-  using T = typename Tr::Element;
+  using Steps = WgmmaBwdSteps<typename Tr::Element, Tr::kHeadDim, Tr::kBlockM, Tr::kBlockN>;
   const BwdParams& p = args.p;
   Flash3BwdBarriers<Tr::kStages>& bar = *sh.bar;
   const int wg = threadIdx.x / 128 - 1;
@@ -240,7 +241,6 @@ __device__ __forceinline__ void flash3_bwd_consume(const Flash3BwdArgs& args, co
   const int col0 = wg * Tr::kDqColumns;
   const uint32_t k_cols =
       smem_addr(sh.k) + (col0 / kPanelColumns) * Tr::kBlockN * kSwizzleRowBytes + (col0 % kPanelColumns) * 2;
-  const bool tail = w.n0 + Tr::kBlockN > w.nk;
 
   mbar_wait(&bar.kv_full, 0);  // before the epilogue writes into sK, sV too
   for (int it = 0; it < w.iterations; ++it) {
@@ -253,72 +253,20 @@ __device__ __forceinline__ void flash3_bwd_consume(const Flash3BwdArgs& args, co
     const float* sDs = sh.d + slot.stage * Tr::kBlockM;
     unsigned char* const sdS = sh.ds + (it % 2) * Tr::kTileDsBytes;
 
-    // Sᵀ = K_j·Q_iᵀ and dPᵀ = V_j·dO_iᵀ (FA-2 Algorithm 2, lines 9 and 13, transposed): (64 keys, Br).
+    // Sᵀ, dPᵀ (lines 9, 13); Pᵀ, dSᵀ (lines 11, 15); dSᵀ to shared memory for dQ; dV, dK (lines
+    // 12, 17) issued: kernels/common/wgmma_bwd.cuh, as flash2's wgmma backward.
     float acc_s[Tr::kAccSt], acc_dp[Tr::kAccSt];
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < Tr::kHeadDim / 16; ++kk) {
-      Wgmma<T, Tr::kBlockM>::template ss<0, 0>(acc_s, desc_kmajor(k_rows, Tr::kBlockN, kk),
-                                                desc_kmajor(q_tile, Tr::kBlockM, kk), kk > 0);
-      Wgmma<T, Tr::kBlockM>::template ss<0, 0>(acc_dp, desc_kmajor(v_rows, Tr::kBlockN, kk),
-                                                desc_kmajor(do_tile, Tr::kBlockM, kk), kk > 0);
-    }
-    wgmma_commit();
-    wgmma_wait<0>();
-    wgmma_fence_operands(acc_s);
-    wgmma_fence_operands(acc_dp);
-
-    // Pᵀ = exp2(Sᵀ·scale·log2 e − L) (line 11), masked, in acc_s for dV; dSᵀ = Pᵀ∘(dPᵀ − D)
-    // (line 15) in acc_dp for dK and dQ. Element 4j + e: key row g (+8 for e ≥ 2) of this warp,
-    // query column 8j + 2t + (e & 1).
-    const bool diagonal = kCausal && w.n0 + key_row + 15 > m0;
-#pragma unroll
-    for (int j = 0; j < Tr::kBlockM / 8; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int c = j * 8 + 2 * t + (e & 1);  // query row in the tile
-        const int key = w.n0 + key_row + g + (e >= 2 ? 8 : 0);
-        float pe = exp2f(fmaf(acc_s[4 * j + e], p.scale_log2, -sLses[c]));
-        if ((tail || diagonal) && (key >= w.nk || (kCausal && key > m0 + c))) pe = 0.f;
-        acc_dp[4 * j + e] = pe * (acc_dp[4 * j + e] - sDs[c]);
-        acc_s[4 * j + e] = pe;
-      }
-
-    // dSᵀ to shared memory for dQ (rows = keys, columns = queries: one swizzled 64-column panel).
-#pragma unroll
-    for (int j = 0; j < Tr::kBlockM / 8; ++j)
-#pragma unroll
-      for (int hr = 0; hr < 2; ++hr)
-        *reinterpret_cast<uint32_t*>(sdS + swizzle128_chunk_offset(Tr::kBlockN, key_row + g + 8 * hr, j) + 4 * t) =
-            pack2<T>(acc_dp[4 * j + 2 * hr], acc_dp[4 * j + 2 * hr + 1]);
-
-    // dV_w += Pᵀ·dO_i (line 12), dK_w += dSᵀ·Q_i (line 17): A from registers, B read MN-major.
-    uint32_t a_p[Tr::kBlockM / 16][4], a_ds[Tr::kBlockM / 16][4];
-#pragma unroll
-    for (int kk = 0; kk < Tr::kBlockM / 16; ++kk)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        a_p[kk][r] = pack2<T>(acc_s[8 * kk + 2 * r], acc_s[8 * kk + 2 * r + 1]);
-        a_ds[kk][r] = pack2<T>(acc_dp[8 * kk + 2 * r], acc_dp[8 * kk + 2 * r + 1]);
-      }
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < Tr::kBlockM / 16; ++kk) {
-      Wgmma<T, Tr::kHeadDim>::template rs<1>(acc_dv, a_p[kk], desc_mnmajor(do_tile, Tr::kBlockM, kk), 1);
-      Wgmma<T, Tr::kHeadDim>::template rs<1>(acc_dk, a_ds[kk], desc_mnmajor(q_tile, Tr::kBlockM, kk), 1);
-    }
-    wgmma_commit();
+    Steps::scores(acc_s, acc_dp, k_rows, v_rows, q_tile, do_tile);
+    Steps::template probabilities<kCausal, false>(acc_s, acc_dp, p, sLses, sDs, w.n0, w.nk, key_row, m0, w.b, h,
+                                                  lane);
+    Steps::store_ds_t(sdS, acc_dp, key_row, g, t);
+    Steps::issue_dkdv(acc_dv, acc_dk, acc_s, acc_dp, do_tile, q_tile);
 
     // dQ_i += dS·K_j (line 16), once both consumers' dSᵀ rows are in shared memory.
     fence_proxy_async_shared();
     named_barrier_sync(Tr::kDsBarrier, Tr::kConsumerThreads);
     float acc_dq[Tr::kAccDq];  // (Br queries, d/2 columns)
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < Tr::kBlockN / 16; ++kk)
-      Wgmma<T, Tr::kDqColumns>::template ss<1, 1>(acc_dq, desc_mnmajor(smem_addr(sdS), Tr::kBlockN, kk),
-                                                   desc_mnmajor(k_cols, Tr::kBlockN, kk), kk > 0);
-    wgmma_commit();
+    Steps::template issue_dq<Tr::kDqColumns, Tr::kBlockN>(acc_dq, smem_addr(sdS), k_cols);
     wgmma_wait<0>();  // dV, dK and dQ: this warpgroup is done with the slot
     wgmma_fence_operands(acc_dq);
     wgmma_fence_operands(acc_dv);
@@ -327,29 +275,14 @@ __device__ __forceinline__ void flash3_bwd_consume(const Flash3BwdArgs& args, co
     if (lane == 0) mbar_arrive(&bar.empty[slot.stage]);
 
     float* dq = p.dq_accum + ((size_t(w.b) * p.heads + h) * p.seqlen_q) * Tr::kHeadDim + col0;
-#pragma unroll
-    for (int j = 0; j < Tr::kDqColumns / 8; ++j)
-#pragma unroll
-      for (int hr = 0; hr < 2; ++hr) {
-        const int i = m0 + warp * 16 + g + 8 * hr;
-        if (i < p.seqlen_q)
-          atomic_add2(dq + size_t(i) * Tr::kHeadDim + j * 8 + 2 * t, acc_dq[4 * j + 2 * hr], acc_dq[4 * j + 2 * hr + 1]);
-      }
+    Steps::template add_dq<Tr::kDqColumns>(dq, acc_dq, m0, warp, p.seqlen_q, g, t);
   }
 
   // Epilogue (line 21): dK_j = scale·acc_dk, dV_j = acc_dv into this warpgroup's rows of sK, sV,
   // once every consumer's last dQ (which reads all of sK) has completed; then TMA stores of its
   // 64 rows, clipped at Nk.
   named_barrier_sync(Tr::kDsBarrier, Tr::kConsumerThreads);
-#pragma unroll
-  for (int j = 0; j < Tr::kHeadDim / 8; ++j)
-#pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      const int off = swizzle128_chunk_offset(Tr::kBlockN, key_row + g + 8 * hr, j) + 4 * t;
-      *reinterpret_cast<uint32_t*>(sh.k + off) =
-          pack2<T>(acc_dk[4 * j + 2 * hr] * p.scale, acc_dk[4 * j + 2 * hr + 1] * p.scale);
-      *reinterpret_cast<uint32_t*>(sh.v + off) = pack2<T>(acc_dv[4 * j + 2 * hr], acc_dv[4 * j + 2 * hr + 1]);
-    }
+  Steps::stage_dkdv(sh.k, sh.v, acc_dk, acc_dv, p.scale, key_row + g, t);
   fence_proxy_async_shared();  // the TMA store reads what these threads wrote
   named_barrier_sync(Tr::kEpilogueBarrier + wg, 128);
   const int row0 = w.n0 + wg * 64;
