@@ -127,8 +127,8 @@ struct WgmmaBwdSteps {
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kKeys / 16; ++kk)
-      Wgmma<T, kColumns>::template ss<1, 1>(acc_dq, desc_mnmajor(ds_keys, kBlockN, kk), desc_mnmajor(k_cols, kBlockN, kk),
-                                            kk > 0);
+      Wgmma<T, kColumns>::template ss<1, 1>(acc_dq, desc_mnmajor(ds_keys, kBlockN, kk),
+                                            desc_mnmajor(k_cols, kBlockN, kk), kk > 0);
     wgmma_commit();
   }
 
@@ -157,7 +157,8 @@ struct WgmmaBwdSteps {
 #pragma unroll
       for (int hr = 0; hr < 2; ++hr) {
         const int off = swizzle128_chunk_offset(kBlockN, r_base + 8 * hr, j) + 4 * t;
-        *reinterpret_cast<uint32_t*>(sK + off) = pack2<T>(acc_dk[4 * j + 2 * hr] * scale, acc_dk[4 * j + 2 * hr + 1] * scale);
+        *reinterpret_cast<uint32_t*>(sK + off) =
+            pack2<T>(acc_dk[4 * j + 2 * hr] * scale, acc_dk[4 * j + 2 * hr + 1] * scale);
         *reinterpret_cast<uint32_t*>(sV + off) = pack2<T>(acc_dv[4 * j + 2 * hr], acc_dv[4 * j + 2 * hr + 1]);
       }
   }

@@ -13,11 +13,11 @@
 //
 //  - Warpgroup 0, the producer (setmaxnreg down to kFlash3BwdProducerRegisters; warp 0 only, the
 //    other three exit). Lane 0 issues TMA loads (cp.async.bulk.tensor.3d, 64-column boxes, the
-//    128-byte swizzle) of K_j and V_j once, completing `kv_full` (every block, as flash2's), and of Q_i, dO_i into a ring of
-//    `stages` slots, each with a full and an empty mbarrier. L_i and D_i are read by the warp's
-//    lanes, one row each (L·log2 e, +inf for a row with no key or past Nq: P = 0 there), stored
-//    into the slot, and every lane arrives on the slot's full barrier (32 arrivals, lane 0's with
-//    the TMA bytes): the consumers' wait on it acquires those stores as well as the TMA's bytes.
+//    128-byte swizzle) of K_j and V_j once, completing `kv_full` (every block, as flash2's), and of Q_i, dO_i into a
+//    ring of `stages` slots, each with a full and an empty mbarrier. L_i and D_i are read by the warp's lanes, one row
+//    each (L·log2 e, +inf for a row with no key or past Nq: P = 0 there), stored into the slot, and every lane arrives
+//    on the slot's full barrier (32 arrivals, lane 0's with the TMA bytes): the consumers' wait on it acquires those
+//    stores as well as the TMA's bytes.
 //  - Warpgroups 1, 2, the consumers (setmaxnreg up to kFlash3BwdConsumerRegisters), 64 keys each,
 //    as kernels/flash2/hopper/flash2_bwd_wgmma.cuh's two warpgroups, with its steps
 //    (kernels/common/wgmma_bwd.cuh). Per Q tile:
@@ -86,16 +86,16 @@ struct Flash3BwdTraits {
   static constexpr int kConsumerThreads = 128 * kConsumers;
   static constexpr int kPanels = kHeadDim / kPanelColumns;
   static constexpr int kDqColumns = kHeadDim / kConsumers;  // N of each consumer's dQ
-  static constexpr int kAccSt = kBlockM / 2;     // fp32 registers per thread of Sᵀ (and dPᵀ): (64, Br)
-  static constexpr int kAccKV = kHeadDim / 2;    // of dK (and dV): (64, d)
-  static constexpr int kAccDq = kDqColumns / 2;  // of dQ: (Br, d/2)
+  static constexpr int kAccSt = kBlockM / 2;                // fp32 registers per thread of Sᵀ (and dPᵀ): (64, Br)
+  static constexpr int kAccKV = kHeadDim / 2;               // of dK (and dV): (64, d)
+  static constexpr int kAccDq = kDqColumns / 2;             // of dQ: (Br, d/2)
   static constexpr int kTileKVBytes = kBlockN * kHeadDim * 2;  // K_j or V_j: (Bc, d) swizzle128
   static constexpr int kTileQBytes = kBlockM * kHeadDim * 2;   // Q_i or dO_i, one slot: (Br, d)
   static constexpr int kTileDsBytes = kBlockN * kBlockM * 2;   // dSᵀ, one buffer: (Bc, Br)
   static constexpr int kRowsPerLane = kBlockM / 32;            // L, D rows per producer lane
   static constexpr int kSmemBytes = flash3_bwd_smem_bytes(kHeadDim, TileShape{kBlockM, kBlockN, 0, kStages});
-  static constexpr int kFillArrivals = 32;                  // the producer warp's lanes fill a slot
-  static constexpr int kReleaseArrivals = 4 * kConsumers;   // one per consumer warp frees it
+  static constexpr int kFillArrivals = 32;                 // the producer warp's lanes fill a slot
+  static constexpr int kReleaseArrivals = 4 * kConsumers;  // one per consumer warp frees it
   // Named barriers: the consumers together (dSᵀ published; the epilogue), then one per consumer.
   static constexpr int kDsBarrier = 1;
   static constexpr int kEpilogueBarrier = 2;
@@ -119,7 +119,7 @@ struct Flash3BwdTraits {
 
 template <int kStages>
 struct Flash3BwdBarriers {
-  uint64_t kv_full;                         // K_j and V_j landed
+  uint64_t kv_full;                        // K_j and V_j landed
   uint64_t full[kStages], empty[kStages];  // a Q/dO/L/D slot landed / every consumer is done with it
 };
 
@@ -257,8 +257,7 @@ __device__ __forceinline__ void flash3_bwd_consume(const Flash3BwdArgs& args, co
     // 12, 17) issued: kernels/common/wgmma_bwd.cuh, as flash2's wgmma backward.
     float acc_s[Tr::kAccSt], acc_dp[Tr::kAccSt];
     Steps::scores(acc_s, acc_dp, k_rows, v_rows, q_tile, do_tile);
-    Steps::template probabilities<kCausal, false>(acc_s, acc_dp, p, sLses, sDs, w.n0, w.nk, key_row, m0, w.b, h,
-                                                  lane);
+    Steps::template probabilities<kCausal, false>(acc_s, acc_dp, p, sLses, sDs, w.n0, w.nk, key_row, m0, w.b, h, lane);
     Steps::store_ds_t(sdS, acc_dp, key_row, g, t);
     Steps::issue_dkdv(acc_dv, acc_dk, acc_s, acc_dp, do_tile, q_tile);
 
