@@ -13,11 +13,12 @@
 //
 //  - Warpgroup 0, the producer (setmaxnreg down to kFlash3BwdProducerRegisters; warp 0 only, the
 //    other three exit). Lane 0 issues TMA loads (cp.async.bulk.tensor.3d, 64-column boxes, the
-//    128-byte swizzle) of K_j and V_j once, completing `kv_full` (every block, as flash2's), and of Q_i, dO_i into a
-//    ring of `stages` slots, each with a full and an empty mbarrier. L_i and D_i are read by the warp's lanes, one row
-//    each (L·log2 e, +inf for a row with no key or past Nq: P = 0 there), stored into the slot, and every lane arrives
-//    on the slot's full barrier (32 arrivals, lane 0's with the TMA bytes): the consumers' wait on it acquires those
-//    stores as well as the TMA's bytes.
+//    128-byte swizzle) of K_j and V_j once, completing `kv_full` (every block, as flash2's), and
+//    of Q_i, dO_i into a ring of `stages` slots, each with a full and an empty mbarrier. L_i and
+//    D_i are read by the warp's lanes, one row each (L·log2 e, +inf for a row with no key or past
+//    Nq: P = 0 there), stored into the slot, and every lane arrives on the slot's full barrier
+//    (32 arrivals, lane 0's with the TMA bytes): the consumers' wait on it acquires those stores
+//    as well as the TMA's bytes.
 //  - Warpgroups 1, 2, the consumers (setmaxnreg up to kFlash3BwdConsumerRegisters), 64 keys each,
 //    as kernels/flash2/hopper/flash2_bwd_wgmma.cuh's two warpgroups, with its steps
 //    (kernels/common/wgmma_bwd.cuh). Per Q tile:
