@@ -30,8 +30,8 @@
 //      dQ_i += dS·K_j    A = dS read M-major from dSᵀ staged in shared memory, B = K_j MN-major;
 //                        split between the consumers by columns (d/2 each), then added to the
 //                        fp32 accumulator with red.global.add.v2.f32 (atomic_add2)
-//    Once its products have completed, every consumer warp arrives on the slot's empty barrier
-//    (8 arrivals free it for the producer).
+//    Once its products have completed, every consumer thread arrives on the slot's empty barrier
+//    (256 arrivals free it for the producer: each thread releases its own reads of L, D).
 //
 // Synchronisation, per iteration `it` (slot s = it % stages, parity (it / stages) & 1):
 //   producer: wait empty[s] (parity ^ 1: the first pass is free), store L/D, arrive on full[s]
@@ -39,7 +39,7 @@
 //   consumers: wait full[s]; products; dSᵀ into buffer it % 2; bar.sync 1 (256 consumer threads:
 //             both halves of dSᵀ are written, and both consumers finished iteration it − 1, so the
 //             dSᵀ buffer written next (it + 1) % 2 = (it − 1) % 2 has no reader left); dQ; wait
-//             for every product; arrive on empty[s] (one per warp); the dQ atomics.
+//             for every product; arrive on empty[s] (every thread); the dQ atomics.
 //   epilogue: bar.sync 1 (every consumer's last dQ, which reads all of sK, has completed), dK·scale
 //             and dV into the consumer's own rows of sK, sV, fence.proxy.async, bar.sync 2 + w
 //             (its 128 threads), one thread issues TMA stores of its 64 rows (clipped at Nk).
@@ -95,8 +95,11 @@ struct Flash3BwdTraits {
   static constexpr int kTileDsBytes = kBlockN * kBlockM * 2;   // dSᵀ, one buffer: (Bc, Br)
   static constexpr int kRowsPerLane = kBlockM / 32;            // L, D rows per producer lane
   static constexpr int kSmemBytes = flash3_bwd_smem_bytes(kHeadDim, TileShape{kBlockM, kBlockN, 0, kStages});
-  static constexpr int kFillArrivals = 32;                 // the producer warp's lanes fill a slot
-  static constexpr int kReleaseArrivals = 4 * kConsumers;  // one per consumer warp frees it
+  static constexpr int kFillArrivals = 32;  // the producer warp's lanes fill a slot
+  // Every consumer thread arrives to free a slot: each releases its own plain reads of L, D (an
+  // arrive releases the executing thread's accesses only; one lane per warp would leave the
+  // other lanes' reads unordered before the producer's next stores, and racecheck says so).
+  static constexpr int kReleaseArrivals = kConsumerThreads;
   // Named barriers: the consumers together (dSᵀ published; the epilogue), then one per consumer.
   static constexpr int kDsBarrier = 1;
   static constexpr int kEpilogueBarrier = 2;
@@ -271,8 +274,7 @@ __device__ __forceinline__ void flash3_bwd_consume(const Flash3BwdArgs& args, co
     wgmma_fence_operands(acc_dq);
     wgmma_fence_operands(acc_dv);
     wgmma_fence_operands(acc_dk);
-    __syncwarp();
-    if (lane == 0) mbar_arrive(&bar.empty[slot.stage]);
+    mbar_arrive(&bar.empty[slot.stage]);  // every thread: its L, D reads are done
 
     float* dq = p.dq_accum + ((size_t(w.b) * p.heads + h) * p.seqlen_q) * Tr::kHeadDim + col0;
     Steps::template add_dq<Tr::kDqColumns>(dq, acc_dq, m0, warp, p.seqlen_q, g, t);
