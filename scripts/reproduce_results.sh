@@ -14,6 +14,8 @@
 #   flash3  FlashAttention-3's comparison (the FA-2 setting, forward, d = 64, 128, 256, causal
 #        off/on, N = 512 … 16384): flash3 and flash2, and SDPA's cuDNN and flash back-ends on the
 #        same points in the same run (one run id); the table of ratios printed at the end.
+#   flash3bwd  flash3's backward in the same setting (d = 64, 128; passes bwd and fwd+bwd):
+#        flash3 and flash2, SDPA's cuDNN and flash back-ends in the same run, and the ratios.
 #   fa1  FlashAttention's benchmark setting (batch 16, 8 heads, d = 64, fp16,
 #        N = 128 … 16384) for standard, standard_fused and flash1 in the four configurations of its
 #        Tables 14-25 (plain, dropout 0.1, key padding, both), passes fwd, bwd, fwd+bwd.
@@ -30,7 +32,7 @@
 #        backward around N = 2048.
 # Every flashio run reads hardware counters after timing (--counters full, the default).
 set -euo pipefail
-out="${1:?usage: scripts/reproduce_results.sh OUT_DIR [fa2|d256|flash3|fa1|memory|io|drift|all]}"
+out="${1:?usage: scripts/reproduce_results.sh OUT_DIR [fa2|d256|flash3|flash3bwd|fa1|memory|io|drift|all]}"
 what="${2:-all}"
 cd "$(dirname "$0")/.."
 bin="${FLASHIO_BIN:-build/flashio}"
@@ -79,6 +81,17 @@ if [ "$what" = flash3 ] || [ "$what" = all ]; then
   python3 scripts/peers_sdpa.py --flashio "$bin" "${axes[@]}" --backend cudnn,flash --tokens 16384 --model-dim 2048 \
     --reps 20 --warmup 3 -q --run-id "$run_id" --git-revision "$rev" --out "$out/$gpu-flash3-sdpa.json"
   python3 scripts/flash2_vs_sdpa.py "$out/$gpu-flash3.json" "$out/$gpu-flash3-sdpa.json" --method flash3 --peer sdpa_cudnn
+fi
+
+if [ "$what" = flash3bwd ] || [ "$what" = all ]; then
+  axes=(--seqlen 512,1024,2048,4096,8192,16384 --head-dim 64,128 --causal false,true --pass bwd,fwdbwd)
+  "$bin" run --method flash3,flash2 "${axes[@]}" --tokens 16384 --model-dim 2048 --reps 20 --warmup 3 -q \
+    --out "$out/$gpu-flash3-bwd.json"
+  run_id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$out/$gpu-flash3-bwd.json")
+  rev=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["build"]["git_revision"])' "$out/$gpu-flash3-bwd.json")
+  python3 scripts/peers_sdpa.py --flashio "$bin" "${axes[@]}" --backend cudnn,flash --tokens 16384 --model-dim 2048 \
+    --reps 20 --warmup 3 -q --run-id "$run_id" --git-revision "$rev" --out "$out/$gpu-flash3-bwd-sdpa.json"
+  python3 scripts/flash2_vs_sdpa.py "$out/$gpu-flash3-bwd.json" "$out/$gpu-flash3-bwd-sdpa.json" --method flash3 --peer sdpa_cudnn
 fi
 
 if [ "$what" = fa1 ] || [ "$what" = all ]; then

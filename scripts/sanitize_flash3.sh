@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # compute-sanitizer's memcheck, racecheck and synccheck on the flash3 GPU tests (odd sizes, key
-# padding, each head dim and dtype), writing what results/crosscheck/nvidia-*-sanitize-flash3.txt
-# holds: the filters, then each tool's summary lines and any error line. Needs a GPU and a build.
+# padding, each head dim and dtype; forward and backward — a backward test runs the forward
+# first, whose item hand-off racecheck reports: kernels/flash3/NOTES.md), writing what
+# results/crosscheck/nvidia-*-sanitize-flash3.txt holds: the filters, then each tool's summary
+# lines and any error line. Needs a GPU and a build.
 #   scripts/sanitize_flash3.sh [OUT]    (default: stdout); exits non-zero on any error
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tests="${FLASHIO_BUILD_DIR:-build}/tests/flashio_gpu_tests"
 out="${1:-/dev/stdout}"
-memcheck_filter='*Flash3Forward*/n1_*:*Flash3Forward*/n17_*:Flash3Test.KeyPadding*'
-race_filter='*Flash3Forward*/n17_d128_fp16_causal:*Flash3Forward*/n1013_d64_bf16:*Flash3Forward*/n17_d256_bf16_causal:*Flash3Forward*/n1013_d256_fp16'
+memcheck_filter='*Flash3Forward*/n1_*:*Flash3Forward*/n17_*:Flash3Test.KeyPadding*:*Flash3Backward*/n1_*:*Flash3Backward*/n17_*:Flash3Test.BackwardKeyPadding*'
+race_filter='*Flash3Forward*/n17_d128_fp16_causal:*Flash3Forward*/n1013_d64_bf16:*Flash3Forward*/n17_d256_bf16_causal:*Flash3Forward*/n1013_d256_fp16:*Flash3Backward*/n17_d128_fp16_causal:*Flash3Backward*/n1013_d64_bf16:*Flash3Backward*/n1013_d128_fp16_causal'
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 status=0
 {

@@ -1468,7 +1468,8 @@ TEST(IoModel, TmaTileLoadsReadToTheTensorEndAndEqualSimulator) {
 }
 
 // A flash3 record reaches its registered model: forward bytes as the TMA closed form, the
-// simulator agrees, and a backward point is refused in words (flash3 has no backward kernel).
+// simulator agrees; its backward (tiles_bwd) as flash2's wgmma backward schedule with flash3's
+// tile, the simulator agreeing; a d 256 backward point and an ablation's are refused.
 TEST(RecordTiles, Flash3RecordIsPredictedWithTmaLoads) {
   Record r;
   r.method = "flash3";
@@ -1482,8 +1483,44 @@ TEST(RecordTiles, Flash3RecordIsPredictedWithTmaLoads) {
   EXPECT_EQ(predict_sm_l2(*m.point).read, flash2_fwd_traffic(r.problem, t, {}, KvTileLoads::CutAtTensorEnd).read);
   expect_same(predict_sm_l2(*m.point), simulate_sm_l2(*m.point), "flash3 record");
   r.pass = Pass::FwdBwd;
-  const RecordModel b = model_point_of(to_json(r));
-  if (b.point) EXPECT_THROW(predict_sm_l2(*b.point), std::invalid_argument);
+  r.tiles_bwd = Tiles{64, 128, 12, 2, 166912, 0, "wgmma", "swizzle128"};
+  r.tiles_bwd->dq_adds = "pairs";
+  for (bool causal : {false, true})
+    for (int64_t d : {64, 128}) {
+      r.problem = shape(2, 4, 2, 1000, 777, d, causal, true);
+      const RecordModel b = model_point_of(to_json(r));
+      ASSERT_TRUE(b.point.has_value()) << b.why_not;
+      ModelTiles bt{64, 128, 12, 2};
+      bt.smem_layout = SmemLayout::Swizzle128;
+      Traffic expected = flash2_fwd_traffic(r.problem, t, {}, KvTileLoads::CutAtTensorEnd);
+      expected += flash2_bwd_traffic(r.problem, bt, {}, b.point->dq());
+      const std::string what = fmt::format("flash3 fwdbwd d {} causal {}", d, causal);
+      EXPECT_EQ(predict_sm_l2(*b.point).read, expected.read) << what;
+      EXPECT_EQ(predict_sm_l2(*b.point).write, expected.write) << what;
+      expect_same(predict_sm_l2(*b.point), simulate_sm_l2(*b.point), what);
+    }
+  r.problem = shape(2, 4, 2, 1000, 1000, 256, true, true);
+  const RecordModel d256 = model_point_of(to_json(r));
+  if (d256.point) EXPECT_THROW(predict_sm_l2(*d256.point), std::invalid_argument);
+  r.method = "flash3_no_overlap";
+  r.problem = shape(2, 4, 2, 1000, 1000, 128, true, true);
+  const RecordModel abl = model_point_of(to_json(r));
+  if (abl.point) EXPECT_THROW(predict_sm_l2(*abl.point), std::invalid_argument);
+}
+
+// flash3's predicted tiles (what `flashio predict` and the DRAM model use without a record): the
+// backward's one tile for d 64 and 128, none at d 256 nor for the ablations.
+TEST(IoModel, Flash3PredictsItsBackwardTile) {
+  for (int64_t d : {64, 128}) {
+    const PredictedTiles t = find_model("flash3")->predict_tiles(d, 232448);
+    EXPECT_TRUE(t.bwd_kernel) << d;
+    EXPECT_EQ(t.bwd.block_r, 64) << d;
+    EXPECT_EQ(t.bwd.block_c, 128) << d;
+    EXPECT_EQ(t.bwd.warps, 12) << d;
+    EXPECT_GT(t.bwd_smem, 0) << d;
+    EXPECT_FALSE(find_model("flash3_no_overlap")->predict_tiles(d, 232448).bwd_kernel) << d;
+  }
+  EXPECT_FALSE(find_model("flash3")->predict_tiles(256, 232448).bwd_kernel);
 }
 
 // flash_decode's kernel (its splits and the last split's combine): the closed form equals the simulator's walk of

@@ -50,9 +50,18 @@ TEST(Flash3Method, RefusesWhatItDoesNotHaveInWords) {
   const Method* m = builtin_registry().find("flash3");
   ASSERT_NE(m, nullptr) << "flash3 is not registered";
   const DeviceInfo dev = hopper();
-  const Support bwd = m->supports(small(128), Pass::Bwd, dev);
-  EXPECT_FALSE(bwd.ok);
-  EXPECT_NE(bwd.reason.find("bwd"), std::string::npos) << bwd.reason;
+  // d 256 has no backward (dK, dV of 64 keys would not fit a consumer's registers).
+  for (Pass pass : {Pass::Bwd, Pass::FwdBwd}) {
+    const Support bwd = m->supports(small(256), pass, dev);
+    EXPECT_FALSE(bwd.ok);
+    EXPECT_NE(bwd.reason.find("no backward for d=256 (d 64, 128 only"), std::string::npos) << bwd.reason;
+  }
+  Problem det = small(128);
+  det.deterministic = true;
+  const Support d = m->supports(det, Pass::Bwd, dev);
+  EXPECT_FALSE(d.ok);
+  EXPECT_NE(d.reason.find("deterministic"), std::string::npos) << d.reason;
+  EXPECT_TRUE(m->supports(det, Pass::Fwd, dev).ok || !kernels::flash3_compiled());
   Problem drop = small(128);
   drop.dropout = 0.1;
   EXPECT_NE(m->supports(drop, Pass::Fwd, dev).reason.find("dropout"), std::string::npos);
@@ -66,6 +75,9 @@ TEST(Flash3Method, RefusesWhatItDoesNotHaveInWords) {
   if (kernels::flash3_compiled()) {
     EXPECT_NE(old.reason.find("9.0"), std::string::npos) << old.reason;
     EXPECT_TRUE(m->supports(small(128), Pass::Fwd, dev).ok) << m->supports(small(128), Pass::Fwd, dev).reason;
+    for (int64_t dim : {64, 128})
+      for (Pass pass : {Pass::Bwd, Pass::FwdBwd})
+        EXPECT_TRUE(m->supports(small(dim), pass, dev).ok) << dim << ": " << m->supports(small(dim), pass, dev).reason;
     Problem forced = small(64);
     forced.block_r = 64;
     const Support f = m->supports(forced, Pass::Fwd, dev);
@@ -74,6 +86,35 @@ TEST(Flash3Method, RefusesWhatItDoesNotHaveInWords) {
   } else {
     EXPECT_NE(old.reason.find("no flash3 kernels"), std::string::npos) << old.reason;
   }
+}
+
+// The backward's one tile (kFlash3BwdTile) for each head dim of FLASH3_BWD_HEAD_DIMS: three
+// warpgroups (producer + two consumers of 64 keys), its shared memory as the kernel lays it out,
+// within Hopper's; none for d 256 or an uncompiled head dim.
+TEST(Flash3Method, BackwardTileComesFromTheOneTableAndFitsHopper) {
+  int total = 0;
+#define FLASH3_EACH_BWD_D(D)                                                                             \
+  {                                                                                                      \
+    kernels::KernelTile t{};                                                                             \
+    ASSERT_TRUE(kernels::flash3_bwd_tile(D, &t)) << D;                                                   \
+    EXPECT_EQ(t.block_r, 64) << D << ": dSᵀ is one 64-column panel";                                   \
+    EXPECT_EQ(t.block_c, 128) << D << ": two consumer warpgroups of 64 keys";                          \
+    EXPECT_EQ(t.warps, 12) << D << ": consumers plus the producer";                                    \
+    EXPECT_TRUE(t.wgmma);                                                                                \
+    EXPECT_EQ(t.smem_bytes, 2 * 128 * D * 2 + t.stages * 2 * 64 * D * 2 + 2 * 128 * 64 * 2 +             \
+                                t.stages * 2 * 64 * 4 + 1024)                                            \
+        << D;                                                                                            \
+    EXPECT_LE(t.smem_bytes, hopper().smem_per_block_optin) << D;                                         \
+    ++total;                                                                                             \
+  }
+  FLASH3_BWD_HEAD_DIMS(FLASH3_EACH_BWD_D)
+#undef FLASH3_EACH_BWD_D
+  EXPECT_EQ(total, 2);
+  kernels::KernelTile none{};
+  EXPECT_FALSE(kernels::flash3_bwd_tile(256, &none));
+  EXPECT_FALSE(kernels::flash3_bwd_tile(96, &none));
+  // setmaxnreg: the three warpgroups' budgets within the 168 registers per thread of the launch.
+  EXPECT_LE(kernels::kFlash3BwdProducerRegisters + 2 * kernels::kFlash3BwdConsumerRegisters, 3 * 168);
 }
 
 TEST(Flash3Method, AblationsAreRegisteredForTheirHeadDimOnly) {
@@ -86,5 +127,8 @@ TEST(Flash3Method, AblationsAreRegisteredForTheirHeadDimOnly) {
     const Support s = m->supports(small(64), Pass::Fwd, hopper());
     EXPECT_FALSE(s.ok) << name;
     EXPECT_NE(s.reason.find("head dims 128"), std::string::npos) << s.reason;
+    const Support b = m->supports(small(128), Pass::Bwd, hopper());
+    EXPECT_FALSE(b.ok) << name << ": the ablations are forward schedules";
+    EXPECT_NE(b.reason.find("no bwd pass"), std::string::npos) << b.reason;
   }
 }

@@ -1,12 +1,20 @@
-// flash3 (FlashAttention-3's forward, kernels/flash3/): flash2's forward schedule — Q once, the
+// flash3 (FlashAttention-3, kernels/flash3/). Forward: flash2's forward schedule — Q once, the
 // visible K/V tiles once per Q tile, O and L once — moved by TMA: the tile loads read whole
 // tiles up to the tensor's end (a batch's padded keys are read and masked, where flash2's
 // copies stop at the key length), O leaves in TMA stores clipped at Nq. The persistent grid
 // changes when Q tiles run, not what each moves; its DRAM prediction is flash2's forward trace
 // through the L2 simulation (Flash2Model::dram_trace): the dynamic scheduler hands out work items
 // in flash2's grid order (a head's Q tiles consecutive, causal longest first), one block per SM at
-// this shared memory. No backward kernel. The ablations (flash3_no_pingpong, flash3_no_overlap)
-// move the same bytes.
+// this shared memory. The ablations (flash3_no_pingpong, flash3_no_overlap) move the same bytes.
+//
+// Backward (d 64, 128; kernels/flash3/flash3_bwd_kernel.cuh): flash2's wgmma backward schedule and
+// bytes, so flash2_bwd_traffic with flash3's backward tile (Br 64, Bc 128, swizzle128): flash2's
+// preprocess and dQ conversion; one block per (K/V tile, K/V head, batch) loading K_j, V_j once
+// (every block, as flash2's: TMA boxes cut at the tensor's end, which flash2's copies are too),
+// Q_i and dO_i per visited Q tile (TMA: rows past Nq zero-filled, not read), L_i and D_i one row
+// per producer lane (32 rows per instruction, flash2's vector_load_rows), dQ by
+// red.global.add.v2.f32 split by columns, dK and dV by TMA stores clipped at Nk (the bytes of
+// flash2's 16-byte row stores). Unmeasured: the first GPU run of the backward has to confirm it.
 #include "analysis/models/flash3.h"
 
 #include <fmt/format.h>
@@ -25,16 +33,26 @@ class Flash3Model final : public Flash2Model {
   explicit Flash3Model(std::string method) : method_(std::move(method)) {}
   std::string method() const override { return method_; }
   Traffic sm_l2(const ModelPoint& m) const override {
-    parts::require(m.pass == Pass::Fwd, "flash3 has a forward kernel only");
-    return flash2_fwd_traffic(m.problem, parts::need_tiles(m.fwd_tiles, m, "forward"), m.mask,
-                              KvTileLoads::CutAtTensorEnd);
+    const bool fwd = m.pass != Pass::Bwd, bwd = m.pass != Pass::Fwd;
+    require_backward(m, bwd);
+    Traffic out;
+    if (fwd)
+      out += flash2_fwd_traffic(m.problem, parts::need_tiles(m.fwd_tiles, m, "forward"), m.mask,
+                                KvTileLoads::CutAtTensorEnd);
+    if (bwd) out += flash2_bwd_traffic(m.problem, parts::need_tiles(m.bwd_tiles, m, "backward"), m.bwd_mask, m.dq());
+    return out;
   }
   Traffic simulate_sm_l2(const ModelPoint& m) const override {
-    parts::require(m.pass == Pass::Fwd, "flash3 has a forward kernel only");
-    return simulate_flash2_fwd(m.problem, m.fwd_tiles.value(), m.mask, KvTileLoads::CutAtTensorEnd);
+    const bool fwd = m.pass != Pass::Bwd, bwd = m.pass != Pass::Fwd;
+    require_backward(m, bwd);
+    Traffic out;
+    if (fwd) out += simulate_flash2_fwd(m.problem, m.fwd_tiles.value(), m.mask, KvTileLoads::CutAtTensorEnd);
+    if (bwd) out += simulate_flash2_bwd(m.problem, m.bwd_tiles.value(), m.bwd_mask, m.dq());
+    return out;
   }
   std::string asymptotic_formula(const ModelPoint& m) const override {
     if (m.pass == Pass::Fwd) return "N·d + N²·d/Br  (FA-3 forward: K,V read Tr times, TMA)";
+    if (m.pass == Pass::Bwd) return "N·d + N²·d/Bc  (FA-3 backward: Q, dO read and dQ accumulated Tc times)";
     return IoModel::asymptotic_formula(m);
   }
   PredictedTiles predict_tiles(int64_t head_dim, int64_t optin) const override {
@@ -50,18 +68,39 @@ class Flash3Model final : public Flash2Model {
   }
 
  private:
+  // The ablations are forward schedules; flash3's backward exists for FLASH3_BWD_HEAD_DIMS.
+  void require_backward(const ModelPoint& m, bool bwd) const {
+    parts::require(!bwd || method_ == "flash3", method_ + " has a forward kernel only");
+    parts::require(!bwd || has_backward(m.problem.head_dim),
+                   fmt::format("flash3 has no backward kernel for d={}", m.problem.head_dim));
+  }
+  static bool has_backward(int64_t head_dim) {
+    switch (head_dim) {
+#define FLASH3_HAS_BWD_CASE(D) \
+  case D:                      \
+    return true;
+      FLASH3_BWD_HEAD_DIMS(FLASH3_HAS_BWD_CASE)
+#undef FLASH3_HAS_BWD_CASE
+      default:
+        return false;
+    }
+  }
   static PredictedTiles no_backward(PredictedTiles t) {
     t.bwd_kernel = false;
     return t;
   }
   template <int D>
-  static PredictedTiles tiles(int64_t optin) {
+  PredictedTiles tiles(int64_t optin) const {
     PredictedTiles out;
     if (const auto f = kernels::flash3_fwd_pick<D>(optin)) {
       out.fwd = ModelTiles{*f};
       out.fwd_smem = kernels::flash3_fwd_smem_bytes(D, *f);
     }
-    return no_backward(out);
+    if (method_ != "flash3" || !has_backward(D)) return no_backward(out);
+    out.bwd = ModelTiles{kernels::kFlash3BwdTile};
+    out.bwd.smem_layout = SmemLayout::Swizzle128;
+    out.bwd_smem = kernels::flash3_bwd_smem_bytes(D, kernels::kFlash3BwdTile);
+    return out;
   }
   std::string method_;
 };

@@ -7,6 +7,7 @@
 //                          cp.async, bypassing L1; sm_75: a plain load and store)
 //   cp_async_16_l1         the same through L1 (cp.async.ca): for a stream where L2→SM bytes
 //                          decide the time (see its comment)
+//   atomic_add2            two adjacent fp32 added atomically (the backward's dQ)
 //
 // Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16"), g = lane/4, t = lane%4:
 //   A: a0 (g, 2t..2t+1)  a1 (g+8, 2t..)  a2 (g, 2t+8..)  a3 (g+8, 2t+8..)
@@ -82,6 +83,18 @@ template <>
 __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float x, float y) {
   __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
   return *reinterpret_cast<uint32_t*>(&h);
+}
+
+// dst[0] += x0, dst[1] += x1 atomically (dst 8-byte aligned): one vector reduction on sm_90
+// (`red.global.add.v2.f32`, one L2 sector per row and 8 columns of a warp), two scalar ones before.
+// The backward kernels' dQ accumulation (flash1, flash2, flash3).
+__device__ __forceinline__ void atomic_add2(float* dst, float x0, float x1) {
+#if __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float2*>(dst), make_float2(x0, x1));
+#else
+  atomicAdd(dst, x0);
+  atomicAdd(dst + 1, x1);
+#endif
 }
 
 // 16-byte copy global→shared; when !valid, writes zeros and reads nothing.

@@ -145,16 +145,6 @@ __global__ void flash2_bwd_convert_dq_kernel(const BwdParams p, int64_t elements
   *reinterpret_cast<uint4*>(static_cast<T*>(p.dq) + e0) = out;
 }
 
-// dst[0] += x0, dst[1] += x1 atomically (dst 8-byte aligned): one vector reduction on sm_90
-// (`red.global.add.v2.f32`, one L2 sector per row and 8 columns of a warp), two scalar ones before.
-__device__ __forceinline__ void atomic_add2(float* dst, float x0, float x1) {
-#if __CUDA_ARCH__ >= 900
-  atomicAdd(reinterpret_cast<float2*>(dst), make_float2(x0, x1));
-#else
-  atomicAdd(dst, x0);
-  atomicAdd(dst + 1, x1);
-#endif
-}
 
 // for (i = 0; i < kN; ++i) f(i), fully unrolled, or unrolled by kUnroll where kUnroll > 0 (the
 // d = 256 backward's loops: see bwd_tile_step). Two loops so that the fully unrolled one is

@@ -12,6 +12,10 @@
 
 // The head dims with flash3 kernels: the one list.
 #define FLASH3_HEAD_DIMS(X) X(64) X(128) X(256)
+// The head dims with a flash3 backward (wgmma, dK and dV of a consumer warpgroup's 64 keys in
+// registers: 2 · d/2 fp32 per thread, 256 at d = 256, more than a thread's 240). d 256's
+// backward points are `skipped` with that reason.
+#define FLASH3_BWD_HEAD_DIMS(X) X(64) X(128)
 
 namespace flashio::kernels {
 
@@ -56,6 +60,27 @@ struct Flash3FwdConfigs<256> {
   // offered, and for measuring against it (--block-c 64).
   static constexpr TileShape list[] = {{128, 80, 12, 2}, {128, 64, 12, 2}};
 };
+
+// The backward's tile per head dim: Bc = 128 keys per thread block (two consumer warpgroups of
+// 64 keys, each keeping its dK and dV in registers), Q tiles of Br = 64 rows streamed through a
+// ring of `stages` slots (Q_i, dO_i, L_i, D_i), warps = 4 · 3 (producer + two consumers).
+constexpr TileShape kFlash3BwdTile = {64, 128, 12, 2};
+
+// Registers per thread of the backward's warpgroups (setmaxnreg). The kernel is launched with
+// 384 threads at 168 registers (64512 in all), so the producer's and the two consumers' budgets
+// must sum to at most 3 · 168: 24 + 2 · 240 = 504.
+constexpr int kFlash3BwdProducerRegisters = 24;
+constexpr int kFlash3BwdConsumerRegisters = 240;
+static_assert(kFlash3BwdProducerRegisters + 2 * kFlash3BwdConsumerRegisters <= 3 * 168,
+              "setmaxnreg: the registers the block was launched with");
+
+// Dynamic shared memory of the backward: K_j and V_j (Bc, d); `stages` slots of Q_i and dO_i
+// (Br, d) and of L_i, D_i (Br fp32 each); dSᵀ (Bc, Br) twice (one iteration writes one while the
+// other warpgroup's dQ may still read the last); the swizzle atom's alignment slack.
+constexpr int flash3_bwd_smem_bytes(int head_dim, TileShape t) {
+  return 2 * t.block_c * head_dim * 2 + t.stages * 2 * t.block_r * head_dim * 2 + 2 * t.block_c * t.block_r * 2 +
+         t.stages * 2 * t.block_r * 4 + kFlash3SmemAlign;
+}
 
 // The forward tile: the first of the list that fits `optin` bytes of shared memory per block.
 template <int kHeadDim>

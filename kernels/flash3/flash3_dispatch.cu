@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "kernels/flash3/flash3_bwd_kernel.cuh"
 #include "kernels/flash3/flash3_launch.cuh"
 
 namespace flashio::kernels {
@@ -18,6 +19,8 @@ bool flash3_compiled() { return true; }
 
 template <typename T, int kHeadDim>
 void run_flash3_fwd(const Flash3FwdArgs&, const KernelTile&, Flash3Schedule, int, cudaStream_t);
+template <typename T, int kHeadDim>
+void run_flash3_bwd(const Flash3BwdArgs&, cudaStream_t);
 
 namespace {
 
@@ -65,6 +68,29 @@ void dispatch(const Flash3FwdArgs& args, const KernelTile& tile, Flash3Schedule 
   }
 }
 
+template <typename T>
+void dispatch_bwd(const Flash3BwdArgs& args, cudaStream_t stream) {
+  switch (args.p.head_dim) {
+#define FLASH3_BWD_CASE(D) \
+  case D: run_flash3_bwd<T, D>(args, stream); return;
+    FLASH3_BWD_HEAD_DIMS(FLASH3_BWD_CASE)
+#undef FLASH3_BWD_CASE
+    default: throw std::invalid_argument("flash3: no backward for head dim " + std::to_string(args.p.head_dim));
+  }
+}
+
+// Makes the tensor maps of `tensors` that moved since the cache last saw them.
+template <int kMaps>
+void refresh_maps(const void* const (&tensors)[kMaps], const int (&rows)[kMaps], const int (&planes)[kMaps],
+                  const int (&box_rows)[kMaps], bool bf16, int d, const void** cached, unsigned char (*maps)[128]) {
+  for (int i = 0; i < kMaps; ++i) {
+    if (cached[i] == tensors[i]) continue;
+    const CUtensorMap m = tensor_map(tensors[i], bf16, d, rows[i], planes[i], box_rows[i]);
+    std::memcpy(maps[i], &m, sizeof m);
+    cached[i] = tensors[i];
+  }
+}
+
 }  // namespace
 
 void flash3_schedule_init(int* schedule, cudaStream_t stream) {
@@ -79,12 +105,7 @@ void flash3_fwd(const FwdParams& p, const KernelTile& tile, Flash3Schedule sched
   const int rows[4] = {p.seqlen_q, p.seqlen_k, p.seqlen_k, p.seqlen_q};
   const int planes[4] = {p.batch * p.heads, p.batch * p.kv_heads, p.batch * p.kv_heads, p.batch * p.heads};
   const int box_rows[4] = {tile.block_r, tile.block_c, tile.block_c, 64};  // O: one consumer's 64 rows
-  for (int i = 0; i < 4; ++i) {
-    if (cache.tensors[i] == tensors[i]) continue;
-    const CUtensorMap m = tensor_map(tensors[i], bf16, p.head_dim, rows[i], planes[i], box_rows[i]);
-    std::memcpy(cache.maps[i], &m, sizeof m);
-    cache.tensors[i] = tensors[i];
-  }
+  refresh_maps<4>(tensors, rows, planes, box_rows, bf16, p.head_dim, cache.tensors, cache.maps);
   Flash3FwdArgs args;
   std::memcpy(&args.q, cache.maps[0], sizeof(CUtensorMap));
   std::memcpy(&args.k, cache.maps[1], sizeof(CUtensorMap));
@@ -98,6 +119,30 @@ void flash3_fwd(const FwdParams& p, const KernelTile& tile, Flash3Schedule sched
     dispatch<__nv_bfloat16>(args, tile, schedule, sm_count, stream);
   } else {
     dispatch<half>(args, tile, schedule, sm_count, stream);
+  }
+}
+
+void flash3_bwd(const BwdParams& p, const KernelTile& tile, bool bf16, Flash3BwdMapCache& cache, cudaStream_t stream) {
+  if (tile.block_r != kFlash3BwdTile.block_r || tile.block_c != kFlash3BwdTile.block_c ||
+      tile.stages != kFlash3BwdTile.stages)
+    throw std::invalid_argument("flash3: backward tile configuration not compiled");
+  if (p.deterministic) throw std::invalid_argument("flash3: the backward has no deterministic mode");
+  if (p.dropout) throw std::invalid_argument("flash3: no dropout");
+  const void* tensors[Flash3BwdMapCache::kMaps] = {p.q, p.d_o, p.k, p.v, p.dk, p.dv};
+  const int q_planes = p.batch * p.heads, kv_planes = p.batch * p.kv_heads;
+  const int rows[Flash3BwdMapCache::kMaps] = {p.seqlen_q, p.seqlen_q, p.seqlen_k, p.seqlen_k, p.seqlen_k, p.seqlen_k};
+  const int planes[Flash3BwdMapCache::kMaps] = {q_planes, q_planes, kv_planes, kv_planes, kv_planes, kv_planes};
+  // dK, dV: one consumer's 64 rows per store.
+  const int box_rows[Flash3BwdMapCache::kMaps] = {tile.block_r, tile.block_r, tile.block_c, tile.block_c, 64, 64};
+  refresh_maps<Flash3BwdMapCache::kMaps>(tensors, rows, planes, box_rows, bf16, p.head_dim, cache.tensors, cache.maps);
+  Flash3BwdArgs args;
+  CUtensorMap* maps[Flash3BwdMapCache::kMaps] = {&args.q, &args.d_o, &args.k, &args.v, &args.dk, &args.dv};
+  for (int i = 0; i < Flash3BwdMapCache::kMaps; ++i) std::memcpy(maps[i], cache.maps[i], sizeof(CUtensorMap));
+  args.p = p;
+  if (bf16) {
+    dispatch_bwd<__nv_bfloat16>(args, stream);
+  } else {
+    dispatch_bwd<half>(args, stream);
   }
 }
 

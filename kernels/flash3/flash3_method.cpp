@@ -1,7 +1,9 @@
-// The `flash3` method: FlashAttention-3's forward (Shah et al., 2024) on Hopper — TMA loads by a
+// The `flash3` method: FlashAttention-3 (Shah et al., 2024) on Hopper. Forward: TMA loads by a
 // producer warpgroup, two or three consumer warpgroups taking turns at the tensor cores
 // (ping-pong), softmax overlapped with the P·V product inside a warpgroup, a persistent grid.
-// Kernel: kernels/flash3/flash3_fwd_kernel.cuh; tiles: flash3_configs.h.
+// Backward (d 64, 128): one block per K/V tile, a TMA producer warp streaming Q, dO, L, D through
+// an mbarrier ring to two wgmma consumer warpgroups that keep dK, dV in registers.
+// Kernels: kernels/flash3/flash3_{fwd,bwd}_kernel.cuh; tiles: flash3_configs.h.
 #include <string>
 #include <vector>
 
@@ -44,6 +46,18 @@ Support flash3_choose_tile(const Problem& p, const DeviceInfo& dev, KernelTile* 
                                  dev.smem_per_block_optin));
 }
 
+Support flash3_choose_bwd_tile(const Problem& p, const DeviceInfo& dev, KernelTile* out) {
+  if (!kernels::flash3_bwd_tile(int(p.head_dim), out))
+    return Support::no(fmt::format(
+        "flash3 has no backward for d={} (d 64, 128 only: a consumer warpgroup's dK and dV of 64 keys would need "
+        "{} fp32 registers per thread, more than setmaxnreg's 240)",
+        p.head_dim, p.head_dim));
+  if (out->smem_bytes > dev.smem_per_block_optin)
+    return Support::no(fmt::format("flash3's backward needs {} bytes of shared memory; this GPU allows {} per block",
+                                   out->smem_bytes, dev.smem_per_block_optin));
+  return Support::yes();
+}
+
 namespace {
 
 // flash3, or one of its ablations (FlashAttention-3 Table 2): the same kernel with ping-pong or
@@ -70,7 +84,12 @@ class Flash3 final : public Method {
         break;
     }
     i.where = "gpu";
-    i.passes = {Pass::Fwd};
+    // The ablations are forward schedules: the backward is flash3's own.
+    if (schedule_ == kernels::Flash3Schedule::Full) {
+      i.passes = {Pass::Fwd, Pass::Bwd, Pass::FwdBwd};
+    } else {
+      i.passes = {Pass::Fwd};
+    }
     i.dtypes = {DType::F16, DType::BF16};
     const bool ablation = schedule_ != kernels::Flash3Schedule::Full;
 #define FLASH3_HEAD_DIM_ITEM(D) \
@@ -81,7 +100,9 @@ class Flash3 final : public Method {
     i.dropout = false;
     i.gqa = true;
     i.mma = {"wgmma"};
-    i.notes = "Hopper (sm_90a) only; forward only (the backward is not written yet); no dropout, as FlashAttention-3";
+    i.notes = ablation ? "Hopper (sm_90a) only; forward only (an ablation of the forward's schedule); no dropout"
+                       : "Hopper (sm_90a) only; backward for d 64 and 128 (TMA producer warp, two wgmma consumer "
+                         "warpgroups, dQ by fp32 atomics: not deterministic); no dropout, as FlashAttention-3";
     return i;
   }
   Support supports(const Problem& p, Pass pass, const DeviceInfo& dev) const override {
@@ -89,6 +110,9 @@ class Flash3 final : public Method {
     if (p.seqlen_q > (int64_t(1) << 30) || p.nk() > (int64_t(1) << 30))
       return Support::no("sequence lengths above 2^30 are not supported (32-bit TMA coordinates)");
     KernelTile t{};
+    if (pass != Pass::Fwd) {
+      if (Support s = flash3_choose_bwd_tile(p, dev, &t); !s) return s;
+    }
     return flash3_choose_tile(p, dev, &t);
   }
 

@@ -11,4 +11,8 @@ namespace flashio {
 // build or GPU has no flash3 kernels.
 Support flash3_choose_tile(const Problem& p, const DeviceInfo& dev, kernels::KernelTile* out);
 
+// The backward's tile (kFlash3BwdTile) for this problem's head dim; no, with the reason, where
+// flash3 has no backward (d 256) or the GPU's shared memory is too small.
+Support flash3_choose_bwd_tile(const Problem& p, const DeviceInfo& dev, kernels::KernelTile* out);
+
 }  // namespace flashio

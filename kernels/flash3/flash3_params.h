@@ -40,4 +40,24 @@ void flash3_schedule_init(int* schedule, cudaStream_t stream);
 void flash3_fwd(const FwdParams& params, const KernelTile& tile, Flash3Schedule schedule, bool bf16, int sm_count,
                 int* scheduler, Flash3MapCache& maps, cudaStream_t stream);
 
+// ---- Backward (kernels/flash3/flash3_bwd_kernel.cuh) ----------------------------------------
+
+// The backward's tile for `head_dim` (kFlash3BwdTile with its shared memory); false where there
+// is no backward (FLASH3_BWD_HEAD_DIMS: d 64, 128).
+bool flash3_bwd_tile(int head_dim, KernelTile* out);
+
+// The tensor maps of the backward's buffers (q, dO, k, v, dk, dv), made again only when one moves.
+struct Flash3BwdMapCache {
+  static constexpr int kMaps = 6;
+  const void* tensors[kMaps] = {};
+  alignas(128) unsigned char maps[kMaps][128];
+};
+
+// The backward: flash2's preprocess (D = rowsum(dO∘O), the fp32 dQ accumulator zeroed), the
+// warp-specialised main kernel, flash2's dQ conversion. `params` as flash2's backward takes it
+// (d_sum and dq_accum: the plan's workspace); not the deterministic mode. Throws CudaError on a
+// launch failure.
+void flash3_bwd(const BwdParams& params, const KernelTile& tile, bool bf16, Flash3BwdMapCache& maps,
+                cudaStream_t stream);
+
 }  // namespace flashio::kernels

@@ -1,9 +1,13 @@
-// The `flash3` method's launch side: its Plan (workspace: the tile scheduler's two counters; the
-// tensor maps of the buffers it last ran on) and the launch. The description and tile choice are in flash3_method.cpp.
+// The `flash3` method's launch side: its Plan (workspace: the tile scheduler's two counters; for
+// the backward, D and the fp32 dQ accumulator; the tensor maps of the buffers it last ran on) and
+// the launches. The description and tile choice are in flash3_method.cpp.
 #include <memory>
+#include <optional>
+#include <stdexcept>
 
 #include "bench/cuda/device_memory.h"
 #include "kernels/common/problem_params.h"
+#include "kernels/flash2/flash2_call_params.h"
 #include "kernels/flash3/flash3_method.h"
 
 namespace flashio {
@@ -13,18 +17,36 @@ using kernels::KernelTile;
 
 class Flash3Plan final : public Plan {
  public:
-  Flash3Plan(const Problem& p, KernelTile tile, kernels::Flash3Schedule schedule, int sm_count, DeviceAllocator& alloc)
+  Flash3Plan(const Problem& p, KernelTile tile, std::optional<KernelTile> bwd_tile, kernels::Flash3Schedule schedule,
+             int sm_count, DeviceAllocator& alloc)
       : p_(p),
         tile_(tile),
+        bwd_tile_(bwd_tile),
         schedule_(schedule),
         sm_count_(sm_count),
         scheduler_(alloc, kernels::kFlash3ScheduleInts * sizeof(int)) {
     kernels::flash3_schedule_init(scheduler_.as<int>(), nullptr);
+    if (bwd_tile_) {  // D and the fp32 dQ accumulator (flash2's preprocess and convert)
+      d_sum_ = DeviceBuffer(alloc, size_t(p.batch * p.heads * p.seqlen_q) * sizeof(float));
+      dq_accum_ = DeviceBuffer(alloc, size_t(p.q_elements()) * sizeof(float));
+    }
   }
   Tiles tiles() const override {
     return {tile_.block_r, tile_.block_c, tile_.warps, tile_.stages, tile_.smem_bytes, 0, "wgmma", "swizzle128"};
   }
+  std::optional<Tiles> backward_tiles() const override {
+    if (!bwd_tile_) return std::nullopt;
+    const KernelTile& t = *bwd_tile_;
+    Tiles out{t.block_r, t.block_c, t.warps, t.stages, t.smem_bytes, 0, "wgmma", "swizzle128"};
+    out.dq_adds = "pairs";  // atomic_add2: red.global.add.v2.f32
+    return out;
+  }
   bool writes_lse() const override { return true; }
+  void backward(const AttentionBuffers& buf, cudaStream_t stream) override {
+    if (!bwd_tile_) throw std::logic_error("flash3: a plan made for the forward pass has no backward tile");
+    const kernels::BwdParams k = flash2_bwd_params(p_, buf, d_sum_.as<float>(), dq_accum_.as<float>());
+    kernels::flash3_bwd(k, *bwd_tile_, p_.dtype == DType::BF16, bwd_maps_, stream);
+  }
   void forward(const AttentionBuffers& buf, cudaStream_t stream) override {
     kernels::FwdParams k{};
     fill_problem_params(p_, k);
@@ -40,29 +62,34 @@ class Flash3Plan final : public Plan {
  private:
   Problem p_;
   KernelTile tile_;
+  std::optional<KernelTile> bwd_tile_;  // none for a forward-only plan
   kernels::Flash3Schedule schedule_;
   int sm_count_;
   DeviceBuffer scheduler_;  // the tile scheduler's counters (flash3_params.h)
+  DeviceBuffer d_sum_, dq_accum_;
   kernels::Flash3MapCache maps_;
+  kernels::Flash3BwdMapCache bwd_maps_;
 };
 
-std::unique_ptr<Plan> plan_flash3_schedule(const Problem& p, const DeviceInfo& dev, DeviceAllocator& alloc,
+std::unique_ptr<Plan> plan_flash3_schedule(const Problem& p, Pass pass, const DeviceInfo& dev, DeviceAllocator& alloc,
                                            kernels::Flash3Schedule schedule) {
   KernelTile t{};
   flash3_choose_tile(p, dev, &t);
-  return std::make_unique<Flash3Plan>(p, t, schedule, dev.sm_count, alloc);
+  std::optional<KernelTile> bwd;
+  if (KernelTile b{}; pass != Pass::Fwd && flash3_choose_bwd_tile(p, dev, &b)) bwd = b;
+  return std::make_unique<Flash3Plan>(p, t, bwd, schedule, dev.sm_count, alloc);
 }
 
 }  // namespace
 
-std::unique_ptr<Plan> plan_flash3(const Problem& p, Pass, const DeviceInfo& dev, DeviceAllocator& alloc) {
-  return plan_flash3_schedule(p, dev, alloc, kernels::Flash3Schedule::Full);
+std::unique_ptr<Plan> plan_flash3(const Problem& p, Pass pass, const DeviceInfo& dev, DeviceAllocator& alloc) {
+  return plan_flash3_schedule(p, pass, dev, alloc, kernels::Flash3Schedule::Full);
 }
 std::unique_ptr<Plan> plan_flash3_no_pingpong(const Problem& p, Pass, const DeviceInfo& dev, DeviceAllocator& alloc) {
-  return plan_flash3_schedule(p, dev, alloc, kernels::Flash3Schedule::NoPingPong);
+  return plan_flash3_schedule(p, Pass::Fwd, dev, alloc, kernels::Flash3Schedule::NoPingPong);
 }
 std::unique_ptr<Plan> plan_flash3_no_overlap(const Problem& p, Pass, const DeviceInfo& dev, DeviceAllocator& alloc) {
-  return plan_flash3_schedule(p, dev, alloc, kernels::Flash3Schedule::NoOverlap);
+  return plan_flash3_schedule(p, Pass::Fwd, dev, alloc, kernels::Flash3Schedule::NoOverlap);
 }
 
 }  // namespace flashio

@@ -24,4 +24,17 @@ int flash3_fwd_tiles(int head_dim, KernelTile* out, int max) {
   }
 }
 
+bool flash3_bwd_tile(int head_dim, KernelTile* out) {
+  switch (head_dim) {
+#define FLASH3_BWD_TILE_CASE(D)                                                         \
+  case D:                                                                               \
+    *out = kernel_tile(kFlash3BwdTile, flash3_bwd_smem_bytes(D, kFlash3BwdTile), true); \
+    return true;
+    FLASH3_BWD_HEAD_DIMS(FLASH3_BWD_TILE_CASE)
+#undef FLASH3_BWD_TILE_CASE
+    default:
+      return false;
+  }
+}
+
 }  // namespace flashio::kernels

@@ -1,0 +1,28 @@
+// Launch of the flash3 backward for one (element type, head dim): flash2's preprocess, the
+// causal or non-causal main kernel of kFlash3BwdTile, flash2's dQ conversion. The tensor maps
+// come made (flash3_dispatch.cu).
+#pragma once
+#include "bench/cuda/cuda_check.h"
+#include "kernels/flash2/flash2_bwd_launch.cuh"
+#include "kernels/flash3/flash3_bwd_kernel.cuh"
+
+namespace flashio::kernels {
+
+template <typename T, int kHeadDim>
+using Flash3BwdTraitsOf =
+    Flash3BwdTraits<T, kHeadDim, kFlash3BwdTile.block_r, kFlash3BwdTile.block_c, kFlash3BwdTile.stages>;
+
+template <typename T, int kHeadDim>
+void run_flash3_bwd(const Flash3BwdArgs& args, cudaStream_t stream) {
+  using Tr = Flash3BwdTraitsOf<T, kHeadDim>;
+  const BwdParams& p = args.p;
+  launch_flash2_bwd_prologue<T, kHeadDim>(p, stream);
+  const dim3 grid((p.seqlen_k + Tr::kBlockN - 1) / Tr::kBlockN, p.kv_heads, p.batch);
+  auto kernel = p.causal ? flash3_bwd_kernel<Tr, true> : flash3_bwd_kernel<Tr, false>;
+  FLASHIO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
+  kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
+  FLASHIO_CHECK_LAUNCH();
+  launch_flash2_bwd_epilogue<T, kHeadDim>(p, stream);
+}
+
+}  // namespace flashio::kernels
