@@ -23,8 +23,7 @@
 //                      columns per instruction). kDqByKeys (each warpgroup its own 64 keys
 //                      over all d columns: twice the reductions) is the alternative, kept for
 //                      measurement (kernels/flash2/NOTES.md).
-// Shared tiles use the 128-byte swizzle (kernels/common/wgmma.cuh): no padding. The steps of a
-// Q tile are kernels/common/wgmma_bwd.cuh's (shared with flash3's backward).
+// Shared tiles use the 128-byte swizzle (kernels/common/wgmma.cuh): no padding.
 //
 // IO per (batch, K/V head), G query heads per K/V head, Tc = ⌈Nk/Bc⌉: K, V read once, dK, dV
 // written once; Q, dO read Tc·G times, L and D read Tc·G times; dQ accumulated Tc·G·P times,
@@ -41,7 +40,6 @@
 #include <cmath>
 
 #include "kernels/common/wgmma.cuh"
-#include "kernels/common/wgmma_bwd.cuh"
 #include "kernels/flash2/flash2_bwd_kernel.cuh"
 #include "kernels/flash2/flash2_params.h"
 #include "kernels/flash2/hopper/flash2_fwd_wgmma.cuh"
@@ -85,7 +83,6 @@ template <typename Tr, bool kCausal, bool kDropout>
 __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_bwd_wgmma_kernel(const BwdParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = typename Tr::Element;
-  using Steps = WgmmaBwdSteps<T, Tr::kHeadDim, Tr::kBlockM, Tr::kBlockN>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   unsigned char* sK = align_to_swizzle_atom(smem_raw);  // (kBlockN, d)
   unsigned char* sV = sK + Tr::kTileKVBytes;             // (kBlockN, d)
@@ -161,13 +158,74 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_bwd_wgmma_kernel(cons
     const float* sLses = sLse + stage * Tr::kBlockM;
     const float* sDs = sD + stage * Tr::kBlockM;
 
-    // Sᵀ, dPᵀ (lines 9, 13); Pᵀ∘Z, dSᵀ (lines 11, 15); dSᵀ to shared memory for dQ; dV, dK
-    // (lines 12, 17) issued: kernels/common/wgmma_bwd.cuh.
+    // Sᵀ = K_j·Q_iᵀ and dPᵀ = V_j·dO_iᵀ (Algorithm 2, lines 9 and 13, transposed): (64 keys, Br).
     float acc_s[Tr::kAccSt], acc_dp[Tr::kAccSt];
-    Steps::scores(acc_s, acc_dp, k_rows, v_rows, q_tile, do_tile);
-    Steps::template probabilities<kCausal, kDropout>(acc_s, acc_dp, p, sLses, sDs, n0, nk, key_row, m0, b, h, lane);
-    Steps::store_ds_t(sdS, acc_dp, key_row, g, t);
-    Steps::issue_dkdv(acc_dv, acc_dk, acc_s, acc_dp, do_tile, q_tile);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Tr::kHeadDim / 16; ++kk) {
+      Wgmma<T, Tr::kBlockM>::template ss<0, 0>(acc_s, desc_kmajor(k_rows, Tr::kBlockN, kk),
+                                                desc_kmajor(q_tile, Tr::kBlockM, kk), kk > 0);
+      Wgmma<T, Tr::kBlockM>::template ss<0, 0>(acc_dp, desc_kmajor(v_rows, Tr::kBlockN, kk),
+                                                desc_kmajor(do_tile, Tr::kBlockM, kk), kk > 0);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_operands(acc_s);
+    wgmma_fence_operands(acc_dp);
+
+    // Pᵀ = exp(Sᵀ·scale − L) (line 11), masked; Pᵀ∘Z kept in acc_s for dV, dSᵀ = Pᵀ∘(dPᵀ∘Z − D)
+    // (line 15) in acc_dp for dK and dQ. Element 4j + e: key row g (+8 for e ≥ 2) of this warp,
+    // query column 8j + 2t + (e & 1).
+    const bool tail = n0 + Tr::kBlockN > nk;
+    const bool diagonal = kCausal && n0 + key_row + 15 > m0;
+    FragmentKeep<true> keep{};  // dropout: n8 tiles in pairs, one Philox draw per lane
+#pragma unroll
+    for (int j = 0; j < Tr::kBlockM / 8; ++j) {
+      if constexpr (kDropout) {
+        if (j % 2 == 0) {
+          const uint32_t group = uint32_t(n0 + key_row) / kDropoutColumnsPerDraw;
+          const uint32_t i0 = uint32_t(m0 + j * 8 + 2 * t);
+          keep = dropout_keep_bwd(p.seed, uint32_t(b), uint32_t(h), group, group + 1, i0, i0 + 8, p.dropout_threshold,
+                                  lane);
+        }
+      }
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int c = j * 8 + 2 * t + (e & 1);  // query row in the tile
+        const int key = n0 + key_row + g + (e >= 2 ? 8 : 0);
+        float pe = exp2f(fmaf(acc_s[4 * j + e], p.scale_log2, -sLses[c]));
+        if ((tail || diagonal) && (key >= nk || (kCausal && key > m0 + c))) pe = 0.f;
+        const float z = kDropout ? (keep(j % 2, e) ? p.dropout_scale : 0.f) : 1.f;
+        acc_dp[4 * j + e] = pe * (acc_dp[4 * j + e] * z - sDs[c]);
+        acc_s[4 * j + e] = pe * z;
+      }
+    }
+
+    // dSᵀ to shared memory for dQ (rows = keys, columns = queries: one swizzled 64-column panel).
+#pragma unroll
+    for (int j = 0; j < Tr::kBlockM / 8; ++j)
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr)
+        *reinterpret_cast<uint32_t*>(sdS + swizzle128_chunk_offset(Tr::kBlockN, key_row + g + 8 * hr, j) + 4 * t) =
+            pack2<T>(acc_dp[4 * j + 2 * hr], acc_dp[4 * j + 2 * hr + 1]);
+
+    // dV_w += Pᵀ·dO_i (line 12), dK_w += dSᵀ·Q_i (line 17): A from registers, B read MN-major.
+    uint32_t a_p[Tr::kBlockM / 16][4], a_ds[Tr::kBlockM / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < Tr::kBlockM / 16; ++kk) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        a_p[kk][r] = pack2<T>(acc_s[8 * kk + 2 * r], acc_s[8 * kk + 2 * r + 1]);
+        a_ds[kk][r] = pack2<T>(acc_dp[8 * kk + 2 * r], acc_dp[8 * kk + 2 * r + 1]);
+      }
+    }
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Tr::kBlockM / 16; ++kk) {
+      Wgmma<T, Tr::kHeadDim>::template rs<1>(acc_dv, a_p[kk], desc_mnmajor(do_tile, Tr::kBlockM, kk), 1);
+      Wgmma<T, Tr::kHeadDim>::template rs<1>(acc_dk, a_ds[kk], desc_mnmajor(q_tile, Tr::kBlockM, kk), 1);
+    }
+    wgmma_commit();
 
     // dQ_i += dS·K_j (line 16), once the dSᵀ rows it reads are in shared memory.
     fence_proxy_async_shared();
@@ -184,7 +242,12 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_bwd_wgmma_kernel(cons
       const uint32_t k_cols = smem_addr(sK) + (Tr::kDqByKeys ? wg * 64 * kSwizzleRowBytes
                                                               : (col0 / kPanelColumns) * Tr::kBlockN * kSwizzleRowBytes +
                                                                     (col0 % kPanelColumns) * 2);
-      Steps::template issue_dq<Tr::kDqColumns, Tr::kDqKeys>(acc_dq, ds_keys, k_cols);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < Tr::kDqKeys / 16; ++kk)
+        Wgmma<T, Tr::kDqColumns>::template ss<1, 1>(acc_dq, desc_mnmajor(ds_keys, Tr::kBlockN, kk),
+                                                     desc_mnmajor(k_cols, Tr::kBlockN, kk), kk > 0);
+      wgmma_commit();
       wgmma_wait<0>();  // dV, dK and dQ
       wgmma_fence_operands(acc_dq);
       wgmma_fence_operands(acc_dv);
@@ -192,7 +255,15 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_bwd_wgmma_kernel(cons
     }
     float* dq = p.dq_accum + ((size_t(b) * p.heads + h) * p.seqlen_q) * Tr::kHeadDim +
                 (Tr::kDqByKeys ? 0 : wg * Tr::kDqColumns);
-    Steps::template add_dq<Tr::kDqColumns>(dq, acc_dq, m0, (threadIdx.x % 128) / 32, p.seqlen_q, g, t);
+    const int q_row = ((threadIdx.x % 128) / 32) * 16;  // this warp's 16 queries of the tile
+#pragma unroll
+    for (int j = 0; j < Tr::kDqColumns / 8; ++j)
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        const int i = m0 + q_row + g + 8 * hr;
+        if (i < p.seqlen_q)
+          atomic_add2(dq + size_t(i) * Tr::kHeadDim + j * 8 + 2 * t, acc_dq[4 * j + 2 * hr], acc_dq[4 * j + 2 * hr + 1]);
+      }
   }
 
   // Epilogue (line 21): dK_j = scale·acc_dk, dV_j = acc_dv, staged through sK / sV (free by
@@ -200,7 +271,14 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash2_bwd_wgmma_kernel(cons
   cp_async_wait<0>();  // no copy in flight (a block past the valid keys loaded K, V and nothing else)
   __syncthreads();     // every warpgroup's last products have read sK, sV
   const int r_base = key_row + g;
-  Steps::stage_dkdv(sK, sV, acc_dk, acc_dv, p.scale, r_base, t);
+#pragma unroll
+  for (int j = 0; j < Tr::kHeadDim / 8; ++j)
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const int off = swizzle128_chunk_offset(Tr::kBlockN, r_base + 8 * hr, j) + 4 * t;
+      *reinterpret_cast<uint32_t*>(sK + off) = pack2<T>(acc_dk[4 * j + 2 * hr] * p.scale, acc_dk[4 * j + 2 * hr + 1] * p.scale);
+      *reinterpret_cast<uint32_t*>(sV + off) = pack2<T>(acc_dv[4 * j + 2 * hr], acc_dv[4 * j + 2 * hr + 1]);
+    }
   __syncthreads();
   T* dk = static_cast<T*>(p.dk) + kv_off;
   T* dv = static_cast<T*>(p.dv) + kv_off;
