@@ -167,10 +167,13 @@ Traffic predict_sm_l2(const ModelPoint& m);
 
 // The kernels of one pass, each with its own traffic (the closed forms, per kernel; defined in
 // analysis/models/flash2.cpp, flash1.cpp, standard.cpp).
-// How a forward kernel loads the last K/V tile of a sequence with key padding: flash2's copies
-// read only the rows below the batch's key length (zero-filling the rest); flash3's TMA boxes read
-// every row of the tile up to the tensor's end (Nk), the kernel masking the padded keys.
-enum class KvTileLoads { CutAtKeyLength, CutAtTensorEnd };
+// How a forward kernel loads the last K/V tile of a sequence: flash2's copies read only the rows
+// below the batch's key length (zero-filling the rest); flash3's TMA boxes move every row of the
+// box, a batch's padded keys (masked by the kernel) and the rows past the tensor's end (zero-filled
+// by TMA, yet counted by l1tex__m_xbar2l1tex_read_bytes: flash3 at Bc 80, whose last tile runs
+// past Nk at every N of the FA-2 setting, measured 1.0000 of whole boxes on the H100, 1.002-1.08
+// of boxes cut at Nk).
+enum class KvTileLoads { CutAtKeyLength, WholeTiles };
 Traffic flash2_fwd_traffic(const Problem& p, const ModelTiles& t, const BlockMask& mask,
                            KvTileLoads loads = KvTileLoads::CutAtKeyLength);
 Traffic flash2_bwd_traffic(const Problem& p, const ModelTiles& t, const BlockMask& mask, DqWidth dq = {});

@@ -193,7 +193,7 @@ Traffic simulate_flash2_fwd(const Problem& p, const ModelTiles& t, const BlockMa
         const int64_t nk = std::min<int64_t>(lens[size_t(b)], p.nk());
         const int64_t n_end = p.causal ? std::min(nk, row0 + br) : nk;
         const int64_t n_blocks = n_end > 0 ? (n_end + bc - 1) / bc : 0;
-        const int64_t load_end = loads == KvTileLoads::CutAtKeyLength ? nk : p.nk();  // rows a K/V load reads
+        const int64_t load_end = loads == KvTileLoads::CutAtKeyLength ? nk : (p.nk() + bc - 1) / bc * bc;  // rows a K/V load moves
         tile_copy(c, Counter::Read, "Q tiles", kQ, head + row0, 0, br, q_rows, d, e, threads, t.smem_layout);
         for (int64_t it = 0; it < n_blocks; ++it) {  // last-to-first over the visible K/V tiles
           const int64_t n = n_blocks - 1 - it;

@@ -45,7 +45,7 @@ Traffic flash2_fwd_traffic(const Problem& p, const ModelTiles& t, const BlockMas
     // A packed varlen sequence has its own query rows (its Q tiles past its length exit at once);
     // otherwise every sequence has nq (the padded twin's queries past a length are computed too).
     const int64_t nq_b = p.packed() ? nk : nq, tr = ceil_div(nq_b, br);
-    const int64_t load_end = loads == KvTileLoads::CutAtKeyLength ? nk : p.nk();
+    const int64_t load_end = loads == KvTileLoads::CutAtKeyLength ? nk : ceil_div(p.nk(), bc) * bc;
     // K/V rows one Q tile loads: whole tiles below n_end, the last one cut at load_end.
     int64_t kv_rows = 0;  // as the crossbar counts them (smem_row_deliveries)
     if (mask.empty() && !p.causal) {

@@ -38,7 +38,7 @@ class Flash3Model final : public Flash2Model {
     Traffic out;
     if (fwd)
       out += flash2_fwd_traffic(m.problem, parts::need_tiles(m.fwd_tiles, m, "forward"), m.mask,
-                                KvTileLoads::CutAtTensorEnd);
+                                KvTileLoads::WholeTiles);
     if (bwd) out += flash2_bwd_traffic(m.problem, parts::need_tiles(m.bwd_tiles, m, "backward"), m.bwd_mask, m.dq());
     return out;
   }
@@ -46,7 +46,7 @@ class Flash3Model final : public Flash2Model {
     const bool fwd = m.pass != Pass::Bwd, bwd = m.pass != Pass::Fwd;
     require_backward(m, bwd);
     Traffic out;
-    if (fwd) out += simulate_flash2_fwd(m.problem, m.fwd_tiles.value(), m.mask, KvTileLoads::CutAtTensorEnd);
+    if (fwd) out += simulate_flash2_fwd(m.problem, m.fwd_tiles.value(), m.mask, KvTileLoads::WholeTiles);
     if (bwd) out += simulate_flash2_bwd(m.problem, m.bwd_tiles.value(), m.bwd_mask, m.dq());
     return out;
   }
