@@ -11,7 +11,9 @@
 // bytes, so flash2_bwd_traffic with flash3's backward tile (Br 64, Bc 128, swizzle128): flash2's
 // preprocess and dQ conversion; one block per (K/V tile, K/V head, batch) loading K_j, V_j once
 // (every block, as flash2's: TMA boxes cut at the tensor's end, which flash2's copies are too),
-// Q_i and dO_i per visited Q tile (TMA: rows past Nq zero-filled, not read), L_i and D_i one row
+// Q_i and dO_i per visited Q tile (TMA: rows past Nq zero-filled and counted here as not read; the
+// forward's K/V boxes showed the crossbar counting such rows, which no committed backward point,
+// all with Nq a multiple of Br, has tested), L_i and D_i one row
 // per producer lane (32 rows per instruction, flash2's vector_load_rows), dQ by
 // red.global.add.v2.f32 split by columns, dK and dV by TMA stores clipped at Nk (the bytes of
 // flash2's 16-byte row stores). Unmeasured: the first GPU run of the backward has to confirm it.
