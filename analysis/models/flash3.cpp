@@ -16,7 +16,7 @@
 // all with Nq a multiple of Br, has tested), L_i and D_i one row
 // per producer lane (32 rows per instruction, flash2's vector_load_rows), dQ by
 // red.global.add.v2.f32 split by columns, dK and dV by TMA stores clipped at Nk (the bytes of
-// flash2's 16-byte row stores). Unmeasured: the first GPU run of the backward has to confirm it.
+// flash2's 16-byte row stores). Measured (ed89c94, H100 and H200, FA-2 setting): 1.000 at every point.
 #include "analysis/models/flash3.h"
 
 #include <fmt/format.h>
