@@ -15,10 +15,13 @@ reads PREFIX-flash3.json, -flash3-sdpa.json, -flash3-bwd.json, -flash3-bwd-sdpa.
 """
 import argparse
 import json
+import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from readme_block import write_block  # noqa: E402
+
 PAPER = {("fwd", 64): 497, ("fwd", 128): 648, ("fwd", 256): 756, ("bwd", 64): 474, ("bwd", 128): 561}
-BEGIN, END = "<!-- flash3-table -->", "<!-- /flash3-table -->"
 
 
 def load(path):
@@ -72,20 +75,8 @@ def main():
     if not a.readme:
         sys.stdout.write(text)
         return 0
-    s = open(a.readme).read()
-    if BEGIN not in s or END not in s:
-        sys.exit(f"flash3_table: {a.readme} has no {BEGIN} ... {END} block")
-    head, rest = s.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    new = head + BEGIN + "\n" + text + END + tail
-    if a.check:
-        if new != s:
-            sys.exit(f"flash3_table: {a.readme}'s flash3 table is not what the result files give "
-                     f"(run scripts/flash3_table.py --readme {a.readme} {' '.join(a.prefixes)})")
-        return 0
-    open(a.readme, "w").write(new)
-    return 0
-
+    return write_block(a.readme, "flash3-table", text, a.check,
+                       f"run scripts/flash3_table.py --readme {a.readme} {' '.join(a.prefixes)}")
 
 if __name__ == "__main__":
     sys.exit(main())

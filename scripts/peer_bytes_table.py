@@ -35,7 +35,9 @@ import subprocess
 import sys
 from typing import Any, Dict, List, Optional, Tuple
 
-BEGIN, END = "<!-- peer-bytes -->", "<!-- /peer-bytes -->"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from readme_block import write_block  # noqa: E402
+
 # Rows in this order under each (N, pass); other methods after them, by name.
 METHOD_ORDER = ["flash2", "sdpa_flash", "sdpa_cudnn", "sdpa_efficient", "sdpa_math", "flex_attention", "standard"]
 PASS_ORDER = ["fwd", "bwd", "fwdbwd"]
@@ -175,7 +177,7 @@ def main() -> int:
     ap.add_argument("--flashio", default=os.environ.get("FLASHIO_BIN") or os.path.join(
         os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build", "flashio"))
     ap.add_argument("--causal", choices=("false", "true", "any"), default="false")
-    ap.add_argument("--readme", help="write the table between the file's " + BEGIN + " markers")
+    ap.add_argument("--readme", help="write the table between the file's <!-- peer-bytes --> markers")
     ap.add_argument("--check", action="store_true", help="with --readme: exit 1 when the file differs")
     a = ap.parse_args()
     if not os.path.isfile(a.flashio):
@@ -187,23 +189,8 @@ def main() -> int:
     if not a.readme:
         sys.stdout.write(text)
         return 0
-    old = open(a.readme, encoding="utf-8").read()
-    if BEGIN not in old or END not in old:
-        sys.exit(f"peer_bytes_table: {a.readme} has no {BEGIN} ... {END} block")
-    head, rest = old.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    new = head + BEGIN + "\n" + text + END + tail
-    if a.check:
-        if new != old:
-            print(f"peer_bytes_table: {a.readme}'s table is stale: run scripts/peer_bytes_table.py --readme "
-                  f"{a.readme} {' '.join(a.files)}", file=sys.stderr)
-            return 1
-        return 0
-    if new != old:
-        with open(a.readme, "w", encoding="utf-8") as f:
-            f.write(new)
-    return 0
-
+    return write_block(a.readme, "peer-bytes", text, a.check,
+                       f"run scripts/peer_bytes_table.py --readme {a.readme} {' '.join(a.files)}")
 
 if __name__ == "__main__":
     sys.exit(main())
