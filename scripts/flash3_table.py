@@ -78,5 +78,6 @@ def main():
     return write_block(a.readme, "flash3-table", text, a.check,
                        f"run scripts/flash3_table.py --readme {a.readme} {' '.join(a.prefixes)}")
 
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -192,5 +192,6 @@ def main() -> int:
     return write_block(a.readme, "peer-bytes", text, a.check,
                        f"run scripts/peer_bytes_table.py --readme {a.readme} {' '.join(a.files)}")
 
+
 if __name__ == "__main__":
     sys.exit(main())
