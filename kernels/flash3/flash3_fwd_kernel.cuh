@@ -20,8 +20,9 @@
 //    next (Q tile, head, batch) work item from a global counter when it is ready to load one, so
 //    blocks that drew short items (causal) draw more and the blocks working at one time stay on
 //    neighbouring items: a head's Q tiles are consecutive (they share K/V in L2), under a causal
-//    mask longest first. The producer warp hands the item index to the consumers through shared
-//    memory between two named barriers; with two Q buffers (where they fit) the next item's Q
+//    mask longest first. The producer's leader hands the item index to the consumers through shared
+//    memory between two mbarriers (full: its one arrival after the write; empty: every consumer
+//    thread's arrival after its read, so each read is ordered before the next write); with two Q buffers (where they fit) the next item's Q
 //    loads while the current one runs.
 //  - O goes back through shared memory (the consumer's own rows of the Q tile) with a TMA store,
 //    which also clips the rows past Nq; L = m + log ℓ is stored per row.
@@ -84,13 +85,10 @@ struct Flash3FwdTraits {
   static constexpr int kSmemBytes = flash3_fwd_smem_bytes(kHeadDim, TileShape{kBlockM, kBlockN, 0, kStages});
   static constexpr int kConsumerRegs = flash3_consumer_registers(kConsumers);
   static constexpr int kReleaseArrivals = 4 * kConsumers;  // one per consumer warp frees a K/V slot
-  // Named barriers: 1 … kConsumers for the turns, then one per consumer for its epilogue, then
-  // the two that hand a work item from the producer warp to the consumers (full, empty).
+  // Named barriers: 1 … kConsumers for the turns, then one per consumer for its epilogue.
   static constexpr int kTurnBarrier = 1;
   static constexpr int kEpilogueBarrier = 1 + kConsumers;
-  static constexpr int kItemFullBarrier = 1 + 2 * kConsumers;
-  static constexpr int kItemEmptyBarrier = 2 + 2 * kConsumers;
-  static constexpr int kItemThreads = 32 + 128 * kConsumers;  // the producer warp and the consumers
+  static constexpr int kItemReaders = 128 * kConsumers;  // every consumer thread releases the work item's slot
 
   static_assert(kBlockM % 64 == 0 && (kConsumers == 2 || kConsumers == 3), "two or three consumer warpgroups");
   static_assert(kHeadDim % kPanelColumns == 0 && kBlockN % 16 == 0, "64-column panels, k16 steps");
@@ -98,7 +96,7 @@ struct Flash3FwdTraits {
   static_assert(kSmemBytes <= kFlash3SmemLimit, "Hopper's shared memory per block");
   static_assert(kTileQBytes % kSwizzleAtomBytes == 0 && kTileKVBytes % kSwizzleAtomBytes == 0,
                 "every tile starts on a swizzle atom");
-  static_assert(kItemEmptyBarrier < 16, "16 hardware barriers");
+  static_assert(kEpilogueBarrier + kConsumers <= 16, "16 hardware barriers");
   static_assert(kConsumers * kConsumerRegs * 128 + 128 * kFlash3ProducerRegisters <= 65536, "the SM's registers");
 };
 
@@ -108,7 +106,8 @@ struct Flash3Barriers {
   uint64_t q_full[kQStages], q_empty[kQStages];  // the Q tile landed / every consumer wrote O out of it
   uint64_t k_full[kStages], k_empty[kStages];
   uint64_t v_full[kStages], v_empty[kStages];
-  int item;  // the next work item (between the item barriers); −1: no more
+  uint64_t item_full, item_empty;  // `item` written by the producer / read by every consumer thread
+  int item;                        // the next work item; −1: no more
 };
 
 // Work item `item` → (Q tile, head, batch): a head's Q tiles are consecutive; causal: the last
@@ -146,7 +145,7 @@ __device__ __forceinline__ int flash3_key_count(const FwdParams& p, int b) {
 }
 
 // ---- Producer (FA-3 Algorithm 1, lines 4-9): warp 0; its lane 0 issues every load. Per work
-// item: the index to the consumers (item barriers), the first K tile, the Q tile into a free Q
+// item: the index to the consumers (item mbarriers), the first K tile, the Q tile into a free Q
 // buffer, then V and the following K/V tiles into the ring as slots free up; then the next item
 // from the scheduler. When none is left the consumers get item −1.
 template <typename Tr, bool kCausal>
@@ -164,11 +163,11 @@ __device__ __forceinline__ void flash3_produce(const Flash3FwdArgs& args, const 
   int item = blockIdx.x;
   for (int round = 0;; ++round) {
     const bool done = item >= args.num_items;
-    __syncwarp();  // the named barriers take the whole warp
-    named_barrier_sync(Tr::kItemEmptyBarrier, Tr::kItemThreads);  // the consumers read the last one
-    if (leader) bar.item = done ? -1 : item;
-    __syncwarp();
-    named_barrier_arrive(Tr::kItemFullBarrier, Tr::kItemThreads);
+    if (leader) {
+      mbar_wait(&bar.item_empty, (round & 1) ^ 1);  // every consumer thread read the last one
+      bar.item = done ? -1 : item;
+      mbar_arrive(&bar.item_full);  // release: the write before the consumers' acquiring wait
+    }
     if (done) break;
     if (leader) {
       const RingSlot qs = ring_slot<Tr::kQStages>(round);
@@ -266,11 +265,10 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
   };
 
   int kv = 0;
-  named_barrier_arrive(Tr::kItemEmptyBarrier, Tr::kItemThreads);  // the item slot starts empty
   for (int round = 0;; ++round) {
-    named_barrier_sync(Tr::kItemFullBarrier, Tr::kItemThreads);
+    mbar_wait(&bar.item_full, round & 1);
     const int item = bar.item;
-    named_barrier_arrive(Tr::kItemEmptyBarrier, Tr::kItemThreads);
+    mbar_arrive(&bar.item_empty);  // each thread releases its own read (one arrival per warp would not)
     if (item < 0) break;  // no work left
     const RingSlot qs = ring_slot<Tr::kQStages>(round);
     mbar_wait(&bar.q_full[qs.stage], qs.phase);
@@ -420,6 +418,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash3_fwd_kernel(const __gri
       mbar_init(&bar.k_empty[s], Tr::kReleaseArrivals);
       mbar_init(&bar.v_empty[s], Tr::kReleaseArrivals);
     }
+    mbar_init(&bar.item_full, 1);
+    mbar_init(&bar.item_empty, Tr::kItemReaders);
     fence_mbar_init();
   }
   __syncthreads();
