@@ -4,7 +4,7 @@
     scripts/phases_table.py ONE_GPU.json [MORE_ONE_GPU.json ...] --multi TWO_GPU.json [...] [--write docs/sweep-time.md]
 
 Prints a Markdown table per file (wall time, the sum of each phase over the points, and per GPU
-the points' total) and a projection to more GPUs, T(n) = H + G / n: H the time that does not
+the points' total and when its first point began) and a projection to more GPUs, T(n) = H + G / n: H the time that does not
 shrink with more GPUs (host work that already uses every core), G the time the GPUs' workers
 spend side by side; from the measured walls on one and several GPUs when both are given, else
 H = inputs + reference of the one-GPU breakdown. With --write, replaces the block
@@ -25,25 +25,29 @@ def load(path):
     if "wall_s" not in d or not recs:
         sys.exit(f"phases_table: {path} has no wall_s or no phases_s (written before they existed?)")
     sums = {k: sum(r["phases_s"].get(k, 0.0) for r in recs) for k in PHASES + ["total"]}
-    per_gpu = {}
+    per_gpu, first = {}, {}
     for r in recs:
-        per_gpu[r.get("device_index", 0)] = per_gpu.get(r.get("device_index", 0), 0.0) + r["phases_s"]["total"]
+        gpu = r.get("device_index", 0)
+        per_gpu[gpu] = per_gpu.get(gpu, 0.0) + r["phases_s"]["total"]
+        if "started" in r["phases_s"]:  # when the point began (phases_s.started, where recorded): the GPU's first point
+            first[gpu] = min(first.get(gpu, float("inf")), r["phases_s"]["started"])
     b = d.get("build", {})
     rev = b.get("git_revision", "?")[:12] + ("-dirty" if b.get("git_dirty") else "")
     gpus = len(d.get("devices") or [d["device"]])
-    return {"path": path, "wall": d["wall_s"], "sums": sums, "per_gpu": per_gpu, "points": len(recs),
+    return {"path": path, "wall": d["wall_s"], "sums": sums, "per_gpu": per_gpu, "first": first, "points": len(recs),
             "rev": rev, "gpu": d["device"].get("name", "?"), "gpus": gpus}
 
 
 def table(one, multi):
-    out = ["| file | GPUs | points | wall s | " + " | ".join(PHASES) + " | other | per-GPU busy s |",
-           "| --- | --- | --- | --- | " + " | ".join("---" for _ in PHASES) + " | --- | --- |"]
+    out = ["| file | GPUs | points | wall s | " + " | ".join(PHASES) + " | other | per-GPU busy s | per-GPU first point s |",
+           "| --- | --- | --- | --- | " + " | ".join("---" for _ in PHASES) + " | --- | --- | --- |"]
     for f in one + multi:
         s = f["sums"]
         other = s["total"] - sum(s[k] for k in PHASES)
         busy = ", ".join(f"{v:.1f}" for _, v in sorted(f["per_gpu"].items()))
+        first = ", ".join(f"{v:.2f}" for _, v in sorted(f["first"].items())) or "–"
         out.append(f"| `{f['path'].split('/')[-1]}` | {f['gpus']} | {f['points']} | {f['wall']:.1f} | "
-                   + " | ".join(f"{s[k]:.1f}" for k in PHASES) + f" | {other:.1f} | {busy} |")
+                   + " | ".join(f"{s[k]:.1f}" for k in PHASES) + f" | {other:.1f} | {busy} | {first} |")
     wall1 = statistics.median(f["wall"] for f in one)
     out.append("")
     out.append(f"{one[0]['gpu']}, revision {one[0]['rev']}. Median wall on one GPU {wall1:.1f} s"

@@ -25,6 +25,11 @@ TEST(Progress, PhasesLineAccountsForTheWholePoint) {
   EXPECT_EQ(format_phases(PhaseTimes{0.1, 0.5, 0.01, 0.05, 0.4, 0.12, 1.25}),
             "total 1.250 s: inputs 0.100, reference 0.500, plan 0.010, check 0.050, timed 0.400, counters 0.120, "
             "other 0.070");
+  PhaseTimes in_sweep{0.1, 0.5, 0.01, 0.05, 0.4, 0.12, 1.25};
+  in_sweep.started_s = 2.5;  // a sweep's point: when it began
+  EXPECT_EQ(format_phases(in_sweep),
+            "at 2.500 s, total 1.250 s: inputs 0.100, reference 0.500, plan 0.010, check 0.050, timed 0.400, "
+            "counters 0.120, other 0.070");
 }
 
 TEST(Progress, PlainLinesWhenNotATerminal) {

@@ -37,6 +37,7 @@ Record ok_record() {
   r.time = TimeStats{1e-3, 0.9e-3, 1.2e-3, 1.01e-3, 5e-5, 30, 5, true, "cuda_events"};
   r.memory = MemoryStats{100, 200, 0};
   r.phases = PhaseTimes{0.25, 1.5, 0.01, 0.05, 0.4, 0.2, 2.5};
+  r.phases->started_s = 7.25;
   return r;
 }
 
@@ -96,6 +97,7 @@ TEST(Record, JsonRoundTripKeepsEveryField) {
   ASSERT_TRUE(back.records[0].phases.has_value());
   EXPECT_EQ(back.records[0].phases->reference_s, 1.5);
   EXPECT_EQ(back.records[0].phases->total_s, 2.5);
+  EXPECT_EQ(back.records[0].phases->started_s, 7.25);
   EXPECT_FALSE(back.records[1].phases.has_value());  // a skipped point has none
 }
 

@@ -692,10 +692,13 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
   job.options.warmup = a.warmup;
   job.options.flush_l2 = !a.no_flush;
   job.options.counters = *counter_set;
-  if (a.verbose) job.on_worker_ready = [](const DeviceInfo& d, const std::string& counters) {
-    fmt::print(stderr, "GPU {}: {}\n", d.index, counters);
-  };
   job.stop = &g_stop_signal;
+  const auto sweep_start = std::chrono::steady_clock::now();
+  job.start = sweep_start;
+  if (a.verbose) job.on_worker_ready = [sweep_start](const DeviceInfo& d, const std::string& counters) {
+    const double at = std::chrono::duration<double>(std::chrono::steady_clock::now() - sweep_start).count();
+    fmt::print(stderr, "GPU {}: ready at {:.3f} s; {}\n", d.index, at, counters);
+  };
   job.on_start = [&](size_t i) { progress.started(position[i], points[i].name()); };
   job.on_record = [&](const Record& r) {
     writer.append(r);
@@ -706,7 +709,6 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
   g_stop_signal.store(0);
   auto old_int = std::signal(SIGINT, on_stop_signal);
   auto old_term = std::signal(SIGTERM, on_stop_signal);
-  const auto sweep_start = std::chrono::steady_clock::now();
   SweepOutcome outcome = run_sweep(job);
   std::signal(SIGINT, old_int);
   std::signal(SIGTERM, old_term);

@@ -95,6 +95,7 @@ json to_json(const Record& r) {
     j["phases_s"] = {{"inputs", t.inputs_s},   {"reference", t.reference_s}, {"plan", t.plan_s},
                      {"check", t.check_s},     {"timed", t.timed_s},         {"counters", t.counters_s},
                      {"total", t.total_s}};
+    if (t.started_s) j["phases_s"]["started"] = *t.started_s;
   }
   j["counters"] = r.counters;
   return j;
@@ -212,6 +213,7 @@ Record record_from_json(const json& j) {
                             number_field(t, "plan", 0.0),   number_field(t, "check", 0.0),
                             number_field(t, "timed", 0.0),  number_field(t, "counters", 0.0),
                             number_field(t, "total", 0.0)};
+      if (t.contains("started")) r.phases->started_s = number_field(t, "started", 0.0);
     }
     if (j.contains("counters")) r.counters = j["counters"];
   } catch (const json::exception& e) {

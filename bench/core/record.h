@@ -76,9 +76,11 @@ struct MemoryStats {
 // preparing the method (plan, workspace), the correctness checks (the checked run and the
 // compare, before and after timing), the timed repetitions, the counter pass. Inputs and
 // reference are 0 when the point reuses the previous point's problem (same inputs). total: the
-// whole point, so total − the parts is what the runner spent elsewhere.
+// whole point, so total − the parts is what the runner spent elsewhere. started_s: when the point
+// began, seconds from the sweep's start (a sweep's timeline per GPU: its start, its idle gaps).
 struct PhaseTimes {
   double inputs_s = 0, reference_s = 0, plan_s = 0, check_s = 0, timed_s = 0, counters_s = 0, total_s = 0;
+  std::optional<double> started_s;  // set by a sweep (sweep_runner.h); absent for a point run alone
 };
 
 // DRAM bandwidth of a timed point: what it moved against what it must move, both against the

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -17,6 +18,7 @@
 namespace flashio {
 
 SweepOutcome run_sweep(const SweepJob& job) {
+  const auto sweep_start = job.start.value_or(std::chrono::steady_clock::now());
   const std::vector<Point>& points = *job.points;
   const size_t workers = job.devices.size();
   // Problem groups of the todo list: positions [begin, end) in job.todo.
@@ -144,8 +146,10 @@ SweepOutcome run_sweep(const SweepJob& job) {
             std::lock_guard<std::mutex> lock(mu);
             job.on_start(index);
           }
+          const auto started = std::chrono::steady_clock::now();
           Record rec = runner->run(points[index]);  // never throws for a failing point
           rec.point_index = int64_t(index);
+          if (rec.phases) rec.phases->started_s = std::chrono::duration<double>(started - sweep_start).count();
           std::lock_guard<std::mutex> lock(mu);
           if (job.on_record) job.on_record(rec);  // appends to the journal: if that fails, stop
           outcome.records.push_back(std::move(rec));

@@ -13,7 +13,9 @@
 // points left are recorded as errors without touching a GPU.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,8 @@ struct SweepJob {
   std::vector<DeviceInfo> devices;             // one worker each
   RunOptions options;                          // `device` is set per worker
   const std::atomic<int>* stop = nullptr;
+  // The sweep's start: records' phases_s.started count from it (run_sweep's entry if unset).
+  std::optional<std::chrono::steady_clock::time_point> start;
   // Called from the workers, one at a time (under a lock), in completion order.
   std::function<void(size_t index)> on_start;
   std::function<void(const DeviceInfo&, const std::string& counters)> on_worker_ready;  // its counter set

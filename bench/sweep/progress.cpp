@@ -129,9 +129,10 @@ std::string format_duration(double s) {
 
 std::string format_phases(const PhaseTimes& t) {
   const double parts = t.inputs_s + t.reference_s + t.plan_s + t.check_s + t.timed_s + t.counters_s;
-  return fmt::format("total {:.3f} s: inputs {:.3f}, reference {:.3f}, plan {:.3f}, check {:.3f}, timed {:.3f}, "
+  return fmt::format("{}total {:.3f} s: inputs {:.3f}, reference {:.3f}, plan {:.3f}, check {:.3f}, timed {:.3f}, "
                      "counters {:.3f}, other {:.3f}",
-                     t.total_s, t.inputs_s, t.reference_s, t.plan_s, t.check_s, t.timed_s, t.counters_s,
+                     t.started_s ? fmt::format("at {:.3f} s, ", *t.started_s) : std::string(), t.total_s,
+                     t.inputs_s, t.reference_s, t.plan_s, t.check_s, t.timed_s, t.counters_s,
                      std::max(0.0, t.total_s - parts));
 }
 
