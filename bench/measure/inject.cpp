@@ -30,11 +30,11 @@
 // at 09fd193 missed by up to 22 % on DRAM writes that way). CUPTI's range profiler has no cache
 // control, so the library does it: the context synchronised, then the suite's read-only pass over
 // twice the L2 (bench/cuda/l2_flush.cuh, as PTX loaded into the context: the library links no
-// CUDA runtime), which writes back what was dirty, and from sm_80 on a pass that discards the
-// flush buffer's lines (l2_clean.cu), so the kernel starts from an empty L2 as under ncu rather
-// than from one full of clean lines (no difference measured: the DRAM counts of 36 SDPA launches
-// came out the same with and without it, H100); both on a stream of their own with the range
-// profiler stopped (so they are no range), waited for before the profiled launch goes on. The
+// CUDA runtime), which writes back what was dirty. (A second pass that discarded the flush buffer's
+// clean lines from sm_80 on, as ncu's flush leaves the L2 empty, changed no count — the DRAM counts of
+// 36 SDPA launches the same with and without it, H100 — and was dropped.) It runs on a stream of
+// its own with the range profiler stopped (so it is no range), waited for before the profiled
+// launch goes on. The
 // profiler's first start in a context is made once, empty, before the first clean: what it wrote
 // had been evicted during the first profiled kernel (15-17 MB of DRAM writes in a kernel that
 // writes 16.8 MB, against ncu's 0.04 MB; 0 after: scripts/profile_fresh_writes.py). The clean's
@@ -64,8 +64,7 @@
 
 namespace flashio {
 
-extern const char* const kL2CleanPtx;      // bench/measure/l2_clean.cu as PTX, compute_75 (generated, CMakeLists.txt)
-extern const char* const kL2CleanPtxSm80;  // the same for compute_80, with the discard pass
+extern const char* const kL2CleanPtx;  // bench/measure/l2_clean.cu as PTX, compute_75 (generated, CMakeLists.txt)
 
 namespace {
 
@@ -80,7 +79,6 @@ using cupti::Launch;
 // The L2 clean of a context (see the file's comment), set up on its first profiled launch.
 struct L2Clean {
   CUfunction kernel = nullptr;
-  CUfunction discard = nullptr;  // sm_80 on; none before (the flush buffer's clean lines stay)
   CUdeviceptr buffer = 0, sink = 0;
   size_t bytes = 0;
   CUstream stream = nullptr;
@@ -261,14 +259,9 @@ std::unique_ptr<L2Clean> set_up_clean(int device) {
   if (!load || !get_function || !attribute || !alloc || !memset || !create_stream || !synchronize)
     throw cupti::Failure("the CUDA driver lacks an entry point the L2 clean needs");
   auto clean = std::make_unique<L2Clean>();
-  int major = 0;
-  driver_check(attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, CUdevice(device)),
-               "cuDeviceGetAttribute(compute capability)");
   CUmodule module = nullptr;
-  driver_check(load(&module, major >= 8 ? kL2CleanPtxSm80 : kL2CleanPtx), "cuModuleLoadData (the L2 clean's PTX)");
+  driver_check(load(&module, kL2CleanPtx), "cuModuleLoadData (the L2 clean's PTX)");
   driver_check(get_function(&clean->kernel, module, "flashio_l2_clean"), "cuModuleGetFunction(flashio_l2_clean)");
-  if (major >= 8)
-    driver_check(get_function(&clean->discard, module, "flashio_l2_discard"), "cuModuleGetFunction(flashio_l2_discard)");
   int l2 = 0;
   driver_check(attribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, CUdevice(device)), "cuDeviceGetAttribute(L2 size)");
   clean->bytes = l2_flush_bytes(l2);
@@ -306,14 +299,6 @@ void clean_l2(Context& c, const Launch& l) {
     const CUresult r = launch(k.kernel, kL2FlushBlocks, 1, 1, kL2FlushThreads, 1, 1, 0, k.stream, args, nullptr);
     t_cleaning = false;
     driver_check(r, "cuLaunchKernel (the L2 clean)");
-    if (k.discard) {
-      size_t lines = k.bytes / 128;
-      void* discard_args[] = {&k.buffer, &lines};
-      t_cleaning = true;
-      const CUresult d = launch(k.discard, kL2FlushBlocks, 1, 1, kL2FlushThreads, 1, 1, 0, k.stream, discard_args, nullptr);
-      t_cleaning = false;
-      driver_check(d, "cuLaunchKernel (the L2 discard)");
-    }
     driver_check(stream_synchronize(k.stream), "cuStreamSynchronize (the L2 clean)");
   } catch (const cupti::Failure& e) {
     t_cleaning = false;
