@@ -69,3 +69,51 @@ TEST_F(InputsGpu, SampledChecksPassWithAndWithoutPrefetch) {
 }
 
 }  // namespace
+
+namespace {
+
+// The allocator keeps a released block for the next request of its size (device_memory.h): the
+// same address comes back, the byte counts are of the blocks in use, trim() frees what is kept,
+// and a request the GPU cannot meet frees the kept blocks before it fails.
+class DeviceMemoryGpu : public GpuTest {};
+
+TEST_F(DeviceMemoryGpu, AReleasedBlockServesTheNextRequestOfItsSize) {
+  DeviceAllocator alloc;
+  const size_t mb = size_t(1) << 20;
+  void* a = alloc.allocate(3 * mb);
+  alloc.release(a, 3 * mb);
+  EXPECT_EQ(alloc.current_bytes(), 0);
+  EXPECT_EQ(alloc.kept_bytes(), 3 * mb);
+  void* other = alloc.allocate(5 * mb);  // another size: a new block
+  EXPECT_NE(other, a);
+  void* again = alloc.allocate(3 * mb);
+  EXPECT_EQ(again, a);
+  EXPECT_EQ(alloc.kept_bytes(), 0u);
+  EXPECT_EQ(alloc.current_bytes(), int64_t(8 * mb));
+  EXPECT_EQ(alloc.peak_bytes(), int64_t(8 * mb));
+  alloc.release(again, 3 * mb);
+  alloc.release(other, 5 * mb);
+  EXPECT_EQ(alloc.kept_bytes(), 8 * mb);
+  alloc.trim();
+  EXPECT_EQ(alloc.kept_bytes(), 0u);
+  EXPECT_EQ(alloc.current_bytes(), 0);
+}
+
+TEST_F(DeviceMemoryGpu, ARequestTooLargeFreesTheKeptBlocksAndFails) {
+  DeviceAllocator alloc;
+  size_t free_bytes = 0, total = 0;
+  FLASHIO_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+  const size_t kept = size_t(64) << 20;
+  alloc.release(alloc.allocate(kept), kept);
+  ASSERT_EQ(alloc.kept_bytes(), kept);
+  try {
+    alloc.allocate(2 * total);
+    FAIL() << "allocated twice the GPU's memory";
+  } catch (const CudaError& e) {
+    EXPECT_TRUE(e.out_of_memory()) << e.what();
+  }
+  EXPECT_EQ(alloc.kept_bytes(), 0u);  // freed before the second try
+  EXPECT_EQ(alloc.current_bytes(), 0);
+}
+
+}  // namespace

@@ -3,6 +3,7 @@
 // each element from (seed, tensor, index) alone, equal to the chunked sequence before it).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "bench/core/inputs.h"
@@ -58,4 +59,24 @@ TEST(Inputs, TensorsAndSeedsDiffer) {
   fill_normal(c.data(), 0, c.size(), DType::F16, 2, InputTensor::Q);
   EXPECT_NE(a, b);
   EXPECT_NE(a, c);
+}
+
+TEST(Inputs, HeadsMadeAtTheirPlacesAreTheWholeTensorsWords) {
+  // Heads 1, 2 and 5 of a tensor of 7 heads (runs of one and two, pieces of 2^16 split across
+  // heads), against the whole tensor made at once.
+  const int64_t head_words = 70001;
+  std::vector<uint16_t> whole(size_t(7 * head_words)), some(whole.size(), 0xABCD);
+  fill_normal(whole.data(), 0, whole.size(), DType::BF16, 9, InputTensor::V);
+  fill_normal_heads(some.data(), head_words, {1, 2, 5}, DType::BF16, 9, InputTensor::V);
+  for (int64_t h = 0; h < 7; ++h) {
+    const bool made = h == 1 || h == 2 || h == 5;
+    for (int64_t e = 0; e < head_words; e += 997) {
+      const size_t i = size_t(h * head_words + e);
+      EXPECT_EQ(some[i], made ? whole[i] : uint16_t(0xABCD)) << "head " << h << " element " << e;
+    }
+  }
+  // And a range not starting at 0 lands at out[0].
+  std::vector<uint16_t> tail(1000);
+  fill_normal(tail.data(), 123456, tail.size(), DType::BF16, 9, InputTensor::V);
+  EXPECT_TRUE(std::equal(tail.begin(), tail.end(), whole.begin() + 123456));
 }

@@ -1,18 +1,27 @@
 #include "bench/core/inputs.h"
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
+#include <utility>
 
 namespace flashio {
 
-void fill_normal(uint16_t* out, size_t first, size_t count, DType dtype, uint64_t seed, InputTensor tensor) {
+namespace {
+
+// Elements [first, first + count) of `tensor` into out[first - base, first - base + count) for each
+// range, on every core: one pool of threads for all the ranges, each taking pieces of 2^16 elements.
+void fill_ranges(uint16_t* out, size_t base, const std::vector<std::pair<size_t, size_t>>& ranges, DType dtype,
+                 uint64_t seed, InputTensor tensor) {
   constexpr size_t kPiece = size_t(1) << 16;  // elements per unit of work
-  const size_t pieces = (count + kPiece - 1) / kPiece;
-  const unsigned threads = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), unsigned(pieces)));
-  auto work = [&](unsigned tid) {
-    for (size_t c = tid; c < pieces; c += threads)
-      for (size_t i = c * kPiece; i < std::min(count, (c + 1) * kPiece); ++i)
-        out[i] = input_word(dtype, seed, tensor, first + i);
+  std::vector<std::pair<size_t, size_t>> pieces;  // [begin, end)
+  for (const auto& [first, count] : ranges)
+    for (size_t b = first; b < first + count; b += kPiece) pieces.push_back({b, std::min(first + count, b + kPiece)});
+  const unsigned threads = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), unsigned(pieces.size())));
+  std::atomic<size_t> next{0};  // the next piece: a thread the machine holds back delays no one
+  auto work = [&](unsigned) {
+    for (size_t c = next++; c < pieces.size(); c = next++)
+      for (size_t i = pieces[c].first; i < pieces[c].second; ++i) out[i - base] = input_word(dtype, seed, tensor, i);
   };
   if (threads <= 1) {
     work(0);
@@ -21,6 +30,19 @@ void fill_normal(uint16_t* out, size_t first, size_t count, DType dtype, uint64_
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work, t);
   for (auto& th : pool) th.join();
+}
+
+}  // namespace
+
+void fill_normal(uint16_t* out, size_t first, size_t count, DType dtype, uint64_t seed, InputTensor tensor) {
+  fill_ranges(out, first, {{first, count}}, dtype, seed, tensor);
+}
+
+void fill_normal_heads(uint16_t* out, int64_t head_words, const std::vector<int64_t>& heads, DType dtype,
+                       uint64_t seed, InputTensor tensor) {
+  std::vector<std::pair<size_t, size_t>> ranges;
+  for (int64_t h : heads) ranges.push_back({size_t(h * head_words), size_t(head_words)});
+  fill_ranges(out, 0, ranges, dtype, seed, tensor);
 }
 
 HostInputs make_inputs(const Problem& p, bool with_grad_output) {

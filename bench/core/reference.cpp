@@ -1,11 +1,14 @@
 #include "bench/core/reference.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "bench/core/sparsity.h"
 #include "bench/core/philox.h"
@@ -53,38 +56,80 @@ int thread_count(size_t n, int threads) {
 // Keys per block of the transposed layout.
 constexpr int64_t kKeyBlock = 16;
 
+// Doubles a vector does not zero when it grows: a decoded head is written whole (its transposed
+// copies' padding keys explicitly), and value-initialising it would first zero tens of MB on one
+// thread.
+template <typename T>
+struct Uninitialised : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = Uninitialised<U>;
+  };
+  Uninitialised() = default;
+  template <typename U>
+  Uninitialised(const Uninitialised<U>&) {}
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    if constexpr (sizeof...(Args) == 0)
+      ::new (static_cast<void*>(p)) U;
+    else
+      ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+using Doubles = std::vector<double, Uninitialised<double>>;
+
 // One K/V head's keys and values widened once to double (exact: every fp16 and bf16 value is a
 // double), so the row loops neither convert an element once per query row nor widen it in their
 // inner loops; also transposed by blocks of kKeyBlock keys, (Nk / 16, d, 16) with the last block
 // zero-padded, for the sums over d (dot_keys): a block's d × 16 values lie together in memory.
-// Bounded memory: one head at a time, about Nk × d × 32 bytes (1 GiB at Nk = 128k, d = 256).
 struct DecodedHead {
-  std::vector<double> k, v;    // (Nk, d)
-  std::vector<double> kt, vt;  // (ceil(Nk / 16), d, 16)
+  Doubles k, v;    // (Nk, d)
+  Doubles kt, vt;  // (ceil(Nk / 16), d, 16)
 };
 
-DecodedHead decode_head(const Problem& p, const HostTensors& t, int64_t b, int64_t hk, int threads) {
+// Bytes of one decoded head: about Nk × d × 32 (1 GiB at Nk = 128k, d = 256).
+double decoded_head_bytes(const Problem& p) {
+  const int64_t blocks = (p.nk() + kKeyBlock - 1) / kKeyBlock;
+  return 16.0 * double(p.nk() * p.head_dim + blocks * kKeyBlock * p.head_dim);
+}
+
+// The heads (b, hk) decoded, all of them in one pool of threads, each taking the next run of 256
+// keys of any head: a few heads of a long sequence keep every core busy.
+std::vector<DecodedHead> decode_heads(const Problem& p, const HostTensors& t,
+                                      const std::vector<std::pair<int64_t, int64_t>>& heads, int threads) {
   const int64_t d = p.head_dim, nk = p.nk(), per_head = nk * d;
-  const uint16_t* k = t.k + (b * p.kvh() + hk) * per_head;
-  const uint16_t* v = t.v + (b * p.kvh() + hk) * per_head;
   const int64_t blocks = (nk + kKeyBlock - 1) / kKeyBlock;
-  DecodedHead h;
-  h.k.resize(size_t(per_head));
-  h.v.resize(size_t(per_head));
-  h.kt.assign(size_t(blocks * d * kKeyBlock), 0.0);
-  h.vt.assign(size_t(blocks * d * kKeyBlock), 0.0);
-  constexpr int64_t kBlocksPerChunk = 64;
-  const int64_t chunks = (blocks + kBlocksPerChunk - 1) / kBlocksPerChunk;
-  parallel_for(size_t(chunks), thread_count(size_t(chunks), threads), [&](int tid, int nthreads) {
-    for (int64_t ch = tid; ch < chunks; ch += nthreads)
-      for (int64_t j = ch * kBlocksPerChunk * kKeyBlock; j < std::min(nk, (ch + 1) * kBlocksPerChunk * kKeyBlock); ++j)
+  std::vector<DecodedHead> out(heads.size());
+  for (auto& h : out) {
+    h.k.resize(size_t(per_head));
+    h.v.resize(size_t(per_head));
+    h.kt.resize(size_t(blocks * d * kKeyBlock));
+    h.vt.resize(size_t(blocks * d * kKeyBlock));
+  }
+  constexpr int64_t kBlocksPerRun = 16;
+  const int64_t runs = (blocks + kBlocksPerRun - 1) / kBlocksPerRun, items = runs * int64_t(heads.size());
+  std::atomic<int64_t> next{0};
+  parallel_for(size_t(items), thread_count(size_t(items), threads), [&](int, int) {
+    for (int64_t item = next++; item < items; item = next++) {
+      const size_t i = size_t(item / runs);
+      const int64_t run = item % runs;
+      DecodedHead& h = out[i];
+      const uint16_t* k = t.k + (heads[i].first * p.kvh() + heads[i].second) * per_head;
+      const uint16_t* v = t.v + (heads[i].first * p.kvh() + heads[i].second) * per_head;
+      const int64_t end = std::min(blocks, (run + 1) * kBlocksPerRun) * kKeyBlock;  // padding keys included
+      for (int64_t j = run * kBlocksPerRun * kKeyBlock; j < end; ++j)
         for (int64_t c = 0; c < d; ++c) {
           const size_t e = size_t(j * d + c), et = size_t(((j / kKeyBlock) * d + c) * kKeyBlock + j % kKeyBlock);
-          h.k[e] = h.kt[et] = to_float(p.dtype, k[e]);
-          h.v[e] = h.vt[et] = to_float(p.dtype, v[e]);
+          if (j < nk) {
+            h.k[e] = h.kt[et] = to_float(p.dtype, k[e]);
+            h.v[e] = h.vt[et] = to_float(p.dtype, v[e]);
+          } else {  // the last block's padding
+            h.kt[et] = h.vt[et] = 0.0;
+          }
         }
+    }
   });
-  return h;
+  return out;
 }
 
 // The hot loops below are compiled for each vector unit (function multi-versioning: the widest
@@ -508,22 +553,43 @@ void backward_tile(const Problem& p, const HostTensors& t, const DecodedHead& kv
   }
 }
 
-// Calls f(tid, members) for tiles of up to kTileRows of the positions [0, n), thread tid taking
-// positions tid, tid + threads, ... (the same split as row by row).
+// Decoded heads held at once by the row loops below, at least one.
+constexpr double kDecodedBudgetBytes = double(int64_t(1) << 30);
+
+// Calls f(tid, kv, tile, n) for tiles of up to kTileRows rows (indices into `rows`) of one K/V
+// head each, kv that head decoded. The heads are decoded a batch at a time (as many as
+// kDecodedBudgetBytes hold); the tiles of a batch's heads go to the threads as they come free (a
+// shared counter), so a few heads of a few hundred rows keep every core busy and a thread the
+// machine holds back delays no one. Each row's result is the same whichever thread and tile take
+// it. At most thread_count(rows.size(), threads) threads: tid indexes a scratch array of that size.
 template <typename F>
-void for_each_tile(size_t n, int threads, F f) {
-  parallel_for(n, thread_count(n, threads), [&](int tid, int nthreads) {
-    size_t members[kTileRows];
-    size_t count = 0;
-    for (size_t m = size_t(tid); m < n; m += size_t(nthreads)) {
-      members[count++] = m;
-      if (count == kTileRows) {
-        f(tid, members, count);
-        count = 0;
-      }
+void for_each_head_tile(const Problem& p, const HostTensors& t, const std::vector<RowId>& rows, int threads, F f) {
+  const auto groups = rows_by_kv_head(p, rows);
+  const size_t batch = size_t(std::max(1.0, std::floor(kDecodedBudgetBytes / decoded_head_bytes(p))));
+  for (size_t g0 = 0; g0 < groups.size(); g0 += batch) {
+    const size_t g1 = std::min(groups.size(), g0 + batch);
+    std::vector<std::pair<int64_t, int64_t>> heads;
+    struct Tile {
+      size_t head, first, count;  // head: in this batch; members [first, first + count) of its group
+    };
+    std::vector<Tile> tiles;
+    for (size_t g = g0; g < g1; ++g) {
+      heads.push_back(groups[g].first);
+      for (size_t m = 0; m < groups[g].second.size(); m += kTileRows)
+        tiles.push_back({g - g0, m, std::min(kTileRows, groups[g].second.size() - m)});
     }
-    if (count) f(tid, members, count);
-  });
+    const std::vector<DecodedHead> kv = decode_heads(p, t, heads, threads);
+    std::atomic<size_t> next{0};
+    parallel_for(tiles.size(), thread_count(tiles.size(), threads), [&](int tid, int) {
+      size_t rows_of_tile[kTileRows];
+      for (size_t i = next++; i < tiles.size(); i = next++) {
+        const Tile& tile = tiles[i];
+        const std::vector<size_t>& members = groups[g0 + tile.head].second;
+        for (size_t m = 0; m < tile.count; ++m) rows_of_tile[m] = members[tile.first + m];
+        f(tid, kv[tile.head], rows_of_tile, tile.count);
+      }
+    });
+  }
 }
 
 }  // namespace
@@ -534,38 +600,33 @@ void reference_dq_rows(const Problem& p, const HostTensors& t, const uint16_t* d
   const double scale = p.scale();
   dq.assign(rows.size() * size_t(d), 0.0);
   const auto mask = mask_of(p);
-  for (const auto& group : rows_by_kv_head(p, rows)) {
-    const auto& head = group.first;  // not a structured binding: clang 14 cannot capture one in a lambda
-    const auto& members = group.second;
-    const DecodedHead kv = decode_head(p, t, head.first, head.second, threads);
-    const int64_t chunk = chunk_keys(d);
-    struct Scratch {
-      RowGrad g[kTileRows];
-      std::vector<double> qrows, dorows;
-    };
-    std::vector<Scratch> scratch(size_t(thread_count(members.size(), threads)));
-    for_each_tile(members.size(), threads, [&](int tid, const size_t* tile, size_t n) {
-      RowId r[kTileRows];
-      RowGrad* g = scratch[size_t(tid)].g;
-      std::vector<double>& qrows = scratch[size_t(tid)].qrows;
-      std::vector<double>& dorows = scratch[size_t(tid)].dorows;
-      qrows.resize(kTileRows * size_t(d));
-      dorows.resize(kTileRows * size_t(d));
-      const double* w[kTileRows];
-      double* out[kTileRows];
-      int64_t keys[kTileRows], longest = 0;
-      for (size_t m = 0; m < n; ++m) r[m] = rows[members[tile[m]]];
-      backward_tile(p, t, kv, d_o, mask ? &*mask : nullptr, r, n, g, qrows.data(), dorows.data());
-      for (size_t m = 0; m < n; ++m) {
-        for (auto& ds : g[m].ds) ds *= scale;  // dQ = Σ_j (scale·dS_j)·K_j
-        w[m] = g[m].ds.data();
-        out[m] = dq.data() + members[tile[m]] * size_t(d);
-        keys[m] = g[m].visible;
-        longest = std::max(longest, keys[m]);
-      }
-      for (int64_t j0 = 0; j0 < longest; j0 += chunk) accumulate_tile(kv.k.data(), d, j0, j0 + chunk, n, w, keys, out);
-    });
-  }
+  const int64_t chunk = chunk_keys(d);
+  struct Scratch {
+    RowGrad g[kTileRows];
+    std::vector<double> qrows, dorows;
+  };
+  std::vector<Scratch> scratch(size_t(thread_count(rows.size(), threads)));
+  for_each_head_tile(p, t, rows, threads, [&](int tid, const DecodedHead& kv, const size_t* tile, size_t n) {
+    RowId r[kTileRows];
+    RowGrad* g = scratch[size_t(tid)].g;
+    std::vector<double>& qrows = scratch[size_t(tid)].qrows;
+    std::vector<double>& dorows = scratch[size_t(tid)].dorows;
+    qrows.resize(kTileRows * size_t(d));
+    dorows.resize(kTileRows * size_t(d));
+    const double* w[kTileRows];
+    double* out[kTileRows];
+    int64_t keys[kTileRows], longest = 0;
+    for (size_t m = 0; m < n; ++m) r[m] = rows[tile[m]];
+    backward_tile(p, t, kv, d_o, mask ? &*mask : nullptr, r, n, g, qrows.data(), dorows.data());
+    for (size_t m = 0; m < n; ++m) {
+      for (auto& ds : g[m].ds) ds *= scale;  // dQ = Σ_j (scale·dS_j)·K_j
+      w[m] = g[m].ds.data();
+      out[m] = dq.data() + tile[m] * size_t(d);
+      keys[m] = g[m].visible;
+      longest = std::max(longest, keys[m]);
+    }
+    for (int64_t j0 = 0; j0 < longest; j0 += chunk) accumulate_tile(kv.k.data(), d, j0, j0 + chunk, n, w, keys, out);
+  });
 }
 
 void reference_dkdv_head(const Problem& p, const HostTensors& t, const uint16_t* d_o, int64_t b, int64_t hk,
@@ -580,7 +641,7 @@ void reference_dkdv_head(const Problem& p, const HostTensors& t, const uint16_t*
   if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
   threads = int(std::min<size_t>(size_t(threads), std::max<size_t>(1, rows.size())));
   std::vector<std::vector<double>> part_k(static_cast<size_t>(threads)), part_v(static_cast<size_t>(threads));
-  const DecodedHead kv = decode_head(p, t, b, hk, threads);
+  const DecodedHead kv = std::move(decode_heads(p, t, {{b, hk}}, threads).front());
   // A thread takes its rows (tid, tid + threads, ...) a block at a time and adds the block's
   // rows key by key, in row order: each element's additions come in the same order as row by
   // row (the same bits), while a key's dK, dV rows stay in cache across the block.
@@ -637,24 +698,18 @@ void reference_rows(const Problem& p, const HostTensors& t, const std::vector<Ro
   out.assign(rows.size() * size_t(d), 0.0);
   lse.assign(rows.size(), 0.0);
   const auto mask = mask_of(p);
-  for (const auto& group : rows_by_kv_head(p, rows)) {
-    const auto& head = group.first;  // not a structured binding: clang 14 cannot capture one in a lambda
-    const auto& members = group.second;
-    const DecodedHead kv = decode_head(p, t, head.first, head.second, threads);
-    std::vector<TileScratch> scratch(size_t(thread_count(members.size(), threads)));
-    for_each_tile(members.size(), threads, [&](int tid, const size_t* tile, size_t n) {
-      RowId r[kTileRows];
-      double* o[kTileRows];
-      double* l[kTileRows];
-      for (size_t m = 0; m < n; ++m) {
-        const size_t row = members[tile[m]];
-        r[m] = rows[row];
-        o[m] = out.data() + row * size_t(d);
-        l[m] = &lse[row];
-      }
-      forward_tile(p, t, kv, mask ? &*mask : nullptr, r, n, o, l, scratch[size_t(tid)]);
-    });
-  }
+  std::vector<TileScratch> scratch(size_t(thread_count(rows.size(), threads)));
+  for_each_head_tile(p, t, rows, threads, [&](int tid, const DecodedHead& kv, const size_t* tile, size_t n) {
+    RowId r[kTileRows];
+    double* o[kTileRows];
+    double* l[kTileRows];
+    for (size_t m = 0; m < n; ++m) {
+      r[m] = rows[tile[m]];
+      o[m] = out.data() + tile[m] * size_t(d);
+      l[m] = &lse[tile[m]];
+    }
+    forward_tile(p, t, kv, mask ? &*mask : nullptr, r, n, o, l, scratch[size_t(tid)]);
+  });
 }
 
 }  // namespace flashio

@@ -8,7 +8,20 @@ namespace flashio {
 
 void* DeviceAllocator::allocate(size_t bytes) {
   void* p = nullptr;
-  const cudaError_t err = cudaMalloc(&p, bytes);
+  if (auto it = kept_.find(bytes); it != kept_.end()) {
+    p = it->second;
+    kept_.erase(it);
+    kept_bytes_ -= bytes;
+    current_ += int64_t(bytes);
+    peak_ = std::max(peak_, current_);
+    return p;
+  }
+  cudaError_t err = cudaMalloc(&p, bytes);
+  if (err == cudaErrorMemoryAllocation && !kept_.empty()) {  // the kept blocks may be what is missing
+    cudaGetLastError();
+    trim();
+    err = cudaMalloc(&p, bytes);
+  }
   if (err != cudaSuccess) {
     cudaGetLastError();  // an allocation failure is not sticky: clear it
     throw CudaError(fmt::format("out of memory allocating {} bytes ({})", bytes, cudaGetErrorString(err)),
@@ -20,8 +33,15 @@ void* DeviceAllocator::allocate(size_t bytes) {
 }
 
 void DeviceAllocator::release(void* p, size_t bytes) {
-  cudaFree(p);
+  kept_.emplace(bytes, p);
+  kept_bytes_ += bytes;
   current_ -= int64_t(bytes);
+}
+
+void DeviceAllocator::trim() {
+  for (const auto& [bytes, p] : kept_) cudaFree(p);
+  kept_.clear();
+  kept_bytes_ = 0;
 }
 
 }  // namespace flashio

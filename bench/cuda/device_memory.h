@@ -1,9 +1,16 @@
 // The suite's device allocator: every buffer a method or the runner needs goes through
 // it, so the peak bytes a call needs beyond its inputs and outputs can be measured.
+//
+// A released block is kept for the next request of the same size (until trim() or the
+// allocator's end): the points of a problem ask for the same outputs and workspaces one after the
+// other, and cudaMalloc/cudaFree cost milliseconds each — more with two GPUs' workers, whose
+// calls contend in the driver (issue 22; docs/sweep-time.md). The byte counts are of the blocks
+// in use, whatever is kept. A request that finds no memory frees the kept blocks and tries once more.
 #pragma once
 #include <cstddef>
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -11,8 +18,15 @@ namespace flashio {
 
 class DeviceAllocator {
  public:
+  DeviceAllocator() = default;
+  ~DeviceAllocator() { trim(); }
+  DeviceAllocator(const DeviceAllocator&) = delete;
+  DeviceAllocator& operator=(const DeviceAllocator&) = delete;
+
   void* allocate(size_t bytes);  // throws CudaError (status oom) on failure
-  void release(void* p, size_t bytes);
+  void release(void* p, size_t bytes);  // kept for a request of the same size
+  void trim();                          // frees the kept blocks
+  size_t kept_bytes() const { return kept_bytes_; }
   int64_t current_bytes() const { return current_; }
   int64_t peak_bytes() const { return peak_; }
   void reset_peak() { peak_ = current_; }
@@ -32,6 +46,8 @@ class DeviceAllocator {
   int64_t peak_ = 0;
   int64_t external_current_ = 0;
   int64_t external_peak_ = 0;
+  std::multimap<size_t, void*> kept_;  // released blocks by size
+  size_t kept_bytes_ = 0;
 };
 
 // An owned device buffer (RAII) from a DeviceAllocator.

@@ -119,6 +119,8 @@ struct Runner::State {
     const std::string key = problem_key(p);
     if (!host || host->key != key) {
       device.reset();  // free the previous problem's device memory first
+      alloc.trim();    // and the blocks its points kept (device_memory.h): a new problem has other sizes
+      scratch.trim();
       gradients.reset();
       host.reset();
       const auto start = std::chrono::steady_clock::now();
