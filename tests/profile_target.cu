@@ -1,14 +1,15 @@
 // A CUDA program for `flashio profile`'s GPU tests (tests/test_gpu_profile.cpp): kernels whose
 // traffic and names are known, NVTX ranges around them, and an exit of the caller's choosing.
 //
-//   flashio_profile_target --bytes N [--warm] [--exit CODE] [--abort]
+//   flashio_profile_target --bytes N [--warm] [--graph] [--exit CODE] [--abort]
 //
 // In order: a fill kernel writes src (N bytes); a read-only pass over 2 × L2 evicts it cleanly
 // (no dirty lines left to be written during the copy); inside the NVTX range "target/copy" the
 // calibration copy reads N bytes and writes N bytes (DRAM: N each way, less what is still dirty
 // in L2 when it ends, at most the L2 size); with --warm, inside "target/warm" a fill kernel writes
-// the 1 MiB the next kernel reads (left dirty in L2 unless something cleans it); inside
-// "target/scale" a kernel in an anonymous namespace scales 1 MiB. Then it exits with CODE
+// the 1 MiB the next kernel reads (left dirty in L2 unless something cleans it); with --graph, a
+// CUDA graph of one scale kernel captured (global capture mode: any synchronisation meanwhile
+// breaks it) and launched twice; inside "target/scale" a kernel in an anonymous namespace scales 1 MiB. Then it exits with CODE
 // (default 0), or with --abort raises SIGABRT (no exit handlers run: what the injection decoded
 // before is all there is).
 #include <cuda_runtime_api.h>
@@ -37,7 +38,7 @@ __global__ void fill_kernel(unsigned* x, size_t n) {
 }
 
 int usage() {
-  std::fprintf(stderr, "usage: flashio_profile_target --bytes N [--warm] [--exit CODE] [--abort]\n");
+  std::fprintf(stderr, "usage: flashio_profile_target --bytes N [--warm] [--graph] [--exit CODE] [--abort]\n");
   return 2;
 }
 
@@ -46,7 +47,7 @@ int usage() {
 int main(int argc, char** argv) {
   size_t bytes = 0;
   int exit_code = 0;
-  bool abort_at_end = false, warm = false;
+  bool abort_at_end = false, warm = false, graph = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--bytes" && i + 1 < argc) {
@@ -57,6 +58,8 @@ int main(int argc, char** argv) {
       abort_at_end = true;
     } else if (a == "--warm") {
       warm = true;
+    } else if (a == "--graph") {
+      graph = true;
     } else {
       return usage();
     }
@@ -89,6 +92,20 @@ int main(int argc, char** argv) {
     nvtxRangePushA("target/warm");
     fill_kernel<<<256, 256>>>(reinterpret_cast<unsigned*>(small), small_n);
     nvtxRangePop();
+  }
+  if (graph) {
+    cudaStream_t stream = nullptr;
+    cudaGraph_t g = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    FLASHIO_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    FLASHIO_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    scale_kernel<float><<<256, 256, 0, stream>>>(small, 0.5f, small_n);
+    FLASHIO_CUDA_CHECK(cudaStreamEndCapture(stream, &g));
+    FLASHIO_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+    FLASHIO_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    FLASHIO_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
+    cudaGraphExecDestroy(exec), cudaGraphDestroy(g), cudaStreamDestroy(stream);
   }
   nvtxRangePushA("target/scale");
   scale_kernel<float><<<256, 256>>>(small, 2.0f, small_n);

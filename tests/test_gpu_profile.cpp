@@ -151,3 +151,21 @@ TEST_F(GpuProfile, KernelsBeforeAnAbortAreWritten) {
   EXPECT_EQ(records[2]["name"], "flashio::testing_util::calibration_copy_kernel");
   EXPECT_EQ(records[2]["counters"]["status"], "ok");
 }
+
+// A CUDA graph captured in the global mode (where any synchronisation breaks the capture) and
+// launched twice: the program runs to its end, the kernels outside the graph have their records,
+// and a note says the graph's kernels have none.
+TEST_F(GpuProfile, ACudaGraphIsCapturedAndRunsUnprofiledWithANote) {
+  for (const char* cache : {"all", "none"}) {
+    nlohmann::json doc;
+    ASSERT_EQ(profile(fmt::format("--counters dram --cache-control {}", cache), "--graph", doc), 0) << cache;
+    const auto& records = doc["profile"]["records"];
+    EXPECT_EQ(records.size(), 4u) << cache << ": " << doc["profile"].dump(1);  // fill, evict, copy, scale
+    EXPECT_TRUE(find(records, "flashio::testing_util::calibration_copy_kernel")) << cache;
+    std::string notes;
+    for (const auto& n : doc["profile"]["notes"]) notes += n.get<std::string>() + "\n";
+    EXPECT_NE(notes.find("1 kernel launches were captured into CUDA graphs and 2 graph launches ran"),
+              std::string::npos)
+        << cache << ": " << notes;
+  }
+}

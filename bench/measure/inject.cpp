@@ -39,10 +39,15 @@
 // had been evicted during the first profiled kernel (15-17 MB of DRAM writes in a kernel that
 // writes 16.8 MB, against ncu's 0.04 MB; 0 after: scripts/profile_fresh_writes.py). The clean's
 // launches reach these callbacks like any other: a thread-local flag keeps them out of the log,
-// the records and the launch count. A launch into a
-// stream that is capturing a CUDA graph is not cleaned before (nothing may be launched into, nor
-// the context synchronised during, a capture); a note counts those. With `all` each launch's
-// counters are decoded before the next starts (FLASHIO_PROFILE_BATCH is ignored).
+// the records and the launch count. With `all` each launch's counters are decoded before the
+// next starts (FLASHIO_PROFILE_BATCH is ignored).
+//
+// CUDA graphs: nothing may be synchronised, launched elsewhere or profiled while a stream captures
+// a graph (PyTorch's CUDA graphs, torch.compile's mode="reduce-overhead"), so the profiler is
+// stopped when a capture begins and a launch into a capturing stream is left alone (it runs later,
+// inside a graph launch); a graph launch runs with the profiler stopped, unprofiled. A note at the
+// end counts both: a graph's kernels have no records.
+#include <cupti_driver_cbid.h>
 #include <cupti_nvtx_cbid.h>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -50,6 +55,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -57,6 +63,7 @@
 #include <optional>
 #include <regex>
 #include <thread>
+#include <vector>
 
 #include "bench/core/profile_log.h"
 #include "bench/cuda/device_util.h"
@@ -111,7 +118,8 @@ struct State {
   std::string unavailable;          // why no context gets counters (empty: try each context)
   std::optional<std::regex> range;  // --range: only launches inside a matching NVTX range are profiled
   bool clean_l2 = true;             // --cache-control all: the L2 cleaned before each profiled launch
-  int64_t unclean_captures = 0;     // profiled launches into a capturing stream: not cleaned before
+  int64_t captured_launches = 0;    // launches into a stream capturing a CUDA graph: they run inside graph launches
+  int64_t graph_launches = 0;       // CUDA graph launches: their kernels run unprofiled
   std::map<CUcontext, Context> contexts;
   int64_t launches = 0;
   uint64_t nvtx_pushes = 0;
@@ -273,22 +281,16 @@ std::unique_ptr<L2Clean> set_up_clean(int device) {
   return clean;
 }
 
-// Cleans the L2 before the launch `l` (the range profiler stopped): see the file's comment.
-void clean_l2(Context& c, const Launch& l) {
+// Cleans the L2 before a launch (the range profiler stopped): see the file's comment.
+void clean_l2(Context& c) {
   State& s = state();
   if (!s.clean_l2 || !c.profiler || c.clean_failed) return;
-  static const auto is_capturing = FLASHIO_DRIVER_FN(cuStreamIsCapturing);
   static const auto synchronize = FLASHIO_DRIVER_FN(cuCtxSynchronize);
   static const auto launch = FLASHIO_DRIVER_FN(cuLaunchKernel);
   static const auto stream_synchronize = FLASHIO_DRIVER_FN(cuStreamSynchronize);
   try {
-    if (!is_capturing || !synchronize || !launch || !stream_synchronize)
+    if (!synchronize || !launch || !stream_synchronize)
       throw cupti::Failure("the CUDA driver lacks an entry point the L2 clean needs");
-    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (is_capturing(l.stream, &capture) == CUDA_SUCCESS && capture != CU_STREAM_CAPTURE_STATUS_NONE) {
-      ++s.unclean_captures;
-      return;
-    }
     if (!c.clean) c.clean = set_up_clean(c.device);
     L2Clean& k = *c.clean;
     driver_check(synchronize(), "cuCtxSynchronize");  // what the kernels before wrote is in L2 now
@@ -318,20 +320,42 @@ std::vector<NvtxRange> open_ranges() {
   return it != s.nvtx.end() ? it->second : std::vector<NvtxRange>();
 }
 
+// The driver calls that begin a stream capture, and those that launch a CUDA graph.
+const std::vector<CUpti_CallbackId> kCaptureBegins = {
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture,         CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,      CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz};
+const std::vector<CUpti_CallbackId> kGraphLaunches = {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+                                                      CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz};
+bool is_any_of(CUpti_CallbackId id, const std::vector<CUpti_CallbackId>& ids) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+// True when `stream` is capturing a CUDA graph (a launch into it runs later, in a graph launch).
+bool capturing(CUstream stream) {
+  static const auto is_capturing = FLASHIO_DRIVER_FN(cuStreamIsCapturing);
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return is_capturing && is_capturing(stream, &status) == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 void on_launch(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
   if (t_cleaning) return;  // the L2 clean's own launch: not the program's
   if (cb->callbackSite != CUPTI_API_ENTER || !cupti::is_driver_launch(id) || !cb->context) return;
   State& s = state();
   Context& c = context(cb->context);
+  Launch l;
+  l.name = cb->symbolName ? cb->symbolName : "?";
+  cupti::read_launch(CUPTI_CB_DOMAIN_DRIVER_API, id, cb->functionParams, l);
+  if (capturing(l.stream)) {  // nothing runs now; and nothing may be started or synchronised during a capture
+    ++s.captured_launches;
+    return;
+  }
   std::vector<NvtxRange> open = open_ranges();
   if (s.range && matching_range(open, *s.range) < 0) {  // outside the ranges: runs unprofiled, counted
     if (c.running) flush(c, false);
     ++s.launches;
     return;
   }
-  Launch l;
-  l.name = cb->symbolName ? cb->symbolName : "?";
-  cupti::read_launch(CUPTI_CB_DOMAIN_DRIVER_API, id, cb->functionParams, l);
   if (s.clean_l2 && c.profiler) {
     flush(c, false);  // the launches before decoded, the profiler stopped: the clean is no range
     if (!c.started_once) {  // what the profiler's first start writes is cleaned away too (above)
@@ -339,7 +363,7 @@ void on_launch(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
       flush(c, false);
       c.started_once = true;
     }
-    clean_l2(c, l);
+    clean_l2(c);
   } else if (c.pending.size() >= s.batch) {
     flush(c, true);
   }
@@ -396,7 +420,18 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId i
   State& s = state();
   std::lock_guard<std::recursive_mutex> lock(s.mu);
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
-    on_launch(id, static_cast<const CUpti_CallbackData*>(data));
+    const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+    if (is_any_of(id, kCaptureBegins) || is_any_of(id, kGraphLaunches)) {
+      // A capture is about to begin, or a graph to run: the profiler stopped first (its launches
+      // decoded), since nothing may be synchronised during a capture and a graph's kernels are
+      // not profiled one by one.
+      if (t_cleaning || cb->callbackSite != CUPTI_API_ENTER || !cb->context) return;
+      Context& c = context(cb->context);
+      if (c.running) flush(c, false);
+      if (is_any_of(id, kGraphLaunches)) ++s.graph_launches;
+      return;
+    }
+    on_launch(id, cb);
   } else if (domain == CUPTI_CB_DOMAIN_NVTX) {
     on_nvtx(id, static_cast<const CUpti_NvtxData*>(data));
   } else if (domain == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
@@ -409,8 +444,8 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId i
 }
 
 void enable_callbacks(const cupti::Api& api, CUpti_SubscriberHandle subscriber) {
-  for (CUpti_CallbackId id : cupti::kDriverLaunches)
-    api.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  for (const auto* ids : {&cupti::kDriverLaunches, &kCaptureBegins, &kGraphLaunches})
+    for (CUpti_CallbackId id : *ids) api.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
   api.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
   api.cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_NVTX);
 }
@@ -420,10 +455,12 @@ void at_exit() {
   State& s = state();
   std::lock_guard<std::recursive_mutex> lock(s.mu);
   for (auto& [ctx, c] : s.contexts) flush(c, false);
-  if (s.unclean_captures > 0)
-    write_lines({note_line(fmt::format("{} profiled launches went into a stream capturing a CUDA graph: the L2 was not "
-                                       "cleaned before them (--cache-control all)",
-                                       s.unclean_captures))});
+  if (s.captured_launches > 0 || s.graph_launches > 0)
+    write_lines({note_line(fmt::format(
+        "{} kernel launches were captured into CUDA graphs and {} graph launches ran: a graph's kernels are not "
+        "profiled and have no records (profile the program without CUDA graphs to see them, e.g. torch.compile "
+        "without mode=\"reduce-overhead\")",
+        s.captured_launches, s.graph_launches))});
   write_lines({end_line(s.launches)});
 }
 
