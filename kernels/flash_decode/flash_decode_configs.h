@@ -69,7 +69,7 @@ FLASHIO_HOST_DEVICE constexpr int decode_sequence_splits(int tiles, int tiles_pe
 // kDecodeMinTilesPerSplit tiles (so a short cache is not split into tiles' worth of partials).
 // Then the tiles are dealt evenly and the split count is recomputed so that no split is empty.
 // `forced` > 0 asks for that many splits (clamped to [1, tiles]).
-// Varlen decode (Problem::key_varlen): the same rule over the longest sequence's tiles, with the
+// Packed varlen decode (Problem::key_varlen): the same rule over the longest sequence's tiles, with the
 // grid's real blocks counted — Σ_b decode_sequence_splits(tiles_b, ⌈tiles / n⌉) per (K/V head,
 // row tile) for n splits of the longest, not B·n — since the blocks past a sequence's splits end
 // at once: the short sequences are not split, the long ones as far as the slots want.
@@ -83,7 +83,7 @@ inline DecodeSplit flash_decode_split(const Problem& p, int sm_count, int64_t sm
   const int64_t base = p.kvh() * s.row_tiles;
   const int64_t slots = int64_t(std::max(sm_count, 1)) * s.blocks_per_sm;
   auto blocks = [&](int n) {  // the grid's blocks that run, with n splits of the longest sequence
-    if (!p.key_varlen()) return p.batch * base * n;
+    if (!(p.packed() && p.key_varlen())) return p.batch * base * n;  // the padded twin runs every split
     const int per_split = (s.tiles + n - 1) / n;
     int64_t sum = 0;
     for (int32_t len : p.seq_lengths) sum += decode_sequence_splits(decode_tiles(len, p.seqlen_q, p.causal), per_split);
