@@ -238,6 +238,7 @@ TEST(VarlenDecodeSplit, EachSequenceGetsItsOwnSplitsOfTheSharedTileCount) {
   // The padded twin counts every sequence's 8·n blocks (17·8·n): 12 splits, 1632 blocks, 95 % of 13 waves.
   Problem twin = p;
   twin.varlen_padded = true;
+  EXPECT_EQ(flash_decode_choose_split(twin, dev).splits, 12);
   EXPECT_EQ(flash_decode_choose_split(twin, dev).splits, flash_decode_choose_split([&] {
               Problem dense = p;  // the same rule as a dense problem of the longest length
               dense.seqlens.clear();

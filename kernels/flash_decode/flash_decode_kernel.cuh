@@ -151,8 +151,10 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const
   const int seq_start = kVarlen ? p.cu_seqlens[b] : 0;
   const DecodeMask<kCausal> mask{nk, p.seqlen_q, row0};
   const int tiles = kv_tile_count(kCausal ? min(nk, p.seqlen_q) : nk, Tr::kBlockN);
-  const int splits = kVarlen ? decode_sequence_splits(tiles, p.tiles_per_split) : p.splits;
-  if (kVarlen && split >= splits) return;
+  // (A function, not a local copy: the dense kernel then reads p.splits where it always did, and
+  // compiles to the SASS it had before varlen.)
+  auto splits = [&] { return kVarlen ? decode_sequence_splits(tiles, p.tiles_per_split) : p.splits; };
+  if (kVarlen && split >= splits()) return;
   const int first = split * p.tiles_per_split;
   const int count = max(0, min(tiles, first + p.tiles_per_split) - first);
 
@@ -269,7 +271,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const
       acc.x += wt * x.x, acc.y += wt * x.y, acc.z += wt * x.z, acc.w += wt * x.w;
     }
     const int64_t grow = grow0 + r;
-    if (splits == 1) {
+    if (splits() == 1) {
       *reinterpret_cast<uint2*>(static_cast<T*>(p.o) + grow * Tr::kHeadDim + col) =
           make_uint2(pack2<T>(acc.x, acc.y), pack2<T>(acc.z, acc.w));
     } else {
@@ -278,13 +280,13 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const
   }
   if (threadIdx.x < rows) {
     const int64_t grow = grow0 + threadIdx.x;
-    if (splits == 1) {
+    if (splits() == 1) {
       p.lse[grow] = sLse[threadIdx.x];
     } else {
       p.lse_partial[split * total_rows + grow] = sLse[threadIdx.x];
     }
   }
-  if (splits == 1) return;
+  if (splits() == 1) return;
 
   // The last split of these rows to finish combines them (the other splits' partials read from
   // L2, past L1, which may hold none of them): L = m + ln Σ_s e^{L_s − m} (m = max_s L_s; a
@@ -294,7 +296,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const
   __syncthreads();
   if (threadIdx.x == 0) {
     int* done = p.splits_done + int64_t(b) * gridDim.y + blockIdx.y;
-    last = atomicAdd(done, 1) == splits - 1;
+    last = atomicAdd(done, 1) == splits() - 1;
     if (last) *done = 0;  // zero for the next launch
   }
   __syncthreads();
@@ -305,16 +307,16 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const
     const int r = threadIdx.x;
     const int64_t grow = grow0 + r;
     float m = -INFINITY;
-    for (int s = 0; s < splits; ++s) m = fmaxf(m, __ldcg(p.lse_partial + s * total_rows + grow));
+    for (int s = 0; s < splits(); ++s) m = fmaxf(m, __ldcg(p.lse_partial + s * total_rows + grow));
     float sum = 0.f;
-    for (int s = 0; s < splits; ++s) {
+    for (int s = 0; s < splits(); ++s) {
       const float ls = __ldcg(p.lse_partial + s * total_rows + grow);
       const float e = ls == -INFINITY ? 0.f : exp2f((ls - m) * kLog2e);
       sWeight[r * kDecodeMaxSplits + s] = e;
       sum += e;
     }
     const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    for (int s = 0; s < splits; ++s) sWeight[r * kDecodeMaxSplits + s] *= inv;
+    for (int s = 0; s < splits(); ++s) sWeight[r * kDecodeMaxSplits + s] *= inv;
     p.lse[grow] = sum > 0.f ? m + __logf(sum) : -INFINITY;
   }
   __syncthreads();
@@ -323,7 +325,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const
     if (r >= rows) continue;
     const int64_t grow = grow0 + r;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int s = 0; s < splits; ++s) {
+    for (int s = 0; s < splits(); ++s) {
       const float w = sWeight[r * kDecodeMaxSplits + s];
       const float4 x = __ldcg(reinterpret_cast<const float4*>(p.o_partial + (s * total_rows + grow) * Tr::kHeadDim + col));
       acc.x += w * x.x, acc.y += w * x.y, acc.z += w * x.z, acc.w += w * x.w;

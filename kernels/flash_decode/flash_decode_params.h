@@ -13,13 +13,9 @@ struct DecodeParams {
   // block_table [B, pages_per_seq] naming the physical page of each logical one. Either way key
   // `key` of (b, hk) is row ((phys·Hkv + hk)·page + key % page) with phys = b, page = Nk when
   // contiguous.
-  // Varlen decode (cu_seqlens non-null): K, V packed [Hkv, T, d], T = total_tokens, key `key` of
-  // (b, hk) at row hk·T + cu_seqlens[b] + key, sequence b's keys cu_seqlens[b + 1] − cu_seqlens[b].
   const void* k;
   const void* v;
   const int* block_table;
-  const int* cu_seqlens;  // [B + 1] or null (the names fwd_key_length reads)
-  int64_t total_tokens;
   void* o;                 // [B, H, Nq, d]
   float* lse;              // [B, H, Nq], natural log
   const int* key_lengths;  // [B] or null
@@ -35,6 +31,11 @@ struct DecodeParams {
   int splits, tiles_per_split;  // varlen: the grid's splits; sequence b has decode_sequence_splits of them
   float scale_log2;  // softmax scale · log2(e)
   bool causal;       // top-left aligned, as every method (bench/core/problem.h)
+  // Varlen decode (cu_seqlens non-null): K, V packed [Hkv, T, d], T = total_tokens, key `key` of
+  // (b, hk) at row hk·T + cu_seqlens[b] + key, sequence b's keys cu_seqlens[b + 1] − cu_seqlens[b].
+  // Last, so the dense kernel's parameter offsets (and its SASS) are those it had before.
+  const int* cu_seqlens;  // [B + 1] or null (the names fwd_key_length reads)
+  int64_t total_tokens;
 };
 
 // The split kernel over grid (splits, Hkv·row_tiles, B); with splits > 1 the last split of each
