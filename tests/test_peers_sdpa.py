@@ -580,6 +580,43 @@ def test_paged_points_are_skipped():
         print("      (this flashio has no --kv-layout: paged points checked on a problem object only)")
 
 
+def test_varlen_decode_points_padded_twin_on_flex_only():
+    """A varlen decode (--seqlens with --seqlen-q: key lengths, K/V packed): its packed point is
+    skipped by every back-end (SDPA and flex take [B, H, N, d]; a point named packed is not run
+    padded under that name); its padded twin (--varlen-as padded, named /padded) is skipped by
+    SDPA (no attn_mask passed, as --padding points) and run by flex with the lengths as key
+    padding: key_lengths are the sequences' lengths, a length of 0 included."""
+    r = subprocess.run([FLASHIO, "run", "--help"], capture_output=True, text=True, timeout=60)
+    if "--seqlen-q" not in r.stdout:
+        print("      (this flashio has no --seqlen-q: varlen decode points not checked)")
+        return
+    axes = ["-b", "5", "--heads", "32", "--kv-heads", "8", "-d", "128", "--seqlens", "uniform:0-3000",
+            "--seqlen-q", "1", "--varlen-as", "packed,padded"]
+    pts = _assert_peers_match_flashio(axes, ("flash", "cudnn", "efficient", "math", "flex"))
+    assert len(pts) == 2 * 5, [p.name() for p in pts]
+    packed = [p for p in pts if not p.name().endswith("/padded")]
+    padded = [p for p in pts if p.name().endswith("/padded")]
+    assert len(packed) == len(padded) == 5
+    assert all(p.skip.startswith("variable lengths (seqlens uniform:0-3000, packed)") for p in packed
+               if p.backend != ps.FLEX), [p.skip for p in packed]
+    assert [p.skip for p in packed if p.backend == ps.FLEX][0].startswith(
+        "packed variable lengths (seqlens uniform:0-3000): flex_attention takes [B, H, N, d]")
+    assert all(p.skip.startswith("variable lengths (seqlens uniform:0-3000, padded)") for p in padded
+               if p.backend != ps.FLEX), [p.skip for p in padded]
+    flex = [p for p in padded if p.backend == ps.FLEX][0]
+    assert flex.skip == "", flex.skip
+    assert re.fullmatch(r"flex_attention/fwd/b:5/h:32/kvh:8/n:1/nk:\d+/d:128/fp16/varlen:uniform:0-3000/padded",
+                        flex.name()), flex.name()
+    p = flex.problem
+    lengths = flex.problem_json["seq_lengths"]
+    assert p.key_padded and not p.padding and ps.key_lengths(p) == lengths
+    assert (p.batch, p.seqlen, p.seqlen_k, p.kv_heads) == (5, 1, max(lengths), 8)
+    # A dense point has no lengths: as before
+    dense = ps.Problem.from_json({"batch": 2, "heads": 8, "seqlen_q": 1, "seqlen_k": 100, "head_dim": 64,
+                                  "dtype": "fp16", "causal": False, "seed": 7})
+    assert not dense.key_padded and ps.key_lengths(dense) == [100, 100]
+
+
 def test_max_seqlen_skips_longer_points_with_the_reason():
     """--max-seqlen N: the points longer than N are skipped records with the reason (and the
     caller's why), the others run; a reason of the point's own comes first."""
