@@ -215,7 +215,7 @@ struct VarlenDecodeCase {
 };
 
 const std::vector<int32_t> kOddKeys = {17, 0, 4097, 1, 1013};  // odd sizes, one empty; 4097: several splits
-const std::vector<int32_t> kShortKeys = {200, 0, 17, 1, 256};   // at most 4 tiles: one split each
+const std::vector<int32_t> kShortKeys = {200, 0, 17, 1, 256};  // at most 4 tiles: one split each
 
 Problem varlen_problem_of(const VarlenDecodeCase& c) {
   Problem p;
@@ -284,8 +284,8 @@ TEST(GpuFlashDecodeVarlenSplits, TheCasesRunOneAndSeveralSplitsPerSequence) {
     one_grid = one_grid || s.splits == 1;
     int fewest = s.splits;
     for (int32_t len : p.seq_lengths)
-      fewest = std::min(fewest, kernels::decode_sequence_splits(kernels::decode_tiles(len, p.seqlen_q, p.causal),
-                                                                s.tiles_per_split));
+      fewest = std::min(
+          fewest, kernels::decode_sequence_splits(kernels::decode_tiles(len, p.seqlen_q, p.causal), s.tiles_per_split));
     mixed = mixed || (s.splits > 1 && fewest == 1);
   }
   EXPECT_TRUE(one_grid);
@@ -317,8 +317,10 @@ DecodeBytes run_generated_decode_bytes(const Problem& p, int launches) {
     cu_dev = DeviceBuffer(alloc, cu.size() * 4);
     FLASHIO_CUDA_CHECK(cudaMemcpy(cu_dev.get(), cu.data(), cu.size() * 4, cudaMemcpyHostToDevice));
     const VarlenGeometry g{p.batch, p.kvh(), p.total_tokens(), p.nk(), p.head_dim};
-    generate_varlen_inputs_on_device(k.as<uint16_t>(), cu_dev.as<int32_t>(), g, p.dtype, p.seed, InputTensor::K, nullptr);
-    generate_varlen_inputs_on_device(v.as<uint16_t>(), cu_dev.as<int32_t>(), g, p.dtype, p.seed, InputTensor::V, nullptr);
+    generate_varlen_inputs_on_device(k.as<uint16_t>(), cu_dev.as<int32_t>(), g, p.dtype, p.seed, InputTensor::K,
+                                     nullptr);
+    generate_varlen_inputs_on_device(v.as<uint16_t>(), cu_dev.as<int32_t>(), g, p.dtype, p.seed, InputTensor::V,
+                                     nullptr);
   } else {
     generate_inputs_on_device(k.as<uint16_t>(), size_t(p.kv_elements()), p.dtype, p.seed, InputTensor::K, nullptr);
     generate_inputs_on_device(v.as<uint16_t>(), size_t(p.kv_elements()), p.dtype, p.seed, InputTensor::V, nullptr);

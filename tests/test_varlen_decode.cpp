@@ -3,13 +3,12 @@
 // point, the combinations refused in one line, the sweep axis, the float64 reference through the
 // padded twin (each sequence its own decode over its own keys), the split arithmetic of
 // flash_decode over sequences of different lengths, and which methods run or skip the point.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <limits>
 #include <numeric>
-
-#include <fmt/format.h>
 
 #include "bench/core/inputs.h"
 #include "bench/core/method.h"
@@ -225,7 +224,7 @@ TEST(VarlenDecodeSplit, EachSequenceGetsItsOwnSplitsOfTheSharedTileCount) {
   EXPECT_EQ(decode_tiles(0, 1, false), 0);
   EXPECT_EQ(decode_tiles(4097, 1, false), 65);
   EXPECT_EQ(decode_tiles(4097, 3, true), 1);  // top-left causal: keys 0..2
-  const DeviceInfo dev = h100();  // 132 SMs, one block of d 128 per SM
+  const DeviceInfo dev = h100();              // 132 SMs, one block of d 128 per SM
   // One long sequence (512 tiles) and 16 short ones (1 tile): GQA 32:8, Nq 1, 8 blocks per split.
   std::vector<int32_t> lengths(17, 64);
   lengths[0] = 32768;
@@ -239,12 +238,16 @@ TEST(VarlenDecodeSplit, EachSequenceGetsItsOwnSplitsOfTheSharedTileCount) {
   Problem twin = p;
   twin.varlen_padded = true;
   EXPECT_EQ(flash_decode_choose_split(twin, dev).splits, 12);
-  EXPECT_EQ(flash_decode_choose_split(twin, dev).splits, flash_decode_choose_split([&] {
-              Problem dense = p;  // the same rule as a dense problem of the longest length
-              dense.seqlens.clear();
-              dense.seq_lengths.clear();
-              return dense;
-            }(), dev).splits);
+  EXPECT_EQ(flash_decode_choose_split(twin, dev).splits,
+            flash_decode_choose_split(
+                [&] {
+                  Problem dense = p;  // the same rule as a dense problem of the longest length
+                  dense.seqlens.clear();
+                  dense.seq_lengths.clear();
+                  return dense;
+                }(),
+                dev)
+                .splits);
   // Equal lengths: the varlen rule is the dense one.
   const Problem equal = decode_varlen(std::vector<int32_t>(8, 8192), 1);
   Problem dense = equal;
@@ -253,7 +256,8 @@ TEST(VarlenDecodeSplit, EachSequenceGetsItsOwnSplitsOfTheSharedTileCount) {
   EXPECT_EQ(flash_decode_choose_split(equal, dev).splits, flash_decode_choose_split(dense, dev).splits);
   EXPECT_EQ(flash_decode_choose_split(equal, dev).splits, 2);
   // Every split of every sequence has a tile; no sequence has more splits than the grid.
-  for (const Problem& q : {p, equal, decode_varlen({0, 1, 17, 1013, 4097}, 4), decode_varlen({0, 1, 17, 1013, 4097}, 16, 8, 1, 64)}) {
+  for (const Problem& q :
+       {p, equal, decode_varlen({0, 1, 17, 1013, 4097}, 4), decode_varlen({0, 1, 17, 1013, 4097}, 16, 8, 1, 64)}) {
     const auto sq = flash_decode_choose_split(q, dev);
     for (int32_t len : q.seq_lengths) {
       const int tiles = decode_tiles(len, q.seqlen_q, q.causal);

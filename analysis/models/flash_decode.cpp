@@ -213,7 +213,8 @@ std::optional<SimTrace> FlashDecodeModel::dram_trace(const ModelPoint& m, const 
   const int64_t row_tiles = s->split.row_tiles, kv_chunk = kDecodeBlockN * coarse;
   // Where group (b, hk)'s keys are: head b·Hkv + hk from row 0, or packed, head hk from row cu[b].
   auto first = std::make_shared<std::vector<int64_t>>(size_t(p.batch), 0);
-  for (int64_t b = 1; p.packed() && b < p.batch; ++b) (*first)[size_t(b)] = (*first)[size_t(b - 1)] + s->lens[size_t(b - 1)];
+  for (int64_t b = 1; p.packed() && b < p.batch; ++b)
+    (*first)[size_t(b)] = (*first)[size_t(b - 1)] + s->lens[size_t(b - 1)];
   enum : int32_t { kQ, kK, kV, kO, kL, kOPart, kLPart, kTable, kTickets };
   SimTrace tr;
   tr.buffers = {{"Q", groups, s->group_rows, d * e, kDecodeBlockM},

@@ -10,10 +10,10 @@ template <typename T, int kHeadDim>
 void run_flash_decode(const DecodeParams& p, cudaStream_t stream) {
   using Tr = FlashDecodeTraits<T, kHeadDim>;
   const dim3 grid(unsigned(p.splits), unsigned(p.kv_heads * p.row_tiles), unsigned(p.batch));
-  auto kernel = p.cu_seqlens ? (p.causal ? flash_decode_split_kernel<Tr, true, true>
-                                         : flash_decode_split_kernel<Tr, false, true>)
-                             : (p.causal ? flash_decode_split_kernel<Tr, true, false>
-                                         : flash_decode_split_kernel<Tr, false, false>);
+  auto kernel =
+      p.cu_seqlens
+          ? (p.causal ? flash_decode_split_kernel<Tr, true, true> : flash_decode_split_kernel<Tr, false, true>)
+          : (p.causal ? flash_decode_split_kernel<Tr, true, false> : flash_decode_split_kernel<Tr, false, false>);
   FLASHIO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
   kernel<<<grid, Tr::kNThreads, Tr::kSmemBytes, stream>>>(p);
   FLASHIO_CHECK_LAUNCH();
