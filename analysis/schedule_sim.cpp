@@ -527,14 +527,14 @@ Traffic simulate_flash_decode(const Problem& p, const ModelTiles& t, CopyPath co
           for (int64_t w = 0; w < kDecodeWarps; ++w) {
             const auto lanes = quad_lanes(base, w, rows, [&](int64_t r, int64_t col) {
               return splits_b == 1 ? Access{kO, ((grow0 + r) * d + col) * e}
-                                 : Access{kOPartial, ((z * total_rows + grow0 + r) * d + col) * 4};
+                                   : Access{kOPartial, ((z * total_rows + grow0 + r) * d + col) * 4};
             });
             if (!lanes.empty()) c.instr(Counter::Write, term, lanes);
           }
         std::vector<Access> l_lanes;
         for (int64_t r = 0; r < rows; ++r)
           l_lanes.push_back(splits_b == 1 ? Access{kLse, (grow0 + r) * 4}
-                                        : Access{kLsePartial, (z * total_rows + grow0 + r) * 4});
+                                          : Access{kLsePartial, (z * total_rows + grow0 + r) * 4});
         c.instr(Counter::Write, term, l_lanes);
         // Its ticket: thread 0's atomicAdd on the row tile's counter.
         if (splits_b > 1)

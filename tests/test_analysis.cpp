@@ -1747,7 +1747,7 @@ TEST(IoModel, FlashDecodeVarlenEqualsSimulatorAndReadsTheRealKeys) {
   const Traffic sm = predict_sm_l2(m);
   const int64_t heads = 8, d = 64;
   EXPECT_EQ(term_of(sm, "split: partial O, L (fp32)"), 4 * heads * (d * 4 + 32));  // 4 splits × 8 groups of one row
-  EXPECT_EQ(term_of(sm, "split: O, L"), 2 * heads * (d * 2 + 32));                // the two short sequences
+  EXPECT_EQ(term_of(sm, "split: O, L"), 2 * heads * (d * 2 + 32));                 // the two short sequences
   EXPECT_EQ(term_of(sm, "split: Q (once per split)"), (4 + 1 + 1) * heads * d * 2);
   EXPECT_EQ(sm.atom, 4 * heads * 32);
   const Traffic dram = compulsory_dram(m);

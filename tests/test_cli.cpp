@@ -83,8 +83,8 @@ TEST(Cli, VarlenPointsAreNamedAndTheirPaddedTwinsListed) {
 
 TEST(Cli, VarlenDecodePointsTakeSeqlenQAndRefuseItAloneInOneLine) {
   std::string out, err;
-  ASSERT_EQ(run_cli({"run", "--dry-run", "--seqlens", "uniform:1-3000", "--seqlen-q", "1,4", "--batch", "3",
-                     "--heads", "8", "--kv-heads", "2", "--method", "flash_decode,flash2", "--head-dim", "128"},
+  ASSERT_EQ(run_cli({"run", "--dry-run", "--seqlens", "uniform:1-3000", "--seqlen-q", "1,4", "--batch", "3", "--heads",
+                     "8", "--kv-heads", "2", "--method", "flash_decode,flash2", "--head-dim", "128"},
                     &err, &out),
             0)
       << err;
@@ -101,9 +101,9 @@ TEST(Cli, VarlenDecodePointsTakeSeqlenQAndRefuseItAloneInOneLine) {
   EXPECT_NE(err.find("--seqlen-q: applies to --seqlens points only"), std::string::npos) << err;
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   err.clear();
-  EXPECT_EQ(run_cli({"run", "--dry-run", "--seqlens", "uniform:1-8", "--seqlen-q", "8", "--method", "flash_decode"},
-                    &err),
-            2);
+  EXPECT_EQ(
+      run_cli({"run", "--dry-run", "--seqlens", "uniform:1-8", "--seqlen-q", "8", "--method", "flash_decode"}, &err),
+      2);
   EXPECT_NE(err.find("fewer queries per sequence than its longest key length"), std::string::npos) << err;
 }
 

@@ -236,7 +236,8 @@ SweepSpec build_spec(const AxisOptions& a, SweepSpec s) {
     });
   if (!a.seqlen_q.empty()) {
     if (a.seqlens.empty())
-      throw BadInput("--seqlen-q: applies to --seqlens points only (a varlen decode; a dense point's queries: --seqlen)");
+      throw BadInput(
+          "--seqlen-q: applies to --seqlens points only (a varlen decode; a dense point's queries: --seqlen)");
     s.varlen_queries = parse_ints("seqlen-q", a.seqlen_q, 1);
   }
   if (!a.varlen_as.empty()) {

@@ -101,7 +101,9 @@ struct Problem {
   double scale() const;
   // Elements of Q (and O) and of K (and V) as stored: packed varlen H·T·d and Hkv·T·d (varlen
   // decode: Q dense B·H·Nq·d, K/V packed).
-  int64_t q_elements() const { return packed_q() ? heads * total_tokens() * head_dim : batch * heads * seqlen_q * head_dim; }
+  int64_t q_elements() const {
+    return packed_q() ? heads * total_tokens() * head_dim : batch * heads * seqlen_q * head_dim;
+  }
   int64_t kv_elements() const { return packed() ? kvh() * total_tokens() * head_dim : batch * kvh() * nk() * head_dim; }
   // Rows of L (query rows as stored): packed varlen H·T, else B·H·Nq.
   int64_t lse_elements() const { return packed_q() ? heads * total_tokens() : batch * heads * seqlen_q; }

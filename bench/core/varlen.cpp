@@ -120,8 +120,9 @@ std::vector<int32_t> draw_uniform_lengths_for_tokens(int64_t lo, int64_t hi, uin
 std::optional<std::string> resolve_varlen(Problem& p, std::optional<int64_t> tokens, int64_t queries) {
   if (!p.varlen()) return std::nullopt;
   if (p.seqlen_k != 0)
-    return std::string("--seqlen-k does not apply to --seqlens points (the lengths are the key lengths); a varlen "
-                       "decode takes --seqlen-q");
+    return std::string(
+        "--seqlen-k does not apply to --seqlens points (the lengths are the key lengths); a varlen "
+        "decode takes --seqlen-q");
   std::string why;
   const auto spec = parse_seqlens(p.seqlens, &why);
   if (!spec) return "--seqlens: " + why;
@@ -146,9 +147,10 @@ std::optional<std::string> resolve_varlen(Problem& p, std::optional<int64_t> tok
   const int64_t longest = *std::max_element(p.seq_lengths.begin(), p.seq_lengths.end());
   if (longest == 0) return fmt::format("--seqlens {}: every sequence has length 0 (no token at all)", p.seqlens);
   if (queries > 0 && queries >= longest)
-    return fmt::format("--seqlens {} with --seqlen-q {}: a varlen decode has fewer queries per sequence than its "
-                       "longest key length ({})",
-                       p.seqlens, queries, longest);
+    return fmt::format(
+        "--seqlens {} with --seqlen-q {}: a varlen decode has fewer queries per sequence than its "
+        "longest key length ({})",
+        p.seqlens, queries, longest);
   p.seqlen_q = queries > 0 ? queries : longest;
   p.seqlen_k = queries > 0 ? longest : 0;
   return std::nullopt;

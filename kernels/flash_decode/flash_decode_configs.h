@@ -41,11 +41,12 @@ constexpr int flash_decode_smem_bytes(int head_dim) {
   return (kDecodeBlockM + 2 * flash_decode_stages(head_dim) * kDecodeBlockN) * (head_dim + 8) * 2;
 }
 
-// How a problem's K/V range is split across thread blocks.
+// How a problem's K/V range is split across thread blocks (a packed varlen decode: tiles and
+// splits are the longest sequence's, the grid's; each sequence runs decode_sequence_splits).
 struct DecodeSplit {
   int row_tiles = 1;        // ⌈(H/Hkv)·Nq / 16⌉ thread blocks per (batch, K/V head) and split
-  int tiles = 0;            // K/V tiles of 64 keys the rows see (⌈Nk/64⌉; causal: ⌈min(Nk, Nq)/64⌉); varlen: the longest's
-  int splits = 1;           // thread blocks along the keys, each writing a partial O and L (varlen: the grid's, the most)
+  int tiles = 0;            // K/V tiles of 64 keys the rows see (⌈Nk/64⌉; causal: ⌈min(Nk, Nq)/64⌉)
+  int splits = 1;           // thread blocks along the keys, each writing a partial O and L
   int tiles_per_split = 0;  // the last split may have fewer
   int blocks_per_sm = 1;    // resident thread blocks per SM (shared memory bound)
   int64_t blocks() const { return int64_t(splits) * row_tiles; }  // per (batch, K/V head)
