@@ -1432,7 +1432,7 @@ def reference_attention(ops, q, k, v, kv_index, do, scale: float, causal: bool,
     i iff j <= i, also when Nq != Nk (so query 0 sees key 0 only, and with Nq > Nk the rows
     i >= Nk - 1 see every key): every row sees key 0, none is empty. `ops`: TorchOps.
     Key padding: key_len [P] (an array of ops), the keys query head i's sequence has: key j is
-    visible iff j < key_len[i]. Block sparsity: block_mask [R, C] (a boolean array of ops), over
+    visible iff j < key_len[i] (a length of 0, a varlen point's padded twin: no key). Block sparsity: block_mask [R, C] (a boolean array of ops), over
     sparse_block x sparse_block element blocks: (i, j) is visible only where
     block_mask[i // sparse_block, j // sparse_block]; a row that then sees no key has O = 0 and
     zero gradients (bench/core/reference.cpp)."""
@@ -1461,7 +1461,8 @@ def reference_attention(ops, q, k, v, kv_index, do, scale: float, causal: bool,
             if block_mask is not None:
                 row_blocks = ops.arange(r0, r1, q) // sparse_block
                 s = ops.mask_(s, ~block_mask[row_blocks[:, None], col_blocks[None, :]])
-                pr = ops.softmax_or_zero(s)  # a row whose blocks are all 0 sees no key
+            if block_mask is not None or key_len is not None:
+                pr = ops.softmax_or_zero(s)  # a row whose blocks are all 0, or of a length 0 (varlen), sees no key
             else:
                 pr = ops.softmax(s)
             del s

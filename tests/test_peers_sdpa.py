@@ -1444,11 +1444,13 @@ def test_flex_torch_side_on_cpu_torch():
     for p in (_flex_problem(("10", "01", "11"), 4, nq=10, nk=7, causal=True, padding=True, batch=3, seed=31),
               ps.Problem(2, 4, 9, 16, "bf16", False, 32, kv_heads=2, seqlen_k=12, padding=True,
                          block_mask=("101", "010", "000"), sparse_block=4),
-              ps.Problem(2, 2, 6, 16, "fp16", True, 33, seqlen_k=6)):
+              ps.Problem(2, 2, 6, 16, "fp16", True, 33, seqlen_k=6),
+              # a varlen decode's padded twin: its lengths are the key lengths, one of them 0
+              ps.Problem(3, 4, 2, 16, "fp16", False, 34, kv_heads=2, seqlen_k=9, seq_lengths=(9, 0, 5))):
         data = ps.ProblemData(torch, p, cpu)
         lengths = ps.key_lengths(p)
-        assert (data.key_lengths is None) == (not p.padding)
-        if p.padding:
+        assert (data.key_lengths is None) == (not p.key_padded)
+        if p.key_padded:
             assert data.key_lengths.dtype == torch.int32 and data.key_lengths.tolist() == lengths
         assert (data.block_mask is None) == (not p.sparse)
         allowed = torch.tensor([[[_element_allowed(p, b, i, j, lengths) for j in range(p.seqlen_k)]
@@ -1464,7 +1466,7 @@ def test_flex_torch_side_on_cpu_torch():
         assert c["passed"] and c["worst_ratio"] < 1e-9, (p, c)
         c = ps.run_check(torch, data, o.detach(), list(grads))
         assert c["passed"] and c["worst_ratio"] < 1e-9, (p, c)
-        if p.padding:  # a key past a sequence's length has dK = dV = 0: a value there fails
+        if p.key_padded:  # a key past a sequence's length has dK = dV = 0: a value there fails
             bad = grads[2].clone()
             b = data.pairs[0][0]
             bad[b, data.pairs[0][1] // p.group, lengths[b]:] += 1.0
@@ -1474,7 +1476,7 @@ def test_flex_torch_side_on_cpu_torch():
         # the BlockMask's tensors and the mask_mod, on a Flex block of 4 (the blocks' logic is F-generic)
         fb = ps.flex_blocks(p, block=4)
         kv_num, kv_idx, full_num, full_idx = ps.flex_block_tensors(torch, fb, cpu)
-        B2, R2, C2 = (p.batch if p.padding else 1), -(-p.seqlen // 4), -(-p.seqlen_k // 4)
+        B2, R2, C2 = (p.batch if p.key_padded else 1), -(-p.seqlen // 4), -(-p.seqlen_k // 4)
         assert tuple(kv_num.shape) == (B2, 1, R2) and tuple(kv_idx.shape) == (B2, 1, R2, C2)
         assert tuple(full_num.shape) == (B2, 1, R2) and tuple(full_idx.shape) == (B2, 1, R2, C2)
         assert all(t.dtype == torch.int32 and t.is_contiguous() for t in (kv_num, kv_idx, full_num, full_idx))
@@ -1489,7 +1491,7 @@ def test_flex_torch_side_on_cpu_torch():
         mod = mod.expand(p.batch, p.seqlen, p.seqlen_k)
         got = torch.zeros_like(allowed)
         for b in range(p.batch):
-            e = b if p.padding else 0
+            e = b if p.key_padded else 0
             for r in range(R2):
                 for n, idx, full in ((full_num, full_idx, True), (kv_num, kv_idx, False)):
                     for c in idx[e, 0, r, :int(n[e, 0, r])].tolist():
