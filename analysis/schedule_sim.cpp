@@ -458,6 +458,8 @@ Traffic simulate_flash_decode(const Problem& p, const ModelTiles& t, CopyPath co
   const int64_t page = p.paged() ? p.kv_page : p.nk(), pages_per_seq = p.paged() ? (p.nk() + page - 1) / page : 1;
   const int64_t quads = d / 4;  // the epilogues' and the combine's 4 columns per thread and round
   const auto lens = key_lengths(p);
+  std::vector<int64_t> cu(size_t(p.batch) + 1, 0);  // packed varlen decode: K/V [Hkv, T, d], sequence b from row cu[b]
+  for (int64_t b = 0; b < p.batch; ++b) cu[size_t(b) + 1] = cu[size_t(b)] + lens[size_t(b)];
   // Lanes of one warp instruction of the 4-columns-per-thread loops over the block's rows: thread
   // ci = base + 32w + lane takes row ci / quads, columns 4·(ci mod quads) …; rows ≥ `rows` skip.
   auto quad_lanes = [&](int64_t base, int64_t w, int64_t rows, auto&& access) {
@@ -476,10 +478,12 @@ Traffic simulate_flash_decode(const Problem& p, const ModelTiles& t, CopyPath co
       const int64_t rows = std::min<int64_t>(kDecodeBlockM, group_rows - row0);
       const int64_t grow0 = (b * p.heads + hk * group) * p.seqlen_q + row0;
       const int64_t ticket = (b * p.kvh() * row_tiles + y) * 4;  // splits_done[b, y]
-      for (int64_t z = 0; z < splits; ++z) {                     // grid.x: split
-        const int64_t nk = std::min<int64_t>(lens[size_t(b)], p.nk());
-        const int64_t key_end = p.causal ? std::min(nk, p.seqlen_q) : nk;
-        const int64_t tiles = key_end > 0 ? (key_end + kDecodeBlockN - 1) / kDecodeBlockN : 0;
+      const int64_t nk = std::min<int64_t>(lens[size_t(b)], p.nk());
+      const int64_t key_end = p.causal ? std::min(nk, p.seqlen_q) : nk;
+      const int64_t tiles = key_end > 0 ? (key_end + kDecodeBlockN - 1) / kDecodeBlockN : 0;
+      // The splits that run: the grid's, or a packed varlen decode's own (the others return at once).
+      const int64_t splits_b = p.packed() ? decode_sequence_splits(int(tiles), split.tiles_per_split) : splits;
+      for (int64_t z = 0; z < splits_b; ++z) {  // grid.x: split
         const int64_t first = z * split.tiles_per_split;
         const int64_t count = std::max<int64_t>(0, std::min(tiles, first + split.tiles_per_split) - first);
         // Q: chunk c by thread c % 128 in round c / 128, rows past the group zero-filled.
@@ -489,7 +493,9 @@ Traffic simulate_flash_decode(const Problem& p, const ModelTiles& t, CopyPath co
           for (int64_t w = 0; w < kDecodeWarps; ++w) {  // load_kv_slice: warp w's 16 keys of the tile
             const int64_t key0 = (first + it) * kDecodeBlockN + w * kDecodeWarpKeys;
             int64_t row = 0;  // the slice's first row in K/V storage
-            if (key0 < nk) {
+            if (key0 < nk && p.packed()) {
+              row = hk * cu.back() + cu[size_t(b)] + key0;
+            } else if (key0 < nk) {
               int64_t phys = b, in_page = key0;
               if (p.paged()) {
                 const int64_t pg = key0 / page;
@@ -516,25 +522,25 @@ Traffic simulate_flash_decode(const Problem& p, const ModelTiles& t, CopyPath co
           }
         // Epilogue: O by 4 columns per thread and round (8-byte stores, or fp32 16-byte ones), L
         // by threads 0 … rows − 1.
-        const std::string term = splits == 1 ? "split: O, L" : "split: partial O, L (fp32)";
+        const std::string term = splits_b == 1 ? "split: O, L" : "split: partial O, L (fp32)";
         for (int64_t base = 0; base < kDecodeBlockM * quads; base += threads)
           for (int64_t w = 0; w < kDecodeWarps; ++w) {
             const auto lanes = quad_lanes(base, w, rows, [&](int64_t r, int64_t col) {
-              return splits == 1 ? Access{kO, ((grow0 + r) * d + col) * e}
-                                 : Access{kOPartial, ((z * total_rows + grow0 + r) * d + col) * 4};
+              return splits_b == 1 ? Access{kO, ((grow0 + r) * d + col) * e}
+                                   : Access{kOPartial, ((z * total_rows + grow0 + r) * d + col) * 4};
             });
             if (!lanes.empty()) c.instr(Counter::Write, term, lanes);
           }
         std::vector<Access> l_lanes;
         for (int64_t r = 0; r < rows; ++r)
-          l_lanes.push_back(splits == 1 ? Access{kLse, (grow0 + r) * 4}
-                                        : Access{kLsePartial, (z * total_rows + grow0 + r) * 4});
+          l_lanes.push_back(splits_b == 1 ? Access{kLse, (grow0 + r) * 4}
+                                          : Access{kLsePartial, (z * total_rows + grow0 + r) * 4});
         c.instr(Counter::Write, term, l_lanes);
         // Its ticket: thread 0's atomicAdd on the row tile's counter.
-        if (splits > 1)
+        if (splits_b > 1)
           c.instr(Counter::Atom, "split: ticket (atomic; the last split zeroes it)", {{kSplitsDone, ticket}});
       }
-      if (splits == 1) continue;
+      if (splits_b == 1) continue;
       // The last split of the row tile to take a ticket (whichever: the sectors are the same)
       // zeroes the counter and combines: threads 0 … rows − 1 read their row's L_s of every split
       // twice (the maximum, then the weights) and write L; then O = Σ_s w_s·O_s by 4 columns per
@@ -542,7 +548,7 @@ Traffic simulate_flash_decode(const Problem& p, const ModelTiles& t, CopyPath co
       // partials are read past L1 (__ldcg): every instruction reaches L2.
       c.instr(Counter::Write, "split: ticket (atomic; the last split zeroes it)", {{kSplitsDone, ticket}});
       for (int pass = 0; pass < 2; ++pass)
-        for (int64_t s = 0; s < splits; ++s) {
+        for (int64_t s = 0; s < splits_b; ++s) {
           std::vector<Access> lanes;
           for (int64_t r = 0; r < rows; ++r) lanes.push_back({kLsePartial, (s * total_rows + grow0 + r) * 4});
           c.instr(Counter::Read, "combine: partial O, L (fp32)", lanes);
@@ -552,7 +558,7 @@ Traffic simulate_flash_decode(const Problem& p, const ModelTiles& t, CopyPath co
       c.instr(Counter::Write, "combine: O, L", l_lanes);
       for (int64_t base = 0; base < kDecodeBlockM * quads; base += threads)
         for (int64_t w = 0; w < kDecodeWarps; ++w) {
-          for (int64_t s = 0; s < splits; ++s) {
+          for (int64_t s = 0; s < splits_b; ++s) {
             const auto lanes = quad_lanes(base, w, rows, [&](int64_t r, int64_t col) {
               return Access{kOPartial, ((s * total_rows + grow0 + r) * d + col) * 4};
             });

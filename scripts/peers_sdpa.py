@@ -18,7 +18,9 @@ suite's kernels. With ``--backend flex`` also PyTorch's FlexAttention:
     flex       torch.compile(flex_attention)     -> method "flex_attention"
 
 (not in the default list). Flex runs what SDPA is skipped on here: key padding (a mask_mod
-kv_idx < key_lengths[b], flashio's lengths) and block-sparse patterns (a BlockMask made with
+kv_idx < key_lengths[b], flashio's lengths; also a --seqlens point's padded twin, --varlen-as
+padded, the lengths as key lengths: a varlen decode's, --seqlen-q, padded to the longest, named
+/padded; packed varlen points are skipped by every back-end) and block-sparse patterns (a BlockMask made with
 BlockMask.from_kv_blocks from the block mask flashio lists for the point in its dry run's
 block_masks, so exactly the blocks blocksparse_flash runs; Flex's block 128, partial blocks
 decided by the mask_mod), besides dense, causal (q_idx >= kv_idx, top-left), GQA/MQA
@@ -34,8 +36,8 @@ Where the points come from
 flashio expands the sweep, once: the script runs ``flashio run --dry-run --json`` with the
 sweep's options as given (``--preset``, ``--sweep`` and every axis of ``flashio run``:
 --pass, --batch, --heads, --kv-heads, --seqlen, --seqlen-k, --head-dim, --dtype, --causal,
---padding, --dropout, --deterministic, --block-r, --block-c, --mma, --kv-layout, --pattern,
---density, --sparse-block, --tokens, --model-dim, --seed, --sparse-window, --sparse-global; not
+--padding, --dropout, --deterministic, --block-r, --block-c, --mma, --kv-layout, --seqlens,
+--seqlen-q, --varlen-as, --pattern, --density, --sparse-block, --tokens, --model-dim, --seed, --sparse-window, --sparse-global; not
 --method) and takes each (problem, pass) of the points it lists once, whatever flashio
 methods they came with: problems in flashio's order, under each the back-ends, then the
 passes. A record's name is flashio's with the method replaced (``sdpa_flash/fwd/b:4/h:16/
@@ -269,6 +271,9 @@ class Problem:
     kv_heads: int = 0  # Hkv; 0 = heads
     seqlen_k: int = 0  # Nk; 0 = seqlen
     padding: bool = False  # key padding "random": sequence b sees keys j < key_lengths(p)[b]
+    # A varlen point's padded twin (varlen_layout "padded"): its lengths, the key lengths of the
+    # key-padding mask (key_lengths); () otherwise.
+    seq_lengths: tuple = ()
     # Block sparsity: the mask flashio makes for the point (`block_masks` of its dry run), one
     # string of '0'/'1' per row of sparse_block x sparse_block element blocks; () = dense.
     block_mask: tuple = ()
@@ -314,7 +319,14 @@ class Problem:
                        head_dim=int(pj["head_dim"]), dtype=str(pj["dtype"]), causal=bool(pj["causal"]),
                        seed=int(pj["seed"]), kv_heads=int(pj.get("kv_heads", 0) or 0),
                        seqlen_k=int(pj.get("seqlen_k", 0) or 0), padding=pj.get("padding", "none") == "random",
+                       seq_lengths=tuple(int(n) for n in pj.get("seq_lengths", ())) if "seqlens" in pj else (),
                        block_mask=tuple(block_mask), sparse_block=int(pj.get("sparse_block", 0)) if block_mask else 0)
+
+    @property
+    def key_padded(self) -> bool:
+        """Keys past a per-sequence length are masked: --padding random, or a varlen point's
+        padded twin (flashio's Problem::key_padded)."""
+        return self.padding or bool(self.seq_lengths)
 
 
 def method_name(backend: str) -> str:
@@ -372,6 +384,10 @@ def _flex_unsupported_reason(pass_: str, pj: dict, has_mask: bool) -> str:
     if pj.get("kv_layout", "contiguous") != "contiguous":
         return ("paged K/V cache (kv_layout " + str(pj["kv_layout"]) + "): peers_sdpa.py gives flex_attention "
                 "contiguous K/V only, and a point named paged is not run contiguous under that name")
+    if "seqlens" in pj and pj.get("varlen_layout", "packed") != "padded":
+        return ("packed variable lengths (seqlens " + str(pj["seqlens"]) + "): flex_attention takes [B, H, N, d], and "
+                "a point named packed is not run padded under that name; its padded twin (--varlen-as padded) runs "
+                "with the lengths as key padding")
     if pj.get("deterministic") and pass_ != "fwd":
         return "deterministic backward: flex_attention has no deterministic-backward mode"
     if int(pj.get("block_r", 0)) or int(pj.get("block_c", 0)):
@@ -471,7 +487,9 @@ FLASHIO_AXES = (
     ("--mma", (), True, "forced tensor-core instruction (other than auto: skipped)"),
     ("--kv-layout", (), True, "K/V cache layout: contiguous, paged:P (paged: skipped; needs a flashio with it)"),
     ("--seqlens", (), True, "variable lengths: uniform:A-B, file:PATH (skipped; needs a flashio with it)"),
-    ("--varlen-as", (), True, "layout of --seqlens points: packed, padded (skipped)"),
+    ("--seqlen-q", (), True, "varlen decode: queries per sequence of --seqlens points (the lengths are key lengths)"),
+    ("--varlen-as", (), True, "layout of --seqlens points: packed (skipped), padded (SDPA skips it, flex runs it "
+                              "with the lengths as key padding)"),
     ("--pattern", (), True, "block-sparse patterns (other than none: SDPA skips them, flex runs flashio's mask)"),
     ("--density", (), True, "random pattern densities"),
     ("--sparse-block", (), True, "pattern block sizes"),
@@ -813,7 +831,10 @@ class SplitMix64:
 def key_lengths(p: Problem) -> list:
     """Valid keys per sequence, as bench/core/problem.cpp key_lengths(): Nk each, or with key
     padding "random" lo + SplitMix64(seed ^ 0x9ad0).next() % (Nk - lo + 1), lo = max(1, Nk - 20),
-    per sequence in turn (FlashAttention's benchmark: lengths uniform in [N - 20, N])."""
+    per sequence in turn (FlashAttention's benchmark: lengths uniform in [N - 20, N]); a varlen
+    point's padded twin: its sequence lengths."""
+    if p.seq_lengths:
+        return list(p.seq_lengths)
     if not p.padding:
         return [p.seqlen_k] * p.batch
     rng = SplitMix64(p.seed ^ 0x9AD0)
@@ -874,7 +895,7 @@ def flex_blocks(p: Problem, block: int = FLEX_BLOCK) -> FlexBlocks:
 
     pat = [[pattern(r * block, min(nq, (r + 1) * block), c * block, min(nk, (c + 1) * block)) for c in range(C)]
            for r in range(R)]
-    lengths = key_lengths(p) if p.padding else [nk]
+    lengths = key_lengths(p) if p.key_padded else [nk]
     by_length: dict = {}
     kv_num, kv_idx, full_num, full_idx = [], [], [], []
     for L in lengths:
@@ -1293,7 +1314,7 @@ class ProblemData:
         self.do = None
         # key padding: the keys of each sequence (int32, as flex's mask_mod reads them); block
         # sparsity: flashio's block mask (bool [R, C])
-        self.key_lengths = (torch.tensor(key_lengths(p), dtype=torch.int32, device=device) if p.padding else None)
+        self.key_lengths = (torch.tensor(key_lengths(p), dtype=torch.int32, device=device) if p.key_padded else None)
         self.block_mask = (torch.tensor([[ch == "1" for ch in row] for row in p.block_mask], dtype=torch.bool,
                                         device=device) if p.sparse else None)
         self.flex_mask = None  # flex's BlockMask of the problem (flex_call), made on first use
@@ -1411,7 +1432,7 @@ def reference_attention(ops, q, k, v, kv_index, do, scale: float, causal: bool,
     i iff j <= i, also when Nq != Nk (so query 0 sees key 0 only, and with Nq > Nk the rows
     i >= Nk - 1 see every key): every row sees key 0, none is empty. `ops`: TorchOps.
     Key padding: key_len [P] (an array of ops), the keys query head i's sequence has: key j is
-    visible iff j < key_len[i]. Block sparsity: block_mask [R, C] (a boolean array of ops), over
+    visible iff j < key_len[i] (a length of 0, a varlen point's padded twin: no key). Block sparsity: block_mask [R, C] (a boolean array of ops), over
     sparse_block x sparse_block element blocks: (i, j) is visible only where
     block_mask[i // sparse_block, j // sparse_block]; a row that then sees no key has O = 0 and
     zero gradients (bench/core/reference.cpp)."""
@@ -1440,7 +1461,8 @@ def reference_attention(ops, q, k, v, kv_index, do, scale: float, causal: bool,
             if block_mask is not None:
                 row_blocks = ops.arange(r0, r1, q) // sparse_block
                 s = ops.mask_(s, ~block_mask[row_blocks[:, None], col_blocks[None, :]])
-                pr = ops.softmax_or_zero(s)  # a row whose blocks are all 0 sees no key
+            if block_mask is not None or key_len is not None:
+                pr = ops.softmax_or_zero(s)  # a row whose blocks are all 0, or of a length 0 (varlen), sees no key
             else:
                 pr = ops.softmax(s)
             del s

@@ -1704,6 +1704,72 @@ TEST(FlashDecodeModel, DramTraceReadsEveryByteOnceAndKeepsThePartialsInL2) {
   EXPECT_EQ(w26.dram_read, compulsory_dram(m).read + 8 * 4);
 }
 
+// A packed varlen decode (--seqlens with --seqlen-q: K/V [Hkv, T, d], each sequence its own split
+// count): the closed form equals the simulator's walk over odd key lengths (0, 1, 17, 1013, 4097),
+// Nq 1 and 4, GQA and MHA, causal, split counts from 1 to one per tile of the longest; the K/V
+// bytes are the real keys' (a padded twin reads only the real keys as well: key padding); a
+// sequence with one split writes O itself, one of several has a partial per split of its own.
+TEST(IoModel, FlashDecodeVarlenEqualsSimulatorAndReadsTheRealKeys) {
+  auto varlen = [](std::vector<int32_t> lens, int64_t h, int64_t kvh, int64_t nq, int64_t d, bool causal) {
+    Problem p = shape(int64_t(lens.size()), h, kvh, nq, *std::max_element(lens.begin(), lens.end()), d, causal, false);
+    p.seqlens = "file:lengths.txt";
+    p.seq_lengths = std::move(lens);
+    return p;
+  };
+  const std::vector<int32_t> odd = {17, 0, 4097, 1, 1013};
+  int compared = 0;
+  for (const Problem& p : {varlen(odd, 32, 8, 1, 128, false), varlen(odd, 8, 8, 4, 64, false),
+                           varlen(odd, 8, 2, 4, 256, true), varlen({5000, 64, 65, 0}, 4, 1, 16, 64, false)}) {
+    ASSERT_TRUE(p.key_varlen() && p.packed()) << p.name();
+    for (int forced : {1, 2, 3, 7, 1 << 20}) {
+      ModelPoint m;
+      m.method = "flash_decode";
+      m.problem = p;
+      ModelTiles t{{kernels::kDecodeBlockM, kernels::kDecodeBlockN, kernels::kDecodeWarps, 2}};
+      t.splits = kernels::flash_decode_split(p, 1, 0, forced).splits;
+      m.fwd_tiles = t;
+      const Traffic model = predict_sm_l2(m);
+      expect_same(model, simulate_sm_l2(m), describe(p, t));
+      if (!p.causal)  // K and V: the real keys once per row tile (one row tile here but at Nq 16)
+        EXPECT_EQ(term_of(model, "split: K, V (once per row tile)"),
+                  2 * kernels::flash_decode_split(p, 1, 0, forced).row_tiles * p.kv_elements() * 2)
+            << describe(p, t);
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 20);
+  // One long sequence split 4 ways, the others one split each: partials only for the long one.
+  ModelPoint m;
+  m.method = "flash_decode";
+  m.problem = varlen({4096, 100, 0}, 8, 8, 1, 64, false);  // 64 tiles; 2 and 0
+  m.fwd_tiles = ModelTiles{{16, 64, 4, 4}};
+  m.fwd_tiles->splits = 4;  // 16 tiles per split: the long sequence 4 splits, the short ones 1
+  const Traffic sm = predict_sm_l2(m);
+  const int64_t heads = 8, d = 64;
+  EXPECT_EQ(term_of(sm, "split: partial O, L (fp32)"), 4 * heads * (d * 4 + 32));  // 4 splits × 8 groups of one row
+  EXPECT_EQ(term_of(sm, "split: O, L"), 2 * heads * (d * 2 + 32));                 // the two short sequences
+  EXPECT_EQ(term_of(sm, "split: Q (once per split)"), (4 + 1 + 1) * heads * d * 2);
+  EXPECT_EQ(sm.atom, 4 * heads * 32);
+  const Traffic dram = compulsory_dram(m);
+  EXPECT_EQ(dram.read, 3 * heads * d * 2 + 2 * heads * (4096 + 100) * d * 2);  // Q dense, K/V the real keys
+  EXPECT_EQ(dram.write, 3 * heads * d * 2 + 3 * heads * 4);
+  // The L2 simulation: the packed K/V (no padding) read once with no cache, once from DRAM with the
+  // H100's L2, the blocks past a sequence's splits touching nothing.
+  GpuLimits g;
+  g.sm_count = 132, g.smem_per_sm_bytes = 233472, g.l2_bytes = 52428800, g.l2_partitions = 2;
+  g.l2_dirty_share = kGh100L2DirtyShare;
+  const StreamingKernels none;
+  const auto trace = model_of(m).dram_trace(m, DramContext{0, 0, g, 0, none}, 1);
+  ASSERT_TRUE(trace.has_value());
+  EXPECT_EQ(trace->buffers[1].heads, heads);  // K: one head of T rows per K/V head, not B·Hkv padded ones
+  const L2SimResult cold = simulate_l2(trace->buffers, trace->kernels, {1, 1, 1});
+  EXPECT_EQ(cold.read_of[1] + cold.read_of[2], 2 * heads * (4096 + 100) * d * 2);
+  EXPECT_EQ(cold.read_of[5], 4 * heads * d * 4);  // the long sequence's 4 partial O rows per group, once
+  const L2SimResult warm = simulate_l2(trace->buffers, trace->kernels, {g.l2_bytes, 2, g.sm_count, g.l2_dirty_share});
+  EXPECT_EQ(warm.dram_read, dram.read + heads * 4);  // + the counters' sectors (8 groups' first tickets: 8 × 4 B)
+  EXPECT_EQ(warm.dram_write, 0);
+}
+
 // --- the peers against FlashAttention-2's model (analysis/models/peers.cpp) -------------------
 namespace {
 

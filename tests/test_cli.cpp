@@ -81,6 +81,32 @@ TEST(Cli, VarlenPointsAreNamedAndTheirPaddedTwinsListed) {
   EXPECT_NE(out.find("packed variable-length"), std::string::npos) << out;
 }
 
+TEST(Cli, VarlenDecodePointsTakeSeqlenQAndRefuseItAloneInOneLine) {
+  std::string out, err;
+  ASSERT_EQ(run_cli({"run", "--dry-run", "--seqlens", "uniform:1-3000", "--seqlen-q", "1,4", "--batch", "3", "--heads",
+                     "8", "--kv-heads", "2", "--method", "flash_decode,flash2", "--head-dim", "128"},
+                    &err, &out),
+            0)
+      << err;
+  EXPECT_NE(out.find("flash_decode/fwd/b:3/h:8/kvh:2/n:1/nk:"), std::string::npos) << out;
+  EXPECT_NE(out.find("flash_decode/fwd/b:3/h:8/kvh:2/n:4/nk:"), std::string::npos) << out;
+  EXPECT_NE(out.find("/d:128/fp16/varlen:uniform:1-3000"), std::string::npos) << out;
+  out.clear();
+  ASSERT_EQ(run_cli({"list", "--seqlens", "uniform:1-3000", "--seqlen-q", "1", "--batch", "3", "--method", "flash2"},
+                    nullptr, &out),
+            0);
+  EXPECT_NE(out.find("flash2 cannot read a packed varlen decode"), std::string::npos) << out;
+  err.clear();
+  EXPECT_EQ(run_cli({"run", "--dry-run", "--seqlen-q", "1", "--method", "flash_decode"}, &err), 2);
+  EXPECT_NE(err.find("--seqlen-q: applies to --seqlens points only"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  err.clear();
+  EXPECT_EQ(
+      run_cli({"run", "--dry-run", "--seqlens", "uniform:1-8", "--seqlen-q", "8", "--method", "flash_decode"}, &err),
+      2);
+  EXPECT_NE(err.find("fewer queries per sequence than its longest key length"), std::string::npos) << err;
+}
+
 TEST(Cli, DeterministicAxisNamesPointsAndSkipsMethodsThatCannot) {
   std::string out;
   ASSERT_EQ(run_cli({"run", "--dry-run", "--seqlen", "256", "--method", "flash2", "--pass", "bwd", "--deterministic",

@@ -1,11 +1,17 @@
 // flash_decode on the GPU: the float64 check of every row through the runner (odd key and
 // query counts, GQA 32:8 and MQA, batch 1 and 3, d 64/128/256, fp16 and bf16, causal, key
 // padding, contiguous and paged K/V), and the paged layout giving the contiguous one's O and L
-// bit for bit. Skips without a GPU. Filter: --gtest_filter='*FlashDecode*'.
+// bit for bit. Varlen decode (--seqlens with --seqlen-q: K/V packed, each sequence its own key
+// length and split count): the float64 check of every row (lengths 0, 1, 17, 1013, 4097; Nq 1 and
+// 4; GQA 32:8 and MHA; d 64/128/256; fp16 and bf16; causal; one and several splits), the padded
+// twin on flash_decode and flash2, and equal lengths giving the dense kernel's O and L bit for bit,
+// launch after launch. Skips without a GPU. Filter: --gtest_filter='*FlashDecode*'.
 #include <fmt/format.h>
 
 #include <cstring>
 
+#include "bench/core/varlen.h"
+#include "bench/cuda/device_inputs.h"
 #include "kernels/flash_decode/flash_decode_configs.h"
 #include "tests/gpu_test_util.h"
 
@@ -196,4 +202,170 @@ TEST_F(GpuFlashDecodePaged, PagedGivesTheContiguousOutputsBitForBit) {
           for (uint8_t x : contiguous.o) nonzero = nonzero || x != 0;
           EXPECT_TRUE(nonzero) << p.name();
         }
+}
+
+// Varlen decode (Problem::key_varlen): K/V packed [Hkv, T, d] through cu_seqlens, Q, O, L dense.
+namespace {
+
+struct VarlenDecodeCase {
+  std::vector<int32_t> lengths;  // key lengths
+  int64_t heads, kv_heads, nq, d;
+  DType dtype;
+  bool causal;
+};
+
+const std::vector<int32_t> kOddKeys = {17, 0, 4097, 1, 1013};  // odd sizes, one empty; 4097: several splits
+const std::vector<int32_t> kShortKeys = {200, 0, 17, 1, 256};  // at most 4 tiles: one split each
+
+Problem varlen_problem_of(const VarlenDecodeCase& c) {
+  Problem p;
+  p.seqlens = "file:lengths.txt";  // the lengths given, as a resolved file: spec holds them
+  p.seq_lengths = c.lengths;
+  p.batch = int64_t(c.lengths.size());
+  p.heads = c.heads;
+  p.kv_heads = c.kv_heads;
+  p.seqlen_q = c.nq;
+  p.seqlen_k = *std::max_element(c.lengths.begin(), c.lengths.end());
+  p.head_dim = c.d;
+  p.dtype = c.dtype;
+  p.causal = c.causal;
+  p.seed = 0x7a1de + uint64_t(c.nq * 31 + c.d);
+  return p;
+}
+
+std::string varlen_case_name(const testing::TestParamInfo<VarlenDecodeCase>& info) {
+  const VarlenDecodeCase& c = info.param;
+  return fmt::format("{}_h{}_kvh{}_nq{}_d{}_{}{}", c.lengths == kOddKeys ? "odd" : "short", c.heads, c.kv_heads, c.nq,
+                     c.d, to_string(c.dtype), c.causal ? "_causal" : "");
+}
+
+std::vector<VarlenDecodeCase> varlen_cases() {
+  std::vector<VarlenDecodeCase> out;
+  for (const auto& lengths : {kOddKeys, kShortKeys})
+    for (int64_t nq : {1, 4})
+      for (auto [h, kvh] : {std::pair<int64_t, int64_t>{32, 8}, {8, 8}})
+        out.push_back({lengths, h, kvh, nq, 128, DType::F16, false});
+  for (int64_t d : {64, 256})
+    for (DType t : {DType::F16, DType::BF16}) out.push_back({kOddKeys, 32, 8, 4, d, t, false});
+  out.push_back({kOddKeys, 32, 8, 1, 128, DType::BF16, false});
+  for (int64_t nq : {1, 4}) out.push_back({kOddKeys, 32, 8, nq, 128, DType::F16, true});
+  return out;
+}
+
+}  // namespace
+
+class GpuFlashDecodeVarlen : public GpuParamTest<VarlenDecodeCase> {};
+
+TEST_P(GpuFlashDecodeVarlen, MatchesReferenceOnEveryRow) {
+  const VarlenDecodeCase& c = GetParam();
+  FLASHIO_SKIP_BF16_WITHOUT_FUSED_KERNELS(c.dtype);
+  const Problem p = varlen_problem_of(c);
+  ASSERT_TRUE(p.key_varlen() && p.packed());
+  ASSERT_FALSE(p.invalid_reason()) << *p.invalid_reason();
+  const Record r = expect_ok({"flash_decode", Pass::Fwd, p});  // inputs verified against the host's bit for bit
+  if (r.status != Status::Ok) return;
+  ASSERT_TRUE(r.tiles.has_value());
+  EXPECT_EQ(r.tiles->splits, kernels::flash_decode_split(p, gpu()->sm_count, gpu()->smem_per_sm).splits);
+  ASSERT_TRUE(r.check.has_value());
+  EXPECT_EQ(r.check->rows_checked, p.batch * p.heads * p.seqlen_q);  // every sequence's Nq rows, L = 0 too
+  EXPECT_TRUE(r.check->lse_checked);
+}
+
+INSTANTIATE_TEST_SUITE_P(Forward, GpuFlashDecodeVarlen, testing::ValuesIn(varlen_cases()), varlen_case_name);
+
+// The cases reach a grid of one split and grids of several, where short sequences still have one
+// split (their block writes O) and the long one several (its last split combines them).
+TEST(GpuFlashDecodeVarlenSplits, TheCasesRunOneAndSeveralSplitsPerSequence) {
+  if (!gpu()) GTEST_SKIP() << "no GPU: GPU tests skipped";
+  bool one_grid = false, mixed = false;
+  for (const VarlenDecodeCase& c : varlen_cases()) {
+    const Problem p = varlen_problem_of(c);
+    const auto s = kernels::flash_decode_split(p, gpu()->sm_count, gpu()->smem_per_sm);
+    one_grid = one_grid || s.splits == 1;
+    int fewest = s.splits;
+    for (int32_t len : p.seq_lengths)
+      fewest = std::min(
+          fewest, kernels::decode_sequence_splits(kernels::decode_tiles(len, p.seqlen_q, p.causal), s.tiles_per_split));
+    mixed = mixed || (s.splits > 1 && fewest == 1);
+  }
+  EXPECT_TRUE(one_grid);
+  EXPECT_TRUE(mixed);
+}
+
+// The padded twin (K/V [B, Hkv, longest, d], key lengths) of the same sequences: the key-padding
+// path of flash_decode and flash2, checked the same way.
+TEST(GpuFlashDecodeVarlenSplits, ThePaddedTwinRunsOnFlashDecodeAndFlash2) {
+  if (!gpu()) GTEST_SKIP() << "no GPU: GPU tests skipped";
+  Problem p = varlen_problem_of({kOddKeys, 32, 8, 4, 128, DType::F16, false});
+  p.varlen_padded = true;
+  for (const char* m : {"flash_decode", "flash2"}) expect_ok({m, Pass::Fwd, p});
+}
+
+namespace {
+
+// O and L (raw bytes) of flash_decode on p's inputs made on the GPU by the suite's generators,
+// packed (p.packed()) or dense, after `launches` launches on the same buffers (the split counters
+// must be left at zero for the next).
+DecodeBytes run_generated_decode_bytes(const Problem& p, int launches) {
+  DeviceAllocator alloc;
+  DeviceBuffer q(alloc, size_t(p.q_elements()) * 2), k(alloc, size_t(p.kv_elements()) * 2),
+      v(alloc, size_t(p.kv_elements()) * 2), cu_dev;
+  generate_inputs_on_device(q.as<uint16_t>(), size_t(p.q_elements()), p.dtype, p.seed, InputTensor::Q, nullptr);
+  if (p.packed()) {
+    const auto cu64 = cu_seqlens(p);
+    const std::vector<int32_t> cu(cu64.begin(), cu64.end());
+    cu_dev = DeviceBuffer(alloc, cu.size() * 4);
+    FLASHIO_CUDA_CHECK(cudaMemcpy(cu_dev.get(), cu.data(), cu.size() * 4, cudaMemcpyHostToDevice));
+    const VarlenGeometry g{p.batch, p.kvh(), p.total_tokens(), p.nk(), p.head_dim};
+    generate_varlen_inputs_on_device(k.as<uint16_t>(), cu_dev.as<int32_t>(), g, p.dtype, p.seed, InputTensor::K,
+                                     nullptr);
+    generate_varlen_inputs_on_device(v.as<uint16_t>(), cu_dev.as<int32_t>(), g, p.dtype, p.seed, InputTensor::V,
+                                     nullptr);
+  } else {
+    generate_inputs_on_device(k.as<uint16_t>(), size_t(p.kv_elements()), p.dtype, p.seed, InputTensor::K, nullptr);
+    generate_inputs_on_device(v.as<uint16_t>(), size_t(p.kv_elements()), p.dtype, p.seed, InputTensor::V, nullptr);
+  }
+  DeviceBuffer o(alloc, size_t(p.q_elements()) * 2), lse(alloc, size_t(p.lse_elements()) * 4);
+  auto plan = builtin_registry().find("flash_decode")->plan(p, Pass::Fwd, *gpu(), alloc);
+  AttentionBuffers buf;
+  buf.q = q.get();
+  buf.k = k.get();
+  buf.v = v.get();
+  buf.o = o.get();
+  buf.lse = lse.as<float>();
+  buf.cu_seqlens = cu_dev.as<int>();
+  for (int i = 0; i < launches; ++i) {
+    FLASHIO_CUDA_CHECK(cudaMemset(o.get(), 0xFF, o.bytes()));  // poison: every element must be written again
+    FLASHIO_CUDA_CHECK(cudaMemset(lse.get(), 0xFF, lse.bytes()));
+    plan->forward(buf, nullptr);
+  }
+  FLASHIO_CUDA_CHECK(cudaDeviceSynchronize());
+  auto down = [](const DeviceBuffer& b) {
+    std::vector<uint8_t> h(b.bytes());
+    FLASHIO_CUDA_CHECK(cudaMemcpy(h.data(), b.get(), b.bytes(), cudaMemcpyDeviceToHost));
+    return h;
+  };
+  return {down(o), down(lse), plan->tiles().splits};
+}
+
+}  // namespace
+
+// Sequences of one length: the packed kernel reads the dense kernel's values at other addresses and
+// splits them alike, so O and L are the dense ones bit for bit — also on the third launch (the
+// counters left at zero).
+TEST_F(GpuFlashDecodePaged, VarlenOfEqualLengthsGivesTheDenseOutputsBitForBit) {
+  for (int64_t keys : {1013, 4096})
+    for (int64_t nq : {1, 4}) {
+      Problem packed = varlen_problem_of({std::vector<int32_t>(3, int32_t(keys)), 32, 8, nq, 128, DType::F16, false});
+      Problem dense = packed;
+      dense.seqlens.clear();
+      dense.seq_lengths.clear();
+      const DecodeBytes a = run_generated_decode_bytes(packed, 3), b = run_generated_decode_bytes(dense, 1);
+      ASSERT_EQ(a.splits, b.splits) << packed.name() << ": the varlen and dense split rules differ here";
+      EXPECT_TRUE(a.o == b.o) << packed.name() << ": O differs";
+      EXPECT_TRUE(a.lse == b.lse) << packed.name() << ": L differs";
+      bool nonzero = false;
+      for (uint8_t x : a.o) nonzero = nonzero || (x != 0 && x != 0xFF);
+      EXPECT_TRUE(nonzero) << packed.name();
+    }
 }

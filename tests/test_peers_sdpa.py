@@ -580,6 +580,43 @@ def test_paged_points_are_skipped():
         print("      (this flashio has no --kv-layout: paged points checked on a problem object only)")
 
 
+def test_varlen_decode_points_padded_twin_on_flex_only():
+    """A varlen decode (--seqlens with --seqlen-q: key lengths, K/V packed): its packed point is
+    skipped by every back-end (SDPA and flex take [B, H, N, d]; a point named packed is not run
+    padded under that name); its padded twin (--varlen-as padded, named /padded) is skipped by
+    SDPA (no attn_mask passed, as --padding points) and run by flex with the lengths as key
+    padding: key_lengths are the sequences' lengths, a length of 0 included."""
+    r = subprocess.run([FLASHIO, "run", "--help"], capture_output=True, text=True, timeout=60)
+    if "--seqlen-q" not in r.stdout:
+        print("      (this flashio has no --seqlen-q: varlen decode points not checked)")
+        return
+    axes = ["-b", "5", "--heads", "32", "--kv-heads", "8", "-d", "128", "--seqlens", "uniform:0-3000",
+            "--seqlen-q", "1", "--varlen-as", "packed,padded"]
+    pts = _assert_peers_match_flashio(axes, ("flash", "cudnn", "efficient", "math", "flex"))
+    assert len(pts) == 2 * 5, [p.name() for p in pts]
+    packed = [p for p in pts if not p.name().endswith("/padded")]
+    padded = [p for p in pts if p.name().endswith("/padded")]
+    assert len(packed) == len(padded) == 5
+    assert all(p.skip.startswith("variable lengths (seqlens uniform:0-3000, packed)") for p in packed
+               if p.backend != ps.FLEX), [p.skip for p in packed]
+    assert [p.skip for p in packed if p.backend == ps.FLEX][0].startswith(
+        "packed variable lengths (seqlens uniform:0-3000): flex_attention takes [B, H, N, d]")
+    assert all(p.skip.startswith("variable lengths (seqlens uniform:0-3000, padded)") for p in padded
+               if p.backend != ps.FLEX), [p.skip for p in padded]
+    flex = [p for p in padded if p.backend == ps.FLEX][0]
+    assert flex.skip == "", flex.skip
+    assert re.fullmatch(r"flex_attention/fwd/b:5/h:32/kvh:8/n:1/nk:\d+/d:128/fp16/varlen:uniform:0-3000/padded",
+                        flex.name()), flex.name()
+    p = flex.problem
+    lengths = flex.problem_json["seq_lengths"]
+    assert p.key_padded and not p.padding and ps.key_lengths(p) == lengths
+    assert (p.batch, p.seqlen, p.seqlen_k, p.kv_heads) == (5, 1, max(lengths), 8)
+    # A dense point has no lengths: as before
+    dense = ps.Problem.from_json({"batch": 2, "heads": 8, "seqlen_q": 1, "seqlen_k": 100, "head_dim": 64,
+                                  "dtype": "fp16", "causal": False, "seed": 7})
+    assert not dense.key_padded and ps.key_lengths(dense) == [100, 100]
+
+
 def test_max_seqlen_skips_longer_points_with_the_reason():
     """--max-seqlen N: the points longer than N are skipped records with the reason (and the
     caller's why), the others run; a reason of the point's own comes first."""
@@ -1407,11 +1444,13 @@ def test_flex_torch_side_on_cpu_torch():
     for p in (_flex_problem(("10", "01", "11"), 4, nq=10, nk=7, causal=True, padding=True, batch=3, seed=31),
               ps.Problem(2, 4, 9, 16, "bf16", False, 32, kv_heads=2, seqlen_k=12, padding=True,
                          block_mask=("101", "010", "000"), sparse_block=4),
-              ps.Problem(2, 2, 6, 16, "fp16", True, 33, seqlen_k=6)):
+              ps.Problem(2, 2, 6, 16, "fp16", True, 33, seqlen_k=6),
+              # a varlen decode's padded twin: its lengths are the key lengths, one of them 0
+              ps.Problem(3, 4, 2, 16, "fp16", False, 34, kv_heads=2, seqlen_k=9, seq_lengths=(9, 0, 5))):
         data = ps.ProblemData(torch, p, cpu)
         lengths = ps.key_lengths(p)
-        assert (data.key_lengths is None) == (not p.padding)
-        if p.padding:
+        assert (data.key_lengths is None) == (not p.key_padded)
+        if p.key_padded:
             assert data.key_lengths.dtype == torch.int32 and data.key_lengths.tolist() == lengths
         assert (data.block_mask is None) == (not p.sparse)
         allowed = torch.tensor([[[_element_allowed(p, b, i, j, lengths) for j in range(p.seqlen_k)]
@@ -1427,7 +1466,7 @@ def test_flex_torch_side_on_cpu_torch():
         assert c["passed"] and c["worst_ratio"] < 1e-9, (p, c)
         c = ps.run_check(torch, data, o.detach(), list(grads))
         assert c["passed"] and c["worst_ratio"] < 1e-9, (p, c)
-        if p.padding:  # a key past a sequence's length has dK = dV = 0: a value there fails
+        if p.key_padded:  # a key past a sequence's length has dK = dV = 0: a value there fails
             bad = grads[2].clone()
             b = data.pairs[0][0]
             bad[b, data.pairs[0][1] // p.group, lengths[b]:] += 1.0
@@ -1437,7 +1476,7 @@ def test_flex_torch_side_on_cpu_torch():
         # the BlockMask's tensors and the mask_mod, on a Flex block of 4 (the blocks' logic is F-generic)
         fb = ps.flex_blocks(p, block=4)
         kv_num, kv_idx, full_num, full_idx = ps.flex_block_tensors(torch, fb, cpu)
-        B2, R2, C2 = (p.batch if p.padding else 1), -(-p.seqlen // 4), -(-p.seqlen_k // 4)
+        B2, R2, C2 = (p.batch if p.key_padded else 1), -(-p.seqlen // 4), -(-p.seqlen_k // 4)
         assert tuple(kv_num.shape) == (B2, 1, R2) and tuple(kv_idx.shape) == (B2, 1, R2, C2)
         assert tuple(full_num.shape) == (B2, 1, R2) and tuple(full_idx.shape) == (B2, 1, R2, C2)
         assert all(t.dtype == torch.int32 and t.is_contiguous() for t in (kv_num, kv_idx, full_num, full_idx))
@@ -1452,7 +1491,7 @@ def test_flex_torch_side_on_cpu_torch():
         mod = mod.expand(p.batch, p.seqlen, p.seqlen_k)
         got = torch.zeros_like(allowed)
         for b in range(p.batch):
-            e = b if p.padding else 0
+            e = b if p.key_padded else 0
             for r in range(R2):
                 for n, idx, full in ((full_num, full_idx, True), (kv_num, kv_idx, False)):
                     for c in idx[e, 0, r, :int(n[e, 0, r])].tolist():

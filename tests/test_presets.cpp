@@ -236,6 +236,33 @@ TEST(Presets, LlamaDecodePresetsCoverBatchContextAndBothLayouts) {
   }
 }
 
+TEST(Presets, LlamaDecodeVarlenRunsPackedAndPaddedTwinsOfTheSameSequences) {
+  const auto points = preset_points("llama3-8b-decode-varlen");
+  EXPECT_EQ(points.size(), 2u * 2u * 2u + 2u * 2u);  // flash_decode: batch × lengths × layout; flash2: padded
+  std::set<std::string> names;
+  for (const auto& pt : points) {
+    const Problem& p = pt.problem;
+    EXPECT_TRUE(p.key_varlen()) << pt.name();
+    EXPECT_EQ(p.seqlen_q, 1);
+    EXPECT_EQ(p.heads, 32);
+    EXPECT_EQ(p.kvh(), 8);
+    EXPECT_EQ(p.head_dim, 128);
+    EXPECT_TRUE(p.batch == 8 || p.batch == 32);
+    const int32_t lo = p.seqlens == "uniform:1024-16384" ? 1024 : 4096, hi = lo == 1024 ? 16384 : 32768;
+    for (int32_t len : p.seq_lengths) {
+      EXPECT_GE(len, lo);
+      EXPECT_LE(len, hi);
+    }
+    EXPECT_TRUE(pt.method == "flash_decode" || p.varlen_padded) << pt.name();
+    EXPECT_FALSE(p.invalid_reason());
+    names.insert(pt.name());
+  }
+  EXPECT_EQ(names.size(), points.size());
+  EXPECT_TRUE(names.count(points[0].name()));
+  EXPECT_NE(points[0].name().find("flash_decode/fwd/b:8/h:32/kvh:8/n:1/nk:"), std::string::npos) << points[0].name();
+  EXPECT_NE(points[0].name().find("/varlen:uniform:1024-16384"), std::string::npos) << points[0].name();
+}
+
 TEST(Presets, VarlenPrefillPacksSixteenAndSixtyFourThousandTokens) {
   const auto points = preset_points("varlen-prefill");
   EXPECT_EQ(points.size(), 2u * 2u * 2u * 2u);  // tokens x d x causal x layout

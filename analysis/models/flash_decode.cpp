@@ -20,6 +20,12 @@
 // split's partial O rows are read once (16-byte __ldcg loads, whole sectors) and O written once
 // (8-byte stores of 4 columns, whole sectors).
 //
+// Packed varlen decode (Problem::key_varlen, K/V [Hkv, T, d]): sequence b's K/V rows start at
+// cu[b] of each K/V head (the bytes per row are the same: a row is whole sectors); it has its own
+// split count, decode_sequence_splits(tiles_b, tiles_per_split), and the grid's blocks past it
+// return before any access: no Q, no partials, no ticket; one split writes O and L itself, and the
+// combine reads only its splits' partials.
+//
 // DRAM: compulsory Q, K, V read and O, L written (paged: the block table read); the partials and
 // the counters are workspace, in the L2 simulation's trace like any buffer: the partials written at
 // the end of each split block and read by the row tile's last one, they stay in L2 (and are never
@@ -68,6 +74,10 @@ struct Schedule {
     return std::min<int64_t>(kDecodeBlockM, group_rows - row_tile * kDecodeBlockM);
   }
   int64_t pages_per_seq() const { return p.paged() ? ceil_div(p.nk(), p.kv_page) : 0; }
+  // Splits that run for batch b: the grid's, or a packed varlen decode's own (its other blocks return).
+  int64_t splits_of(int64_t b) const {
+    return p.packed() ? kernels::decode_sequence_splits(int(tiles(b)), split.tiles_per_split) : split.splits;
+  }
 };
 
 Schedule schedule_of(const ModelPoint& m) {
@@ -78,7 +88,7 @@ Schedule schedule_of(const ModelPoint& m) {
                       "kernels/flash_decode/flash_decode_configs.h)",
                       t.block_r, t.block_c, t.warps, kDecodeBlockM, kDecodeBlockN, kDecodeWarps));
   require(t.splits >= 1, "flash_decode: the record's tiles.splits must be at least 1");
-  require(!m.problem.varlen(), "flash_decode runs no variable-length (--seqlens) problem");
+  require(!m.problem.packed_q(), "flash_decode runs no self-attention variable-length problem (only a varlen decode)");
   Schedule s;
   s.p = m.problem;
   s.split = kernels::flash_decode_split(m.problem, 1, 0, t.splits);
@@ -118,11 +128,11 @@ int64_t table_loads(int64_t nk, int64_t t0, int64_t t1) {
 
 Traffic decode_traffic(const Schedule& s) {
   const Problem& p = s.p;
-  const int64_t d = p.head_dim, row_bytes = d * s.e, splits = s.split.splits, tr = s.total_rows;
+  const int64_t d = p.head_dim, row_bytes = d * s.e, tr = s.total_rows;
   Traffic out;
   for (int64_t b = 0; b < p.batch; ++b)
     for (int64_t hk = 0; hk < p.kvh(); ++hk) {
-      const int64_t group = b * p.kvh() + hk, nk = s.nk(b), tiles = s.tiles(b);
+      const int64_t group = b * p.kvh() + hk, nk = s.nk(b), tiles = s.tiles(b), splits = s.splits_of(b);
       for (int64_t rt = 0; rt < s.split.row_tiles; ++rt) {
         const int64_t rows = s.rows(rt), grow0 = group * s.group_rows + rt * kDecodeBlockM;
         out.add("split: Q (once per split)", splits * smem_row_deliveries(rows, s.layout, kCopies) * row_bytes, 0);
@@ -173,10 +183,13 @@ class FlashDecodeModel final : public IoModel {
   std::optional<SimTrace> dram_trace(const ModelPoint& m, const DramContext& c, int coarse) const override;
   double asymptotic_form(const ModelPoint& m) const override {
     const Problem& p = m.problem;  // K, V of every K/V head, Q and O of every query head: Θ(Hkv·Nk·d + H·Nq·d)
-    return double(p.batch) * (double(p.kvh()) * double(p.nk()) + double(p.heads) * double(p.seqlen_q)) *
-           double(p.head_dim);
+    const double keys = p.packed() ? double(p.total_tokens()) : double(p.batch) * double(p.nk());  // packed: Σ L_b
+    return (double(p.kvh()) * keys + double(p.batch) * double(p.heads) * double(p.seqlen_q)) * double(p.head_dim);
   }
-  std::string asymptotic_formula(const ModelPoint&) const override { return "Hkv·Nk·d + H·Nq·d  (each byte once)"; }
+  std::string asymptotic_formula(const ModelPoint& m) const override {
+    return m.problem.packed() ? "Hkv·ΣL_b·d + H·Nq·d  (each byte once; packed varlen keys)"
+                              : "Hkv·Nk·d + H·Nq·d  (each byte once)";
+  }
   PredictedTiles predict_tiles(int64_t, int64_t) const override {
     throw std::invalid_argument(
         "flash_decode: `flashio predict` has no split count (the kernel's tiles.splits follows batch, heads and "
@@ -198,6 +211,10 @@ std::optional<SimTrace> FlashDecodeModel::dram_trace(const ModelPoint& m, const 
   const Problem& p = s->p;
   const int64_t d = p.head_dim, e = s->e, groups = s->groups(), splits = s->split.splits, k = coarse;
   const int64_t row_tiles = s->split.row_tiles, kv_chunk = kDecodeBlockN * coarse;
+  // Where group (b, hk)'s keys are: head b·Hkv + hk from row 0, or packed, head hk from row cu[b].
+  auto first = std::make_shared<std::vector<int64_t>>(size_t(p.batch), 0);
+  for (int64_t b = 1; p.packed() && b < p.batch; ++b)
+    (*first)[size_t(b)] = (*first)[size_t(b - 1)] + s->lens[size_t(b - 1)];
   enum : int32_t { kQ, kK, kV, kO, kL, kOPart, kLPart, kTable, kTickets };
   SimTrace tr;
   tr.buffers = {{"Q", groups, s->group_rows, d * e, kDecodeBlockM},
@@ -209,10 +226,15 @@ std::optional<SimTrace> FlashDecodeModel::dram_trace(const ModelPoint& m, const 
                 {"partial L (fp32)", splits > 1 ? splits * groups : 0, s->group_rows, 4, kDecodeBlockM},
                 {"block table", p.batch, s->pages_per_seq(), 4, kSector / 4},
                 {"split tickets (int)", splits > 1 ? 1 : 0, groups * row_tiles, 4, kSector / 4}};
+  if (p.packed()) {  // one head of T rows per K/V head, a segment per sequence: no padding
+    const std::vector<int64_t> seqs(s->lens.begin(), s->lens.end());
+    tr.buffers[kK] = segmented_buffer("K", p.kvh(), seqs, d * e, kv_chunk);
+    tr.buffers[kV] = segmented_buffer("V", p.kvh(), seqs, d * e, kv_chunk);
+  }
   const auto bufs = std::make_shared<const std::vector<SimBuffer>>(tr.buffers);
 
   struct Where {
-    int64_t split, b, group, rt, first, count, steps;
+    int64_t split, b, group, rt, first, count, steps, splits, kv_head, kv_row0;
   };
   auto where = [=](int64_t blk) {
     Where w{};
@@ -222,6 +244,9 @@ std::optional<SimTrace> FlashDecodeModel::dram_trace(const ModelPoint& m, const 
     w.group = w.b * p.kvh() + y / row_tiles, w.rt = y % row_tiles;
     w.first = s->first_tile(w.split), w.count = s->tile_count(w.b, w.split);
     w.steps = std::max<int64_t>(1, ceil_div(w.count, k));
+    w.splits = s->splits_of(w.b);  // w.split ≥ w.splits: the block returns at once (one empty step)
+    w.kv_head = p.packed() ? y / row_tiles : w.group;
+    w.kv_row0 = (*first)[size_t(w.b)];
     return w;
   };
   SimKernel ks;
@@ -229,28 +254,34 @@ std::optional<SimTrace> FlashDecodeModel::dram_trace(const ModelPoint& m, const 
   ks.blocks = splits * p.kvh() * row_tiles * p.batch;
   ks.blocks_per_sm = resident_blocks(kDecodeWarps * 32, kernels::flash_decode_smem_bytes(int(d)), c.gpu, c.kernels.fwd);
   ks.steps = [=](int64_t blk) { return where(blk).steps; };
-  if (splits > 1) ks.join = [=](int64_t blk) { return blk / splits; };  // the row tile (its ticket counter)
+  if (splits > 1)  // the row tile's running splits (its ticket counter)
+    ks.join = [=](int64_t blk) {
+      const Where w = where(blk);
+      return w.splits > 1 && w.split < w.splits ? blk / splits : int64_t(-1);
+    };
   ks.step = [=](int64_t blk, int64_t step, std::vector<SimAccess>& out) {
     const Where w = where(blk);
     const int64_t r0 = w.rt * kDecodeBlockM, r1 = r0 + s->rows(w.rt), nk = s->nk(w.b), ticket = blk / splits;
     if (step == w.steps) {  // the combine, by the row tile's last block to finish
       push_rows(out, *bufs, kTickets, 0, ticket, ticket + 1, SimOp::Write);
       for (int32_t buf : {kLPart, kOPart})
-        for (int64_t z = 0; z < splits; ++z) push_rows(out, *bufs, buf, z * groups + w.group, r0, r1, SimOp::Read);
+        for (int64_t z = 0; z < w.splits; ++z) push_rows(out, *bufs, buf, z * groups + w.group, r0, r1, SimOp::Read);
       push_rows(out, *bufs, kL, w.group, r0, r1, SimOp::Write);
       push_rows(out, *bufs, kO, w.group, r0, r1, SimOp::Write);
       return;
     }
+    if (w.split >= w.splits) return;
     if (step == 0) push_rows(out, *bufs, kQ, w.group, r0, r1, SimOp::Read);
     for (int64_t q = step * k; q < std::min(w.count, (step + 1) * k); ++q) {
       const int64_t t = w.first + q, key0 = t * kDecodeBlockN;
       for (int32_t buf : {kK, kV})
-        push_rows(out, *bufs, buf, w.group, key0, std::min(nk, key0 + kDecodeBlockN), SimOp::Read);
+        push_rows(out, *bufs, buf, w.kv_head, w.kv_row0 + key0, w.kv_row0 + std::min(nk, key0 + kDecodeBlockN),
+                  SimOp::Read);
       if (p.paged() && key0 < nk)
         push_rows(out, *bufs, kTable, w.b, key0 / p.kv_page, key0 / p.kv_page + 1, SimOp::Read);
     }
     if (step < w.steps - 1) return;
-    if (splits == 1) {
+    if (w.splits == 1) {
       push_rows(out, *bufs, kO, w.group, r0, r1, SimOp::Write);
       push_rows(out, *bufs, kL, w.group, r0, r1, SimOp::Write);
     } else {

@@ -102,7 +102,8 @@ bool parse_bool(const std::string& opt, const std::string& s) {
 // Options of `flashio run` (and the shape options of `flashio list`) as strings.
 struct AxisOptions {
   std::vector<std::string> method, pass, batch, heads, kv_heads, seqlen, seqlen_k, head_dim, dtype, causal, padding,
-      dropout, deterministic, block_r, block_c, mma, kv_layout, seqlens, varlen_as, pattern, density, sparse_block;
+      dropout, deterministic, block_r, block_c, mma, kv_layout, seqlens, varlen_as, seqlen_q, pattern, density,
+      sparse_block;
   std::string tokens, model_dim, seed, sparse_window, sparse_global;
 };
 
@@ -137,6 +138,10 @@ void add_shape_options(CLI::App* app, AxisOptions& a) {
   app->add_option("--varlen-as", a.varlen_as,
                   "layout of --seqlens points: packed (cumulative offsets, no padding), padded (the same sequences "
                   "padded to the longest, key lengths = the lengths), or both: packed,padded")
+      ->delimiter(',');
+  app->add_option("--seqlen-q", a.seqlen_q,
+                  "varlen decode: queries per sequence of --seqlens points (the lengths are then the key lengths, "
+                  "K/V packed, Q dense [B, H, Nq, d]); default: self-attention, each sequence's own tokens")
       ->delimiter(',');
   app->add_option("--tokens", a.tokens, "batch = tokens / N (FlashAttention-2's setting: 16384)");
   app->add_option("--model-dim", a.model_dim, "heads = model-dim / d (FlashAttention-2's setting: 2048)");
@@ -229,6 +234,12 @@ SweepSpec build_spec(const AxisOptions& a, SweepSpec s) {
       if (!parse_seqlens(v, &why)) throw BadInput("--seqlens: " + why);
       return v;
     });
+  if (!a.seqlen_q.empty()) {
+    if (a.seqlens.empty())
+      throw BadInput(
+          "--seqlen-q: applies to --seqlens points only (a varlen decode; a dense point's queries: --seqlen)");
+    s.varlen_queries = parse_ints("seqlen-q", a.seqlen_q, 1);
+  }
   if (!a.varlen_as.empty()) {
     if (a.seqlens.empty()) throw BadInput("--varlen-as: applies to --seqlens points only (give --seqlens)");
     s.varlen_padded = parse_list<bool>("varlen-as", a.varlen_as, [](const std::string& v) {

@@ -51,7 +51,13 @@ Support check_common(const MethodInfo& info, const Problem& p, Pass pass, const 
   if (p.paged() && !info.paged_kv)
     return Support::no(fmt::format("{} cannot read a paged K/V cache ({}): it reads contiguous K/V [B, Hkv, Nk, d]",
                                    info.name, kv_layout_name(p)));
-  if (p.packed() && !info.varlen)
+  if (p.packed() && p.key_varlen() && !info.varlen_decode)
+    return Support::no(
+        fmt::format("{} cannot read a packed varlen decode (--seqlens {} --seqlen-q {}: K/V packed "
+                    "[Hkv, T, d], Q dense; flash_decode can); --varlen-as padded runs the same "
+                    "sequences padded to the longest",
+                    info.name, p.seqlens, p.seqlen_q));
+  if (p.packed_q() && !info.varlen)
     return Support::no(fmt::format("{} cannot read packed variable-length input (--seqlens {}): it reads [B, H, N, d] "
                                    "tensors; --varlen-as padded runs the same sequences padded to the longest",
                                    info.name, p.seqlens));

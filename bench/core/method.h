@@ -52,6 +52,9 @@ struct MethodInfo {
   // Reads packed variable-length input (Problem::packed(): [H, T, d] through cumulative
   // offsets, AttentionBuffers::cu_seqlens). False: a packed varlen point is skipped.
   bool varlen = false;
+  // Reads a packed varlen decode (Problem::key_varlen(): Q, O, L dense [B, H, Nq, ...], K, V
+  // [Hkv, T, d] through AttentionBuffers::cu_seqlens). False: such a point is skipped.
+  bool varlen_decode = false;
   // Honours Problem::deterministic: its backward is bitwise reproducible (always, or in the
   // deterministic mode). False: a deterministic bwd/fwdbwd point is skipped.
   bool deterministic = false;
@@ -73,7 +76,9 @@ struct AttentionBuffers {
   // block_table [B, ⌈Nk/P⌉] (int32) names the physical page of each logical one (KvPages).
   const int* block_table = nullptr;
   // A packed varlen problem (Problem::packed()): q, o [H, T, d], k, v [Hkv, T, d], lse [H, T],
-  // and cu_seqlens [B + 1] (int32) the offsets of the sequences' first tokens (cu[B] = T).
+  // and cu_seqlens [B + 1] (int32) the offsets of the sequences' first tokens (cu[B] = T). A packed
+  // varlen decode (Problem::key_varlen()): only k, v are packed [Hkv, T, d], with cu_seqlens; q, o,
+  // lse dense as above.
   const int* cu_seqlens = nullptr;
   const void* d_o = nullptr;     // [B, H, Nq, d]
   void* dq = nullptr;

@@ -196,9 +196,9 @@ static double sparse_density_or_one(const Problem& p) {
 
 double flops(const Problem& p, Pass pass) {
   double fwd = 4.0 * double(p.batch) * double(p.heads) * double(p.seqlen_q) * double(p.nk()) * double(p.head_dim);
-  if (p.varlen()) {  // the real tokens' work only, packed or padded: Σ_b 4·H·L_b²·d
-    double sq = 0.0;
-    for (int32_t len : p.seq_lengths) sq += double(len) * double(len);
+  if (p.varlen()) {  // the real tokens' work only, packed or padded: Σ_b 4·H·Nq_b·L_b·d
+    double sq = 0.0;    // Nq_b = L_b (self-attention) or seqlen_q (varlen decode)
+    for (int32_t len : p.seq_lengths) sq += double(p.key_varlen() ? p.seqlen_q : len) * double(len);
     fwd = 4.0 * double(p.heads) * sq * double(p.head_dim);
   }
   if (p.causal) fwd *= 0.5;

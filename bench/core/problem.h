@@ -55,6 +55,11 @@ struct Problem {
   // padding. varlen_padded: the same sequences padded to the longest, [B, H, N, d] with key
   // lengths = the lengths (the key-padding path), its queries past a length computed and unused.
   // A record embeds the lengths (to_json "seq_lengths"), so a file: spec's path is never re-read.
+  // Varlen decode (key_varlen(), --seqlen-q Nq with --seqlens): the lengths are the sequences'
+  // KEY lengths (each one's context in a KV cache) and every sequence has seqlen_q = Nq queries,
+  // fewer than the longest length, seqlen_k = the longest. Packed: Q, O [B, H, Nq, d] and
+  // L [B, H, Nq] dense, K, V [Hkv, T, d] packed as above; padded: K, V [B, Hkv, Nk, d] with key
+  // lengths = the lengths. A sequence of length 0 sees no key: its O rows are 0, its L −inf.
   std::string seqlens;
   std::vector<int32_t> seq_lengths;
   bool varlen_padded = false;
@@ -81,19 +86,27 @@ struct Problem {
   bool sparse() const { return !pattern.empty() && pattern != "none"; }
   bool paged() const { return kv_page > 0; }
   bool varlen() const { return !seqlens.empty(); }
-  bool packed() const { return varlen() && !varlen_padded; }  // the packed varlen layout
+  bool packed() const { return varlen() && !varlen_padded; }  // the packed varlen layout (K/V at least)
+  // Varlen decode: the lengths are key lengths, each sequence has seqlen_q queries (above).
+  bool key_varlen() const { return varlen() && nk() != seqlen_q; }
+  bool packed_q() const { return packed() && !key_varlen(); }  // Q, O and L packed too
   // Keys beyond a per-sequence length are masked: --padding random, or a padded varlen problem.
   bool key_padded() const { return padding != Padding::None || (varlen() && varlen_padded); }
-  // Real tokens: Σ seq_lengths for a varlen problem, else batch·seqlen_q.
+  // Real tokens: Σ seq_lengths for a varlen problem (keys of a varlen decode), else batch·seqlen_q.
   int64_t total_tokens() const;
+  // Real query rows per head: Σ seq_lengths for a (self-attention) varlen problem, else batch·seqlen_q.
+  int64_t query_tokens() const { return varlen() && !key_varlen() ? total_tokens() : batch * seqlen_q; }
   int64_t kvh() const { return kv_heads > 0 ? kv_heads : heads; }
   int64_t nk() const { return seqlen_k > 0 ? seqlen_k : seqlen_q; }
   double scale() const;
-  // Elements of Q (and O) and of K (and V) as stored: packed varlen H·T·d and Hkv·T·d.
-  int64_t q_elements() const { return packed() ? heads * total_tokens() * head_dim : batch * heads * seqlen_q * head_dim; }
+  // Elements of Q (and O) and of K (and V) as stored: packed varlen H·T·d and Hkv·T·d (varlen
+  // decode: Q dense B·H·Nq·d, K/V packed).
+  int64_t q_elements() const {
+    return packed_q() ? heads * total_tokens() * head_dim : batch * heads * seqlen_q * head_dim;
+  }
   int64_t kv_elements() const { return packed() ? kvh() * total_tokens() * head_dim : batch * kvh() * nk() * head_dim; }
   // Rows of L (query rows as stored): packed varlen H·T, else B·H·Nq.
-  int64_t lse_elements() const { return packed() ? heads * total_tokens() : batch * heads * seqlen_q; }
+  int64_t lse_elements() const { return packed_q() ? heads * total_tokens() : batch * heads * seqlen_q; }
 
   // The point's name, Google Benchmark style: b:4/h:16/n:4096/d:64/fp16[/causal]...[/det]
   std::string name() const;

@@ -25,7 +25,7 @@ std::vector<RowId> all_rows(const Problem& p) {
 }
 
 int64_t query_length(const Problem& p, int64_t b) {
-  return p.varlen() ? int64_t(p.seq_lengths[size_t(b)]) : p.seqlen_q;
+  return p.varlen() && !p.key_varlen() ? int64_t(p.seq_lengths[size_t(b)]) : p.seqlen_q;
 }
 
 double reference_cost(const Problem& p, int64_t nrows) {

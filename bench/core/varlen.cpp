@@ -117,8 +117,12 @@ std::vector<int32_t> draw_uniform_lengths_for_tokens(int64_t lo, int64_t hi, uin
   return out;
 }
 
-std::optional<std::string> resolve_varlen(Problem& p, std::optional<int64_t> tokens) {
+std::optional<std::string> resolve_varlen(Problem& p, std::optional<int64_t> tokens, int64_t queries) {
   if (!p.varlen()) return std::nullopt;
+  if (p.seqlen_k != 0)
+    return std::string(
+        "--seqlen-k does not apply to --seqlens points (the lengths are the key lengths); a varlen "
+        "decode takes --seqlen-q");
   std::string why;
   const auto spec = parse_seqlens(p.seqlens, &why);
   if (!spec) return "--seqlens: " + why;
@@ -140,9 +144,15 @@ std::optional<std::string> resolve_varlen(Problem& p, std::optional<int64_t> tok
     p.seq_lengths = draw_uniform_lengths(spec->lo, spec->hi, p.seed, p.batch);
   }
   p.batch = int64_t(p.seq_lengths.size());
-  p.seqlen_q = *std::max_element(p.seq_lengths.begin(), p.seq_lengths.end());
-  if (p.seqlen_q == 0)
-    return fmt::format("--seqlens {}: every sequence has length 0 (no token at all)", p.seqlens);
+  const int64_t longest = *std::max_element(p.seq_lengths.begin(), p.seq_lengths.end());
+  if (longest == 0) return fmt::format("--seqlens {}: every sequence has length 0 (no token at all)", p.seqlens);
+  if (queries > 0 && queries >= longest)
+    return fmt::format(
+        "--seqlens {} with --seqlen-q {}: a varlen decode has fewer queries per sequence than its "
+        "longest key length ({})",
+        p.seqlens, queries, longest);
+  p.seqlen_q = queries > 0 ? queries : longest;
+  p.seqlen_k = queries > 0 ? longest : 0;
   return std::nullopt;
 }
 
@@ -176,10 +186,12 @@ std::optional<std::string> varlen_invalid_reason(const Problem& p) {
     longest = std::max<int64_t>(longest, len);
   }
   if (longest == 0) return fmt::format("--seqlens {}: every sequence has length 0 (no token at all)", p.seqlens);
-  if (longest != p.seqlen_q)
-    return fmt::format("varlen: seqlen {} is not the longest sequence ({})", p.seqlen_q, longest);
-  if (p.seqlen_k != 0 && p.seqlen_k != p.seqlen_q)
-    return std::string("varlen is self-attention (each sequence's queries attend its own keys): --seqlen-k does not apply");
+  if (longest != p.nk())  // self-attention: seqlen_q is the longest; varlen decode: seqlen_k is
+    return fmt::format("varlen: seqlen{} {} is not the longest sequence ({})", p.key_varlen() ? "-k" : "", p.nk(),
+                       longest);
+  if (p.seqlen_q > p.nk())
+    return fmt::format("varlen decode: {} queries per sequence, more than the longest key length ({})", p.seqlen_q,
+                       p.nk());
   if (p.padding != Padding::None) return std::string("varlen lengths are the key lengths: --padding does not apply");
   if (p.paged()) return std::string("varlen with a paged K/V cache is not supported (--kv-layout contiguous)");
   if (p.sparse()) return std::string("varlen with a block-sparse pattern is not supported");

@@ -9,7 +9,9 @@
 //                 commas, '#' comments to the end of a line; the file's count is the batch
 //                 (--batch and --tokens do not apply).
 // A length may be 0 (that sequence has no rows: nothing is written for it); the total must be
-// positive. Names end /varlen:uniform:A-B or /varlen:file:BASENAME (and /padded for the padded
+// positive. With --seqlen-q Nq (Nq below the longest length) the lengths are KEY lengths: a varlen
+// decode (Problem::key_varlen), each sequence with Nq queries over its own keys, K/V packed; a
+// sequence of length 0 then has Nq rows that see no key (O = 0, L = −inf). Names end /varlen:uniform:A-B or /varlen:file:BASENAME (and /padded for the padded
 // twin, --varlen-as padded).
 #pragma once
 #include <cstdint>
@@ -46,9 +48,12 @@ std::vector<int32_t> draw_uniform_lengths(int64_t lo, int64_t hi, uint64_t seed,
 std::vector<int32_t> draw_uniform_lengths_for_tokens(int64_t lo, int64_t hi, uint64_t seed, int64_t tokens);
 
 // Resolves p.seqlens into p.seq_lengths, p.batch (their count) and p.seqlen_q (the longest);
-// `tokens`: --tokens when the batch was not given. A file: spec reads its file. Returns why it
-// cannot (a spec that does not parse, a file that cannot be read or parsed, no token at all).
-std::optional<std::string> resolve_varlen(Problem& p, std::optional<int64_t> tokens);
+// `tokens`: --tokens when the batch was not given. `queries` > 0 (--seqlen-q): a varlen decode
+// problem (Problem::key_varlen): the lengths are key lengths, seqlen_k the longest, seqlen_q =
+// `queries`, which must be below the longest. A file: spec reads its file. Returns why it cannot
+// (a spec that does not parse, a file that cannot be read or parsed, no token at all, too many
+// queries).
+std::optional<std::string> resolve_varlen(Problem& p, std::optional<int64_t> tokens, int64_t queries = 0);
 
 // Cumulative offsets [B + 1] of a varlen problem's sequences (cu[0] = 0, cu[B] = T).
 std::vector<int64_t> cu_seqlens(const Problem& p);

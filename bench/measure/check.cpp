@@ -26,7 +26,7 @@ Tolerance gradient_tolerance_for(DType t) {
 }
 
 std::vector<RowId> rows_to_check(const Problem& p, double budget_macs) {
-  const int64_t total = p.heads * (p.varlen() ? p.total_tokens() : p.batch * p.seqlen_q);
+  const int64_t total = p.heads * p.query_tokens();
   if (reference_cost(p, total) <= budget_macs) return all_rows(p);
 
   std::set<std::tuple<int64_t, int64_t, int64_t>> picked;
@@ -34,11 +34,11 @@ std::vector<RowId> rows_to_check(const Problem& p, double budget_macs) {
   std::vector<std::pair<int64_t, int64_t>> heads = {{0, 0}, {p.batch - 1, p.heads - 1}};
   for (int i = 0; i < 2; ++i) heads.push_back({int64_t(rng.next() % uint64_t(p.batch)), int64_t(rng.next() % uint64_t(p.heads))});
   if (p.varlen()) {  // and the longest sequence and the shortest non-empty one: both ends of the lengths
-    int64_t longest = 0, shortest = -1;
+    int64_t longest = 0, shortest = -1;  // (a varlen decode's shortest may be empty: its rows see no key)
     for (int64_t b = 0; b < p.batch; ++b) {
       const int64_t n = p.seq_lengths[size_t(b)];
       if (n > p.seq_lengths[size_t(longest)]) longest = b;
-      if (n > 0 && (shortest < 0 || n < p.seq_lengths[size_t(shortest)])) shortest = b;
+      if ((n > 0 || p.key_varlen()) && (shortest < 0 || n < p.seq_lengths[size_t(shortest)])) shortest = b;
     }
     heads.push_back({longest, int64_t(rng.next() % uint64_t(p.heads))});
     if (shortest >= 0) heads.push_back({shortest, int64_t(rng.next() % uint64_t(p.heads))});
@@ -124,7 +124,7 @@ CheckResult compare_with_reference(const Problem& p, const std::vector<RowId>& r
   const Tolerance tol = tolerance_for(p.dtype);
   CheckResult c;
   c.rows_checked = int64_t(rows.size());
-  c.rows_total = p.heads * (p.varlen() ? p.total_tokens() : p.batch * p.seqlen_q);  // real tokens' rows
+  c.rows_total = p.heads * p.query_tokens();  // real tokens' rows
   c.scope = c.rows_checked == c.rows_total ? "all rows" : "sampled rows";
   c.lse_checked = lse != nullptr;
   const TensorCheck o = compare_tensor("o", gather_rows(p, out, rows), ref_out, tol.atol_rms, tol.rtol);
@@ -142,7 +142,7 @@ CheckResult compare_with_reference(const Problem& p, const std::vector<RowId>& r
 }
 
 int64_t stored_row(const Problem& p, const std::vector<int64_t>& cu, const RowId& r) {
-  if (p.packed()) return r.h * cu.back() + cu[size_t(r.b)] + r.i;
+  if (p.packed_q()) return r.h * cu.back() + cu[size_t(r.b)] + r.i;
   return (r.b * p.heads + r.h) * p.seqlen_q + r.i;
 }
 

@@ -123,18 +123,18 @@ DeviceSide make_device_side(const HostForward& h, DeviceAllocator& alloc, cudaSt
     d.cu_seqlens = DeviceBuffer(alloc, cu.size() * sizeof(int32_t));
     FLASHIO_CUDA_CHECK(
         cudaMemcpyAsync(d.cu_seqlens.get(), cu.data(), d.cu_seqlens.bytes(), cudaMemcpyHostToDevice, stream));
-    for (auto [buf, which, heads] :
-         {std::tuple<DeviceBuffer*, InputTensor, int64_t>{&d.q, InputTensor::Q, p.heads},
-          {&d.k, InputTensor::K, p.kvh()}, {&d.v, InputTensor::V, p.kvh()}}) {
+    for (auto [buf, which, heads, padded_to] :
+         {std::tuple<DeviceBuffer*, InputTensor, int64_t, int64_t>{&d.q, InputTensor::Q, p.heads, p.seqlen_q},
+          {&d.k, InputTensor::K, p.kvh(), p.nk()}, {&d.v, InputTensor::V, p.kvh(), p.nk()}}) {
+      if (which == InputTensor::Q && !p.packed_q()) continue;  // a varlen decode's Q is dense
       *buf = DeviceBuffer(alloc, size_t(heads * p.total_tokens() * p.head_dim) * 2);
-      const VarlenGeometry g{p.batch, heads, p.total_tokens(), p.seqlen_q, p.head_dim};
+      const VarlenGeometry g{p.batch, heads, p.total_tokens(), padded_to, p.head_dim};
       generate_varlen_inputs_on_device(buf->as<uint16_t>(), d.cu_seqlens.as<int32_t>(), g, p.dtype, p.seed, which,
                                        stream);
     }
     FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));  // `cu`
-  } else {
-    d.q = generate(p, InputTensor::Q, p.q_elements(), alloc, stream);
   }
+  if (!p.packed_q()) d.q = generate(p, InputTensor::Q, p.q_elements(), alloc, stream);
   if (p.paged()) {  // the pages, in the block table's order; the last pages' slots past Nk are zeros
     d.block_table = DeviceBuffer(alloc, h.pages.table.size() * sizeof(int32_t));
     FLASHIO_CUDA_CHECK(cudaMemcpyAsync(d.block_table.get(), h.pages.table.data(), d.block_table.bytes(),
@@ -166,7 +166,7 @@ DeviceSide make_device_side(const HostForward& h, DeviceAllocator& alloc, cudaSt
 
 void add_device_gradients(const Problem& p, DeviceSide& d, DeviceAllocator& alloc, cudaStream_t stream) {
   if (d.d_o.get()) return;
-  if (p.packed()) {  // as Q (no method has a packed backward yet; the inputs are right all the same)
+  if (p.packed_q()) {  // as Q (no method has a packed backward yet; the inputs are right all the same)
     d.d_o = DeviceBuffer(alloc, size_t(p.q_elements()) * 2);
     const VarlenGeometry g{p.batch, p.heads, p.total_tokens(), p.seqlen_q, p.head_dim};
     generate_varlen_inputs_on_device(d.d_o.as<uint16_t>(), d.cu_seqlens.as<int32_t>(), g, p.dtype, p.seed,
@@ -184,7 +184,11 @@ void verify(const HostForward& f, const HostTensor& q, const HostTensor& k, cons
             const HostTensor* d_o, DeviceSide& d) {
   const Problem& p = f.problem;
   if (p.packed()) {
-    verify_packed_tensor("Q", p, q, d.q, p.heads, d.q_checked);
+    if (p.packed_q()) {
+      verify_packed_tensor("Q", p, q, d.q, p.heads, d.q_checked);
+    } else {  // a varlen decode: Q dense
+      verify_tensor("Q", q, d.q, d.q_checked);
+    }
     verify_packed_tensor("K", p, k, d.k, p.kvh(), d.k_checked);
     verify_packed_tensor("V", p, v, d.v, p.kvh(), d.v_checked);
     return;  // no dO: a packed problem has no backward

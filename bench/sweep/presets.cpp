@@ -151,6 +151,21 @@ std::vector<Preset> make_presets() {
                     "dtype": "fp16", "causal": [false, true], "seqlens": "uniform:512-8192",
                     "varlen_as": ["packed", "padded"]}]})",
                {"flash2"}});
+  // Variable-length decode (issue 20): Llama 3 8B's attention, one query per sequence over its own
+  // context (key lengths uniform in 1k-16k and 4k-32k), batch 8 and 32; flash_decode on the packed
+  // K/V and on the same sequences padded to the longest (key lengths = the lengths), flash2 on the
+  // padded twin (it reads no packed decode).
+  p.push_back({"llama3-8b-decode-varlen",
+               "variable-length decoding on Llama 3 8B's attention (GQA 32:8, d 128): one query, batch 8 and 32, "
+               "context lengths uniform in 1k-16k and 4k-32k, flash_decode packed and padded to the longest",
+               R"({"sweeps": [
+                   {"method": "flash_decode", "pass": "fwd", "batch": [8, 32], "heads": 32, "kv_heads": 8,
+                    "head_dim": 128, "dtype": "fp16", "seqlens": ["uniform:1024-16384", "uniform:4096-32768"],
+                    "seqlen_q": 1, "varlen_as": ["packed", "padded"]},
+                   {"method": "flash2", "pass": "fwd", "batch": [8, 32], "heads": 32, "kv_heads": 8,
+                    "head_dim": 128, "dtype": "fp16", "seqlens": ["uniform:1024-16384", "uniform:4096-32768"],
+                    "seqlen_q": 1, "varlen_as": "padded"}]})",
+               {"flash_decode", "flash2"}});
   return p;
 }
 

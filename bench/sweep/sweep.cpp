@@ -58,6 +58,7 @@ std::vector<Point> expand(const SweepSpec& s) {
   require_nonempty(s.kv_page, "kv-layout");
   require_nonempty(s.seqlens, "seqlens");
   require_nonempty(s.varlen_padded, "varlen-as");
+  require_nonempty(s.varlen_queries, "seqlen-q");
   require_nonempty(s.pattern, "pattern");
   require_nonempty(s.density, "density");
   require_nonempty(s.sparse_block, "sparse-block");
@@ -89,7 +90,7 @@ std::vector<Point> expand(const SweepSpec& s) {
   for (size_t n :
        {s.dtypes.size(), s.head_dim.size(), s.causal.size(), s.padding.size(), s.dropout.size(), heads.size(),
         s.kv_heads.size(), batches.size(), s.seqlen.size(), s.seqlen_k.size(), s.block_r.size(), s.block_c.size(),
-        s.mma.size(), s.kv_page.size(), s.seqlens.size(), s.varlen_padded.size(), sparsity.size(), s.deterministic.size(), s.methods.size(), s.passes.size()})
+        s.mma.size(), s.kv_page.size(), s.seqlens.size(), s.varlen_padded.size(), s.varlen_queries.size(), sparsity.size(), s.deterministic.size(), s.methods.size(), s.passes.size()})
     if (count) count = checked_mul(*count, int64_t(n));
   if (!count || *count > kMaxPoints)
     throw std::invalid_argument(fmt::format("the sweep has {} points, more than flashio's bound of {}",
@@ -111,11 +112,12 @@ std::vector<Point> expand(const SweepSpec& s) {
                             for (int kv_page : s.kv_page)
                               for (const std::string& seqlens : s.seqlens)
                               for (bool padded : s.varlen_padded)
+                              for (int64_t queries : s.varlen_queries)
                               for (const Sparsity& sp : sparsity) {
                                 const bool varlen = !seqlens.empty();
                                 // Axes a varlen point does not have (its N and, for a file, its
                                 // batch come from the lengths), so no point repeats.
-                                if (!varlen && padded) continue;
+                                if (!varlen && (padded || queries != s.varlen_queries.front())) continue;
                                 if (varlen && n != s.seqlen.front()) continue;
                                 if (varlen && seqlens.rfind("file:", 0) == 0 && b0 != batches.front()) continue;
                                 Problem p;
@@ -155,7 +157,7 @@ std::vector<Point> expand(const SweepSpec& s) {
                                 }
                                 if (varlen) {
                                   if (s.tokens) p.batch = 1;  // resolve_varlen draws the count
-                                  if (auto why = resolve_varlen(p, s.tokens)) throw std::invalid_argument(*why);
+                                  if (auto why = resolve_varlen(p, s.tokens, queries)) throw std::invalid_argument(*why);
                                 }
                                 if (auto why = p.invalid_reason()) throw std::invalid_argument(*why);
                                 for (bool det : s.deterministic) {  // innermost: one problem's inputs shared

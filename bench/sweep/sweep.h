@@ -34,6 +34,9 @@ struct SweepSpec {
   // (its batch is the file's count); with tokens, uniform lengths fill a pack of that many tokens.
   std::vector<std::string> seqlens = {""};
   std::vector<bool> varlen_padded = {false};  // --varlen-as packed (false), padded (true)
+  // --seqlen-q of varlen points: 0 = each sequence's queries are its own tokens (self-attention);
+  // Nq > 0 = a varlen decode, Nq queries per sequence over its key length (Problem::key_varlen).
+  std::vector<int64_t> varlen_queries = {0};
   // Block sparsity (bench/core/sparsity.h): "" or "none" = dense. density applies to the random
   // pattern only and sparse_block to patterns only, so they add no duplicate dense points.
   std::vector<std::string> pattern = {""};

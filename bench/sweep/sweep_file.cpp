@@ -66,7 +66,7 @@ class AxisReader {
 const std::set<std::string> kAxisKeys = {"method",  "pass",      "batch",         "heads",         "kv_heads",
                                          "seqlen",  "seqlen_k",  "head_dim",      "dtype",         "causal",
                                          "padding", "dropout",   "deterministic", "block_r",       "block_c",
-                                         "mma",     "kv_layout", "seqlens", "varlen_as", "pattern",       "density",       "sparse_block",
+                                         "mma",     "kv_layout", "seqlens", "varlen_as", "seqlen_q", "pattern",       "density",       "sparse_block",
                                          "tokens",  "model_dim", "seed",          "sparse_window", "sparse_global"};
 
 SweepSpec parse_one_sweep(const json& obj, const std::string& where) {
@@ -145,6 +145,9 @@ SweepSpec parse_one_sweep(const json& obj, const std::string& where) {
     return v == "padded";
   });
   if (obj.contains("varlen_as") && !obj.contains("seqlens")) r.fail("varlen_as", "applies to \"seqlens\" points only");
+  r.list("seqlen_q", s.varlen_queries, int_axis(1));
+  if (obj.contains("seqlen_q") && !obj.contains("seqlens"))
+    r.fail("seqlen_q", "applies to \"seqlens\" points only (a varlen decode: the lengths are the key lengths)");
   // Block sparsity (bench/core/sparsity.h); a pattern name is checked by expand().
   r.list("pattern", s.pattern, [&](const char* k, const json& e) { return r.text(k, e); });
   r.list("density", s.density, [&](const char* k, const json& e) {

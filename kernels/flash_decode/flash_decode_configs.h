@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "bench/core/host_device.h"
 #include "bench/core/problem.h"
 
 // The head dims flash_decode is compiled for: the one list CMake's instantiations
@@ -40,7 +41,8 @@ constexpr int flash_decode_smem_bytes(int head_dim) {
   return (kDecodeBlockM + 2 * flash_decode_stages(head_dim) * kDecodeBlockN) * (head_dim + 8) * 2;
 }
 
-// How a problem's K/V range is split across thread blocks.
+// How a problem's K/V range is split across thread blocks (a packed varlen decode: tiles and
+// splits are the longest sequence's, the grid's; each sequence runs decode_sequence_splits).
 struct DecodeSplit {
   int row_tiles = 1;        // ⌈(H/Hkv)·Nq / 16⌉ thread blocks per (batch, K/V head) and split
   int tiles = 0;            // K/V tiles of 64 keys the rows see (⌈Nk/64⌉; causal: ⌈min(Nk, Nq)/64⌉)
@@ -50,21 +52,44 @@ struct DecodeSplit {
   int64_t blocks() const { return int64_t(splits) * row_tiles; }  // per (batch, K/V head)
 };
 
+// K/V tiles of 64 keys that the rows of a sequence with `keys` keys see (causal: top-left, the
+// first Nq keys at most).
+FLASHIO_HOST_DEVICE constexpr int decode_tiles(int64_t keys, int64_t seqlen_q, bool causal) {
+  return int(((causal && seqlen_q < keys ? seqlen_q : keys) + kDecodeBlockN - 1) / kDecodeBlockN);
+}
+
+// Varlen decode (Problem::key_varlen): the splits of a sequence whose rows see `tiles` tiles, at
+// `tiles_per_split` each: ⌈tiles / tiles_per_split⌉, and 1 for a sequence with no key (its one
+// split writes O = 0 and L = −inf). The grid's splits past it do nothing.
+FLASHIO_HOST_DEVICE constexpr int decode_sequence_splits(int tiles, int tiles_per_split) {
+  return tiles <= tiles_per_split ? 1 : (tiles + tiles_per_split - 1) / tiles_per_split;
+}
+
 // The split count: the smallest whose grid fills the GPU's resident-block slots (SMs × blocks per
 // SM) in waves at least 95 % as evenly as the best count does, each split streaming at least
 // kDecodeMinTilesPerSplit tiles (so a short cache is not split into tiles' worth of partials).
 // Then the tiles are dealt evenly and the split count is recomputed so that no split is empty.
 // `forced` > 0 asks for that many splits (clamped to [1, tiles]).
+// Packed varlen decode (Problem::key_varlen): the same rule over the longest sequence's tiles, with the
+// grid's real blocks counted — Σ_b decode_sequence_splits(tiles_b, ⌈tiles / n⌉) per (K/V head,
+// row tile) for n splits of the longest, not B·n — since the blocks past a sequence's splits end
+// at once: the short sequences are not split, the long ones as far as the slots want.
 inline DecodeSplit flash_decode_split(const Problem& p, int sm_count, int64_t smem_per_sm, int forced = 0) {
   DecodeSplit s;
   const int64_t group_rows = p.heads / p.kvh() * p.seqlen_q;
   s.row_tiles = int((group_rows + kDecodeBlockM - 1) / kDecodeBlockM);
-  const int64_t key_end = p.causal ? std::min(p.nk(), p.seqlen_q) : p.nk();
-  s.tiles = int((key_end + kDecodeBlockN - 1) / kDecodeBlockN);
+  s.tiles = decode_tiles(p.nk(), p.seqlen_q, p.causal);
   const int64_t per_block = flash_decode_smem_bytes(int(p.head_dim)) + 1024;  // + the SM's reserve per block
   s.blocks_per_sm = int(std::clamp<int64_t>(smem_per_sm / per_block, 1, 16));
-  const int64_t base = p.batch * p.kvh() * s.row_tiles;
+  const int64_t base = p.kvh() * s.row_tiles;
   const int64_t slots = int64_t(std::max(sm_count, 1)) * s.blocks_per_sm;
+  auto blocks = [&](int n) {  // the grid's blocks that run, with n splits of the longest sequence
+    if (!(p.packed() && p.key_varlen())) return p.batch * base * n;  // the padded twin runs every split
+    const int per_split = (s.tiles + n - 1) / n;
+    int64_t sum = 0;
+    for (int32_t len : p.seq_lengths) sum += decode_sequence_splits(decode_tiles(len, p.seqlen_q, p.causal), per_split);
+    return sum * base;
+  };
   int want = 1;
   if (forced > 0) {
     want = std::min(forced, std::max(s.tiles, 1));
@@ -72,7 +97,7 @@ inline DecodeSplit flash_decode_split(const Problem& p, int sm_count, int64_t sm
     const int max_splits =
         std::max(1, std::min(kDecodeMaxSplits, s.tiles / kDecodeMinTilesPerSplit));
     auto efficiency = [&](int n) {
-      const double waves = double(base * n) / double(slots);
+      const double waves = double(blocks(n)) / double(slots);
       return waves / std::ceil(waves);
     };
     double best = 0;

@@ -19,6 +19,12 @@
 // the block table once per warp and tile; the contiguous layout is the same code with one page
 // of Nk keys per (batch, K/V head). Keys past the batch's length are zero-filled, never read.
 //
+// Varlen decode (kVarlen, Problem::key_varlen): K/V packed [Hkv, T, d], sequence b's L_b keys
+// from row cu[b] of each head; Q, O, L dense as above. Sequence b has its own split count,
+// decode_sequence_splits(⌈L_b/64⌉, tiles_per_split): the grid's blocks past it return at once,
+// and its last split counts only its own splits. L_b = 0: one split that sees no key (O = 0,
+// L = −inf). kVarlen = false is the dense kernel, unchanged.
+//
 // IO per (batch, K/V head), e = element bytes, G = H/Hkv, s = splits, R = row tiles:
 // K and V read R times (once for R = 1: G·Nq ≤ 16), Q read and O, L written once; with s > 1
 // the partials, s·G·Nq·(4d + 4) bytes, written by the splits and read by the last one
@@ -88,12 +94,14 @@ struct DecodeMask {
 // One warp's slice of K/V tile `tile`: keys tile·64 + warp·16 …, 16 rows of d into a padded
 // (kWarpKeys, kStride) shared slice each for K and V; keys ≥ nk zero-filled (their scores are
 // masked, and zero V rows keep 0·garbage out of O). The page is looked up once per slice.
-template <typename Tr>
+template <typename Tr, bool kVarlen>
 __device__ __forceinline__ void load_kv_slice(const DecodeParams& p, int b, int hk, int key0, int nk, int lane,
-                                              typename Tr::Element* sk, typename Tr::Element* sv) {
+                                              typename Tr::Element* sk, typename Tr::Element* sv, int seq_start) {
   using T = typename Tr::Element;
   int64_t row = 0;  // the slice's first row in K/V, rows of d elements
-  if (key0 < nk) {
+  if constexpr (kVarlen) {  // packed [Hkv, T, d]: the sequence's keys from row cu[b] of head hk
+    if (key0 < nk) row = int64_t(hk) * p.total_tokens + seq_start + key0;
+  } else if (key0 < nk) {
     int phys = b, in_page = key0;
     if (p.block_table) {
       const int page = key0 / p.page;
@@ -117,7 +125,7 @@ __device__ __forceinline__ void load_kv_slice(const DecodeParams& p, int b, int 
   }
 }
 
-template <typename Tr, bool kCausal>
+template <typename Tr, bool kCausal, bool kVarlen>
 __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const DecodeParams p) {
   using T = typename Tr::Element;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -137,10 +145,16 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const
   const int rows = min(Tr::kBlockM, group_rows - row0);
   const int64_t grow0 = (int64_t(b) * p.heads + int64_t(hk) * (p.heads / p.kv_heads)) * p.seqlen_q + row0;
 
-  // This split's K/V tiles: [first, first + count) of those any row sees.
-  const int nk = fwd_key_length(p, b);
+  // This split's K/V tiles: [first, first + count) of those any row sees. Varlen: this
+  // sequence's splits only (the grid's are the longest sequence's).
+  const int nk = fwd_key_length<kVarlen>(p, b);
+  const int seq_start = kVarlen ? p.cu_seqlens[b] : 0;
   const DecodeMask<kCausal> mask{nk, p.seqlen_q, row0};
   const int tiles = kv_tile_count(kCausal ? min(nk, p.seqlen_q) : nk, Tr::kBlockN);
+  // (A function, not a local copy: the dense kernel then reads p.splits where it always did, and
+  // compiles to the SASS it had before varlen.)
+  auto splits = [&] { return kVarlen ? decode_sequence_splits(tiles, p.tiles_per_split) : p.splits; };
+  if (kVarlen && split >= splits()) return;
   const int first = split * p.tiles_per_split;
   const int count = max(0, min(tiles, first + p.tiles_per_split) - first);
 
@@ -161,7 +175,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const
   // The ring's first kStages − 1 slices in flight (a group each, empty past the split's end).
 #pragma unroll
   for (int s = 0; s < Tr::kStages - 1; ++s) {
-    if (s < count) load_kv_slice<Tr>(p, b, hk, slice_key0(s), nk, lane, slice_k(s), slice_v(s));
+    if (s < count) load_kv_slice<Tr, kVarlen>(p, b, hk, slice_key0(s), nk, lane, slice_k(s), slice_v(s), seq_start);
     cp_async_commit();
   }
 
@@ -181,7 +195,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const
     const int ahead = it + Tr::kStages - 1;  // refill the stage of slice it − 1
     if (ahead < count) {
       const int s = ahead % Tr::kStages;
-      load_kv_slice<Tr>(p, b, hk, slice_key0(ahead), nk, lane, slice_k(s), slice_v(s));
+      load_kv_slice<Tr, kVarlen>(p, b, hk, slice_key0(ahead), nk, lane, slice_k(s), slice_v(s), seq_start);
     }
     cp_async_commit();
 
@@ -257,7 +271,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const
       acc.x += wt * x.x, acc.y += wt * x.y, acc.z += wt * x.z, acc.w += wt * x.w;
     }
     const int64_t grow = grow0 + r;
-    if (p.splits == 1) {
+    if (splits() == 1) {
       *reinterpret_cast<uint2*>(static_cast<T*>(p.o) + grow * Tr::kHeadDim + col) =
           make_uint2(pack2<T>(acc.x, acc.y), pack2<T>(acc.z, acc.w));
     } else {
@@ -266,13 +280,13 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const
   }
   if (threadIdx.x < rows) {
     const int64_t grow = grow0 + threadIdx.x;
-    if (p.splits == 1) {
+    if (splits() == 1) {
       p.lse[grow] = sLse[threadIdx.x];
     } else {
       p.lse_partial[split * total_rows + grow] = sLse[threadIdx.x];
     }
   }
-  if (p.splits == 1) return;
+  if (splits() == 1) return;
 
   // The last split of these rows to finish combines them (the other splits' partials read from
   // L2, past L1, which may hold none of them): L = m + ln Σ_s e^{L_s − m} (m = max_s L_s; a
@@ -282,7 +296,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const
   __syncthreads();
   if (threadIdx.x == 0) {
     int* done = p.splits_done + int64_t(b) * gridDim.y + blockIdx.y;
-    last = atomicAdd(done, 1) == p.splits - 1;
+    last = atomicAdd(done, 1) == splits() - 1;
     if (last) *done = 0;  // zero for the next launch
   }
   __syncthreads();
@@ -293,16 +307,16 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const
     const int r = threadIdx.x;
     const int64_t grow = grow0 + r;
     float m = -INFINITY;
-    for (int s = 0; s < p.splits; ++s) m = fmaxf(m, __ldcg(p.lse_partial + s * total_rows + grow));
+    for (int s = 0; s < splits(); ++s) m = fmaxf(m, __ldcg(p.lse_partial + s * total_rows + grow));
     float sum = 0.f;
-    for (int s = 0; s < p.splits; ++s) {
+    for (int s = 0; s < splits(); ++s) {
       const float ls = __ldcg(p.lse_partial + s * total_rows + grow);
       const float e = ls == -INFINITY ? 0.f : exp2f((ls - m) * kLog2e);
       sWeight[r * kDecodeMaxSplits + s] = e;
       sum += e;
     }
     const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    for (int s = 0; s < p.splits; ++s) sWeight[r * kDecodeMaxSplits + s] *= inv;
+    for (int s = 0; s < splits(); ++s) sWeight[r * kDecodeMaxSplits + s] *= inv;
     p.lse[grow] = sum > 0.f ? m + __logf(sum) : -INFINITY;
   }
   __syncthreads();
@@ -311,7 +325,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const
     if (r >= rows) continue;
     const int64_t grow = grow0 + r;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int s = 0; s < p.splits; ++s) {
+    for (int s = 0; s < splits(); ++s) {
       const float w = sWeight[r * kDecodeMaxSplits + s];
       const float4 x = __ldcg(reinterpret_cast<const float4*>(p.o_partial + (s * total_rows + grow) * Tr::kHeadDim + col));
       acc.x += w * x.x, acc.y += w * x.y, acc.z += w * x.z, acc.w += w * x.w;

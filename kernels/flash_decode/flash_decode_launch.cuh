@@ -1,4 +1,5 @@
-// Launch of flash_decode for one (element type, head dim): the split kernel, causal or not.
+// Launch of flash_decode for one (element type, head dim): the split kernel, causal or not, dense
+// or varlen decode (K/V packed through cu_seqlens).
 #pragma once
 #include "bench/cuda/cuda_check.h"
 #include "kernels/flash_decode/flash_decode_kernel.cuh"
@@ -9,7 +10,10 @@ template <typename T, int kHeadDim>
 void run_flash_decode(const DecodeParams& p, cudaStream_t stream) {
   using Tr = FlashDecodeTraits<T, kHeadDim>;
   const dim3 grid(unsigned(p.splits), unsigned(p.kv_heads * p.row_tiles), unsigned(p.batch));
-  auto kernel = p.causal ? flash_decode_split_kernel<Tr, true> : flash_decode_split_kernel<Tr, false>;
+  auto kernel =
+      p.cu_seqlens
+          ? (p.causal ? flash_decode_split_kernel<Tr, true, true> : flash_decode_split_kernel<Tr, false, true>)
+          : (p.causal ? flash_decode_split_kernel<Tr, true, false> : flash_decode_split_kernel<Tr, false, false>);
   FLASHIO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
   kernel<<<grid, Tr::kNThreads, Tr::kSmemBytes, stream>>>(p);
   FLASHIO_CHECK_LAUNCH();

@@ -35,10 +35,12 @@ class FlashDecode final : public Method {
     i.dropout = false;
     i.gqa = true;
     i.paged_kv = true;
+    i.varlen_decode = true;
     i.mma = {"mma.sync"};
     i.notes = fmt::format(
         "decoding: at most {} queries per sequence; forward only (decoding has no backward); contiguous or paged "
-        "K/V (pages of a multiple of {} tokens); the split count follows the SM count (tiles.splits)",
+        "K/V (pages of a multiple of {} tokens), or packed varlen K/V (--seqlens with --seqlen-q); the split count "
+        "follows the SM count (tiles.splits)",
         kernels::kDecodeMaxQueries, kKvPageMultiple);
     return i;
   }
@@ -49,8 +51,13 @@ class FlashDecode final : public Method {
     if (Support s = check_common(info(), p, pass, dev); !s) return s;
     if (Support s = check_fused_kernels(p, dev); !s) return s;
     if (p.seqlen_q > kernels::kDecodeMaxQueries)
-      return Support::no(fmt::format("flash_decode decodes at most {} queries per sequence (got {}): use flash2",
-                                     kernels::kDecodeMaxQueries, p.seqlen_q));
+      return Support::no(fmt::format("flash_decode decodes at most {} queries per sequence (got {}): {}",
+                                     kernels::kDecodeMaxQueries, p.seqlen_q,
+                                     p.packed() ? "a packed varlen decode has no other method; --varlen-as padded "
+                                                  "runs the same sequences on flash2"
+                                                : "use flash2"));
+    if (p.packed() && p.total_tokens() > kMaxExtent)
+      return Support::no("packed K/V of more than 2^31 - 1 tokens is not supported (32-bit cu_seqlens)");
     if ((p.block_r > 0 && p.block_r != kernels::kDecodeBlockM) ||
         (p.block_c > 0 && p.block_c != kernels::kDecodeBlockN))
       return Support::no(fmt::format("flash_decode has one tile, {}x{} (asked: {}x{})", kernels::kDecodeBlockM,

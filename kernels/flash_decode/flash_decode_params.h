@@ -27,10 +27,15 @@ struct DecodeParams {
   int* splits_done;
   int batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim;
   int page, pages_per_seq;
-  int row_tiles;  // ⌈(H/Hkv)·Nq / 16⌉
-  int splits, tiles_per_split;
-  float scale_log2;  // softmax scale · log2(e)
-  bool causal;       // top-left aligned, as every method (bench/core/problem.h)
+  int row_tiles;                // ⌈(H/Hkv)·Nq / 16⌉
+  int splits, tiles_per_split;  // varlen: the grid's splits; sequence b has decode_sequence_splits of them
+  float scale_log2;             // softmax scale · log2(e)
+  bool causal;                  // top-left aligned, as every method (bench/core/problem.h)
+  // Varlen decode (cu_seqlens non-null): K, V packed [Hkv, T, d], T = total_tokens, key `key` of
+  // (b, hk) at row hk·T + cu_seqlens[b] + key, sequence b's keys cu_seqlens[b + 1] − cu_seqlens[b].
+  // Last, so the dense kernel's parameter offsets (and its SASS) are those it had before.
+  const int* cu_seqlens;  // [B + 1] or null (the names fwd_key_length reads)
+  int64_t total_tokens;
 };
 
 // The split kernel over grid (splits, Hkv·row_tiles, B); with splits > 1 the last split of each

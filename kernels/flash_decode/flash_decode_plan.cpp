@@ -42,6 +42,8 @@ class FlashDecodePlan final : public Plan {
     k.k = buf.k;
     k.v = buf.v;
     k.block_table = p_.paged() ? buf.block_table : nullptr;
+    k.cu_seqlens = p_.packed() ? buf.cu_seqlens : nullptr;  // a varlen decode (supports() admits no other)
+    k.total_tokens = p_.packed() ? p_.total_tokens() : 0;
     k.o = buf.o;
     k.lse = buf.lse;
     k.key_lengths = buf.key_lengths;
