@@ -39,6 +39,31 @@ bin="${FLASHIO_BIN:-build/flashio}"
 mkdir -p "$out"
 gpu=$("$bin" device --json | python3 -c 'import json,sys,re; print(re.sub("[^a-z0-9]+","-",json.load(sys.stdin)["name"].lower()).strip("-"))')
 
+# A field of a result file: json_field FILE KEY [KEY ...] (nested keys).
+json_field() {
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+for k in sys.argv[2:]: d=d[k]
+print(d)' "$@"
+}
+
+# One experiment in FlashAttention-2's setting (16k tokens, model dim 2048, 20 repetitions after 3
+# warm-ups): METHODS on the axes into $out/$gpu-NAME.json, then SDPA's BACKENDS on the same points
+# under that run's id and revision ($out/$gpu-NAME-sdpa.json); with a TABLE method, its ratios to
+# the first back-end (scripts/flash2_vs_sdpa.py).
+#   fa2_setting_with_peers NAME METHODS BACKENDS TABLE|"" AXES...
+fa2_setting_with_peers() {
+  local name=$1 methods=$2 backends=$3 table=$4
+  shift 4
+  local file="$out/$gpu-$name.json" peers="$out/$gpu-$name-sdpa.json"
+  "$bin" run --method "$methods" "$@" --tokens 16384 --model-dim 2048 --reps 20 --warmup 3 -q --out "$file"
+  python3 scripts/peers_sdpa.py --flashio "$bin" "$@" --backend "$backends" --tokens 16384 --model-dim 2048 \
+    --reps 20 --warmup 3 -q --run-id "$(json_field "$file" run_id)" --git-revision "$(json_field "$file" build git_revision)" \
+    --out "$peers"
+  if [ -n "$table" ]; then
+    python3 scripts/flash2_vs_sdpa.py "$file" "$peers" --method "$table" --peer "sdpa_${backends%%,*}"
+  fi
+}
+
 if [ "$what" = fa2 ] || [ "$what" = all ]; then
   axes=(--seqlen 512,1024,2048,4096,8192,16384 --head-dim 64,128 --causal false,true --pass fwd,fwdbwd)
   sweep="$out/fa2-sweep.json"  # standard and flash2 (default kernels), then flash2's mma.sync kernels
@@ -52,8 +77,8 @@ if [ "$what" = fa2 ] || [ "$what" = all ]; then
 JSON
   "$bin" run --sweep "$sweep" --reps 20 --warmup 3 -q --out "$out/$gpu-fa2.json"
   rm -f "$sweep"
-  run_id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$out/$gpu-fa2.json")
-  rev=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["build"]["git_revision"])' "$out/$gpu-fa2.json")
+  run_id=$(json_field "$out/$gpu-fa2.json" run_id)
+  rev=$(json_field "$out/$gpu-fa2.json" build git_revision)
   python3 scripts/peers_sdpa.py --flashio "$bin" "${axes[@]}" --backend flash,cudnn,efficient --tokens 16384 --model-dim 2048 \
     --reps 20 --warmup 3 -q --run-id "$run_id" --git-revision "$rev" --out "$out/$gpu-fa2-sdpa.json"
   # The math back-end materializes S in fp32 and is slow: up to N = 4096 only.
@@ -63,35 +88,18 @@ JSON
 fi
 
 if [ "$what" = d256 ] || [ "$what" = all ]; then
-  axes=(--seqlen 512,1024,2048,4096,8192,16384 --head-dim 256 --causal false,true --pass fwd,bwd,fwdbwd)
-  "$bin" run --method flash2 "${axes[@]}" --tokens 16384 --model-dim 2048 --reps 20 --warmup 3 -q \
-    --out "$out/$gpu-d256.json"
-  run_id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$out/$gpu-d256.json")
-  rev=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["build"]["git_revision"])' "$out/$gpu-d256.json")
-  python3 scripts/peers_sdpa.py --flashio "$bin" "${axes[@]}" --backend flash,cudnn,efficient --tokens 16384 --model-dim 2048 \
-    --reps 20 --warmup 3 -q --run-id "$run_id" --git-revision "$rev" --out "$out/$gpu-d256-sdpa.json"
+  fa2_setting_with_peers d256 flash2 flash,cudnn,efficient "" \
+    --seqlen 512,1024,2048,4096,8192,16384 --head-dim 256 --causal false,true --pass fwd,bwd,fwdbwd
 fi
 
 if [ "$what" = flash3 ] || [ "$what" = all ]; then
-  axes=(--seqlen 512,1024,2048,4096,8192,16384 --head-dim 64,128,256 --causal false,true --pass fwd)
-  "$bin" run --method flash3,flash2 "${axes[@]}" --tokens 16384 --model-dim 2048 --reps 20 --warmup 3 -q \
-    --out "$out/$gpu-flash3.json"
-  run_id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$out/$gpu-flash3.json")
-  rev=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["build"]["git_revision"])' "$out/$gpu-flash3.json")
-  python3 scripts/peers_sdpa.py --flashio "$bin" "${axes[@]}" --backend cudnn,flash --tokens 16384 --model-dim 2048 \
-    --reps 20 --warmup 3 -q --run-id "$run_id" --git-revision "$rev" --out "$out/$gpu-flash3-sdpa.json"
-  python3 scripts/flash2_vs_sdpa.py "$out/$gpu-flash3.json" "$out/$gpu-flash3-sdpa.json" --method flash3 --peer sdpa_cudnn
+  fa2_setting_with_peers flash3 flash3,flash2 cudnn,flash flash3 \
+    --seqlen 512,1024,2048,4096,8192,16384 --head-dim 64,128,256 --causal false,true --pass fwd
 fi
 
 if [ "$what" = flash3bwd ] || [ "$what" = all ]; then
-  axes=(--seqlen 512,1024,2048,4096,8192,16384 --head-dim 64,128 --causal false,true --pass bwd,fwdbwd)
-  "$bin" run --method flash3,flash2 "${axes[@]}" --tokens 16384 --model-dim 2048 --reps 20 --warmup 3 -q \
-    --out "$out/$gpu-flash3-bwd.json"
-  run_id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$out/$gpu-flash3-bwd.json")
-  rev=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["build"]["git_revision"])' "$out/$gpu-flash3-bwd.json")
-  python3 scripts/peers_sdpa.py --flashio "$bin" "${axes[@]}" --backend cudnn,flash --tokens 16384 --model-dim 2048 \
-    --reps 20 --warmup 3 -q --run-id "$run_id" --git-revision "$rev" --out "$out/$gpu-flash3-bwd-sdpa.json"
-  python3 scripts/flash2_vs_sdpa.py "$out/$gpu-flash3-bwd.json" "$out/$gpu-flash3-bwd-sdpa.json" --method flash3 --peer sdpa_cudnn
+  fa2_setting_with_peers flash3-bwd flash3,flash2 cudnn,flash flash3 \
+    --seqlen 512,1024,2048,4096,8192,16384 --head-dim 64,128 --causal false,true --pass bwd,fwdbwd
 fi
 
 if [ "$what" = fa1 ] || [ "$what" = all ]; then
