@@ -72,6 +72,18 @@ def segments(kernels, pattern):
     return out
 
 
+def difference(counts_a, counts_b):
+    """(quantity, a, b, relative difference or None under the noise floor) for each quantity both have."""
+    for key in QUANTITIES:
+        if key in counts_a and key in counts_b:
+            x, y = counts_a[key], counts_b[key]
+            yield key, x, y, (abs(x - y) / max(y, 1.0) if max(x, y) > NOISE_FLOOR else None)
+
+
+def shown(rel):
+    return "(< 1 MB)" if rel is None else f"{100 * rel:.3f} %"
+
+
 def short(name):
     return name.split("<")[0].split("(")[0].split("::")[-1]
 
@@ -95,20 +107,14 @@ def main() -> int:
         if short(name_a) not in name_b and short(name_b) not in name_a:
             sys.exit(f"launch {i}: {name_a} in {args.a}, {name_b} in {args.b}: not the same kernel")
         name = name_a if len(name_a) >= len(name_b) else name_b
-        for key in QUANTITIES:
-            if key not in bytes_a or key not in bytes_b:
-                continue
-            x, y = bytes_a[key], bytes_b[key]
-            judged = max(x, y) > NOISE_FLOOR
-            rel = abs(x - y) / max(y, 1.0) if judged else 0.0
-            worst = max(worst, rel)
-            failed += rel > args.tolerance
-            rows.append((i, name, key, x, y, rel, judged))
+        for key, x, y, rel in difference(bytes_a, bytes_b):
+            worst = max(worst, rel or 0.0)
+            failed += (rel or 0.0) > args.tolerance
+            rows.append((i, name, key, x, y, rel))
     print(f"| launch | kernel | quantity | {label_a} (bytes) | {label_b} (bytes) | difference |")
     print("| ---: | --- | --- | ---: | ---: | ---: |")
-    for i, name, key, x, y, rel, judged in rows:
-        diff = f"{100 * rel:.3f} %" if judged else "(< 1 MB)"
-        print(f"| {i} | {name[:80]} | {key} | {x:,.0f} | {y:,.0f} | {diff} |")
+    for i, name, key, x, y, rel in rows:
+        print(f"| {i} | {name[:80]} | {key} | {x:,.0f} | {y:,.0f} | {shown(rel)} |")
     ok = failed == 0
     print(f"\n{about_a}.  \n{about_b}.")
     print(f"{len(a)} launches, {len(rows)} byte counts; worst difference {100 * worst:.3f} % "
@@ -124,15 +130,9 @@ def compare_segments(args, a, b, label_a, label_b, about_a, about_b):
     print(f"| segment | launches | first kernel | quantity | {label_a} (bytes) | {label_b} (bytes) | difference |")
     print("| ---: | --- | --- | --- | ---: | ---: | ---: |")
     for k, ((first, last, xa), (_, _, xb)) in enumerate(zip(sa, sb)):
-        for key in QUANTITIES:
-            if key not in xa or key not in xb:
-                continue
-            x, y = xa[key], xb[key]
-            judged = max(x, y) > NOISE_FLOOR
-            rel = abs(x - y) / max(y, 1.0) if judged else 0.0
-            worst, failed, n = max(worst, rel), failed + (rel > args.tolerance), n + 1
-            diff = f"{100 * rel:.3f} %" if judged else "(< 1 MB)"
-            print(f"| {k} | {first}-{last} | {short(a[first][0])} | {key} | {x:,.0f} | {y:,.0f} | {diff} |")
+        for key, x, y, rel in difference(xa, xb):
+            worst, failed, n = max(worst, rel or 0.0), failed + ((rel or 0.0) > args.tolerance), n + 1
+            print(f"| {k} | {first}-{last} | {short(a[first][0])} | {key} | {x:,.0f} | {y:,.0f} | {shown(rel)} |")
     print(f"\n{about_a}.  \n{about_b}.")
     print(f"{len(sa)} segments (each: the kernels after a flush matching {args.segments!r} up to and including the "
           f"next), {n} summed byte counts; worst difference {100 * worst:.3f} % (tolerance {100 * args.tolerance:.1f} %): "
