@@ -1,9 +1,9 @@
 #include "bench/core/inputs.h"
 
 #include <algorithm>
-#include <atomic>
-#include <thread>
 #include <utility>
+
+#include "bench/core/parallel.h"
 
 namespace flashio {
 
@@ -17,19 +17,9 @@ void fill_ranges(uint16_t* out, size_t base, const std::vector<std::pair<size_t,
   std::vector<std::pair<size_t, size_t>> pieces;  // [begin, end)
   for (const auto& [first, count] : ranges)
     for (size_t b = first; b < first + count; b += kPiece) pieces.push_back({b, std::min(first + count, b + kPiece)});
-  const unsigned threads = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), unsigned(pieces.size())));
-  std::atomic<size_t> next{0};  // the next piece: a thread the machine holds back delays no one
-  auto work = [&](unsigned) {
-    for (size_t c = next++; c < pieces.size(); c = next++)
-      for (size_t i = pieces[c].first; i < pieces[c].second; ++i) out[i - base] = input_word(dtype, seed, tensor, i);
-  };
-  if (threads <= 1) {
-    work(0);
-    return;
-  }
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work, t);
-  for (auto& th : pool) th.join();
+  for_each_item(pieces.size(), 0, [&](int, size_t c) {  // every core, the next piece each
+    for (size_t i = pieces[c].first; i < pieces[c].second; ++i) out[i - base] = input_word(dtype, seed, tensor, i);
+  });
 }
 
 }  // namespace

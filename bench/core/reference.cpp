@@ -1,15 +1,14 @@
 #include "bench/core/reference.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <memory>
 #include <optional>
-#include <thread>
 #include <utility>
 
+#include "bench/core/parallel.h"
 #include "bench/core/sparsity.h"
 #include "bench/core/philox.h"
 
@@ -33,25 +32,6 @@ double reference_cost(const Problem& p, int64_t nrows) {
 }
 
 namespace {
-
-template <typename Work>
-void parallel_for(size_t n, int threads, Work work) {
-  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  threads = int(std::min<size_t>(size_t(threads), std::max<size_t>(1, n)));
-  if (threads == 1) {
-    work(0, 1);
-    return;
-  }
-  std::vector<std::thread> pool;
-  for (int tid = 0; tid < threads; ++tid) pool.emplace_back(work, tid, threads);
-  for (auto& th : pool) th.join();
-}
-
-// Threads for `n` items: `threads`, or every core when 0; at least 1, at most n.
-int thread_count(size_t n, int threads) {
-  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  return int(std::min<size_t>(size_t(threads), std::max<size_t>(1, n)));
-}
 
 // Keys per block of the transposed layout.
 constexpr int64_t kKeyBlock = 16;
@@ -108,26 +88,23 @@ std::vector<DecodedHead> decode_heads(const Problem& p, const HostTensors& t,
   }
   constexpr int64_t kBlocksPerRun = 16;
   const int64_t runs = (blocks + kBlocksPerRun - 1) / kBlocksPerRun, items = runs * int64_t(heads.size());
-  std::atomic<int64_t> next{0};
-  parallel_for(size_t(items), thread_count(size_t(items), threads), [&](int, int) {
-    for (int64_t item = next++; item < items; item = next++) {
-      const size_t i = size_t(item / runs);
-      const int64_t run = item % runs;
-      DecodedHead& h = out[i];
-      const uint16_t* k = t.k + (heads[i].first * p.kvh() + heads[i].second) * per_head;
-      const uint16_t* v = t.v + (heads[i].first * p.kvh() + heads[i].second) * per_head;
-      const int64_t end = std::min(blocks, (run + 1) * kBlocksPerRun) * kKeyBlock;  // padding keys included
-      for (int64_t j = run * kBlocksPerRun * kKeyBlock; j < end; ++j)
-        for (int64_t c = 0; c < d; ++c) {
-          const size_t e = size_t(j * d + c), et = size_t(((j / kKeyBlock) * d + c) * kKeyBlock + j % kKeyBlock);
-          if (j < nk) {
-            h.k[e] = h.kt[et] = to_float(p.dtype, k[e]);
-            h.v[e] = h.vt[et] = to_float(p.dtype, v[e]);
-          } else {  // the last block's padding
-            h.kt[et] = h.vt[et] = 0.0;
-          }
+  for_each_item(size_t(items), threads, [&](int, size_t item) {
+    const size_t i = item / size_t(runs);
+    const int64_t run = int64_t(item % size_t(runs));
+    DecodedHead& h = out[i];
+    const uint16_t* k = t.k + (heads[i].first * p.kvh() + heads[i].second) * per_head;
+    const uint16_t* v = t.v + (heads[i].first * p.kvh() + heads[i].second) * per_head;
+    const int64_t end = std::min(blocks, (run + 1) * kBlocksPerRun) * kKeyBlock;  // padding keys included
+    for (int64_t j = run * kBlocksPerRun * kKeyBlock; j < end; ++j)
+      for (int64_t c = 0; c < d; ++c) {
+        const size_t e = size_t(j * d + c), et = size_t(((j / kKeyBlock) * d + c) * kKeyBlock + j % kKeyBlock);
+        if (j < nk) {
+          h.k[e] = h.kt[et] = to_float(p.dtype, k[e]);
+          h.v[e] = h.vt[et] = to_float(p.dtype, v[e]);
+        } else {  // the last block's padding
+          h.kt[et] = h.vt[et] = 0.0;
         }
-    }
+      }
   });
   return out;
 }
@@ -579,15 +556,12 @@ void for_each_head_tile(const Problem& p, const HostTensors& t, const std::vecto
         tiles.push_back({g - g0, m, std::min(kTileRows, groups[g].second.size() - m)});
     }
     const std::vector<DecodedHead> kv = decode_heads(p, t, heads, threads);
-    std::atomic<size_t> next{0};
-    parallel_for(tiles.size(), thread_count(tiles.size(), threads), [&](int tid, int) {
+    for_each_item(tiles.size(), threads, [&](int tid, size_t i) {
+      const Tile& tile = tiles[i];
+      const std::vector<size_t>& members = groups[g0 + tile.head].second;
       size_t rows_of_tile[kTileRows];
-      for (size_t i = next++; i < tiles.size(); i = next++) {
-        const Tile& tile = tiles[i];
-        const std::vector<size_t>& members = groups[g0 + tile.head].second;
-        for (size_t m = 0; m < tile.count; ++m) rows_of_tile[m] = members[tile.first + m];
-        f(tid, kv[tile.head], rows_of_tile, tile.count);
-      }
+      for (size_t m = 0; m < tile.count; ++m) rows_of_tile[m] = members[tile.first + m];
+      f(tid, kv[tile.head], rows_of_tile, tile.count);
     });
   }
 }
@@ -638,8 +612,7 @@ void reference_dkdv_head(const Problem& p, const HostTensors& t, const uint16_t*
     for (int64_t i = 0; i < p.seqlen_q; ++i) rows.push_back({b, h, i});
   const auto mask = mask_of(p);
   // Each thread accumulates its own dK, dV; summed at the end (deterministic order).
-  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  threads = int(std::min<size_t>(size_t(threads), std::max<size_t>(1, rows.size())));
+  threads = thread_count(rows.size(), threads);
   std::vector<std::vector<double>> part_k(static_cast<size_t>(threads)), part_v(static_cast<size_t>(threads));
   const DecodedHead kv = std::move(decode_heads(p, t, {{b, hk}}, threads).front());
   // A thread takes its rows (tid, tid + threads, ...) a block at a time and adds the block's
