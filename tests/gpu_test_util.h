@@ -88,6 +88,13 @@ class GpuParamTest : public ::testing::TestWithParam<Param> {
   }
 };
 
+// A device buffer's bytes on the host (after the work that wrote it: the copy synchronises).
+inline std::vector<uint8_t> download_bytes(const DeviceBuffer& b) {
+  std::vector<uint8_t> h(b.bytes());
+  FLASHIO_CUDA_CHECK(cudaMemcpy(h.data(), b.get(), b.bytes(), cudaMemcpyDeviceToHost));
+  return h;
+}
+
 // O, LSE, dQ, dK, dV of one fwd+bwd through `method`'s plan on the inputs `in` (key lengths
 // uploaded when the problem is padded), as raw bytes: for bitwise comparisons between runs
 // and methods.
@@ -123,12 +130,7 @@ inline FwdBwdBytes run_fwdbwd_bytes(const std::string& method, const Problem& p,
   plan->forward(buf, nullptr);
   plan->backward(buf, nullptr);
   FLASHIO_CUDA_CHECK(cudaDeviceSynchronize());
-  auto down = [](const DeviceBuffer& b) {
-    std::vector<uint8_t> h(b.bytes());
-    FLASHIO_CUDA_CHECK(cudaMemcpy(h.data(), b.get(), b.bytes(), cudaMemcpyDeviceToHost));
-    return h;
-  };
-  return {down(o), down(lse), down(dq), down(dk), down(dv)};
+  return {download_bytes(o), download_bytes(lse), download_bytes(dq), download_bytes(dk), download_bytes(dv)};
 }
 
 }  // namespace flashio::testing_util

@@ -171,12 +171,7 @@ DecodeBytes run_decode_bytes(const Problem& p, const HostInputs& in) {
   buf.block_table = table.as<int>();
   plan->forward(buf, nullptr);
   FLASHIO_CUDA_CHECK(cudaDeviceSynchronize());
-  auto down = [](const DeviceBuffer& b) {
-    std::vector<uint8_t> h(b.bytes());
-    FLASHIO_CUDA_CHECK(cudaMemcpy(h.data(), b.get(), b.bytes(), cudaMemcpyDeviceToHost));
-    return h;
-  };
-  return {down(o), down(lse), plan->tiles().splits};
+  return {download_bytes(o), download_bytes(lse), plan->tiles().splits};
 }
 
 }  // namespace
@@ -340,12 +335,7 @@ DecodeBytes run_generated_decode_bytes(const Problem& p, int launches) {
     plan->forward(buf, nullptr);
   }
   FLASHIO_CUDA_CHECK(cudaDeviceSynchronize());
-  auto down = [](const DeviceBuffer& b) {
-    std::vector<uint8_t> h(b.bytes());
-    FLASHIO_CUDA_CHECK(cudaMemcpy(h.data(), b.get(), b.bytes(), cudaMemcpyDeviceToHost));
-    return h;
-  };
-  return {down(o), down(lse), plan->tiles().splits};
+  return {download_bytes(o), download_bytes(lse), plan->tiles().splits};
 }
 
 }  // namespace
