@@ -71,6 +71,24 @@ TEST_F(SweepRunnerGpu, EveryPointOnceInSweepOrderOnEveryGpu) {
   for (int d : gpus) EXPECT_LT(d, int(job.devices.size()));
 }
 
+TEST_F(SweepRunnerGpu, EachWorkerSaysWhereItsStartWent) {
+  const auto points = small_sweep();
+  SweepJob job = job_for(points);
+  std::vector<std::string> starts;
+  job.on_worker_ready = [&](const DeviceInfo&, const std::string&, const std::string& start) { starts.push_back(start); };
+  const SweepOutcome out = run_sweep(job);
+  ASSERT_TRUE(out.errors.empty());
+  ASSERT_EQ(starts.size(), job.devices.size());
+  for (const auto& s : starts) {  // the steps in order, each with its seconds; the first group's methods warmed
+    EXPECT_EQ(s.find("context "), 0u) << s;
+    EXPECT_NE(s.find("L2 flusher "), std::string::npos) << s;
+    EXPECT_NE(s.find("counters "), std::string::npos) << s;
+    EXPECT_NE(s.find("warm-up of standard/fwd "), std::string::npos) << s;
+    EXPECT_NE(s.find("warm-up of flash2/fwd "), std::string::npos) << s;
+    EXPECT_EQ(s.find("warm-up of standard/fwdbwd"), std::string::npos) << s;  // no backward point in this sweep
+  }
+}
+
 TEST_F(SweepRunnerGpu, AStopRequestEndsTheSweepAfterThePointsInFlight) {
   const auto points = small_sweep();
   SweepJob job = job_for(points);

@@ -636,6 +636,9 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
   if (!a.csv_out.empty()) check_writable(a.csv_out, "--csv");
   if (!a.md_out.empty()) check_writable(a.md_out, "--md");
   std::vector<DeviceInfo> devices;
+  // The GPUs are queried at once, each on its own thread: the query creates each GPU's context
+  // (0.2-0.4 s apiece on the H100 and H200, one after the other before).
+  const auto query_start = std::chrono::steady_clock::now();
   {
     std::string why;
     const int count = device_count(&why);
@@ -646,14 +649,20 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
     std::vector<int> wanted = device_list;
     if (wanted.empty())
       for (int d = 0; d < count; ++d) wanted.push_back(d);
-    for (int d : wanted) {
+    for (int d : wanted)
       if (d >= count) throw BadInput(fmt::format("--devices: there is no GPU {} (this machine has {})", d, count));
-      auto dev = query_device(d, &why);
-      if (!dev) {
-        fmt::print(stderr, "flashio: {}\n", why);
+    std::vector<std::optional<DeviceInfo>> found(wanted.size());
+    std::vector<std::string> whys(wanted.size());
+    std::vector<std::thread> queries;
+    for (size_t k = 0; k < wanted.size(); ++k)
+      queries.emplace_back([&, k] { found[k] = query_device(wanted[k], &whys[k]); });
+    for (auto& t : queries) t.join();
+    for (size_t k = 0; k < wanted.size(); ++k) {
+      if (!found[k]) {
+        fmt::print(stderr, "flashio: {}\n", whys[k]);
         return kExitRuntime;
       }
-      devices.push_back(*dev);
+      devices.push_back(*found[k]);
     }
   }
   for (const auto& d : devices)
@@ -706,10 +715,14 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
   job.stop = &g_stop_signal;
   const auto sweep_start = std::chrono::steady_clock::now();
   job.start = sweep_start;
-  if (a.verbose) job.on_worker_ready = [sweep_start](const DeviceInfo& d, const std::string& counters) {
-    const double at = std::chrono::duration<double>(std::chrono::steady_clock::now() - sweep_start).count();
-    fmt::print(stderr, "GPU {}: ready at {:.3f} s; {}\n", d.index, at, counters);
-  };
+  if (a.verbose)
+    fmt::print(stderr, "{} GPU{} queried and the run set up in {:.3f} s\n", devices.size(), devices.size() == 1 ? "" : "s",
+               std::chrono::duration<double>(sweep_start - query_start).count());
+  if (a.verbose)
+    job.on_worker_ready = [sweep_start](const DeviceInfo& d, const std::string& counters, const std::string& start) {
+      const double at = std::chrono::duration<double>(std::chrono::steady_clock::now() - sweep_start).count();
+      fmt::print(stderr, "GPU {}: ready at {:.3f} s ({}); {}\n", d.index, at, start, counters);
+    };
   job.on_start = [&](size_t i) { progress.started(position[i], points[i].name()); };
   job.on_record = [&](const Record& r) {
     writer.append(r);

@@ -10,6 +10,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nvtx3/nvToolsExt.h>
 
 #include "bench/core/method.h"
@@ -80,6 +81,22 @@ class PhaseClock {
   std::chrono::steady_clock::time_point start_;
 };
 
+// The steps of a runner's start, each with the seconds since the step before: "context 0.001 s,
+// L2 flusher 0.004 s, ...".
+class StepClock {
+ public:
+  void step(const std::string& what) {
+    const auto now = std::chrono::steady_clock::now();
+    steps_.push_back(fmt::format("{} {:.3f} s", what, std::chrono::duration<double>(now - last_).count()));
+    last_ = now;
+  }
+  std::string text() const { return fmt::format("{}", fmt::join(steps_, ", ")); }
+
+ private:
+  std::vector<std::string> steps_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
 }  // namespace
 
 struct Runner::State {
@@ -100,6 +117,7 @@ struct Runner::State {
   std::shared_ptr<HostSideMaker> maker;
   DeviceAllocator scratch;  // the checks' packed rows: kept out of the points' memory figures
   std::string poisoned;  // set after a sticky CUDA error: the context is unusable
+  std::string start_steps;  // where the constructor's time went ("context 0.001 s, ...")
 
   // The phases' share of a wait for a part the maker made: split between inputs and reference as
   // the part's making was.
@@ -263,7 +281,7 @@ struct Runner::State {
   // paid by every GPU worker while its host made the first problem. Made here, in the runner's
   // start, while the host makes it (the prefetch). Best effort: a method that fails here fails
   // again, with its record, at its point (a sticky CUDA error poisons the runner, as a point's would).
-  void warm_up(const std::vector<Point>& points) {
+  void warm_up(const std::vector<Point>& points, StepClock& clock) {
     std::set<std::pair<std::string, bool>> done;  // (method, with backward)
     for (const Point& pt : points) {
       const Method* method = builtin_registry().find(pt.method);
@@ -322,6 +340,7 @@ struct Runner::State {
         cudaGetLastError();
       } catch (const std::exception&) {
       }
+      clock.step(fmt::format("warm-up of {}/{}", pt.method, backward ? "fwdbwd" : "fwd"));
     }
   }
 
@@ -412,14 +431,21 @@ Runner::Runner(const DeviceInfo& dev, RunOptions opt, const std::vector<Point>& 
     state_->maker = std::make_shared<HostSideMaker>(opt);
     prefetch(first);
   }
+  StepClock clock;
   FLASHIO_CUDA_CHECK(cudaSetDevice(dev.index));
   FLASHIO_CUDA_CHECK(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking));
+  clock.step("context");
   state_->flusher = std::make_unique<L2Flusher>(state_->alloc, dev.l2_bytes);
+  clock.step("L2 flusher");
   state_->counters = CounterSession::open(
       dev, opt.counters, state_->counters_why,
       opt.cupti_library.empty() ? CounterSession::default_library() : opt.cupti_library);
-  state_->warm_up(first);
+  clock.step("counters");
+  state_->warm_up(first, clock);
+  state_->start_steps = clock.text();
 }
+
+std::string Runner::start_description() const { return state_->start_steps; }
 
 std::string Runner::counters_description() const {
   if (state_->counters) return state_->counters->describe();

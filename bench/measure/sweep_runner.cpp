@@ -117,7 +117,7 @@ SweepOutcome run_sweep(const SweepJob& job) {
     }
     if (job.on_worker_ready) {
       std::lock_guard<std::mutex> lock(mu);
-      job.on_worker_ready(dev, runner->counters_description());
+      job.on_worker_ready(dev, runner->counters_description(), runner->start_description());
     }
     for (;;) {
       if (current.empty()) {  // the next group in the deal, whoever's runner ran the one before

@@ -35,7 +35,8 @@ struct SweepJob {
   std::optional<std::chrono::steady_clock::time_point> start;
   // Called from the workers, one at a time (under a lock), in completion order.
   std::function<void(size_t index)> on_start;
-  std::function<void(const DeviceInfo&, const std::string& counters)> on_worker_ready;  // its counter set
+  // A worker's runner started: its counter set, and where its start's time went.
+  std::function<void(const DeviceInfo&, const std::string& counters, const std::string& start)> on_worker_ready;
   std::function<void(const Record&)> on_record;
 };
 
