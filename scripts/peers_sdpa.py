@@ -56,8 +56,10 @@ cudnn, efficient and math get attn_mask = a boolean mask, True where sequence b'
 (flashio's lengths), [B, 1, 1, Nk] broadcast over heads and queries; with a causal mask the
 top-left causal part is folded in, [B, 1, Nq, Nk] (SDPA takes no is_causal beside a mask; more
 than MAX_MASK_ELEMENTS is skipped with the size). Made once per problem before the checked call;
-its bytes count among inputs_bytes. A back-end that refuses the mask (cuDNN's support depends on
-the versions) is ``skipped`` with torch's message. A sequence of length 0 has rows that see no
+its bytes count among inputs_bytes. From torch's sdp_utils (main, as of 2.11): flash refuses any
+attn_mask (check_for_attn_mask); cuDNN takes a 2-D or 4-D mask whose dimensions are each 1 or the
+full size (check_attn_mask_shape); efficient needs its last-dimension stride 1; math takes any
+broadcastable mask. A back-end that still refuses is ``skipped`` with torch's message. A sequence of length 0 has rows that see no
 key: flashio's O = 0 there (zero gradients); a back-end whose O (dQ, dK, dV) on such a sequence
 is not finite (softmax over -inf: NaN; the math back-end's _safe_softmax gives 0) is ``skipped``
 after the checked call with that reason (empty_sequence_reason), a finite one is checked like
