@@ -15,7 +15,9 @@ package needed). Two tests go further where this Python has the package, and say
 were skipped where it has not: the float64 reference (GQA/MQA, Nq != Nk) on numpy against
 loops and central differences, and the script's GPU-side code (ProblemData, run_check) run on
 the CPU with torch (Debian's python3-torch 1.13 is enough: it needs no SDPA). /usr/bin/python3
-on Debian with python3-numpy and python3-torch runs both.
+on Debian with python3-numpy and python3-torch runs both. Key padding on SDPA (an attn_mask): the
+reasons and the call's arguments without torch; the mask, the check and the rule for a sequence
+of length 0 on a CPU torch, with a documented stand-in for scaled_dot_product_attention.
 """
 from __future__ import annotations
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <set>
 
 #include "bench/core/inputs.h"
 #include "bench/core/method.h"
@@ -379,6 +380,18 @@ TEST(PagedVarlenDecodeProblem, EachSequenceHasItsOwnPagesOfAShuffledPool) {
     for (size_t i = 0, n = 0; i < k.table.size(); ++i)
       if (k.table[i] >= 0) shuffled = shuffled || k.table[i] != int32_t(n++);
     EXPECT_TRUE(shuffled);
+    // Every real key's element has its own slot in the pool (no two share one, none past the pool).
+    std::set<int64_t> slots;
+    for (int64_t b = 0; b < 6; ++b)
+      for (int64_t hk = 0; hk < 2; ++hk)
+        for (int64_t key = 0; key < p.seq_lengths[size_t(b)]; ++key)
+          for (int64_t c = 0; c < 64; c += 21) {
+            const int64_t at = k.offset(b, hk, key, c, 2, 64);
+            ASSERT_GE(at, 0);
+            ASSERT_LT(at, k.elements());
+            slots.insert(at);
+          }
+    EXPECT_EQ(slots.size(), size_t(2 * (5 + 900 + 64 + 129 + 1) * 4));
     // The offset of a key is in its own page's rows.
     for (int64_t key : {0, 63, 64, 899})
       EXPECT_EQ(k.offset(2, 1, key, 5, 2, 64),
