@@ -481,7 +481,7 @@ Traffic simulate_flash_decode(const Problem& p, const ModelTiles& t, CopyPath co
       const int64_t nk = std::min<int64_t>(lens[size_t(b)], p.nk());
       const int64_t key_end = p.causal ? std::min(nk, p.seqlen_q) : nk;
       const int64_t tiles = key_end > 0 ? (key_end + kDecodeBlockN - 1) / kDecodeBlockN : 0;
-      // The splits that run: the grid's, or a packed varlen decode's own (the others return at once).
+      // The splits that run: the grid's, or a varlen decode's own (the others return at once).
       const int64_t splits_b = p.packed() ? decode_sequence_splits(int(tiles), split.tiles_per_split) : splits;
       for (int64_t z = 0; z < splits_b; ++z) {  // grid.x: split
         const int64_t first = z * split.tiles_per_split;
@@ -493,7 +493,7 @@ Traffic simulate_flash_decode(const Problem& p, const ModelTiles& t, CopyPath co
           for (int64_t w = 0; w < kDecodeWarps; ++w) {  // load_kv_slice: warp w's 16 keys of the tile
             const int64_t key0 = (first + it) * kDecodeBlockN + w * kDecodeWarpKeys;
             int64_t row = 0;  // the slice's first row in K/V storage
-            if (key0 < nk && p.packed()) {
+            if (key0 < nk && p.packed_kv()) {
               row = hk * cu.back() + cu[size_t(b)] + key0;
             } else if (key0 < nk) {
               int64_t phys = b, in_page = key0;

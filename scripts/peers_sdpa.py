@@ -17,10 +17,11 @@ suite's kernels. With ``--backend flex`` also PyTorch's FlexAttention:
 
     flex       torch.compile(flex_attention)     -> method "flex_attention"
 
-(not in the default list). Flex runs what SDPA is skipped on here: key padding (a mask_mod
-kv_idx < key_lengths[b], flashio's lengths; also a --seqlens point's padded twin, --varlen-as
-padded, the lengths as key lengths: a varlen decode's, --seqlen-q, padded to the longest, named
-/padded; packed varlen points are skipped by every back-end) and block-sparse patterns (a BlockMask made with
+(not in the default list). Flex runs key padding (a mask_mod kv_idx < key_lengths[b],
+flashio's lengths; also a --seqlens point's padded twin, --varlen-as padded, the lengths as key
+lengths: a varlen decode's, --seqlen-q, padded to the longest, named /padded; packed varlen
+points are skipped by every back-end), which SDPA's cudnn, efficient and math back-ends run with
+a boolean attn_mask (below), and block-sparse patterns, which SDPA has not (a BlockMask made with
 BlockMask.from_kv_blocks from the block mask flashio lists for the point in its dry run's
 block_masks, so exactly the blocks blocksparse_flash runs; Flex's block 128, partial blocks
 decided by the mask_mod), besides dense, causal (q_idx >= kv_idx, top-left), GQA/MQA
@@ -45,9 +46,24 @@ n:4096/d:64/fp16``), its problem object and FLOPs are flashio's as printed. The 
 ``--flashio PATH``, else $FLASHIO_BIN, else build/flashio in this repository; flashio's
 bad-input line (exit 2) becomes this script's. A point the back-end cannot run as this
 script drives it (unsupported_reason: block-sparse patterns; dropout, whose mask SDPA draws
-itself so the output cannot be checked; key padding; a paged K/V cache; a deterministic
-backward; forced tiles or mma) is a ``skipped`` record with the reason, and nothing is run for
-it.
+itself so the output cannot be checked; key padding on the flash back-end, which takes no
+attn_mask; packed varlen points; a paged K/V cache; a deterministic backward; forced tiles or
+mma) is a ``skipped`` record with the reason, and nothing is run for it.
+
+Key padding (--padding random; a --seqlens point's padded twin, its lengths the key lengths)
+----------------------------------------------------------------------------------------------
+cudnn, efficient and math get attn_mask = a boolean mask, True where sequence b's key j < L_b
+(flashio's lengths), [B, 1, 1, Nk] broadcast over heads and queries; with a causal mask the
+top-left causal part is folded in, [B, 1, Nq, Nk] (SDPA takes no is_causal beside a mask; more
+than MAX_MASK_ELEMENTS is skipped with the size). Made once per problem before the checked call;
+its bytes count among inputs_bytes. From torch's sdp_utils (main, as of 2.11): flash refuses any
+attn_mask (check_for_attn_mask); cuDNN takes a 2-D or 4-D mask whose dimensions are each 1 or the
+full size (check_attn_mask_shape); efficient needs its last-dimension stride 1; math takes any
+broadcastable mask. A back-end that still refuses is ``skipped`` with torch's message. A sequence of length 0 has rows that see no
+key: flashio's O = 0 there (zero gradients); a back-end whose O (dQ, dK, dV) on such a sequence
+is not finite (softmax over -inf: NaN; the math back-end's _safe_softmax gives 0) is ``skipped``
+after the checked call with that reason (empty_sequence_reason), a finite one is checked like
+every row. FLOPs are flashio's: a padded twin's real keys only, --padding random every key.
 
 GQA/MQA, Nq != Nk, decode
 -------------------------
@@ -215,6 +231,9 @@ DEFAULT_SEED = 0x5EED  # bench/sweep/sweep.h SweepSpec::seed (Problem's default 
 TOLERANCE = {"fp16": (1e-2, 1e-2), "bf16": (8e-2, 8e-2)}
 GRAD_TOLERANCE = {"fp16": (2e-2, 2e-2), "bf16": (2.5e-1, 2.5e-1)}  # dQ, dK, dV: gradient_tolerance_for
 CHECK_BUDGET_MACS = 4e9            # bench/measure/runner.h check_budget_macs
+# The largest causal key-padding attn_mask [B, 1, Nq, Nk] made (booleans; the efficient back-end
+# converts it to the dtype, 2 bytes each): a larger point is skipped with the reason.
+MAX_MASK_ELEMENTS = 1 << 28
 REFERENCE_BLOCK_ELEMENTS = 1 << 25  # float64 scores, or K/V gathered, per reference block (256 MiB)
 
 # Messages by which a back-end refuses a point (rather than failing on it).
@@ -351,16 +370,23 @@ def unsupported_reason(backend: str, pass_: str, pj: dict, has_mask: bool = Fals
     if float(pj.get("dropout", 0.0)) > 0.0:
         return ("dropout: SDPA draws its own dropout mask, which the float64 reference cannot reproduce, "
                 "so the output cannot be checked (and an unchecked point is not timed)")
-    if pj.get("padding", "none") != "none":
-        if backend == "flash":
-            return "key padding: SDPA's flash back-end takes no attn_mask"
-        return "key padding: peers_sdpa.py passes no attn_mask to SDPA (not implemented)"
-    if "seqlens" in pj:
-        return ("variable lengths (seqlens " + str(pj["seqlens"]) + ", " + str(pj.get("varlen_layout", "packed")) +
-                "): SDPA takes [B, H, N, d] with no per-sequence lengths (peers_sdpa.py passes no attn_mask)")
     if pj.get("kv_layout", "contiguous") != "contiguous":
         return ("paged K/V cache (kv_layout " + str(pj["kv_layout"]) + "): SDPA takes contiguous K/V only, and a "
                 "point named paged is not run contiguous under that name")
+    if "seqlens" in pj and pj.get("varlen_layout", "packed") != "padded":
+        return ("packed variable lengths (seqlens " + str(pj["seqlens"]) + "): SDPA takes [B, H, N, d], and a point "
+                "named packed is not run padded under that name; its padded twin (--varlen-as padded) runs with the "
+                "lengths as a key-padding attn_mask" + (" (not on the flash back-end: it takes no attn_mask)"
+                                                          if backend == "flash" else ""))
+    if pj.get("padding", "none") != "none" or "seqlens" in pj:  # key padding, or a varlen point's padded twin
+        what = ("key padding" if "seqlens" not in pj else
+                "variable lengths (seqlens " + str(pj["seqlens"]) + ", padded): key padding")
+        if backend == "flash":
+            return what + ": SDPA's flash back-end takes no attn_mask"
+        if pj.get("causal") and _causal_mask_elements(pj) > MAX_MASK_ELEMENTS:
+            return (what + " with a causal mask: the attn_mask would be [B, 1, Nq, Nk] = " +
+                    f"{_causal_mask_elements(pj)} booleans (more than peers_sdpa.py's {MAX_MASK_ELEMENTS}; "
+                    "SDPA takes no is_causal beside an attn_mask)")
     if pj.get("deterministic") and pass_ != "fwd":
         return "deterministic backward: peers_sdpa.py does not ask SDPA for one"
     if int(pj.get("block_r", 0)) or int(pj.get("block_c", 0)):
@@ -370,6 +396,12 @@ def unsupported_reason(backend: str, pass_: str, pj: dict, has_mask: bool = Fals
     if not math.isclose(float(pj.get("softmax_scale", 0.0)), 1.0 / math.sqrt(float(pj["head_dim"])), rel_tol=1e-12):
         return "softmax scale other than 1/sqrt(d): peers_sdpa.py uses 1/sqrt(d)"
     return ""
+
+
+def _causal_mask_elements(pj: dict) -> int:
+    """Elements of a causal key-padding attn_mask [B, 1, Nq, Nk] of flashio's problem `pj`."""
+    nq = int(pj["seqlen_q"])
+    return int(pj["batch"]) * nq * (int(pj.get("seqlen_k", 0) or 0) or nq)
 
 
 def _flex_unsupported_reason(pass_: str, pj: dict, has_mask: bool) -> str:
@@ -479,17 +511,18 @@ FLASHIO_AXES = (
     ("--head-dim", ("-d",), True, "head dimensions d"),
     ("--dtype", (), True, "fp16, bf16"),
     ("--causal", (), True, "causal mask: false, true (or both: false,true)"),
-    ("--padding", (), True, "key padding: none, random (random: SDPA skips it, flex runs it)"),
+    ("--padding", (), True, "key padding: none, random (random: SDPA's cudnn, efficient and math run it with an "
+                            "attn_mask, its flash back-end skips it; flex runs it)"),
     ("--dropout", (), True, "dropout probabilities (> 0: skipped, SDPA and flex)"),
     ("--deterministic", (), True, "bitwise-reproducible backward: false, true (true: backward skipped)"),
     ("--block-r", (), True, "forced tile rows (> 0: skipped)"),
     ("--block-c", (), True, "forced tile columns (> 0: skipped)"),
     ("--mma", (), True, "forced tensor-core instruction (other than auto: skipped)"),
     ("--kv-layout", (), True, "K/V cache layout: contiguous, paged:P (paged: skipped; needs a flashio with it)"),
-    ("--seqlens", (), True, "variable lengths: uniform:A-B, file:PATH (skipped; needs a flashio with it)"),
+    ("--seqlens", (), True, "variable lengths: uniform:A-B, file:PATH (packed: skipped; needs a flashio with it)"),
     ("--seqlen-q", (), True, "varlen decode: queries per sequence of --seqlens points (the lengths are key lengths)"),
-    ("--varlen-as", (), True, "layout of --seqlens points: packed (skipped), padded (SDPA skips it, flex runs it "
-                              "with the lengths as key padding)"),
+    ("--varlen-as", (), True, "layout of --seqlens points: packed (skipped), padded (the lengths as key padding: "
+                              "an attn_mask on SDPA's cudnn, efficient and math, not flash; flex runs it)"),
     ("--pattern", (), True, "block-sparse patterns (other than none: SDPA skips them, flex runs flashio's mask)"),
     ("--density", (), True, "random pattern densities"),
     ("--sparse-block", (), True, "pattern block sizes"),
@@ -1315,6 +1348,7 @@ class ProblemData:
         # key padding: the keys of each sequence (int32, as flex's mask_mod reads them); block
         # sparsity: flashio's block mask (bool [R, C])
         self.key_lengths = (torch.tensor(key_lengths(p), dtype=torch.int32, device=device) if p.key_padded else None)
+        self.sdpa_mask = None  # SDPA's key-padding attn_mask (sdpa_key_mask), made on first use
         self.block_mask = (torch.tensor([[ch == "1" for ch in row] for row in p.block_mask], dtype=torch.bool,
                                         device=device) if p.sparse else None)
         self.flex_mask = None  # flex's BlockMask of the problem (flex_call), made on first use
@@ -1622,6 +1656,67 @@ def flex_call(torch, data: ProblemData, device) -> Callable:
     return attn
 
 
+def sdpa_key_mask(torch, p: Problem, lengths, device):
+    """SDPA's boolean attn_mask of a key-padded point (True: attend): key j is visible to every
+    query of sequence b iff j < lengths[b] (int32 [B], flashio's key_lengths), as [B, 1, 1, Nk]
+    broadcast over heads and queries; causal folded in (SDPA takes no is_causal beside an
+    attn_mask), top-left as flashio's (j <= i), as [B, 1, Nq, Nk]. A sequence of length 0 has
+    rows with no True (every key masked: see empty_sequence_reason)."""
+    cols = torch.arange(p.seqlen_k, device=device)
+    keys = cols[None, :] < lengths.to(torch.int64)[:, None]  # [B, Nk]
+    if not p.causal:
+        return keys[:, None, None, :]
+    rows = torch.arange(p.seqlen, device=device)
+    return (keys[:, None, :] & (cols[None, None, :] <= rows[None, :, None]))[:, None]
+
+
+def sdpa_function(torch, F, p: Problem, mask=None) -> Callable:
+    """attn(q, k, v) -> O: F.scaled_dot_product_attention with scale 1/sqrt(d); is_causal, or with
+    a key-padding mask (sdpa_key_mask) attn_mask=mask and the causal part in it; enable_gqa when
+    Hkv < H (K, V [B, Hkv, Nk, d], query head h reads K/V head h // (H / Hkv): PyTorch >= 2.5)."""
+    kwargs: dict = {"scale": p.softmax_scale}
+    if mask is None:
+        kwargs["is_causal"] = p.causal
+    else:
+        kwargs["attn_mask"] = mask
+    if p.kv_heads != p.heads:
+        kwargs["enable_gqa"] = True
+
+    def sdpa(q, k, v):
+        try:
+            return F.scaled_dot_product_attention(q, k, v, **kwargs)
+        except TypeError as e:
+            if "enable_gqa" in kwargs and "enable_gqa" in str(e):
+                raise NotImplementedError(f"this torch ({torch.__version__}) has no enable_gqa: GQA/MQA "
+                                          "(kv_heads < heads) needs PyTorch >= 2.5") from None
+            raise
+
+    return sdpa
+
+
+def empty_sequence_reason(torch, method: str, data: ProblemData, o, grads=None) -> str:
+    """Why a key-padded SDPA point is skipped after its checked call, or "": where a sequence
+    has length 0 (a varlen point's padded twin), its rows see no key — its attn_mask rows hold
+    no True — and flashio defines O = 0 there, with zero gradients (bench/core/reference.cpp,
+    the float64 reference here likewise). A back-end whose O (or dQ, dK, dV) on those sequences
+    is not finite (a softmax over a row of -inf is NaN; the math back-end's _safe_softmax gives 0)
+    computes something else there: skipped with that reason, not timed under flashio's name. A
+    finite output is checked like every row (a non-zero one fails the check)."""
+    if data.key_lengths is None:
+        return ""
+    empty = [b for b, n in enumerate(key_lengths(data.p)) if n == 0]
+    if not empty:
+        return ""
+    index = torch.tensor(empty, dtype=torch.int64, device=o.device)
+    named = [("O", o)] + (list(zip(("dQ", "dK", "dV"), grads)) if grads is not None else [])
+    bad = [name for name, t in named if not bool(torch.isfinite(t[index]).all().item())]
+    if not bad:
+        return ""
+    return (f"{method} gives non-finite {', '.join(bad)} for the sequence{'s' if len(empty) > 1 else ''} of length "
+            f"0 (batch {', '.join(str(b) for b in empty)}: its attn_mask rows are all False, no key to attend); "
+            "flashio's convention there is O = 0 with zero gradients, so the point is not checked or timed")
+
+
 def measure_point(torch, pt: Point, data: ProblemData, cfg: Config, flusher: Optional[L2Flusher], device) -> dict:
     """Check, memory and timing of one point; returns the record's fields (status ok or
     a failed check). Exceptions propagate to the caller, which classifies them."""
@@ -1631,26 +1726,15 @@ def measure_point(torch, pt: Point, data: ProblemData, cfg: Config, flusher: Opt
     import torch.nn.functional as F
 
     p = pt.problem
-    scale = p.softmax_scale
-    causal = p.causal
     backend = getattr(SDPBackend, BACKENDS[pt.backend])
-
-    if p.kv_heads == p.heads:
-        def sdpa(q, k, v):
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
-    else:
-        # GQA/MQA: K, V [B, Hkv, Nk, d]; query head h reads K/V head h // (H / Hkv) (PyTorch >= 2.5)
-        def sdpa(q, k, v):
-            try:
-                return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, enable_gqa=True)
-            except TypeError as e:
-                if "enable_gqa" in str(e):
-                    raise NotImplementedError(f"this torch ({torch.__version__}) has no enable_gqa: GQA/MQA "
-                                              "(kv_heads < heads) needs PyTorch >= 2.5") from None
-                raise
-
+    mask = None
+    if data.key_lengths is not None:  # key padding, a varlen point's padded twin: the attn_mask (made once)
+        if data.sdpa_mask is None:
+            data.sdpa_mask = sdpa_key_mask(torch, p, data.key_lengths, device)
+        mask = data.sdpa_mask
     with sdpa_kernel(backend):
-        return measure_attention(torch, pt, data, cfg, flusher, device, sdpa, prime=False)
+        return measure_attention(torch, pt, data, cfg, flusher, device, sdpa_function(torch, F, p, mask),
+                                 prime=False, mask=mask)
 
 
 def _prime(torch, attn: Callable, q, k, v, do, device) -> None:
@@ -1667,17 +1751,23 @@ def _prime(torch, attn: Callable, q, k, v, do, device) -> None:
 
 
 def measure_attention(torch, pt: Point, data: ProblemData, cfg: Config, flusher: Optional[L2Flusher], device,
-                      attn: Callable, prime: bool) -> dict:
+                      attn: Callable, prime: bool, mask=None) -> dict:
     """measure_point's protocol for attn(q, k, v) -> O: memory on the checked call, the check,
-    then the timing. prime: one call first (compilation stays out of memory and timing)."""
+    then the timing. prime: one call first (compilation stays out of memory and timing). mask:
+    SDPA's key-padding attn_mask, an input of the call (its bytes among the inputs'), whose
+    sequences of length 0 are looked at first (empty_sequence_reason)."""
     fields: dict = {}
+    mask_bytes = _nbytes(mask) if mask is not None else 0
     if pt.pass_ == "fwd":
         q, k, v = data.q, data.k, data.v
         if prime:
             _prime(torch, attn, q, k, v, None, device)
         with torch.no_grad():
-            o, mem = measure_memory(torch, lambda: attn(q, k, v), device, _nbytes(q, k, v))
+            o, mem = measure_memory(torch, lambda: attn(q, k, v), device, _nbytes(q, k, v) + mask_bytes)
             fields["memory"] = mem
+            why = empty_sequence_reason(torch, pt.method, data, o) if mask is not None else ""
+            if why:  # not checked, not timed: a skipped record keeps no memory, as one skipped up front
+                return {"status": "skipped", "reason": why}
             check = run_check(torch, data, o)
             fields["check"] = check
             del o
@@ -1697,7 +1787,7 @@ def measure_attention(torch, pt: Point, data: ProblemData, cfg: Config, flusher:
     k = data.k.detach().requires_grad_()
     v = data.v.detach().requires_grad_()
     inputs = (q, k, v)
-    in_bytes = _nbytes(q, k, v, do)
+    in_bytes = _nbytes(q, k, v, do) + mask_bytes
     if prime:
         _prime(torch, attn, q, k, v, do, device)
     if pt.pass_ == "bwd":
@@ -1721,6 +1811,9 @@ def measure_attention(torch, pt: Point, data: ProblemData, cfg: Config, flusher:
             out = attn(q, k, v)
             torch.autograd.grad(out, inputs, grad_outputs=do)
     fields["memory"] = mem
+    why = empty_sequence_reason(torch, pt.method, data, o.detach(), [g.detach() for g in grads]) if mask is not None else ""
+    if why:
+        return {"status": "skipped", "reason": why}
     check = run_check(torch, data, o.detach(), [g.detach() for g in grads])
     fields["check"] = check
     del grads

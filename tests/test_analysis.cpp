@@ -1772,6 +1772,81 @@ TEST(IoModel, FlashDecodeVarlenEqualsSimulatorAndReadsTheRealKeys) {
   EXPECT_EQ(warm.dram_write, 0);
 }
 
+// A paged varlen decode (--seqlens with --seqlen-q and --kv-layout paged:P: each sequence's keys in
+// ⌈L_b/P⌉ pages of its own): the closed form equals the simulator's walk; every term is the packed
+// varlen decode's but the block table (one sector per warp and tile of the sequence's own keys), and
+// the compulsory DRAM bytes are the packed ones plus the table entries the kernel reads, Σ ⌈L_b/P⌉;
+// the L2 simulation reads the same K/V bytes as packed.
+TEST(IoModel, FlashDecodePagedVarlenIsThePackedTrafficPlusTheBlockTable) {
+  auto varlen = [](std::vector<int32_t> lens, int64_t h, int64_t kvh, int64_t nq, int64_t d, bool causal, int page) {
+    Problem p = shape(int64_t(lens.size()), h, kvh, nq, *std::max_element(lens.begin(), lens.end()), d, causal, false);
+    p.seqlens = "file:lengths.txt";
+    p.seq_lengths = std::move(lens);
+    p.kv_page = page;
+    return p;
+  };
+  const std::vector<int32_t> odd = {17, 0, 4097, 1, 1013};  // no length a multiple of a page; one empty
+  int compared = 0;
+  for (int page : {64, 256})
+    for (const Problem& p :
+         {varlen(odd, 32, 8, 1, 128, false, page), varlen(odd, 8, 8, 4, 64, false, page),
+          varlen(odd, 8, 2, 4, 256, true, page), varlen({5000, 64, 65, 0}, 4, 1, 16, 64, false, page)}) {
+      ASSERT_TRUE(p.paged_varlen()) << p.name();
+      ASSERT_FALSE(p.invalid_reason()) << *p.invalid_reason();
+      Problem packed = p;
+      packed.kv_page = 0;
+      for (int forced : {1, 3, 1 << 20}) {
+        ModelPoint m;
+        m.method = "flash_decode";
+        m.problem = p;
+        ModelTiles t{{kernels::kDecodeBlockM, kernels::kDecodeBlockN, kernels::kDecodeWarps, 2}};
+        t.splits = kernels::flash_decode_split(p, 1, 0, forced).splits;
+        m.fwd_tiles = t;
+        const Traffic model = predict_sm_l2(m);
+        expect_same(model, simulate_sm_l2(m), describe(p, t));
+        ModelPoint mp = m;
+        mp.problem = packed;
+        const Traffic pk = predict_sm_l2(mp);
+        // The block table: one sector per warp whose first key exists, of the tiles the rows see
+        // (causal: the first tile's warps over keys below L_b), in every row tile.
+        int64_t warps = 0;
+        for (int32_t len : p.seq_lengths) {
+          const int64_t tiles = kernels::decode_tiles(len, p.seqlen_q, p.causal);
+          const int64_t keys = std::min<int64_t>(len, tiles * kernels::kDecodeBlockN);
+          warps += (keys + kernels::kDecodeWarpKeys - 1) / kernels::kDecodeWarpKeys;
+        }
+        const int64_t table = warps * p.kvh() * kernels::flash_decode_split(p, 1, 0, forced).row_tiles * 32;
+        EXPECT_EQ(term_of(model, "split: block table (per warp and tile)"), table) << describe(p, t);
+        EXPECT_EQ(model.read, pk.read + table) << describe(p, t);
+        EXPECT_EQ(model.write, pk.write) << describe(p, t);
+        EXPECT_EQ(model.atom, pk.atom) << describe(p, t);
+        int64_t entries = 0;
+        for (int32_t len : p.seq_lengths) entries += (len + page - 1) / page;
+        EXPECT_EQ(compulsory_dram(m).read, compulsory_dram(mp).read + entries * 4) << describe(p, t);
+        EXPECT_EQ(compulsory_dram(m).write, compulsory_dram(mp).write) << describe(p, t);
+        ++compared;
+      }
+    }
+  EXPECT_EQ(compared, 24);
+  // The L2 simulation with no cache: the K/V bytes of the packed layout, the table's sectors besides.
+  ModelPoint m;
+  m.method = "flash_decode";
+  m.problem = varlen({4096, 100, 0}, 8, 8, 1, 64, false, 64);
+  m.fwd_tiles = ModelTiles{{16, 64, 4, 4}};
+  m.fwd_tiles->splits = 4;
+  GpuLimits g;
+  g.sm_count = 132, g.smem_per_sm_bytes = 233472, g.l2_bytes = 52428800, g.l2_partitions = 2;
+  g.l2_dirty_share = kGh100L2DirtyShare;
+  const StreamingKernels none;
+  const auto trace = model_of(m).dram_trace(m, DramContext{0, 0, g, 0, none}, 1);
+  ASSERT_TRUE(trace.has_value());
+  const L2SimResult cold = simulate_l2(trace->buffers, trace->kernels, {1, 1, 1});
+  EXPECT_EQ(cold.read_of[1] + cold.read_of[2], 2 * 8 * (4096 + 100) * 64 * 2);
+  const L2SimResult warm = simulate_l2(trace->buffers, trace->kernels, {g.l2_bytes, 2, g.sm_count, g.l2_dirty_share});
+  // The table: sequence 0's 64 entries (8 sectors), sequence 1's 2 (its row's first sector).
+  EXPECT_EQ(warm.read_of[7], (8 + 1) * 32);
+}
+
 // --- the peers against FlashAttention-2's model (analysis/models/peers.cpp) -------------------
 namespace {
 

@@ -107,6 +107,42 @@ TEST(Cli, VarlenDecodePointsTakeSeqlenQAndRefuseItAloneInOneLine) {
   EXPECT_NE(err.find("fewer queries per sequence than its longest key length"), std::string::npos) << err;
 }
 
+// Paged varlen decode: --seqlens with --seqlen-q and --kv-layout paged:P; named with both suffixes,
+// flash_decode runs it and the others skip it with the reason; pages for varlen self-attention
+// are refused in one line.
+TEST(Cli, PagedVarlenDecodePointsAreNamedAndSelfAttentionRefusesPagesInOneLine) {
+  std::string out, err;
+  ASSERT_EQ(run_cli({"run",         "--dry-run",
+                     "--seqlens",   "uniform:1-3000",
+                     "--seqlen-q",  "1",
+                     "--batch",     "3",
+                     "--heads",     "8",
+                     "--kv-heads",  "2",
+                     "--method",    "flash_decode",
+                     "--head-dim",  "128",
+                     "--kv-layout", "contiguous,paged:64",
+                     "--varlen-as", "packed,padded"},
+                    &err, &out),
+            0)
+      << err;
+  EXPECT_NE(out.find("/d:128/fp16/paged:64/varlen:uniform:1-3000  "), std::string::npos) << out;
+  EXPECT_NE(out.find("/d:128/fp16/paged:64/varlen:uniform:1-3000/padded"), std::string::npos) << out;
+  EXPECT_NE(out.find("/d:128/fp16/varlen:uniform:1-3000  "), std::string::npos) << out;
+  out.clear();
+  ASSERT_EQ(run_cli({"list", "--seqlens", "uniform:1-3000", "--seqlen-q", "1", "--batch", "3", "--kv-layout",
+                     "paged:64", "--method", "flash2"},
+                    nullptr, &out),
+            0);
+  EXPECT_NE(out.find("flash2 cannot read a paged K/V cache"), std::string::npos) << out;
+  err.clear();
+  EXPECT_EQ(run_cli({"run", "--dry-run", "--seqlens", "uniform:1-3000", "--batch", "3", "--kv-layout", "paged:64",
+                     "--method", "flash2"},
+                    &err),
+            2);
+  EXPECT_NE(err.find("a paged K/V cache applies to a varlen decode only"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+}
+
 TEST(Cli, DeterministicAxisNamesPointsAndSkipsMethodsThatCannot) {
   std::string out;
   ASSERT_EQ(run_cli({"run", "--dry-run", "--seqlen", "256", "--method", "flash2", "--pass", "bwd", "--deterministic",

@@ -5,7 +5,11 @@
 // length and split count): the float64 check of every row (lengths 0, 1, 17, 1013, 4097; Nq 1 and
 // 4; GQA 32:8 and MHA; d 64/128/256; fp16 and bf16; causal; one and several splits), the padded
 // twin on flash_decode and flash2, and equal lengths giving the dense kernel's O and L bit for bit,
-// launch after launch. Skips without a GPU. Filter: --gtest_filter='*FlashDecode*'.
+// launch after launch. Paged varlen decode (--kv-layout paged:P with a varlen decode: each
+// sequence's keys in ⌈L_b/P⌉ pages of its own, shuffled): the float64 check of every row (the odd
+// lengths above, none a multiple of a page, one 0; pages of 64, 128, 256), the packed layout's O and
+// L bit for bit with the pages' unused slots poisoned, and its padded twin (dense pages, key
+// lengths). Skips without a GPU. Filter: --gtest_filter='*FlashDecode*'.
 #include <fmt/format.h>
 
 #include <cstring>
@@ -358,4 +362,147 @@ TEST_F(GpuFlashDecodePaged, VarlenOfEqualLengthsGivesTheDenseOutputsBitForBit) {
       for (uint8_t x : a.o) nonzero = nonzero || (x != 0 && x != 0xFF);
       EXPECT_TRUE(nonzero) << packed.name();
     }
+}
+
+// Paged varlen decode (Problem::paged_varlen): K/V in pages of each sequence's own through the
+// block table, the lengths through cu_seqlens; Q, O, L dense.
+namespace {
+
+struct PagedVarlenCase {
+  VarlenDecodeCase c;
+  int page;
+};
+
+std::vector<PagedVarlenCase> paged_varlen_cases() {
+  std::vector<PagedVarlenCase> out;
+  for (int page : {64, 256})
+    for (int64_t nq : {1, 4})
+      for (auto [h, kvh] : {std::pair<int64_t, int64_t>{32, 8}, {8, 8}})
+        out.push_back({{kOddKeys, h, kvh, nq, 128, DType::F16, false}, page});
+  for (int64_t d : {64, 256})
+    for (DType t : {DType::F16, DType::BF16}) out.push_back({{kOddKeys, 32, 8, 4, d, t, false}, 128});
+  for (int64_t nq : {1, 4}) out.push_back({{kOddKeys, 32, 8, nq, 128, DType::F16, true}, 64});
+  out.push_back({{kShortKeys, 32, 8, 1, 128, DType::F16, false}, 64});  // one split per sequence
+  return out;
+}
+
+Problem paged_varlen_problem_of(const PagedVarlenCase& c) {
+  Problem p = varlen_problem_of(c.c);
+  p.kv_page = c.page;
+  return p;
+}
+
+std::string paged_varlen_case_name(const testing::TestParamInfo<PagedVarlenCase>& info) {
+  return varlen_case_name({info.param.c, info.index}) + fmt::format("_paged{}", info.param.page);
+}
+
+// O and L of flash_decode on a varlen decode's logical inputs `in` (the padded twin's tensors):
+// K/V packed [Hkv, T, d] (p.packed_kv()) or in p's pages (p.paged_varlen(), kv_pages_of), with
+// every slot no real key holds poisoned (NaN, 0xFFFF): a read past a sequence's keys shows.
+DecodeBytes run_varlen_decode_bytes(const Problem& p, const HostInputs& in, int launches) {
+  DeviceAllocator alloc;
+  auto upload = [&](const void* data, size_t bytes) {
+    DeviceBuffer b(alloc, bytes);
+    FLASHIO_CUDA_CHECK(cudaMemcpy(b.get(), data, bytes, cudaMemcpyHostToDevice));
+    return b;
+  };
+  const auto cu64 = cu_seqlens(p);
+  const std::vector<int32_t> cu(cu64.begin(), cu64.end());
+  const int64_t d = p.head_dim, total = p.total_tokens();
+  KvPages pages;
+  if (p.paged()) pages = kv_pages_of(p);
+  const size_t elements = size_t(p.paged() ? pages.elements() : p.kvh() * total * d);
+  std::vector<uint16_t> k(elements, 0xFFFF), v(elements, 0xFFFF);
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t hk = 0; hk < p.kvh(); ++hk)
+      for (int64_t key = 0; key < p.seq_lengths[size_t(b)]; ++key)
+        for (int64_t c = 0; c < d; ++c) {
+          const size_t from = size_t(((b * p.kvh() + hk) * p.nk() + key) * d + c);
+          const size_t to = size_t(p.paged() ? pages.offset(b, hk, key, c, p.kvh(), d)
+                                             : (hk * total + cu64[size_t(b)] + key) * d + c);
+          k[to] = in.k[from];
+          v[to] = in.v[from];
+        }
+  DeviceBuffer q_d = upload(in.q.data(), in.q.size() * 2), k_d = upload(k.data(), k.size() * 2),
+               v_d = upload(v.data(), v.size() * 2), cu_d = upload(cu.data(), cu.size() * 4), table;
+  if (p.paged()) table = upload(pages.table.data(), pages.table.size() * 4);
+  DeviceBuffer o(alloc, in.q.size() * 2), lse(alloc, size_t(p.lse_elements()) * 4);
+  auto plan = builtin_registry().find("flash_decode")->plan(p, Pass::Fwd, *gpu(), alloc);
+  AttentionBuffers buf;
+  buf.q = q_d.get();
+  buf.k = k_d.get();
+  buf.v = v_d.get();
+  buf.o = o.get();
+  buf.lse = lse.as<float>();
+  buf.cu_seqlens = cu_d.as<int>();
+  buf.block_table = table.as<int>();
+  for (int i = 0; i < launches; ++i) {
+    FLASHIO_CUDA_CHECK(cudaMemset(o.get(), 0xFF, o.bytes()));  // poison: every element must be written again
+    FLASHIO_CUDA_CHECK(cudaMemset(lse.get(), 0xFF, lse.bytes()));
+    plan->forward(buf, nullptr);
+  }
+  FLASHIO_CUDA_CHECK(cudaDeviceSynchronize());
+  return {download_bytes(o), download_bytes(lse), plan->tiles().splits};
+}
+
+}  // namespace
+
+class GpuFlashDecodePagedVarlen : public GpuParamTest<PagedVarlenCase> {};
+
+TEST_P(GpuFlashDecodePagedVarlen, MatchesReferenceOnEveryRow) {
+  const PagedVarlenCase& c = GetParam();
+  FLASHIO_SKIP_BF16_WITHOUT_FUSED_KERNELS(c.c.dtype);
+  const Problem p = paged_varlen_problem_of(c);
+  ASSERT_TRUE(p.paged_varlen());
+  ASSERT_FALSE(p.invalid_reason()) << *p.invalid_reason();
+  const Record r = expect_ok({"flash_decode", Pass::Fwd, p});  // the pages verified against the host's heads
+  if (r.status != Status::Ok) return;
+  ASSERT_TRUE(r.tiles.has_value());
+  EXPECT_EQ(r.tiles->splits, kernels::flash_decode_split(p, gpu()->sm_count, gpu()->smem_per_sm).splits);
+  ASSERT_TRUE(r.check.has_value());
+  EXPECT_EQ(r.check->rows_checked, p.batch * p.heads * p.seqlen_q);  // every sequence's Nq rows, L = 0 too
+  EXPECT_TRUE(r.check->lse_checked);
+}
+
+INSTANTIATE_TEST_SUITE_P(Forward, GpuFlashDecodePagedVarlen, testing::ValuesIn(paged_varlen_cases()),
+                         paged_varlen_case_name);
+
+class GpuFlashDecodePagedVarlenLayout : public GpuTest {};
+
+// The same sequences packed and paged: the same splits and arithmetic at other addresses, so O and
+// L bit for bit — with every slot past a sequence's keys NaN in both layouts, and on the third
+// launch (the counters left at zero). Not vacuous: O holds numbers, and the empty sequence's are 0.
+TEST_F(GpuFlashDecodePagedVarlenLayout, PagedGivesThePackedOutputsBitForBit) {
+  for (DType t : {DType::F16, DType::BF16})
+    for (int page : {64, 128})
+      for (bool causal : {false, true}) {
+        if (t == DType::BF16 && !fused_bf16_available()) continue;
+        Problem packed = varlen_problem_of({kOddKeys, 32, 8, 4, 128, t, causal});
+        const HostInputs in = make_inputs(packed, false);
+        Problem paged = packed;
+        paged.kv_page = page;
+        const DecodeBytes a = run_varlen_decode_bytes(packed, in, 1), b = run_varlen_decode_bytes(paged, in, 3);
+        ASSERT_EQ(a.splits, b.splits) << paged.name();
+        EXPECT_TRUE(a.o == b.o) << paged.name() << ": O differs";
+        EXPECT_TRUE(a.lse == b.lse) << paged.name() << ": L differs";
+        bool number = false;
+        for (size_t i = 0; i + 1 < b.o.size(); i += 2) {
+          const uint16_t x = uint16_t(b.o[i] | (b.o[i + 1] << 8));
+          number = number || (x != 0 && x != 0xFFFF);
+        }
+        EXPECT_TRUE(number) << paged.name();
+        const size_t empty = size_t(1 * paged.heads * paged.seqlen_q * paged.head_dim) * 2;  // sequence 1: L = 0
+        for (size_t i = 0; i < empty; i += 2)  // ±0: the sign bit aside, every bit 0
+          ASSERT_EQ(uint16_t(b.o[empty + i] | (b.o[empty + i + 1] << 8)) & 0x7FFF, 0)
+              << paged.name() << ": the empty sequence's O is not 0 at byte " << i;
+      }
+}
+
+// The padded twin of a paged varlen decode: dense pages of the longest length, key lengths = the
+// lengths (the dense kernel's key padding over pages), checked the same way.
+TEST_F(GpuFlashDecodePagedVarlenLayout, ThePaddedTwinRunsOnFlashDecode) {
+  Problem p = paged_varlen_problem_of({{kOddKeys, 32, 8, 4, 128, DType::F16, false}, 64});
+  p.varlen_padded = true;
+  ASSERT_FALSE(p.paged_varlen());
+  expect_ok({"flash_decode", Pass::Fwd, p});
 }

@@ -15,7 +15,9 @@ package needed). Two tests go further where this Python has the package, and say
 were skipped where it has not: the float64 reference (GQA/MQA, Nq != Nk) on numpy against
 loops and central differences, and the script's GPU-side code (ProblemData, run_check) run on
 the CPU with torch (Debian's python3-torch 1.13 is enough: it needs no SDPA). /usr/bin/python3
-on Debian with python3-numpy and python3-torch runs both.
+on Debian with python3-numpy and python3-torch runs both. Key padding on SDPA (an attn_mask): the
+reasons and the call's arguments without torch; the mask, the check and the rule for a sequence
+of length 0 on a CPU torch, with a documented stand-in for scaled_dot_product_attention.
 """
 from __future__ import annotations
 
@@ -289,10 +291,13 @@ def test_a_sweep_file_gives_flashios_points():
         # GQA (kv_heads < heads) runs, with enable_gqa
         assert by_name["sdpa_efficient/fwd/b:2/h:8/kvh:2/n:128/d:64/fp16"].skip == ""
         assert by_name["sdpa_flash/fwdbwd/b:2/h:8/kvh:2/n:1013/d:128/fp16/causal"].skip == ""
+        # key padding runs with an attn_mask on every back-end but flash, causal too (in the mask)
+        for be in ("cudnn", "efficient", "math"):
+            assert by_name[f"sdpa_{be}/fwd/b:2/h:8/n:128/d:64/fp16/pad"].skip == ""
+            assert by_name[f"sdpa_{be}/fwdbwd/b:2/h:8/kvh:2/n:1013/d:128/fp16/causal/pad"].skip == ""
         # skipped, each with its reason
         reasons = {
             "sdpa_flash/fwd/b:2/h:8/n:128/d:64/fp16/pad": "key padding: SDPA's flash back-end takes no attn_mask",
-            "sdpa_cudnn/fwd/b:2/h:8/n:128/d:64/fp16/pad": "key padding: peers_sdpa.py passes no attn_mask",
             "sdpa_cudnn/fwd/b:2/h:8/n:17/d:64/fp16/drop:0.1": "dropout: SDPA draws its own dropout mask",
             "sdpa_math/fwd/b:1/h:16/n:512/d:64/fp16/sparse:butterfly/bs:128": "SDPA has no block-sparse attention",
             "sdpa_flash/bwd/b:1/h:16/n:256/d:64/fp16/det": "deterministic backward",
@@ -318,14 +323,20 @@ def test_axes_pass_through_to_flashio():
             "--pass", "fwd+bwd"]
     pts = _assert_peers_match_flashio(axes, ("efficient",))
     assert len(pts) == 16 and all(p.problem_json["seed"] == 7 for p in pts)
-    runnable = [p for p in pts if not p.skip]
+    runnable = [p for p in pts if not p.skip]  # key padding too: an attn_mask (the causal part folded in)
     assert [p.name() for p in runnable] == ["sdpa_efficient/fwdbwd/b:2/h:8/n:100/d:32/bf16/causal",
                                             "sdpa_efficient/fwdbwd/b:2/h:8/n:100/nk:300/d:32/bf16/causal",
                                             "sdpa_efficient/fwdbwd/b:2/h:8/kvh:4/n:100/d:32/bf16/causal",
-                                            "sdpa_efficient/fwdbwd/b:2/h:8/kvh:4/n:100/nk:300/d:32/bf16/causal"]
+                                            "sdpa_efficient/fwdbwd/b:2/h:8/kvh:4/n:100/nk:300/d:32/bf16/causal",
+                                            "sdpa_efficient/fwdbwd/b:2/h:8/n:100/d:32/bf16/causal/pad",
+                                            "sdpa_efficient/fwdbwd/b:2/h:8/n:100/nk:300/d:32/bf16/causal/pad",
+                                            "sdpa_efficient/fwdbwd/b:2/h:8/kvh:4/n:100/d:32/bf16/causal/pad",
+                                            "sdpa_efficient/fwdbwd/b:2/h:8/kvh:4/n:100/nk:300/d:32/bf16/causal/pad"], \
+        [p.name() for p in runnable]
     assert runnable[0].problem == ps.Problem(2, 8, 100, 32, "bf16", True, 7)
     assert runnable[3].problem == ps.Problem(2, 8, 100, 32, "bf16", True, 7, kv_heads=4, seqlen_k=300)
-    assert all(p.skip.startswith(("key padding", "dropout")) for p in pts if p.skip)
+    assert runnable[7].problem == ps.Problem(2, 8, 100, 32, "bf16", True, 7, kv_heads=4, seqlen_k=300, padding=True)
+    assert all(p.skip.startswith("dropout") for p in pts if p.skip)
     # the sparse axes and tokens/model-dim too
     _assert_peers_match_flashio(["--pattern", "local", "--sparse-window", "2", "--sparse-global", "0",
                                  "--sparse-block", "64", "-n", "1024", "--tokens", "2048", "--model-dim", "512"],
@@ -454,9 +465,12 @@ def test_parse_errors_subprocess():
         env = {k: v for k, v in os.environ.items() if k != "FLASHIO_BIN"}
         r = subprocess.run([sys.executable, SCRIPT, "--dry-run", "--flashio", FLASHIO, "--preset", "figure2-left",
                             "--backend", "math"], capture_output=True, text=True, timeout=60, env=env)
+        assert r.returncode == 0 and r.stdout == "sdpa_math/fwdbwd/b:64/h:16/n:1024/d:64/fp16/pad\n", (r.stdout, r.stderr)
+        r = subprocess.run([sys.executable, SCRIPT, "--dry-run", "--flashio", FLASHIO, "--preset", "figure2-left",
+                            "--backend", "flash"], capture_output=True, text=True, timeout=60, env=env)
         assert r.returncode == 0 and r.stdout == (
-            "sdpa_math/fwdbwd/b:64/h:16/n:1024/d:64/fp16/pad  skipped: key padding: peers_sdpa.py passes no "
-            "attn_mask to SDPA (not implemented)\n"), (r.stdout, r.stderr)
+            "sdpa_flash/fwdbwd/b:64/h:16/n:1024/d:64/fp16/pad  skipped: key padding: SDPA's flash back-end takes no "
+            "attn_mask\n"), (r.stdout, r.stderr)
         r = subprocess.run([sys.executable, SCRIPT, "--dry-run", "--flashio", os.path.join(tmp, "flashio")],
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "--flashio: no flashio binary" in r.stderr
@@ -580,12 +594,13 @@ def test_paged_points_are_skipped():
         print("      (this flashio has no --kv-layout: paged points checked on a problem object only)")
 
 
-def test_varlen_decode_points_padded_twin_on_flex_only():
+def test_varlen_decode_points_padded_twin_on_flex_and_masked_sdpa():
     """A varlen decode (--seqlens with --seqlen-q: key lengths, K/V packed): its packed point is
     skipped by every back-end (SDPA and flex take [B, H, N, d]; a point named packed is not run
     padded under that name); its padded twin (--varlen-as padded, named /padded) is skipped by
-    SDPA (no attn_mask passed, as --padding points) and run by flex with the lengths as key
-    padding: key_lengths are the sequences' lengths, a length of 0 included."""
+    SDPA's flash back-end (no attn_mask) and run by cudnn, efficient and math with a key-padding
+    attn_mask and by flex with the lengths as key padding: key_lengths are the sequences'
+    lengths, a length of 0 included. FLOPs are flashio's: the real keys' only."""
     r = subprocess.run([FLASHIO, "run", "--help"], capture_output=True, text=True, timeout=60)
     if "--seqlen-q" not in r.stdout:
         print("      (this flashio has no --seqlen-q: varlen decode points not checked)")
@@ -597,12 +612,18 @@ def test_varlen_decode_points_padded_twin_on_flex_only():
     packed = [p for p in pts if not p.name().endswith("/padded")]
     padded = [p for p in pts if p.name().endswith("/padded")]
     assert len(packed) == len(padded) == 5
-    assert all(p.skip.startswith("variable lengths (seqlens uniform:0-3000, packed)") for p in packed
-               if p.backend != ps.FLEX), [p.skip for p in packed]
+    assert all(p.skip.startswith("packed variable lengths (seqlens uniform:0-3000): SDPA takes [B, H, N, d]")
+               for p in packed if p.backend != ps.FLEX), [p.skip for p in packed]
+    assert all("its padded twin (--varlen-as padded) runs with the lengths as a key-padding attn_mask" in p.skip
+               for p in packed if p.backend != ps.FLEX), [p.skip for p in packed]
     assert [p.skip for p in packed if p.backend == ps.FLEX][0].startswith(
         "packed variable lengths (seqlens uniform:0-3000): flex_attention takes [B, H, N, d]")
-    assert all(p.skip.startswith("variable lengths (seqlens uniform:0-3000, padded)") for p in padded
-               if p.backend != ps.FLEX), [p.skip for p in padded]
+    assert [p.skip for p in padded if p.backend == "flash"] == [
+        "variable lengths (seqlens uniform:0-3000, padded): key padding: SDPA's flash back-end takes no attn_mask"]
+    assert all(p.skip == "" for p in padded if p.backend != "flash"), [p.skip for p in padded]
+    lengths = padded[0].problem_json["seq_lengths"]
+    for p in padded:  # the real keys' FLOPs, as flashio counts a padded twin: 4·H·Nq·Σ L_b·d
+        assert p.flops == 4.0 * 32 * 1 * sum(lengths) * 128, (p.name(), p.flops)
     flex = [p for p in padded if p.backend == ps.FLEX][0]
     assert flex.skip == "", flex.skip
     assert re.fullmatch(r"flex_attention/fwd/b:5/h:32/kvh:8/n:1/nk:\d+/d:128/fp16/varlen:uniform:0-3000/padded",
@@ -1651,6 +1672,186 @@ def test_flex_failures_and_records():
     assert rec["name"] == "flex_attention/fwdbwd/b:16/h:8/n:4096/d:64/fp16/sparse:random/s:0.5/bs:128"
     assert rec["method"] == "flex_attention" and "block_mask" not in rec["problem"]
     assert not validate_record(rec), validate_record(rec)
+
+
+
+# --- SDPA with a key-padding attn_mask (key padding, a varlen point's padded twin) ---------------
+
+
+def test_key_padded_points_run_with_a_mask_except_on_flash():
+    """--padding random and a varlen padded twin run on cudnn, efficient and math (an attn_mask),
+    causal included (folded into the mask) up to MAX_MASK_ELEMENTS, beyond which the point is
+    skipped with the size; flash keeps its reason; a paged padded twin stays skipped as paged."""
+    pad = dict(one_point("flash", "fwd", "-b", "2", "--heads", "8", "-n", "100", "-d", "64").problem_json,
+               padding="random")
+    for be in ("cudnn", "efficient", "math"):
+        for pass_ in ("fwd", "bwd", "fwdbwd"):
+            assert ps.unsupported_reason(be, pass_, pad) == "", be
+            assert ps.unsupported_reason(be, pass_, dict(pad, causal=True)) == "", be
+    assert ps.unsupported_reason("flash", "fwd", pad) == "key padding: SDPA's flash back-end takes no attn_mask"
+    big = dict(pad, causal=True, batch=64, seqlen_q=4096, seqlen_k=4096)  # 2^30 booleans
+    why = ps.unsupported_reason("math", "fwd", big)
+    assert why.startswith("key padding with a causal mask: the attn_mask would be [B, 1, Nq, Nk] = 1073741824 "
+                          "booleans (more than peers_sdpa.py's 268435456"), why
+    assert ps.unsupported_reason("math", "fwd", dict(big, causal=False)) == ""  # [B, 1, 1, Nk]: small
+    twin = dict(pad, padding="none", seqlens="uniform:1-100", seq_lengths=[5, 100], varlen_layout="padded",
+                seqlen_q=1, seqlen_k=100)
+    assert ps.unsupported_reason("efficient", "fwd", twin) == ""
+    assert ps.unsupported_reason("flash", "fwd", twin) == (
+        "variable lengths (seqlens uniform:1-100, padded): key padding: SDPA's flash back-end takes no attn_mask")
+    paged = ps.unsupported_reason("cudnn", "fwd", dict(twin, kv_layout="paged:64"))
+    assert paged.startswith("paged K/V cache (kv_layout paged:64): SDPA takes contiguous K/V only"), paged
+    # A paged varlen decode (each sequence's keys in pages of its own) and its padded twin, through
+    # flashio: every SDPA back-end and flex skip them as paged; the contiguous twin runs masked.
+    axes = ["-b", "3", "--heads", "8", "--kv-heads", "2", "-d", "64", "--seqlens", "uniform:0-300", "--seqlen-q", "1",
+            "--varlen-as", "packed,padded", "--kv-layout", "contiguous,paged:64"]
+    pts = _assert_peers_match_flashio(axes, ("flash", "cudnn", "efficient", "math", "flex"))
+    on_pages = [p for p in pts if "/paged:64/" in p.name()]
+    assert len(on_pages) == 2 * 5 and all(p.skip.startswith("paged K/V cache (kv_layout paged:64)") for p in on_pages)
+    runs = sorted(p.method for p in pts if not p.skip)
+    assert runs == ["flex_attention", "sdpa_cudnn", "sdpa_efficient", "sdpa_math"], runs
+
+
+
+def test_sdpa_call_arguments_without_torch():
+    """sdpa_function's call, with a recording stand-in for torch.nn.functional (no torch needed):
+    dense: is_causal and no attn_mask; with a key-padding mask: attn_mask, is_causal False (SDPA
+    refuses both); scale 1/sqrt(d); enable_gqa only for GQA/MQA, and a torch that lacks it
+    (TypeError) becomes NotImplementedError (a `skipped` record saying PyTorch >= 2.5)."""
+    class F:
+        def __init__(self, refuse_gqa=False):
+            self.calls, self.refuse_gqa = [], refuse_gqa
+
+        def scaled_dot_product_attention(self, q, k, v, **kw):
+            if self.refuse_gqa and "enable_gqa" in kw:
+                raise TypeError("scaled_dot_product_attention() got an unexpected keyword argument 'enable_gqa'")
+            self.calls.append((q, k, v, kw))
+            return "O"
+
+    class FakeTorch:
+        __version__ = "2.4.0"
+
+    mask = object()
+    for p, m, want in ((P(causal=True), None, {"is_causal": True}),
+                       (P(padding=True), mask, {"attn_mask": mask}),
+                       (P(causal=True, padding=True, kv_heads=4), mask, {"attn_mask": mask, "enable_gqa": True}),
+                       (P(kv_heads=1), None, {"is_causal": False, "enable_gqa": True})):
+        f = F()
+        assert ps.sdpa_function(FakeTorch, f, p, m)("q", "k", "v") == "O"
+        assert f.calls == [("q", "k", "v", dict(want, scale=1.0 / 8.0))], (p, f.calls)
+    try:
+        ps.sdpa_function(FakeTorch, F(refuse_gqa=True), P(kv_heads=4), mask)("q", "k", "v")
+        raise AssertionError("no NotImplementedError")
+    except NotImplementedError as e:
+        assert "this torch (2.4.0) has no enable_gqa" in str(e), e
+        assert ps.classify_failure(e)[0] == "skipped"
+    f = F(refuse_gqa=True)  # MHA never passes enable_gqa
+    assert ps.sdpa_function(FakeTorch, f, P(padding=True), mask)("q", "k", "v") == "O"
+
+
+class _FakeF:
+    """torch.nn.functional.scaled_dot_product_attention as documented (PyTorch 2.5+), in float64 on
+    a CPU torch that has none: attn_mask boolean (True: attend) broadcast to [B, H, Nq, Nk], or
+    is_causal (top-left), not both; scale; enable_gqa (query head h reads K/V head h // group). A
+    row with no True is NaN (softmax over -inf, as the fused back-ends), or 0 with safe=True (the
+    math back-end's _safe_softmax). Records each call's keyword arguments."""
+
+    def __init__(self, torch, safe=False):
+        self.torch, self.safe, self.calls = torch, safe, []
+
+    def scaled_dot_product_attention(self, q, k, v, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
+        t = self.torch
+        self.calls.append(dict(attn_mask=attn_mask, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa))
+        assert not (is_causal and attn_mask is not None), "SDPA refuses is_causal with an attn_mask"
+        if enable_gqa:
+            g = q.shape[1] // k.shape[1]
+            k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+        else:
+            assert k.shape[1] == q.shape[1]
+        s = (q.double() @ k.double().transpose(-2, -1)) * scale
+        nq, nk = s.shape[-2:]
+        if is_causal:
+            s = s.masked_fill(t.arange(nk)[None, :] > t.arange(nq)[:, None], float("-inf"))
+        if attn_mask is not None:
+            assert attn_mask.dtype == t.bool and attn_mask.dim() == 4
+            s = s.masked_fill(~attn_mask.expand(s.shape), float("-inf"))
+        pr = t.softmax(s, -1)
+        if self.safe:
+            pr = t.where(t.isinf(s).all(-1, keepdim=True), t.zeros_like(pr), pr)
+        return (pr @ v.double()).to(q.dtype)
+
+
+def _element_visible(p, b, i, j, lengths) -> bool:
+    return j < lengths[b] and (not p.causal or j <= i)
+
+
+def test_sdpa_mask_path_on_cpu_torch():
+    """Where this Python has torch (CPU; 1.13 has no SDPA: _FakeF stands in for it): sdpa_key_mask
+    is flashio's element mask (key j < L_b, causal top-left j <= i), [B, 1, 1, Nk] or [B, 1, Nq, Nk];
+    sdpa_function passes it as attn_mask with is_causal off (dense: is_causal, no mask), scale
+    1/sqrt(d), enable_gqa for GQA; the masked output passes run_check. A sequence of length 0:
+    NaN rows (softmax over -inf) make empty_sequence_reason skip the point with the reason, 0 rows
+    (_safe_softmax) are checked and pass against the reference's O = 0; a NaN elsewhere is left to
+    the check, which fails."""
+    try:
+        import torch
+    except ImportError:
+        print("      (skipped: no torch in this Python; Debian's python3-torch, CPU, runs it)")
+        return
+    cpu = torch.device("cpu")
+    cases = (ps.Problem(3, 4, 2, 16, "fp16", False, 41, kv_heads=2, seqlen_k=9, seq_lengths=(9, 0, 5)),  # padded twin
+             ps.Problem(2, 4, 7, 16, "bf16", True, 42, seqlen_k=5, padding=True),                        # causal, Nq > Nk
+             ps.Problem(2, 2, 6, 16, "fp16", True, 43, kv_heads=1, seqlen_k=30, padding=True),            # GQA, Nq < Nk
+             ps.Problem(2, 2, 6, 16, "fp16", True, 44))                                                   # dense: no mask
+    for p in cases:
+        data = ps.ProblemData(torch, p, cpu)
+        lengths = ps.key_lengths(p)
+        fake = _FakeF(torch)
+        mask = ps.sdpa_key_mask(torch, p, data.key_lengths, cpu) if p.key_padded else None
+        if mask is not None:
+            assert mask.dtype == torch.bool
+            assert tuple(mask.shape) == ((p.batch, 1, p.seqlen, p.seqlen_k) if p.causal else (p.batch, 1, 1, p.seqlen_k))
+            full = mask.expand(p.batch, 1, p.seqlen, p.seqlen_k)
+            want = torch.tensor([[[[_element_visible(p, b, i, j, lengths) for j in range(p.seqlen_k)]
+                                   for i in range(p.seqlen)]] for b in range(p.batch)])
+            assert torch.equal(full, want), p
+        attn = ps.sdpa_function(torch, fake, p, mask)
+        o = attn(data.q, data.k, data.v)
+        call = fake.calls[-1]
+        assert call["scale"] == p.softmax_scale and call["enable_gqa"] == (p.kv_heads < p.heads)
+        assert (call["attn_mask"] is mask) and call["is_causal"] == (p.causal and mask is None), call
+        empty = [b for b, n in enumerate(lengths) if n == 0]
+        why = ps.empty_sequence_reason(torch, "sdpa_efficient", data, o) if mask is not None else ""
+        if empty:
+            assert not torch.isfinite(o[empty[0]]).any()  # softmax over a row of -inf
+            assert why == ("sdpa_efficient gives non-finite O for the sequence of length 0 (batch 1: its attn_mask "
+                           "rows are all False, no key to attend); flashio's convention there is O = 0 with zero "
+                           "gradients, so the point is not checked or timed"), why
+            safe = ps.sdpa_function(torch, _FakeF(torch, safe=True), p, mask)(data.q, data.k, data.v)
+            assert (safe[empty[0]] == 0).all()
+            assert ps.empty_sequence_reason(torch, "sdpa_math", data, safe) == ""
+            c = ps.run_check(torch, data, safe)
+            assert c["passed"] and c["rows_checked"] == p.batch * p.heads * p.seqlen, c
+            # gradients: a non-finite dK of the empty sequence is named
+            grads = [torch.zeros_like(data.q), torch.zeros_like(data.k), torch.zeros_like(data.v)]
+            grads[1][empty[0]] = float("nan")
+            why = ps.empty_sequence_reason(torch, "sdpa_cudnn", data, safe, grads)
+            assert why.startswith("sdpa_cudnn gives non-finite dK for the sequence of length 0"), why
+        else:
+            assert why == ""
+            c = ps.run_check(torch, data, o)
+            assert c["passed"] and c["worst_ratio"] < 0.5, (p, c)
+            unpadded = [p.seqlen_k] * p.batch
+            if mask is not None and any(_element_visible(p, b, i, j, lengths) != _element_visible(p, b, i, j, unpadded)
+                                        for b in range(p.batch) for i in range(p.seqlen) for j in range(p.seqlen_k)):
+                # where the padding hides a key a row would see, the same call without it fails the check
+                bad = ps.sdpa_function(torch, _FakeF(torch), p, None)
+                assert not ps.run_check(torch, data, bad(data.q, data.k, data.v))["passed"], p
+                # and a NaN on a row of a real sequence is the check's to fail, not a skip
+                o2 = o.clone()
+                o2[0, 0, 0, 0] = float("nan")
+                assert ps.empty_sequence_reason(torch, "sdpa_math", data, o2) == ""
+                assert not ps.run_check(torch, data, o2)["passed"]
 
 
 def main() -> int:

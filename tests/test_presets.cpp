@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "bench/core/method.h"
@@ -238,7 +239,9 @@ TEST(Presets, LlamaDecodePresetsCoverBatchContextAndBothLayouts) {
 
 TEST(Presets, LlamaDecodeVarlenRunsPackedAndPaddedTwinsOfTheSameSequences) {
   const auto points = preset_points("llama3-8b-decode-varlen");
-  EXPECT_EQ(points.size(), 2u * 2u * 2u + 2u * 2u);  // flash_decode: batch × lengths × layout; flash2: padded
+  // flash_decode: batch × lengths × layout; flash2: padded; flash_decode paged:64 at batch 32: lengths
+  EXPECT_EQ(points.size(), 2u * 2u * 2u + 2u * 2u + 2u);
+  std::map<std::string, std::vector<int32_t>> packed_lengths;  // "b/seqlens" -> the packed point's lengths
   std::set<std::string> names;
   for (const auto& pt : points) {
     const Problem& p = pt.problem;
@@ -255,8 +258,20 @@ TEST(Presets, LlamaDecodeVarlenRunsPackedAndPaddedTwinsOfTheSameSequences) {
     }
     EXPECT_TRUE(pt.method == "flash_decode" || p.varlen_padded) << pt.name();
     EXPECT_FALSE(p.invalid_reason());
+    if (p.paged()) {
+      EXPECT_TRUE(p.paged_varlen() && p.batch == 32 && p.kv_page == 64 && pt.method == "flash_decode") << pt.name();
+      EXPECT_NE(pt.name().find("/paged:64/varlen:"), std::string::npos) << pt.name();
+    }
+    if (p.packed() && !p.paged()) packed_lengths[std::to_string(p.batch) + "/" + p.seqlens] = p.seq_lengths;
     names.insert(pt.name());
   }
+  int paged = 0;
+  for (const auto& pt : points)
+    if (pt.problem.paged()) {  // the same sequences as the packed point of that batch and distribution
+      ++paged;
+      EXPECT_EQ(pt.problem.seq_lengths, packed_lengths.at("32/" + pt.problem.seqlens)) << pt.name();
+    }
+  EXPECT_EQ(paged, 2);
   EXPECT_EQ(names.size(), points.size());
   EXPECT_TRUE(names.count(points[0].name()));
   EXPECT_NE(points[0].name().find("flash_decode/fwd/b:8/h:32/kvh:8/n:1/nk:"), std::string::npos) << points[0].name();

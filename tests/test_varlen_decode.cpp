@@ -2,17 +2,20 @@
 // key lengths (Problem::key_varlen): the resolution, names, sizes, FLOPs and record of such a
 // point, the combinations refused in one line, the sweep axis, the float64 reference through the
 // padded twin (each sequence its own decode over its own keys), the split arithmetic of
-// flash_decode over sequences of different lengths, and which methods run or skip the point.
+// flash_decode over sequences of different lengths, and which methods run or skip the point; the
+// paged varlen decode (--kv-layout paged:P: each sequence's keys in pages of its own) likewise.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <set>
 
 #include "bench/core/inputs.h"
 #include "bench/core/method.h"
 #include "bench/core/reference.h"
+#include "bench/core/rng.h"
 #include "bench/core/varlen.h"
 #include "bench/measure/check.h"
 #include "bench/sweep/sweep.h"
@@ -105,9 +108,11 @@ TEST(VarlenDecodeProblem, ImpossibleCombinationsSayWhyInOneLine) {
   Problem pad = d;
   pad.padding = Padding::Random;
   EXPECT_NE(reason(pad).find("--padding does not apply"), std::string::npos);
-  Problem paged = d;
+  Problem paged = d;  // paged per sequence (PagedVarlen below); a page size flashio refuses stays refused
   paged.kv_page = 64;
-  EXPECT_NE(reason(paged).find("paged"), std::string::npos);
+  EXPECT_EQ(reason(paged), "");
+  paged.kv_page = 100;
+  EXPECT_NE(reason(paged).find("not a positive multiple of 64"), std::string::npos) << reason(paged);
   Problem wrong_nk = d;
   wrong_nk.seqlen_k = 1000;
   EXPECT_NE(reason(wrong_nk).find("seqlen-k 1000 is not the longest sequence (900)"), std::string::npos)
@@ -294,4 +299,160 @@ TEST(VarlenDecodeMethods, FlashDecodeRunsThePackedPointOthersSkipWithTheReason) 
   twin.varlen_padded = true;
   EXPECT_TRUE(builtin_registry().find("flash_decode")->supports(twin, Pass::Fwd, dev));
   EXPECT_TRUE(builtin_registry().find("flash2")->supports(twin, Pass::Fwd, dev));
+}
+
+// Paged varlen decode (--seqlens with --seqlen-q and --kv-layout paged:P): the sequences' keys in
+// pages of their own through a block table, as vLLM stores a batch.
+TEST(PagedVarlenDecodeProblem, NamedWithBothSuffixesAndCountedAsThePackedKeys) {
+  Problem p = decode_varlen({0, 5, 900, 64, 129}, 2);
+  p.kv_page = 64;
+  ASSERT_FALSE(p.invalid_reason()) << *p.invalid_reason();
+  EXPECT_TRUE(p.paged_varlen());
+  EXPECT_TRUE(p.packed());
+  EXPECT_FALSE(p.packed_kv());
+  EXPECT_EQ(p.name(), "b:5/h:32/kvh:8/n:2/nk:900/d:128/fp16/paged:64/varlen:file:lengths.txt");
+  Problem packed = p;
+  packed.kv_page = 0;
+  EXPECT_TRUE(packed.packed_kv());
+  EXPECT_FALSE(packed.paged_varlen());
+  // The logical keys, not the pages' slots: the same elements, bytes and FLOPs as packed.
+  EXPECT_EQ(p.kv_elements(), packed.kv_elements());
+  EXPECT_EQ(p.kv_elements(), 8 * (0 + 5 + 900 + 64 + 129) * 128);
+  EXPECT_EQ(compulsory_bytes(p, Pass::Fwd), compulsory_bytes(packed, Pass::Fwd));
+  EXPECT_DOUBLE_EQ(flops(p, Pass::Fwd), flops(packed, Pass::Fwd));
+  // The record reads back as the same paged varlen decode.
+  const Problem back = problem_from_json(to_json(p));
+  EXPECT_TRUE(back.paged_varlen());
+  EXPECT_EQ(back.kv_page, 64);
+  EXPECT_EQ(back.name(), p.name());
+  // Its padded twin is a dense paged problem with key lengths: every sequence ⌈Nk/P⌉ pages.
+  Problem twin = p;
+  twin.varlen_padded = true;
+  ASSERT_FALSE(twin.invalid_reason()) << *twin.invalid_reason();
+  EXPECT_FALSE(twin.paged_varlen());
+  EXPECT_TRUE(twin.key_padded());
+  EXPECT_EQ(twin.name(), p.name() + "/padded");
+  EXPECT_EQ(kv_pages_of(twin).pages, 5 * 15);
+}
+
+TEST(PagedVarlenDecodeProblem, VarlenSelfAttentionRefusesPagesInOneLine) {
+  Problem self = decode_varlen({5, 9}, 9);  // self-attention: seqlen_q the longest, no seqlen_k
+  self.seqlen_k = 0;
+  ASSERT_FALSE(self.key_varlen());
+  ASSERT_FALSE(self.invalid_reason()) << *self.invalid_reason();
+  self.kv_page = 64;
+  const std::string why = self.invalid_reason().value_or("");
+  EXPECT_NE(why.find("a paged K/V cache applies to a varlen decode only"), std::string::npos) << why;
+  EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+  self.varlen_padded = true;  // its padded twin too: no method reads pages for self-attention
+  EXPECT_TRUE(self.invalid_reason());
+}
+
+// Sequence b's ⌈L_b/P⌉ logical pages, dealt a seeded permutation of the pool of Σ_b ⌈L_b/P⌉
+// physical pages: each physical page holds exactly one logical page, a sequence of length 0 has
+// none, the rest of each row is -1; the dense table is the permutation of B·⌈Nk/P⌉ pages it was.
+TEST(PagedVarlenDecodeProblem, EachSequenceHasItsOwnPagesOfAShuffledPool) {
+  for (int page : {64, 128}) {
+    Problem p = decode_varlen({0, 5, 900, 64, 129, 1}, 1, 4, 2, 64);
+    p.kv_page = page;
+    const KvPages k = kv_pages_of(p);
+    const int64_t pps = (900 + page - 1) / page;
+    EXPECT_EQ(k.pages_per_seq, pps);
+    ASSERT_EQ(k.table.size(), size_t(6 * pps));
+    int64_t want = 0;
+    for (size_t b = 0; b < 6; ++b) {
+      const int32_t used = int32_t((p.seq_lengths[b] + page - 1) / page);
+      EXPECT_EQ(k.used[b], used) << b;
+      want += used;
+      for (int64_t j = used; j < pps; ++j) EXPECT_EQ(k.table[b * size_t(pps) + size_t(j)], -1) << b << " " << j;
+    }
+    EXPECT_EQ(k.pages, want);
+    EXPECT_EQ(k.used[0], 0);
+    EXPECT_EQ(k.elements(), want * 2 * page * 64);
+    std::vector<int32_t> seen;
+    for (int32_t e : k.table)
+      if (e >= 0) seen.push_back(e);
+    std::sort(seen.begin(), seen.end());
+    std::vector<int32_t> pool(static_cast<size_t>(want));
+    std::iota(pool.begin(), pool.end(), 0);
+    EXPECT_EQ(seen, pool);  // every physical page once
+    bool shuffled = false;  // not the identity: no accidental contiguity
+    for (size_t i = 0, n = 0; i < k.table.size(); ++i)
+      if (k.table[i] >= 0) shuffled = shuffled || k.table[i] != int32_t(n++);
+    EXPECT_TRUE(shuffled);
+    // Every real key's element has its own slot in the pool (no two share one, none past the pool).
+    std::set<int64_t> slots;
+    for (int64_t b = 0; b < 6; ++b)
+      for (int64_t hk = 0; hk < 2; ++hk)
+        for (int64_t key = 0; key < p.seq_lengths[size_t(b)]; ++key)
+          for (int64_t c = 0; c < 64; c += 21) {
+            const int64_t at = k.offset(b, hk, key, c, 2, 64);
+            ASSERT_GE(at, 0);
+            ASSERT_LT(at, k.elements());
+            slots.insert(at);
+          }
+    EXPECT_EQ(slots.size(), size_t(2 * (5 + 900 + 64 + 129 + 1) * 4));
+    // The offset of a key is in its own page's rows.
+    for (int64_t key : {0, 63, 64, 899})
+      EXPECT_EQ(k.offset(2, 1, key, 5, 2, 64),
+                ((int64_t(k.table[size_t(2 * pps + key / page)]) * 2 + 1) * page + key % page) * 64 + 5);
+  }
+  // Dense: the table is the permutation itself (the layout of every committed paged record).
+  Problem dense = decode_varlen({900, 900, 900}, 1, 4, 2, 64);
+  dense.seqlens.clear();
+  dense.seq_lengths.clear();
+  dense.kv_page = 64;
+  const KvPages k = kv_pages_of(dense);
+  EXPECT_EQ(k.pages, 3 * 15);
+  std::vector<int32_t> perm(size_t(k.pages));
+  std::iota(perm.begin(), perm.end(), 0);
+  SplitMix64 rng(dense.seed ^ 0x9a6e5ull);
+  for (int64_t i = k.pages - 1; i > 0; --i) std::swap(perm[size_t(i)], perm[size_t(rng.next() % uint64_t(i + 1))]);
+  EXPECT_EQ(k.table, perm);
+}
+
+TEST(PagedVarlenDecodeMethods, FlashDecodeRunsItOthersSkipWithTheReason) {
+  const DeviceInfo dev = h100();
+  Problem p = decode_varlen({0, 1, 17, 1013, 4097}, 4);
+  p.kv_page = 64;
+  for (const Method* m : builtin_registry().all()) {
+    const Support s = m->supports(p, Pass::Fwd, dev);
+    if (m->name() == "flash_decode") {
+      EXPECT_TRUE(s) << s.reason;
+      continue;
+    }
+    EXPECT_FALSE(s) << m->name();
+    if (m->name().rfind("blocksparse", 0) == 0) continue;  // they refuse a dense point first
+    EXPECT_NE(s.reason.find("paged"), std::string::npos) << m->name() << ": " << s.reason;
+  }
+  // The split rule is the packed one: the same blocks run.
+  Problem packed = p;
+  packed.kv_page = 0;
+  EXPECT_EQ(flash_decode_choose_split(p, dev).splits, flash_decode_choose_split(packed, dev).splits);
+}
+
+TEST(PagedVarlenDecodeSweep, TheLayoutAxisNamesPagedVarlenPoints) {
+  SweepSpec s;
+  s.methods = {"flash_decode"};
+  s.batch = {8};
+  s.heads = {32};
+  s.kv_heads = {8};
+  s.head_dim = {128};
+  s.seqlens = {"uniform:1-4000"};
+  s.varlen_queries = {1};
+  s.kv_page = {0, 64};
+  s.varlen_padded = {false, true};
+  const auto points = expand(s);
+  ASSERT_EQ(points.size(), 4u);
+  int paged_varlen = 0, paged_twin = 0;
+  for (const auto& pt : points) {
+    EXPECT_FALSE(pt.problem.invalid_reason()) << pt.problem.name();
+    EXPECT_EQ(pt.problem.seq_lengths, points[0].problem.seq_lengths);
+    paged_varlen += pt.problem.paged_varlen();
+    paged_twin += pt.problem.paged() && pt.problem.varlen_padded;
+    if (pt.problem.paged())
+      EXPECT_NE(pt.problem.name().find("/paged:64/varlen:uniform:1-4000"), std::string::npos) << pt.problem.name();
+  }
+  EXPECT_EQ(paged_varlen, 1);
+  EXPECT_EQ(paged_twin, 1);
 }

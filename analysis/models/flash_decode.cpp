@@ -24,9 +24,15 @@
 // cu[b] of each K/V head (the bytes per row are the same: a row is whole sectors); it has its own
 // split count, decode_sequence_splits(tiles_b, tiles_per_split), and the grid's blocks past it
 // return before any access: no Q, no partials, no ticket; one split writes O and L itself, and the
-// combine reads only its splits' partials.
+// combine reads only its splits' partials. Paged (Problem::paged_varlen): the same blocks, rows and
+// splits, each K/V slice in a page of the sequence's own (a page holds whole tiles, and a row is
+// whole sectors wherever it lies: the same bytes as packed), and the block table read as dense
+// paged reads it, once per warp and tile of the sequence's keys. The L2 simulation lays the
+// paged K/V out as the packed K/V (the same rows; which physical page holds them does not change
+// a count).
 //
-// DRAM: compulsory Q, K, V read and O, L written (paged: the block table read); the partials and
+// DRAM: compulsory Q, K, V read and O, L written (paged: the block table's entries read, the
+// sequence's own pages' only when varlen); the partials and
 // the counters are workspace, in the L2 simulation's trace like any buffer: the partials written at
 // the end of each split block and read by the row tile's last one, they stay in L2 (and are never
 // written back) wherever they fit — every committed point: at most splits·B·H·Nq·(d + 1)·4 = 0.5 MB.
@@ -74,6 +80,14 @@ struct Schedule {
     return std::min<int64_t>(kDecodeBlockM, group_rows - row_tile * kDecodeBlockM);
   }
   int64_t pages_per_seq() const { return p.paged() ? ceil_div(p.nk(), p.kv_page) : 0; }
+  // Block-table entries the kernel reads: every sequence's pages_per_seq, or a paged varlen
+  // decode's ⌈L_b/P⌉ each (KvPages::used).
+  int64_t table_entries() const {
+    if (!p.paged_varlen()) return p.batch * pages_per_seq();
+    int64_t n = 0;
+    for (int32_t len : lens) n += ceil_div(len, p.kv_page);
+    return n;
+  }
   // Splits that run for batch b: the grid's, or a packed varlen decode's own (its other blocks return).
   int64_t splits_of(int64_t b) const {
     return p.packed() ? kernels::decode_sequence_splits(int(tiles(b)), split.tiles_per_split) : split.splits;
@@ -171,7 +185,7 @@ class FlashDecodeModel final : public IoModel {
     const Schedule s = schedule_of(m);
     Traffic out;
     add_forward_compulsory(m.problem, out);
-    if (m.problem.paged()) out.add("block table", m.problem.batch * s.pages_per_seq() * 4, 0);
+    if (m.problem.paged()) out.add("block table", s.table_entries() * 4, 0);
     return out;
   }
   // The wave model (--dram-waves): every byte once (K and V are read once per row tile, the row
@@ -187,7 +201,7 @@ class FlashDecodeModel final : public IoModel {
     return (double(p.kvh()) * keys + double(p.batch) * double(p.heads) * double(p.seqlen_q)) * double(p.head_dim);
   }
   std::string asymptotic_formula(const ModelPoint& m) const override {
-    return m.problem.packed() ? "Hkv·ΣL_b·d + H·Nq·d  (each byte once; packed varlen keys)"
+    return m.problem.packed() ? "Hkv·ΣL_b·d + H·Nq·d  (each byte once; varlen keys, packed or paged)"
                               : "Hkv·Nk·d + H·Nq·d  (each byte once)";
   }
   PredictedTiles predict_tiles(int64_t, int64_t) const override {
@@ -226,7 +240,7 @@ std::optional<SimTrace> FlashDecodeModel::dram_trace(const ModelPoint& m, const 
                 {"partial L (fp32)", splits > 1 ? splits * groups : 0, s->group_rows, 4, kDecodeBlockM},
                 {"block table", p.batch, s->pages_per_seq(), 4, kSector / 4},
                 {"split tickets (int)", splits > 1 ? 1 : 0, groups * row_tiles, 4, kSector / 4}};
-  if (p.packed()) {  // one head of T rows per K/V head, a segment per sequence: no padding
+  if (p.packed()) {  // one head of T rows per K/V head, a segment per sequence: no padding (paged: the same rows)
     const std::vector<int64_t> seqs(s->lens.begin(), s->lens.end());
     tr.buffers[kK] = segmented_buffer("K", p.kvh(), seqs, d * e, kv_chunk);
     tr.buffers[kV] = segmented_buffer("V", p.kvh(), seqs, d * e, kv_chunk);

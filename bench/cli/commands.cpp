@@ -128,7 +128,8 @@ void add_shape_options(CLI::App* app, AxisOptions& a) {
       ->delimiter(',');
   app->add_option("--kv-layout", a.kv_layout,
                   "K/V cache layout: contiguous, paged:P (pages of P tokens, P a positive multiple of 64, in a seeded "
-                  "random order through a block table)")
+                  "random order through a block table; with --seqlens and --seqlen-q each sequence's keys in pages of "
+                  "its own)")
       ->delimiter(',');
   app->add_option("--seqlens", a.seqlens,
                   "variable lengths, packed without padding: uniform:A-B (lengths uniform in [A, B] from --seed; "
@@ -141,7 +142,8 @@ void add_shape_options(CLI::App* app, AxisOptions& a) {
       ->delimiter(',');
   app->add_option("--seqlen-q", a.seqlen_q,
                   "varlen decode: queries per sequence of --seqlens points (the lengths are then the key lengths, "
-                  "K/V packed, Q dense [B, H, Nq, d]); default: self-attention, each sequence's own tokens")
+                  "K/V packed or, with --kv-layout paged:P, paged per sequence; Q dense [B, H, Nq, d]); default: "
+                  "self-attention, each sequence's own tokens")
       ->delimiter(',');
   app->add_option("--tokens", a.tokens, "batch = tokens / N (FlashAttention-2's setting: 16384)");
   app->add_option("--model-dim", a.model_dim, "heads = model-dim / d (FlashAttention-2's setting: 2048)");

@@ -160,15 +160,22 @@ KvPages kv_pages_of(const Problem& p) {
   KvPages k;
   k.page = p.kv_page;
   k.pages_per_seq = (p.nk() + k.page - 1) / k.page;
-  k.pages = p.batch * k.pages_per_seq;
   k.page_elements = p.kvh() * k.page * p.head_dim;
+  k.used.assign(size_t(p.batch), int32_t(k.pages_per_seq));
+  if (p.paged_varlen())  // sequence b's own pages only
+    for (size_t b = 0; b < k.used.size(); ++b) k.used[b] = int32_t((p.seq_lengths[b] + k.page - 1) / k.page);
+  for (int32_t n : k.used) k.pages += n;
   // A seeded Fisher-Yates shuffle of the physical pages: no two logical neighbours are adjacent
-  // by construction, so no accidental contiguity helps a kernel.
-  k.table.resize(size_t(k.pages));
-  for (int64_t i = 0; i < k.pages; ++i) k.table[size_t(i)] = int32_t(i);
+  // by construction, so no accidental contiguity helps a kernel. Dealt to the sequences' logical
+  // pages in order (dense: the permutation is the table).
+  std::vector<int32_t> perm(size_t(k.pages));
+  for (int64_t i = 0; i < k.pages; ++i) perm[size_t(i)] = int32_t(i);
   SplitMix64 rng(p.seed ^ 0x9a6e5ull);
-  for (int64_t i = k.pages - 1; i > 0; --i)
-    std::swap(k.table[size_t(i)], k.table[size_t(rng.next() % uint64_t(i + 1))]);
+  for (int64_t i = k.pages - 1; i > 0; --i) std::swap(perm[size_t(i)], perm[size_t(rng.next() % uint64_t(i + 1))]);
+  k.table.assign(size_t(p.batch * k.pages_per_seq), -1);
+  size_t next = 0;
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int32_t j = 0; j < k.used[size_t(b)]; ++j) k.table[size_t(b * k.pages_per_seq + j)] = perm[next++];
   return k;
 }
 

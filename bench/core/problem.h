@@ -45,7 +45,8 @@ struct Problem {
   // K/V storage (--kv-layout): 0 = contiguous [B, Hkv, Nk, d]; P > 0 = paged, pages of P tokens
   // ([pages, Hkv, P, d]) in a seeded random order, found through an int32 block table [B, ⌈Nk/P⌉]
   // (kv_pages_of). A storage layout only: the logical K/V, the reference and the check are the
-  // same. P is a positive multiple of kKvPageMultiple.
+  // same. P is a positive multiple of kKvPageMultiple. With a packed varlen decode (paged_varlen()):
+  // sequence b's L_b keys in its own ⌈L_b/P⌉ pages, Σ_b ⌈L_b/P⌉ pages in all, the same table shape.
   int kv_page = 0;
   // Variable lengths (--seqlens, bench/core/varlen.h): "" = every sequence has seqlen_q tokens;
   // "uniform:A-B" (lengths drawn from the seed) or "file:PATH". seq_lengths holds the resolved
@@ -58,8 +59,9 @@ struct Problem {
   // Varlen decode (key_varlen(), --seqlen-q Nq with --seqlens): the lengths are the sequences'
   // KEY lengths (each one's context in a KV cache) and every sequence has seqlen_q = Nq queries,
   // fewer than the longest length, seqlen_k = the longest. Packed: Q, O [B, H, Nq, d] and
-  // L [B, H, Nq] dense, K, V [Hkv, T, d] packed as above; padded: K, V [B, Hkv, Nk, d] with key
-  // lengths = the lengths. A sequence of length 0 sees no key: its O rows are 0, its L −inf.
+  // L [B, H, Nq] dense, K, V [Hkv, T, d] packed as above, or with kv_page paged per sequence
+  // (paged_varlen, KvPages); padded: K, V [B, Hkv, Nk, d] (or the dense pages) with key lengths =
+  // the lengths. A sequence of length 0 sees no key: its O rows are 0, its L −inf.
   std::string seqlens;
   std::vector<int32_t> seq_lengths;
   bool varlen_padded = false;
@@ -86,7 +88,12 @@ struct Problem {
   bool sparse() const { return !pattern.empty() && pattern != "none"; }
   bool paged() const { return kv_page > 0; }
   bool varlen() const { return !seqlens.empty(); }
-  bool packed() const { return varlen() && !varlen_padded; }  // the packed varlen layout (K/V at least)
+  // The varlen layout without padding (cu_seqlens; K/V packed [Hkv, T, d], or paged per sequence).
+  bool packed() const { return varlen() && !varlen_padded; }
+  // K/V packed [Hkv, T, d] (a packed varlen problem whose K/V are not paged).
+  bool packed_kv() const { return packed() && !paged(); }
+  // A varlen decode whose K/V are paged per sequence (vLLM's layout: a block table over a page pool).
+  bool paged_varlen() const { return packed() && paged(); }
   // Varlen decode: the lengths are key lengths, each sequence has seqlen_q queries (above).
   bool key_varlen() const { return varlen() && nk() != seqlen_q; }
   bool packed_q() const { return packed() && !key_varlen(); }  // Q, O and L packed too
@@ -100,7 +107,8 @@ struct Problem {
   int64_t nk() const { return seqlen_k > 0 ? seqlen_k : seqlen_q; }
   double scale() const;
   // Elements of Q (and O) and of K (and V) as stored: packed varlen H·T·d and Hkv·T·d (varlen
-  // decode: Q dense B·H·Nq·d, K/V packed).
+  // decode: Q dense B·H·Nq·d, K/V packed). Paged, the logical keys' (the pages' unused slots are
+  // not counted: KvPages::elements() is the pool's size).
   int64_t q_elements() const {
     return packed_q() ? heads * total_tokens() * head_dim : batch * heads * seqlen_q * head_dim;
   }
@@ -131,14 +139,18 @@ std::string kv_layout_name(const Problem& p);
 // line naming the allowed values) when malformed or not a positive multiple of kKvPageMultiple.
 std::optional<int> parse_kv_layout(const std::string& s, std::string* why);
 
-// The paged storage of a problem's K/V (Problem::kv_page > 0): pages_per_seq pages of `page`
-// tokens per sequence; pages = B·pages_per_seq physical pages, logical page j of sequence b
-// stored at physical page table[b·pages_per_seq + j], a permutation drawn from the problem's seed.
+// The paged storage of a problem's K/V (Problem::kv_page > 0): a block table of pages_per_seq =
+// ⌈Nk/P⌉ entries per sequence; logical page j of sequence b stored at physical page
+// table[b·pages_per_seq + j], a permutation of the pool drawn from the problem's seed. Dense:
+// every sequence has pages_per_seq pages, pages = B·pages_per_seq. A paged varlen decode
+// (Problem::paged_varlen): sequence b has ⌈L_b/P⌉ pages (none for L_b = 0), pages = Σ_b ⌈L_b/P⌉,
+// and its table entries past them are -1 (never read).
 struct KvPages {
   int64_t page = 0;
   int64_t pages_per_seq = 0;
   int64_t pages = 0;
   std::vector<int32_t> table;  // [B, pages_per_seq]
+  std::vector<int32_t> used;   // [B]: pages of sequence b (pages_per_seq each, dense)
   // Elements of one physical page (all K/V heads): Hkv·P·d; of the paged K (or V) buffer.
   int64_t page_elements = 0;
   int64_t elements() const { return pages * page_elements; }

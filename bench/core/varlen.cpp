@@ -193,7 +193,10 @@ std::optional<std::string> varlen_invalid_reason(const Problem& p) {
     return fmt::format("varlen decode: {} queries per sequence, more than the longest key length ({})", p.seqlen_q,
                        p.nk());
   if (p.padding != Padding::None) return std::string("varlen lengths are the key lengths: --padding does not apply");
-  if (p.paged()) return std::string("varlen with a paged K/V cache is not supported (--kv-layout contiguous)");
+  if (p.paged() && !p.key_varlen())
+    return std::string(
+        "a paged K/V cache applies to a varlen decode only (--seqlens with --seqlen-q): varlen self-attention reads "
+        "packed K/V (--kv-layout contiguous)");
   if (p.sparse()) return std::string("varlen with a block-sparse pattern is not supported");
   return std::nullopt;
 }

@@ -10,9 +10,11 @@
 //                 (--batch and --tokens do not apply).
 // A length may be 0 (that sequence has no rows: nothing is written for it); the total must be
 // positive. With --seqlen-q Nq (Nq below the longest length) the lengths are KEY lengths: a varlen
-// decode (Problem::key_varlen), each sequence with Nq queries over its own keys, K/V packed; a
-// sequence of length 0 then has Nq rows that see no key (O = 0, L = −inf). Names end /varlen:uniform:A-B or /varlen:file:BASENAME (and /padded for the padded
-// twin, --varlen-as padded).
+// decode (Problem::key_varlen), each sequence with Nq queries over its own keys, K/V packed, or
+// with --kv-layout paged:P in ⌈L_b/P⌉ pages of its own (Problem::paged_varlen); a sequence of
+// length 0 then has Nq rows that see no key (O = 0, L = −inf). Names end /varlen:uniform:A-B or
+// /varlen:file:BASENAME (and /padded for the padded twin, --varlen-as padded; a paged point's
+// /paged:P before them).
 #pragma once
 #include <cstdint>
 #include <optional>

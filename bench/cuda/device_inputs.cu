@@ -19,6 +19,7 @@ __global__ void generate_paged_kernel(uint16_t* out, const int32_t* __restrict__
     const int64_t row = int64_t(i / uint64_t(g.head_dim));  // (b·Hkv + hk)·Nk + key
     const int64_t key = row % g.seqlen_k, bh = row / g.seqlen_k;
     const int64_t hk = bh % g.kv_heads, b = bh / g.kv_heads;
+    if (g.key_lengths && key >= g.key_lengths[b]) continue;  // past a paged varlen sequence: no page
     const int64_t phys = table[b * g.pages_per_seq + key / g.page];
     out[((phys * g.kv_heads + hk) * g.page + key % g.page) * g.head_dim + col] = input_word(dtype, seed, tensor, i);
   }

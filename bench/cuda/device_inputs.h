@@ -17,9 +17,12 @@ void generate_inputs_on_device(uint16_t* out, size_t count, DType dtype, uint64_
 // The same elements of K or V written into a paged cache (Problem::kv_page, KvPages): logical
 // element ((b·Hkv + hk)·Nk + key)·d + col, generated as above, lands in physical page
 // table[b·pages_per_seq + key / page] (`table` on the device), row key % page of head hk. The
-// slots of the last pages past Nk are not written.
+// slots of the last pages past Nk are not written. With `key_lengths` ([B] on the device: a paged
+// varlen decode, KvPages), only sequence b's keys below key_lengths[b] are (its table has no page
+// for the others): the values of the padded twin at the real keys, as the packed layout holds.
 struct PagedKvGeometry {
   int64_t batch, kv_heads, seqlen_k, head_dim, page, pages_per_seq;
+  const int32_t* key_lengths = nullptr;
 };
 void generate_paged_inputs_on_device(uint16_t* out, const int32_t* table, const PagedKvGeometry& g, DType dtype,
                                      uint64_t seed, InputTensor tensor, cudaStream_t stream);

@@ -49,7 +49,8 @@ void verify_tensor(const char* name, const HostTensor& host, const DeviceBuffer&
 }
 
 // The paged twin of verify_tensor: each head of `host` not yet compared, gathered from its pages
-// on the GPU (the block table read on the host) and compared with the logical head.
+// on the GPU (the block table read on the host) and compared with the logical head (a paged
+// varlen decode: sequence b's pages, and the first L_b keys of the logical head).
 void verify_paged_tensor(const char* name, const Problem& p, const KvPages& pages, const HostTensor& host,
                          const DeviceBuffer& dev, std::vector<char>& checked) {
   if (!host.words) return;
@@ -63,14 +64,17 @@ void verify_paged_tensor(const char* name, const Problem& p, const KvPages& page
   for (size_t bh = 0; bh < host.present.size(); ++bh) {
     if (!host.present[bh] || checked[bh]) continue;
     const int64_t b = int64_t(bh) / p.kvh(), hk = int64_t(bh) % p.kvh();
-    for (int64_t j = 0; j < pages.pages_per_seq; ++j)
+    const int64_t used = pages.used[size_t(b)];
+    const int64_t words = p.paged_varlen() ? p.seq_lengths[size_t(b)] * p.head_dim : host.head_words;
+    for (int64_t j = 0; j < used; ++j)
       index[size_t(j)] = int64_t(pages.table[size_t(b * pages.pages_per_seq + j)]) * p.kvh() + hk;
-    FLASHIO_CUDA_CHECK(cudaMemcpy(slabs.get(), index.data(), slabs.bytes(), cudaMemcpyHostToDevice));
-    launch_gather_rows(dev.as<uint16_t>(), slabs.as<int64_t>(), pages.pages_per_seq, slab, gathered.as<uint16_t>(),
-                       nullptr);
-    FLASHIO_CUDA_CHECK(cudaMemcpy(got.data(), gathered.get(), gathered.bytes(), cudaMemcpyDeviceToHost));
+    if (used > 0) {
+      FLASHIO_CUDA_CHECK(cudaMemcpy(slabs.get(), index.data(), size_t(used) * sizeof(int64_t), cudaMemcpyHostToDevice));
+      launch_gather_rows(dev.as<uint16_t>(), slabs.as<int64_t>(), used, slab, gathered.as<uint16_t>(), nullptr);
+      FLASHIO_CUDA_CHECK(cudaMemcpy(got.data(), gathered.get(), size_t(used * slab) * 2, cudaMemcpyDeviceToHost));
+    }
     const uint16_t* want = host.words.get() + int64_t(bh) * host.head_words;
-    if (std::memcmp(got.data(), want, size_t(host.head_words) * 2) != 0) {
+    if (words > 0 && std::memcmp(got.data(), want, size_t(words) * 2) != 0) {
       size_t e = 0;
       while (got[e] == want[e]) ++e;
       throw std::runtime_error(fmt::format(
@@ -127,6 +131,7 @@ DeviceSide make_device_side(const HostForward& h, DeviceAllocator& alloc, cudaSt
          {std::tuple<DeviceBuffer*, InputTensor, int64_t, int64_t>{&d.q, InputTensor::Q, p.heads, p.seqlen_q},
           {&d.k, InputTensor::K, p.kvh(), p.nk()}, {&d.v, InputTensor::V, p.kvh(), p.nk()}}) {
       if (which == InputTensor::Q && !p.packed_q()) continue;  // a varlen decode's Q is dense
+      if (which != InputTensor::Q && p.paged()) continue;      // a paged varlen decode's K/V: pages, below
       *buf = DeviceBuffer(alloc, size_t(heads * p.total_tokens() * p.head_dim) * 2);
       const VarlenGeometry g{p.batch, heads, p.total_tokens(), padded_to, p.head_dim};
       generate_varlen_inputs_on_device(buf->as<uint16_t>(), d.cu_seqlens.as<int32_t>(), g, p.dtype, p.seed, which,
@@ -139,13 +144,21 @@ DeviceSide make_device_side(const HostForward& h, DeviceAllocator& alloc, cudaSt
     d.block_table = DeviceBuffer(alloc, h.pages.table.size() * sizeof(int32_t));
     FLASHIO_CUDA_CHECK(cudaMemcpyAsync(d.block_table.get(), h.pages.table.data(), d.block_table.bytes(),
                                        cudaMemcpyHostToDevice, stream));
-    const PagedKvGeometry g{p.batch, p.kvh(), p.nk(), p.head_dim, h.pages.page, h.pages.pages_per_seq};
+    DeviceBuffer lengths;  // a paged varlen decode: each sequence's keys (its pages), past them nothing
+    if (p.paged_varlen()) {
+      lengths = DeviceBuffer(alloc, p.seq_lengths.size() * sizeof(int32_t));
+      FLASHIO_CUDA_CHECK(
+          cudaMemcpyAsync(lengths.get(), p.seq_lengths.data(), lengths.bytes(), cudaMemcpyHostToDevice, stream));
+    }
+    PagedKvGeometry g{p.batch, p.kvh(), p.nk(), p.head_dim, h.pages.page, h.pages.pages_per_seq};
+    g.key_lengths = lengths.as<int32_t>();
     for (auto [buf, which] : {std::pair<DeviceBuffer*, InputTensor>{&d.k, InputTensor::K}, {&d.v, InputTensor::V}}) {
       *buf = DeviceBuffer(alloc, size_t(h.pages.elements()) * 2);
       FLASHIO_CUDA_CHECK(cudaMemsetAsync(buf->get(), 0, buf->bytes(), stream));
       generate_paged_inputs_on_device(buf->as<uint16_t>(), d.block_table.as<int32_t>(), g, p.dtype, p.seed, which,
                                       stream);
     }
+    FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));  // `lengths`, freed at the end of this block
   } else if (!p.packed()) {
     d.k = generate(p, InputTensor::K, p.kv_elements(), alloc, stream);
     d.v = generate(p, InputTensor::V, p.kv_elements(), alloc, stream);
@@ -189,8 +202,13 @@ void verify(const HostForward& f, const HostTensor& q, const HostTensor& k, cons
     } else {  // a varlen decode: Q dense
       verify_tensor("Q", q, d.q, d.q_checked);
     }
-    verify_packed_tensor("K", p, k, d.k, p.kvh(), d.k_checked);
-    verify_packed_tensor("V", p, v, d.v, p.kvh(), d.v_checked);
+    if (p.paged()) {  // a paged varlen decode: each sequence's own pages
+      verify_paged_tensor("K", p, f.pages, k, d.k, d.k_checked);
+      verify_paged_tensor("V", p, f.pages, v, d.v, d.v_checked);
+    } else {
+      verify_packed_tensor("K", p, k, d.k, p.kvh(), d.k_checked);
+      verify_packed_tensor("V", p, v, d.v, p.kvh(), d.v_checked);
+    }
     return;  // no dO: a packed problem has no backward
   }
   verify_tensor("Q", q, d.q, d.q_checked);

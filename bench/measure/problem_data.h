@@ -14,7 +14,8 @@ namespace flashio {
 struct DeviceSide {
   // K, V: contiguous [B, Hkv, Nk, d], or a paged problem's pages [pages, Hkv, P, d] with its
   // block_table [B, ⌈Nk/P⌉].
-  // A packed varlen problem: q [H, T, d], k, v [Hkv, T, d], and cu_seqlens [B + 1] (int32).
+  // A packed varlen problem: q [H, T, d], k, v [Hkv, T, d], and cu_seqlens [B + 1] (int32); a
+  // varlen decode's q dense, and paged (Problem::paged_varlen) its k, v the pages of KvPages.
   DeviceBuffer q, k, v, d_o, key_lengths, block_table, cu_seqlens;
   DeviceBuffer rows;  // the checked rows' indices as stored (check.h stored_row), for launch_gather_rows
   std::vector<char> q_checked, k_checked, v_checked, d_o_checked;  // heads verify_inputs compared

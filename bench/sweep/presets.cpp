@@ -154,17 +154,22 @@ std::vector<Preset> make_presets() {
   // Variable-length decode (issue 20): Llama 3 8B's attention, one query per sequence over its own
   // context (key lengths uniform in 1k-16k and 4k-32k), batch 8 and 32; flash_decode on the packed
   // K/V and on the same sequences padded to the longest (key lengths = the lengths), flash2 on the
-  // padded twin (it reads no packed decode).
+  // padded twin (it reads no packed decode); and at batch 32 the same sequences in pages of 64
+  // tokens of their own (paged:64, as a serving engine's block table holds them: two points).
   p.push_back({"llama3-8b-decode-varlen",
                "variable-length decoding on Llama 3 8B's attention (GQA 32:8, d 128): one query, batch 8 and 32, "
-               "context lengths uniform in 1k-16k and 4k-32k, flash_decode packed and padded to the longest",
+               "context lengths uniform in 1k-16k and 4k-32k, flash_decode packed and padded to the longest, and "
+               "paged:64 at batch 32",
                R"({"sweeps": [
                    {"method": "flash_decode", "pass": "fwd", "batch": [8, 32], "heads": 32, "kv_heads": 8,
                     "head_dim": 128, "dtype": "fp16", "seqlens": ["uniform:1024-16384", "uniform:4096-32768"],
                     "seqlen_q": 1, "varlen_as": ["packed", "padded"]},
                    {"method": "flash2", "pass": "fwd", "batch": [8, 32], "heads": 32, "kv_heads": 8,
                     "head_dim": 128, "dtype": "fp16", "seqlens": ["uniform:1024-16384", "uniform:4096-32768"],
-                    "seqlen_q": 1, "varlen_as": "padded"}]})",
+                    "seqlen_q": 1, "varlen_as": "padded"},
+                   {"method": "flash_decode", "pass": "fwd", "batch": 32, "heads": 32, "kv_heads": 8,
+                    "head_dim": 128, "dtype": "fp16", "seqlens": ["uniform:1024-16384", "uniform:4096-32768"],
+                    "seqlen_q": 1, "kv_layout": "paged:64"}]})",
                {"flash_decode", "flash2"}});
   return p;
 }

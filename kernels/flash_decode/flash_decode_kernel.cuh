@@ -19,11 +19,12 @@
 // the block table once per warp and tile; the contiguous layout is the same code with one page
 // of Nk keys per (batch, K/V head). Keys past the batch's length are zero-filled, never read.
 //
-// Varlen decode (kVarlen, Problem::key_varlen): K/V packed [Hkv, T, d], sequence b's L_b keys
-// from row cu[b] of each head; Q, O, L dense as above. Sequence b has its own split count,
-// decode_sequence_splits(⌈L_b/64⌉, tiles_per_split): the grid's blocks past it return at once,
-// and its last split counts only its own splits. L_b = 0: one split that sees no key (O = 0,
-// L = −inf). kVarlen = false is the dense kernel, unchanged.
+// Varlen decode (kKv = Packed or PagedVarlen, Problem::key_varlen): sequence b's L_b keys, K/V
+// packed [Hkv, T, d] from row cu[b] of each head, or paged (Problem::paged_varlen) in the first
+// ⌈L_b/P⌉ pages of its block-table row, found as the dense paged layout finds them; Q, O, L dense
+// as above. Sequence b has its own split count, decode_sequence_splits(⌈L_b/64⌉, tiles_per_split):
+// the grid's blocks past it return at once, and its last split counts only its own splits.
+// L_b = 0: one split that sees no key (O = 0, L = −inf). kKv = Dense is the dense kernel, unchanged.
 //
 // IO per (batch, K/V head), e = element bytes, G = H/Hkv, s = splits, R = row tiles:
 // K and V read R times (once for R = 1: G·Nq ≤ 16), Q read and O, L written once; with s > 1
@@ -94,16 +95,16 @@ struct DecodeMask {
 // One warp's slice of K/V tile `tile`: keys tile·64 + warp·16 …, 16 rows of d into a padded
 // (kWarpKeys, kStride) shared slice each for K and V; keys ≥ nk zero-filled (their scores are
 // masked, and zero V rows keep 0·garbage out of O). The page is looked up once per slice.
-template <typename Tr, bool kVarlen>
+template <typename Tr, DecodeKv kKv>
 __device__ __forceinline__ void load_kv_slice(const DecodeParams& p, int b, int hk, int key0, int nk, int lane,
                                               typename Tr::Element* sk, typename Tr::Element* sv, int seq_start) {
   using T = typename Tr::Element;
   int64_t row = 0;  // the slice's first row in K/V, rows of d elements
-  if constexpr (kVarlen) {  // packed [Hkv, T, d]: the sequence's keys from row cu[b] of head hk
+  if constexpr (kKv == DecodeKv::Packed) {  // packed [Hkv, T, d]: the sequence's keys from row cu[b] of head hk
     if (key0 < nk) row = int64_t(hk) * p.total_tokens + seq_start + key0;
-  } else if (key0 < nk) {
+  } else if (key0 < nk) {  // contiguous, or paged (key0 < nk: a page of the sequence's own)
     int phys = b, in_page = key0;
-    if (p.block_table) {
+    if (kKv == DecodeKv::PagedVarlen || p.block_table) {
       const int page = key0 / p.page;
       phys = __ldg(p.block_table + int64_t(b) * p.pages_per_seq + page);
       in_page = key0 - page * p.page;
@@ -125,9 +126,10 @@ __device__ __forceinline__ void load_kv_slice(const DecodeParams& p, int b, int 
   }
 }
 
-template <typename Tr, bool kCausal, bool kVarlen>
+template <typename Tr, bool kCausal, DecodeKv kKv>
 __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const DecodeParams p) {
   using T = typename Tr::Element;
+  constexpr bool kVarlen = kKv != DecodeKv::Dense;  // each sequence its own length (cu_seqlens) and splits
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);                  // (kBlockM, kStride)
   T* sK = sQ + Tr::kSmemQ;                                  // (kStages, kWarps, kWarpKeys, kStride)
@@ -148,7 +150,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const
   // This split's K/V tiles: [first, first + count) of those any row sees. Varlen: this
   // sequence's splits only (the grid's are the longest sequence's).
   const int nk = fwd_key_length<kVarlen>(p, b);
-  const int seq_start = kVarlen ? p.cu_seqlens[b] : 0;
+  const int seq_start = kKv == DecodeKv::Packed ? p.cu_seqlens[b] : 0;
   const DecodeMask<kCausal> mask{nk, p.seqlen_q, row0};
   const int tiles = kv_tile_count(kCausal ? min(nk, p.seqlen_q) : nk, Tr::kBlockN);
   // (A function, not a local copy: the dense kernel then reads p.splits where it always did, and
@@ -175,7 +177,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const
   // The ring's first kStages − 1 slices in flight (a group each, empty past the split's end).
 #pragma unroll
   for (int s = 0; s < Tr::kStages - 1; ++s) {
-    if (s < count) load_kv_slice<Tr, kVarlen>(p, b, hk, slice_key0(s), nk, lane, slice_k(s), slice_v(s), seq_start);
+    if (s < count) load_kv_slice<Tr, kKv>(p, b, hk, slice_key0(s), nk, lane, slice_k(s), slice_v(s), seq_start);
     cp_async_commit();
   }
 
@@ -195,7 +197,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const
     const int ahead = it + Tr::kStages - 1;  // refill the stage of slice it − 1
     if (ahead < count) {
       const int s = ahead % Tr::kStages;
-      load_kv_slice<Tr, kVarlen>(p, b, hk, slice_key0(ahead), nk, lane, slice_k(s), slice_v(s), seq_start);
+      load_kv_slice<Tr, kKv>(p, b, hk, slice_key0(ahead), nk, lane, slice_k(s), slice_v(s), seq_start);
     }
     cp_async_commit();
 

@@ -39,8 +39,8 @@ class FlashDecode final : public Method {
     i.mma = {"mma.sync"};
     i.notes = fmt::format(
         "decoding: at most {} queries per sequence; forward only (decoding has no backward); contiguous or paged "
-        "K/V (pages of a multiple of {} tokens), or packed varlen K/V (--seqlens with --seqlen-q); the split count "
-        "follows the SM count (tiles.splits)",
+        "K/V (pages of a multiple of {} tokens), or varlen K/V (--seqlens with --seqlen-q), packed or paged per "
+        "sequence; the split count follows the SM count (tiles.splits)",
         kernels::kDecodeMaxQueries, kKvPageMultiple);
     return i;
   }

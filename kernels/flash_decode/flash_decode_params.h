@@ -31,12 +31,21 @@ struct DecodeParams {
   int splits, tiles_per_split;  // varlen: the grid's splits; sequence b has decode_sequence_splits of them
   float scale_log2;             // softmax scale · log2(e)
   bool causal;                  // top-left aligned, as every method (bench/core/problem.h)
-  // Varlen decode (cu_seqlens non-null): K, V packed [Hkv, T, d], T = total_tokens, key `key` of
-  // (b, hk) at row hk·T + cu_seqlens[b] + key, sequence b's keys cu_seqlens[b + 1] − cu_seqlens[b].
-  // Last, so the dense kernel's parameter offsets (and its SASS) are those it had before.
+  // Varlen decode (cu_seqlens non-null): sequence b's keys cu_seqlens[b + 1] − cu_seqlens[b]; K, V
+  // packed [Hkv, T, d], T = total_tokens, key `key` of (b, hk) at row hk·T + cu_seqlens[b] + key;
+  // or, with block_table (paged varlen), in pages as above, sequence b's first ⌈L_b/page⌉ entries
+  // of its row of the table. Last, so the dense kernel's parameter offsets (and its SASS) are
+  // those it had before.
   const int* cu_seqlens;  // [B + 1] or null (the names fwd_key_length reads)
   int64_t total_tokens;
 };
+
+// Where a thread block finds its sequence's keys and how many there are: the split kernel's
+// template flag, chosen at the launch from cu_seqlens and block_table.
+//   Dense        K/V contiguous or paged (block_table), Nk keys or key_lengths[b]; every split runs
+//   Packed       varlen decode, K/V packed through cu_seqlens; each sequence its own splits
+//   PagedVarlen  varlen decode, K/V paged (block_table), the lengths from cu_seqlens; likewise
+enum class DecodeKv { Dense, Packed, PagedVarlen };
 
 // The split kernel over grid (splits, Hkv·row_tiles, B); with splits > 1 the last split of each
 // row tile to finish combines them.

@@ -43,7 +43,7 @@ class FlashDecodePlan final : public Plan {
     k.v = buf.v;
     k.block_table = p_.paged() ? buf.block_table : nullptr;
     k.cu_seqlens = p_.packed() ? buf.cu_seqlens : nullptr;  // a varlen decode (supports() admits no other)
-    k.total_tokens = p_.packed() ? p_.total_tokens() : 0;
+    k.total_tokens = p_.packed_kv() ? p_.total_tokens() : 0;
     k.o = buf.o;
     k.lse = buf.lse;
     k.key_lengths = buf.key_lengths;
@@ -56,7 +56,7 @@ class FlashDecodePlan final : public Plan {
     k.seqlen_q = int(p_.seqlen_q);
     k.seqlen_k = int(p_.nk());
     k.head_dim = int(p_.head_dim);
-    k.page = p_.paged() ? p_.kv_page : int(p_.nk());
+    k.page = p_.paged() ? p_.kv_page : int(p_.nk());  // paged varlen: the table's rows are ⌈Nk/P⌉ long too
     k.pages_per_seq = p_.paged() ? int((p_.nk() + p_.kv_page - 1) / p_.kv_page) : 1;
     k.row_tiles = split_.row_tiles;
     k.splits = split_.splits;
