@@ -1023,6 +1023,7 @@ TEST(AnalyzeCommand, CommittedFilesFailOnlyTheirKnownMissesWithTheirRatios) {
       {"nvidia-h200-flash1-bwd-2048.json", {8, 8}},
       {"nvidia-h200-flash3.json", {72, 72}},
       {"nvidia-h200-flash3-bwd.json", {96, 96}},
+      {"nvidia-h200-llama3-8b-decode-varlen.json", {14, 14}},
       {"nvidia-h200-memory.json", {19, 19}},
       {"nvidia-h200-varlen-prefill-uniform.json", {8, 8}},
       {"nvidia-h200-varlen-prefill.json", {16, 16}},
