@@ -88,6 +88,13 @@ class GpuParamTest : public ::testing::TestWithParam<Param> {
   }
 };
 
+// `bytes` of host memory in a new device buffer of `alloc`.
+inline DeviceBuffer upload_bytes(DeviceAllocator& alloc, const void* data, size_t bytes) {
+  DeviceBuffer b(alloc, bytes);
+  FLASHIO_CUDA_CHECK(cudaMemcpy(b.get(), data, bytes, cudaMemcpyHostToDevice));
+  return b;
+}
+
 // A device buffer's bytes on the host (after the work that wrote it: the copy synchronises).
 inline std::vector<uint8_t> download_bytes(const DeviceBuffer& b) {
   std::vector<uint8_t> h(b.bytes());
@@ -104,11 +111,7 @@ struct FwdBwdBytes {
 
 inline FwdBwdBytes run_fwdbwd_bytes(const std::string& method, const Problem& p, const HostInputs& in) {
   DeviceAllocator alloc;
-  auto upload = [&](const void* data, size_t bytes) {
-    DeviceBuffer b(alloc, bytes);
-    FLASHIO_CUDA_CHECK(cudaMemcpy(b.get(), data, bytes, cudaMemcpyHostToDevice));
-    return b;
-  };
+  auto upload = [&](const void* data, size_t bytes) { return upload_bytes(alloc, data, bytes); };
   DeviceBuffer q = upload(in.q.data(), in.q.size() * 2), k = upload(in.k.data(), in.k.size() * 2),
                v = upload(in.v.data(), in.v.size() * 2), d_o = upload(in.d_o.data(), in.d_o.size() * 2);
   DeviceBuffer lengths;

@@ -92,6 +92,18 @@ std::string describe(const Problem& p, const ModelTiles& t) {
          std::to_string(t.warps) + " splits " + std::to_string(t.splits);
 }
 
+// flash_decode's model point for p with the split count the rule picks when `forced` splits are
+// asked for (its tiles: the kernel's, two stages).
+ModelPoint decode_model_point(const Problem& p, int forced) {
+  ModelPoint m;
+  m.method = "flash_decode";
+  m.problem = p;
+  ModelTiles t{{kernels::kDecodeBlockM, kernels::kDecodeBlockN, kernels::kDecodeWarps, 2}};
+  t.splits = kernels::flash_decode_split(p, 1, 0, forced).splits;
+  m.fwd_tiles = t;
+  return m;
+}
+
 int64_t term_of(const Traffic& t, const std::string& name) {
   for (const auto& x : t.terms)
     if (x.name == name) return x.read + x.write + x.red + x.atom;
@@ -1725,12 +1737,8 @@ TEST(IoModel, FlashDecodeVarlenEqualsSimulatorAndReadsTheRealKeys) {
                            varlen(odd, 8, 2, 4, 256, true), varlen({5000, 64, 65, 0}, 4, 1, 16, 64, false)}) {
     ASSERT_TRUE(p.key_varlen() && p.packed()) << p.name();
     for (int forced : {1, 2, 3, 7, 1 << 20}) {
-      ModelPoint m;
-      m.method = "flash_decode";
-      m.problem = p;
-      ModelTiles t{{kernels::kDecodeBlockM, kernels::kDecodeBlockN, kernels::kDecodeWarps, 2}};
-      t.splits = kernels::flash_decode_split(p, 1, 0, forced).splits;
-      m.fwd_tiles = t;
+      const ModelPoint m = decode_model_point(p, forced);
+      const ModelTiles t = *m.fwd_tiles;
       const Traffic model = predict_sm_l2(m);
       expect_same(model, simulate_sm_l2(m), describe(p, t));
       if (!p.causal)  // K and V: the real keys once per row tile (one row tile here but at Nq 16)
@@ -1797,12 +1805,8 @@ TEST(IoModel, FlashDecodePagedVarlenIsThePackedTrafficPlusTheBlockTable) {
       Problem packed = p;
       packed.kv_page = 0;
       for (int forced : {1, 3, 1 << 20}) {
-        ModelPoint m;
-        m.method = "flash_decode";
-        m.problem = p;
-        ModelTiles t{{kernels::kDecodeBlockM, kernels::kDecodeBlockN, kernels::kDecodeWarps, 2}};
-        t.splits = kernels::flash_decode_split(p, 1, 0, forced).splits;
-        m.fwd_tiles = t;
+        const ModelPoint m = decode_model_point(p, forced);
+        const ModelTiles t = *m.fwd_tiles;
         const Traffic model = predict_sm_l2(m);
         expect_same(model, simulate_sm_l2(m), describe(p, t));
         ModelPoint mp = m;

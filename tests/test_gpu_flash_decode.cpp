@@ -133,15 +133,29 @@ struct DecodeBytes {
   int splits = 0;
 };
 
+// O and L (raw bytes) of flash_decode's plan for p on the inputs `in_buf` holds (Q, K, V and
+// whatever layout arrays p needs), after `launches` launches on the same buffers, O and L
+// poisoned (NaN) before each: every element must be written again, and the split counters must
+// be left at zero for the next launch.
+DecodeBytes launch_decode(const Problem& p, AttentionBuffers buf, DeviceAllocator& alloc, int launches) {
+  DeviceBuffer o(alloc, size_t(p.q_elements()) * 2), lse(alloc, size_t(p.lse_elements()) * 4);
+  auto plan = builtin_registry().find("flash_decode")->plan(p, Pass::Fwd, *gpu(), alloc);
+  buf.o = o.get();
+  buf.lse = lse.as<float>();
+  for (int i = 0; i < launches; ++i) {
+    FLASHIO_CUDA_CHECK(cudaMemset(o.get(), 0xFF, o.bytes()));
+    FLASHIO_CUDA_CHECK(cudaMemset(lse.get(), 0xFF, lse.bytes()));
+    plan->forward(buf, nullptr);
+  }
+  FLASHIO_CUDA_CHECK(cudaDeviceSynchronize());
+  return {download_bytes(o), download_bytes(lse), plan->tiles().splits};
+}
+
 // O and L of one flash_decode forward on the logical inputs `in`, stored contiguous (p.kv_page
 // = 0) or in p's pages (the block table of kv_pages_of), as raw bytes.
 DecodeBytes run_decode_bytes(const Problem& p, const HostInputs& in) {
   DeviceAllocator alloc;
-  auto upload = [&](const void* data, size_t bytes) {
-    DeviceBuffer b(alloc, bytes);
-    FLASHIO_CUDA_CHECK(cudaMemcpy(b.get(), data, bytes, cudaMemcpyHostToDevice));
-    return b;
-  };
+  auto upload = [&](const void* data, size_t bytes) { return upload_bytes(alloc, data, bytes); };
   std::vector<uint16_t> k = in.k, v = in.v;
   KvPages pages;
   if (p.paged()) {  // the logical K/V moved into their pages; unused slots hold NaN (0xFFFF)
@@ -163,19 +177,13 @@ DecodeBytes run_decode_bytes(const Problem& p, const HostInputs& in) {
   DeviceBuffer table, lengths;
   if (p.paged()) table = upload(pages.table.data(), pages.table.size() * 4);
   if (p.padding != Padding::None) lengths = upload(in.key_lengths.data(), in.key_lengths.size() * 4);
-  DeviceBuffer o(alloc, in.q.size() * 2), lse(alloc, size_t(p.batch * p.heads * p.seqlen_q) * 4);
-  auto plan = builtin_registry().find("flash_decode")->plan(p, Pass::Fwd, *gpu(), alloc);
   AttentionBuffers buf;
   buf.q = q_d.get();
   buf.k = k_d.get();
   buf.v = v_d.get();
-  buf.o = o.get();
-  buf.lse = lse.as<float>();
   buf.key_lengths = lengths.as<int>();
   buf.block_table = table.as<int>();
-  plan->forward(buf, nullptr);
-  FLASHIO_CUDA_CHECK(cudaDeviceSynchronize());
-  return {download_bytes(o), download_bytes(lse), plan->tiles().splits};
+  return launch_decode(p, buf, alloc, 1);
 }
 
 }  // namespace
@@ -324,22 +332,12 @@ DecodeBytes run_generated_decode_bytes(const Problem& p, int launches) {
     generate_inputs_on_device(k.as<uint16_t>(), size_t(p.kv_elements()), p.dtype, p.seed, InputTensor::K, nullptr);
     generate_inputs_on_device(v.as<uint16_t>(), size_t(p.kv_elements()), p.dtype, p.seed, InputTensor::V, nullptr);
   }
-  DeviceBuffer o(alloc, size_t(p.q_elements()) * 2), lse(alloc, size_t(p.lse_elements()) * 4);
-  auto plan = builtin_registry().find("flash_decode")->plan(p, Pass::Fwd, *gpu(), alloc);
   AttentionBuffers buf;
   buf.q = q.get();
   buf.k = k.get();
   buf.v = v.get();
-  buf.o = o.get();
-  buf.lse = lse.as<float>();
   buf.cu_seqlens = cu_dev.as<int>();
-  for (int i = 0; i < launches; ++i) {
-    FLASHIO_CUDA_CHECK(cudaMemset(o.get(), 0xFF, o.bytes()));  // poison: every element must be written again
-    FLASHIO_CUDA_CHECK(cudaMemset(lse.get(), 0xFF, lse.bytes()));
-    plan->forward(buf, nullptr);
-  }
-  FLASHIO_CUDA_CHECK(cudaDeviceSynchronize());
-  return {download_bytes(o), download_bytes(lse), plan->tiles().splits};
+  return launch_decode(p, buf, alloc, launches);
 }
 
 }  // namespace
@@ -401,11 +399,7 @@ std::string paged_varlen_case_name(const testing::TestParamInfo<PagedVarlenCase>
 // every slot no real key holds poisoned (NaN, 0xFFFF): a read past a sequence's keys shows.
 DecodeBytes run_varlen_decode_bytes(const Problem& p, const HostInputs& in, int launches) {
   DeviceAllocator alloc;
-  auto upload = [&](const void* data, size_t bytes) {
-    DeviceBuffer b(alloc, bytes);
-    FLASHIO_CUDA_CHECK(cudaMemcpy(b.get(), data, bytes, cudaMemcpyHostToDevice));
-    return b;
-  };
+  auto upload = [&](const void* data, size_t bytes) { return upload_bytes(alloc, data, bytes); };
   const auto cu64 = cu_seqlens(p);
   const std::vector<int32_t> cu(cu64.begin(), cu64.end());
   const int64_t d = p.head_dim, total = p.total_tokens();
@@ -426,23 +420,13 @@ DecodeBytes run_varlen_decode_bytes(const Problem& p, const HostInputs& in, int 
   DeviceBuffer q_d = upload(in.q.data(), in.q.size() * 2), k_d = upload(k.data(), k.size() * 2),
                v_d = upload(v.data(), v.size() * 2), cu_d = upload(cu.data(), cu.size() * 4), table;
   if (p.paged()) table = upload(pages.table.data(), pages.table.size() * 4);
-  DeviceBuffer o(alloc, in.q.size() * 2), lse(alloc, size_t(p.lse_elements()) * 4);
-  auto plan = builtin_registry().find("flash_decode")->plan(p, Pass::Fwd, *gpu(), alloc);
   AttentionBuffers buf;
   buf.q = q_d.get();
   buf.k = k_d.get();
   buf.v = v_d.get();
-  buf.o = o.get();
-  buf.lse = lse.as<float>();
   buf.cu_seqlens = cu_d.as<int>();
   buf.block_table = table.as<int>();
-  for (int i = 0; i < launches; ++i) {
-    FLASHIO_CUDA_CHECK(cudaMemset(o.get(), 0xFF, o.bytes()));  // poison: every element must be written again
-    FLASHIO_CUDA_CHECK(cudaMemset(lse.get(), 0xFF, lse.bytes()));
-    plan->forward(buf, nullptr);
-  }
-  FLASHIO_CUDA_CHECK(cudaDeviceSynchronize());
-  return {download_bytes(o), download_bytes(lse), plan->tiles().splits};
+  return launch_decode(p, buf, alloc, launches);
 }
 
 }  // namespace

@@ -172,11 +172,7 @@ TEST_F(GpuFeatures, ReferenceMethodMatchesANaiveFloat64Softmax) {
 
     // The method's forward on device buffers.
     DeviceAllocator alloc;
-    auto upload = [&](const void* data, size_t bytes) {
-      DeviceBuffer b(alloc, bytes);
-      FLASHIO_CUDA_CHECK(cudaMemcpy(b.get(), data, bytes, cudaMemcpyHostToDevice));
-      return b;
-    };
+    auto upload = [&](const void* data, size_t bytes) { return upload_bytes(alloc, data, bytes); };
     DeviceBuffer q = upload(in.q.data(), in.q.size() * 2), k = upload(in.k.data(), in.k.size() * 2),
                  v = upload(in.v.data(), in.v.size() * 2);
     DeviceBuffer lengths;

@@ -44,6 +44,21 @@ Problem decode_varlen(std::vector<int32_t> lengths, int64_t nq, int64_t heads = 
   return p;
 }
 
+// flash_decode supports p; every other method refuses it, with a reason naming `what` (the
+// block-sparse methods refuse a dense point first, for their own reason).
+void expect_only_flash_decode_runs(const Problem& p, const std::string& what) {
+  for (const Method* m : builtin_registry().all()) {
+    const Support s = m->supports(p, Pass::Fwd, h100());
+    if (m->name() == "flash_decode") {
+      EXPECT_TRUE(s) << s.reason;
+      continue;
+    }
+    EXPECT_FALSE(s) << m->name();
+    if (m->name().rfind("blocksparse", 0) == 0) continue;
+    EXPECT_NE(s.reason.find(what), std::string::npos) << m->name() << ": " << s.reason;
+  }
+}
+
 }  // namespace
 
 TEST(VarlenDecodeProblem, QueriesMakeTheLengthsKeyLengths) {
@@ -276,16 +291,7 @@ TEST(VarlenDecodeSplit, EachSequenceGetsItsOwnSplitsOfTheSharedTileCount) {
 TEST(VarlenDecodeMethods, FlashDecodeRunsThePackedPointOthersSkipWithTheReason) {
   const DeviceInfo dev = h100();
   const Problem p = decode_varlen({0, 1, 17, 1013, 4097}, 4);
-  for (const Method* m : builtin_registry().all()) {
-    const Support s = m->supports(p, Pass::Fwd, dev);
-    if (m->name() == "flash_decode") {
-      EXPECT_TRUE(s) << s.reason;
-      continue;
-    }
-    EXPECT_FALSE(s) << m->name();
-    if (m->name().rfind("blocksparse", 0) == 0) continue;  // they refuse a dense point first
-    EXPECT_NE(s.reason.find("packed varlen decode"), std::string::npos) << m->name() << ": " << s.reason;
-  }
+  expect_only_flash_decode_runs(p, "packed varlen decode");
   Problem many = decode_varlen({100, 4097}, 17);
   const Support s17 = builtin_registry().find("flash_decode")->supports(many, Pass::Fwd, dev);
   EXPECT_NE(s17.reason.find("at most 16 queries"), std::string::npos) << s17.reason;
@@ -415,16 +421,7 @@ TEST(PagedVarlenDecodeMethods, FlashDecodeRunsItOthersSkipWithTheReason) {
   const DeviceInfo dev = h100();
   Problem p = decode_varlen({0, 1, 17, 1013, 4097}, 4);
   p.kv_page = 64;
-  for (const Method* m : builtin_registry().all()) {
-    const Support s = m->supports(p, Pass::Fwd, dev);
-    if (m->name() == "flash_decode") {
-      EXPECT_TRUE(s) << s.reason;
-      continue;
-    }
-    EXPECT_FALSE(s) << m->name();
-    if (m->name().rfind("blocksparse", 0) == 0) continue;  // they refuse a dense point first
-    EXPECT_NE(s.reason.find("paged"), std::string::npos) << m->name() << ": " << s.reason;
-  }
+  expect_only_flash_decode_runs(p, "paged");
   // The split rule is the packed one: the same blocks run.
   Problem packed = p;
   packed.kv_page = 0;
