@@ -20,7 +20,7 @@ suite's kernels. With ``--backend flex`` also PyTorch's FlexAttention:
 (not in the default list). Flex runs key padding (a mask_mod kv_idx < key_lengths[b],
 flashio's lengths; also a --seqlens point's padded twin, --varlen-as padded, the lengths as key
 lengths: a varlen decode's, --seqlen-q, padded to the longest, named /padded; packed varlen
-points are skipped by every back-end), which SDPA's cudnn, efficient and math back-ends run with
+points are skipped by every back-end, unless paged: below), which SDPA's cudnn, efficient and math back-ends run with
 a boolean attn_mask (below), and block-sparse patterns, which SDPA has not (a BlockMask made with
 BlockMask.from_kv_blocks from the block mask flashio lists for the point in its dry run's
 block_masks, so exactly the blocks blocksparse_flash runs; Flex's block 128, partial blocks
@@ -83,7 +83,10 @@ GQA/MQA and Nq != Nk (top-left causal), but not Nk = 1, and d <= 128 (256 on sm9
 a recent cuDNN); efficient takes GQA/MQA (older torch releases may refuse it) and top-left
 causal; math takes everything (it repeats K/V per query head, so it may run out of memory:
 ``oom``). A paged K/V cache (flashio's kv_layout "paged:P") is a storage layout SDPA does not
-have: skipped, rather than run contiguous under a name that says paged.
+have: skipped, rather than run contiguous under a name that says paged. Flex runs it (forward):
+flashio's pages in a cache [1, Hkv, pages * P, d], a BlockMask of block P over each sequence's
+physical pages and a mask_mod from physical to logical keys, as torch's PagedAttention builds
+them (kv_page_table, flex_paged_blocks, flex_paged_mask_mod); a paged varlen decode too.
 
 How to run (on a machine with a CUDA GPU and PyTorch >= 2.3, and a flashio build)
 ---------------------------------------------------------------------------------
@@ -297,6 +300,11 @@ class Problem:
     # string of '0'/'1' per row of sparse_block x sparse_block element blocks; () = dense.
     block_mask: tuple = ()
     sparse_block: int = 0
+    # A paged K/V cache (flashio's kv_layout "paged:P"): P keys a page; 0 = contiguous.
+    kv_page: int = 0
+    # A varlen point stored packed (varlen_layout "packed"), not its padded twin: with kv_page, a
+    # paged varlen decode, each sequence only its own pages (flashio's Problem::paged_varlen).
+    varlen_packed: bool = False
 
     def __post_init__(self) -> None:
         if self.kv_heads <= 0:
@@ -339,13 +347,20 @@ class Problem:
                        seed=int(pj["seed"]), kv_heads=int(pj.get("kv_heads", 0) or 0),
                        seqlen_k=int(pj.get("seqlen_k", 0) or 0), padding=pj.get("padding", "none") == "random",
                        seq_lengths=tuple(int(n) for n in pj.get("seq_lengths", ())) if "seqlens" in pj else (),
-                       block_mask=tuple(block_mask), sparse_block=int(pj.get("sparse_block", 0)) if block_mask else 0)
+                       block_mask=tuple(block_mask), sparse_block=int(pj.get("sparse_block", 0)) if block_mask else 0,
+                       kv_page=_kv_page_of(str(pj.get("kv_layout", "contiguous"))),
+                       varlen_packed="seqlens" in pj and pj.get("varlen_layout", "packed") == "packed")
 
     @property
     def key_padded(self) -> bool:
         """Keys past a per-sequence length are masked: --padding random, or a varlen point's
         padded twin (flashio's Problem::key_padded)."""
         return self.padding or bool(self.seq_lengths)
+
+
+def _kv_page_of(layout: str) -> int:
+    """P of flashio's kv_layout "paged:P"; 0 for "contiguous"."""
+    return int(layout[len("paged:"):]) if layout.startswith("paged:") else 0
 
 
 def method_name(backend: str) -> str:
@@ -413,13 +428,13 @@ def _flex_unsupported_reason(pass_: str, pj: dict, has_mask: bool) -> str:
     if float(pj.get("dropout", 0.0)) > 0.0:
         return ("dropout: flex_attention has no dropout (and a mask torch drew could not be checked against the "
                 "float64 reference, so the point could not be timed)")
-    if pj.get("kv_layout", "contiguous") != "contiguous":
-        return ("paged K/V cache (kv_layout " + str(pj["kv_layout"]) + "): peers_sdpa.py gives flex_attention "
-                "contiguous K/V only, and a point named paged is not run contiguous under that name")
-    if "seqlens" in pj and pj.get("varlen_layout", "packed") != "padded":
+    if pj.get("kv_layout", "contiguous") != "contiguous" and pass_ != "fwd":
+        return ("paged K/V cache (kv_layout " + str(pj["kv_layout"]) + "): peers_sdpa.py runs flex_attention on "
+                "pages forward only (a KV cache is read by inference, which has no backward)")
+    if "seqlens" in pj and pj.get("varlen_layout", "packed") != "padded" and pj.get("kv_layout", "contiguous") == "contiguous":
         return ("packed variable lengths (seqlens " + str(pj["seqlens"]) + "): flex_attention takes [B, H, N, d], and "
                 "a point named packed is not run padded under that name; its padded twin (--varlen-as padded) runs "
-                "with the lengths as key padding")
+                "with the lengths as key padding (and paged, its pages run as flashio lays them out)")
     if pj.get("deterministic") and pass_ != "fwd":
         return "deterministic backward: flex_attention has no deterministic-backward mode"
     if int(pj.get("block_r", 0)) or int(pj.get("block_c", 0)):
@@ -957,6 +972,63 @@ def flex_blocks(p: Problem, block: int = FLEX_BLOCK) -> FlexBlocks:
     return FlexBlocks(kv_num, kv_idx, full_num, full_idx, block, mask_pattern)
 
 
+@dataclass(frozen=True)
+class KvPages:
+    """flashio's paged K/V layout (bench/core/problem.cpp kv_pages_of): `pages` physical pages of
+    P keys; table[b][j] the physical page of sequence b's logical page j, or -1 past the
+    sequence's pages (a paged varlen decode: sequence b has only ceil(L_b / P) of its own)."""
+    page: int
+    pages: int
+    table: list
+
+
+def kv_page_table(p: Problem) -> KvPages:
+    """kv_pages_of: a Fisher-Yates shuffle of the physical pages by SplitMix64(seed ^ 0x9a6e5),
+    dealt to the sequences' logical pages in order (the same pages flashio's kernels read)."""
+    P = p.kv_page
+    per_seq = -(-p.seqlen_k // P)
+    used = [-(-n // P) for n in p.seq_lengths] if p.varlen_packed else [per_seq] * p.batch
+    pages = sum(used)
+    perm = list(range(pages))
+    rng = SplitMix64(p.seed ^ 0x9A6E5)
+    for i in range(pages - 1, 0, -1):
+        j = rng.next() % (i + 1)
+        perm[i], perm[j] = perm[j], perm[i]
+    table, nxt = [], 0
+    for b in range(p.batch):
+        table.append(perm[nxt:nxt + used[b]] + [-1] * (per_seq - used[b]))
+        nxt += used[b]
+    return KvPages(P, pages, table)
+
+
+def flex_paged_blocks(p: Problem, kv: KvPages) -> FlexBlocks:
+    """flex_blocks() of the logical problem with Flex's block = the page, each logical KV block
+    replaced by its physical page (what PagedAttention.convert_logical_block_mask does), every
+    row then listing the pages it does not use, increasing, up to kv.pages columns: the BlockMask
+    of a flex_attention over the cache [1, Hkv, pages * P, d]. The blocks are those of the
+    problem with every sequence's keys padded to whole pages and its real keys as key lengths
+    (key_lengths: Nk, the padding's, or the varlen lengths): a page the keys end in is partial
+    (Flex masks the tail of its own sequence length, which is the cache's here)."""
+    per_seq = -(-p.seqlen_k // kv.page)
+    whole_pages = dataclasses.replace(p, seqlen_k=per_seq * kv.page, seq_lengths=tuple(key_lengths(p)), padding=False)
+    fb = flex_blocks(whole_pages, block=kv.page)
+
+    def physical(nums, idxs, b):
+        rows = []
+        for n, idx in zip(nums, idxs):
+            listed = [kv.table[b][c] for c in idx[:n]]
+            taken = set(listed)
+            rows.append(listed + [x for x in range(kv.pages) if x not in taken])
+        return rows
+
+    pick = (lambda lists, b: lists[b] if len(lists) == p.batch else lists[0])
+    return FlexBlocks([pick(fb.kv_num, b) for b in range(p.batch)],
+                      [physical(pick(fb.kv_num, b), pick(fb.kv_idx, b), b) for b in range(p.batch)],
+                      [pick(fb.full_num, b) for b in range(p.batch)],
+                      [physical(pick(fb.full_num, b), pick(fb.full_idx, b), b) for b in range(p.batch)],
+                      kv.page, fb.mask_pattern)
+
+
 def check_pairs(p: Problem, budget_macs: float = CHECK_BUDGET_MACS) -> tuple:
     """(pairs, scope): the (batch, query head) pairs of rows_to_check(), sorted and unique.
     All pairs when the reference of all rows (2*rows*Nk*d, bench/core/reference.cpp
@@ -1352,6 +1424,7 @@ class ProblemData:
         self.block_mask = (torch.tensor([[ch == "1" for ch in row] for row in p.block_mask], dtype=torch.bool,
                                         device=device) if p.sparse else None)
         self.flex_mask = None  # flex's BlockMask of the problem (flex_call), made on first use
+        self.paged = None  # a paged point's K/V cache for flex (paged_kv), made on first use
         self.pairs, self.scope = check_pairs(p)
         self.bi, self.hi = self._index(self.pairs)
         self.ref = None  # dict: heads (ReferenceHeads), o (and dq, dk, dv), float64
@@ -1360,6 +1433,31 @@ class ProblemData:
         t = self.torch
         return (t.tensor([b for b, _ in pairs], dtype=t.int64, device=self.device),
                 t.tensor([h for _, h in pairs], dtype=t.int64, device=self.device))
+
+    def paged_kv(self) -> tuple:
+        """A paged point's (K cache, V cache, pages, physical-to-logical page map): the logical K
+        and V moved into flashio's pages (kv_page_table), as flex_attention reads a paged cache
+        (torch's PagedAttention): [1, Hkv, pages * P, d], the page's keys contiguous; slots no key
+        fills are 0 (never visible: flex_paged_mask_mod). The map: int32 [B, pages], sequence b's
+        logical page of each physical page, -1 for another sequence's."""
+        if self.paged is None:
+            t, p = self.torch, self.p
+            kv = kv_page_table(p)
+            P, per_seq = kv.page, -(-p.seqlen_k // kv.page)
+            pairs = [(b, j, page) for b in range(p.batch) for j, page in enumerate(kv.table[b]) if page >= 0]
+            bi, ji, pi = (t.tensor([x[i] for x in pairs], dtype=t.int64, device=self.device) for i in range(3))
+
+            def cache(x):
+                padded = t.nn.functional.pad(x, (0, 0, 0, per_seq * P - p.seqlen_k))
+                slices = padded.view(p.batch, p.kv_heads, per_seq, P, p.head_dim).permute(0, 2, 1, 3, 4)
+                c = t.zeros((kv.pages, p.kv_heads, P, p.head_dim), dtype=x.dtype, device=self.device)
+                c[pi] = slices[bi, ji]
+                return c.permute(1, 0, 2, 3).reshape(1, p.kv_heads, kv.pages * P, p.head_dim).contiguous()
+
+            to_logical = t.full((p.batch, kv.pages), -1, dtype=t.int32, device=self.device)
+            to_logical[bi, pi] = ji.to(t.int32)
+            self.paged = (cache(self.k), cache(self.v), kv, to_logical)
+        return self.paged
 
     def grad_output(self):
         if self.do is None:
@@ -1586,6 +1684,20 @@ def flex_mask_mod(causal: bool, lengths=None, pattern=None, sparse_block: int = 
     return mask_mod
 
 
+def flex_paged_mask_mod(causal: bool, lengths, to_logical, page: int) -> Callable:
+    """mask_mod over a paged cache (flex_paged_blocks): physical key kv_idx is sequence b's
+    logical key (to_logical[b, kv_idx // P] * P + kv_idx % P) when its page is b's, and visible
+    when that key is below b's length (lengths int32 [B]) and, causal, not after the query (top-left)."""
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        lp = to_logical[b, kv_idx // page]
+        key = lp * page + kv_idx % page
+        m = (lp >= 0) & (key < lengths[b])
+        return m & (q_idx >= key) if causal else m
+
+    return mask_mod
+
+
 def flex_block_tensors(torch, fb: FlexBlocks, device) -> tuple:
     """(kv_num_blocks, kv_indices, full_kv_num_blocks, full_kv_indices): int32 tensors
     [B', 1, R] and [B', 1, R, C] (B' = 1, broadcast, without key padding; one head, broadcast)."""
@@ -1601,6 +1713,13 @@ def flex_block_mask(torch, data: ProblemData, device):
     from torch.nn.attention.flex_attention import BlockMask
 
     p = data.p
+    if p.kv_page:  # a paged cache: the pages flashio's kernels read
+        _, _, kv, to_logical = data.paged_kv()
+        fb = flex_paged_blocks(p, kv)
+        lengths = torch.tensor(key_lengths(p), dtype=torch.int32, device=device)
+        return BlockMask.from_kv_blocks(*flex_block_tensors(torch, fb, device), BLOCK_SIZE=fb.block,
+                                        mask_mod=flex_paged_mask_mod(p.causal, lengths, to_logical, fb.block),
+                                        seq_lengths=(p.seqlen, kv.pages * fb.block))
     fb = flex_blocks(p)
     kv_num, kv_idx, full_num, full_idx = flex_block_tensors(torch, fb, device)
     mask_mod = flex_mask_mod(p.causal, data.key_lengths, data.block_mask if fb.mask_pattern else None,
@@ -1721,7 +1840,9 @@ def measure_point(torch, pt: Point, data: ProblemData, cfg: Config, flusher: Opt
     """Check, memory and timing of one point; returns the record's fields (status ok or
     a failed check). Exceptions propagate to the caller, which classifies them."""
     if pt.backend == FLEX:
-        return measure_attention(torch, pt, data, cfg, flusher, device, flex_call(torch, data, device), prime=True)
+        kv = data.paged_kv()[:2] if pt.problem.kv_page else None  # a paged point: the cache, its K/V
+        return measure_attention(torch, pt, data, cfg, flusher, device, flex_call(torch, data, device), prime=True,
+                                 kv=kv)
     from torch.nn.attention import SDPBackend, sdpa_kernel
     import torch.nn.functional as F
 
@@ -1751,15 +1872,16 @@ def _prime(torch, attn: Callable, q, k, v, do, device) -> None:
 
 
 def measure_attention(torch, pt: Point, data: ProblemData, cfg: Config, flusher: Optional[L2Flusher], device,
-                      attn: Callable, prime: bool, mask=None) -> dict:
+                      attn: Callable, prime: bool, mask=None, kv=None) -> dict:
     """measure_point's protocol for attn(q, k, v) -> O: memory on the checked call, the check,
     then the timing. prime: one call first (compilation stays out of memory and timing). mask:
     SDPA's key-padding attn_mask, an input of the call (its bytes among the inputs'), whose
-    sequences of length 0 are looked at first (empty_sequence_reason)."""
+    sequences of length 0 are looked at first (empty_sequence_reason). kv: the K and V the call
+    reads instead of data's (a paged cache; forward only)."""
     fields: dict = {}
     mask_bytes = _nbytes(mask) if mask is not None else 0
     if pt.pass_ == "fwd":
-        q, k, v = data.q, data.k, data.v
+        q, (k, v) = data.q, kv if kv is not None else (data.k, data.v)
         if prime:
             _prime(torch, attn, q, k, v, None, device)
         with torch.no_grad():

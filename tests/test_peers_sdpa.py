@@ -21,6 +21,7 @@ of length 0 on a CPU torch, with a documented stand-in for scaled_dot_product_at
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import io
 import json
@@ -592,6 +593,63 @@ def test_paged_points_are_skipped():
         assert not any(p.skip for p in pts if p not in paged)
     else:
         print("      (this flashio has no --kv-layout: paged points checked on a problem object only)")
+
+
+def test_kv_page_table_is_flashios_layout():
+    """kv_page_table: flashio's kv_pages_of (bench/core/problem.cpp) — every physical page used
+    once, dealt in order from a seeded shuffle; dense: ceil(Nk/P) pages a sequence; a paged
+    varlen decode: ceil(L_b/P) of its own (none for L_b = 0), -1 past them; the same seed the
+    same table, another seed another."""
+    dense = ps.Problem(3, 4, 1, 64, kv_heads=2, seqlen_k=200, kv_page=64)
+    kv = ps.kv_page_table(dense)
+    assert (kv.page, kv.pages) == (64, 12) and [len(r) for r in kv.table] == [4, 4, 4]
+    assert sorted(x for r in kv.table for x in r) == list(range(12))
+    assert kv.table != [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]  # shuffled
+    assert ps.kv_page_table(dense) == kv and ps.kv_page_table(dataclasses.replace(dense, seed=1)) != kv
+    varlen = ps.Problem(3, 4, 1, 64, kv_heads=2, seqlen_k=300, kv_page=64, seq_lengths=(130, 0, 300),
+                        varlen_packed=True)
+    kv = ps.kv_page_table(varlen)
+    assert kv.pages == 3 + 0 + 5 and [sum(x >= 0 for x in r) for r in kv.table] == [3, 0, 5]
+    assert all(r[n:] == [-1] * (5 - n) for r, n in zip(kv.table, (3, 0, 5)))
+    assert sorted(x for r in kv.table for x in r if x >= 0) == list(range(8))
+    twin = dataclasses.replace(varlen, varlen_packed=False)  # the padded twin: every sequence 5 pages
+    assert ps.kv_page_table(twin).pages == 15
+
+
+def test_flex_paged_blocks_list_each_sequences_pages():
+    """flex_paged_blocks: each sequence's pages, the whole ones full, the one its keys end in
+    partial (mask_mod decides it: the cache's length is not the sequence's), a page with no key
+    of the sequence left out; every row then lists the other physical pages; and the mask_mod
+    maps a physical key to the logical one, hiding other sequences' pages and keys past the length."""
+    p = ps.Problem(3, 4, 1, 64, kv_heads=2, seqlen_k=300, kv_page=64, seq_lengths=(130, 0, 300), varlen_packed=True)
+    kv = ps.kv_page_table(p)
+    fb = ps.flex_paged_blocks(p, kv)
+    assert fb.block == 64
+    assert fb.full_num == [[2], [0], [4]] and fb.kv_num == [[1], [0], [1]]
+    assert fb.full_idx[0][0][:2] == kv.table[0][:2] and fb.kv_idx[0][0][:1] == kv.table[0][2:3]
+    assert fb.full_idx[2][0][:4] == kv.table[2][:4] and fb.kv_idx[2][0][:1] == kv.table[2][4:5]
+    for rows in (fb.full_idx, fb.kv_idx):
+        assert all(sorted(r[0]) == list(range(kv.pages)) for r in rows)
+    dense = ps.Problem(2, 4, 1, 64, kv_heads=2, seqlen_k=256, kv_page=128)  # whole pages: all full
+    assert ps.flex_paged_blocks(dense, ps.kv_page_table(dense)).kv_num == [[0], [0]]
+    # mask_mod on plain integers and lists (the operations torch applies elementwise)
+    to_logical = [[-1] * kv.pages for _ in range(3)]
+    for b, row in enumerate(kv.table):
+        for j, page in enumerate(row):
+            if page >= 0:
+                to_logical[b][page] = j
+
+    class Row(list):  # to_logical[b, page] and lengths[b] as torch indexes them
+        def __getitem__(self, i):
+            return list.__getitem__(self, i[0])[i[1]] if isinstance(i, tuple) else list.__getitem__(self, i)
+
+    mm = ps.flex_paged_mask_mod(False, [130, 0, 300], Row(to_logical), 64)
+    page2 = kv.table[0][2]  # sequence 0's third page: keys 128..191, of which 128, 129 exist
+    assert mm(0, 0, 0, page2 * 64 + 1) and not mm(0, 0, 0, page2 * 64 + 2)
+    assert not mm(1, 0, 0, kv.table[0][0] * 64)  # sequence 1 has no page
+    assert not mm(0, 0, 0, kv.table[2][0] * 64)  # another sequence's page
+    causal = ps.flex_paged_mask_mod(True, [130, 0, 300], Row(to_logical), 64)
+    assert causal(2, 0, 5, kv.table[2][0] * 64 + 5) and not causal(2, 0, 5, kv.table[2][0] * 64 + 6)
 
 
 def test_varlen_decode_points_padded_twin_on_flex_and_masked_sdpa():
@@ -1173,7 +1231,9 @@ def test_flex_points_runnable_and_named_like_flashios():
     assert ps.unsupported_reason("flex", "fwd", dict(base, deterministic=True)) == ""
     assert ps.unsupported_reason("flex", "fwd", dict(base, block_c=64)).startswith("forced tiles")
     assert ps.unsupported_reason("flex", "fwd", dict(base, mma="wgmma")).startswith("forced tensor-core")
-    assert ps.unsupported_reason("flex", "fwd", _paged_json()).startswith("paged K/V cache (kv_layout paged:64)")
+    assert ps.unsupported_reason("flex", "fwd", _paged_json()) == ""  # the pages, as flashio lays them out
+    assert ps.unsupported_reason("flex", "bwd", _paged_json()).startswith(
+        "paged K/V cache (kv_layout paged:64): peers_sdpa.py runs flex_attention on pages forward only")
     assert ps.unsupported_reason("flex", "fwd", dict(base, softmax_scale=0.5)).startswith("softmax scale")
     assert ps.unsupported_reason("flex", "fwd", dict(base, pattern="random")).startswith(
         "block-sparse pattern random: flashio listed no block mask")
@@ -1450,6 +1510,51 @@ def test_masked_reference_against_numpy():
             assert not np.allclose(plain["o"][rows], o_n[cb, ch]), p
 
 
+def test_flex_paged_cache_on_cpu_torch():
+    """Where this Python has torch (CPU): attention over ProblemData.paged_kv()'s cache, with the
+    keys flex would see — a page listed among the row's full blocks, or among its partial ones
+    where flex_paged_mask_mod allows the key — equals the masked attention over the logical K, V
+    (dense paged with a partial last page, key padding, a paged varlen decode with a sequence of
+    length 0, causal, GQA)."""
+    try:
+        import torch
+    except ImportError:
+        print("      (skipped: no torch in this Python; Debian's python3-torch, CPU, runs it)")
+        return
+    cpu = torch.device("cpu")
+    for p in (ps.Problem(2, 4, 1, 16, "fp16", False, 41, kv_heads=2, seqlen_k=200, kv_page=64),
+              ps.Problem(3, 4, 2, 16, "fp16", False, 42, kv_heads=1, seqlen_k=150, kv_page=64, padding=True),
+              ps.Problem(3, 4, 1, 16, "bf16", False, 43, kv_heads=2, seqlen_k=300, kv_page=64,
+                         seq_lengths=(130, 0, 300), varlen_packed=True),
+              ps.Problem(2, 2, 3, 16, "fp16", True, 44, seqlen_k=70, kv_page=64)):
+        data = ps.ProblemData(torch, p, cpu)
+        k_cache, v_cache, kv, to_logical = data.paged_kv()
+        P = kv.page
+        assert k_cache.shape == (1, p.kv_heads, kv.pages * P, p.head_dim)
+        fb = ps.flex_paged_blocks(p, kv)
+        lengths = ps.key_lengths(p)
+        mm = ps.flex_paged_mask_mod(p.causal, torch.tensor(lengths, dtype=torch.int32), to_logical, P)
+        kk = torch.arange(kv.pages * P)
+        out = torch.zeros(p.batch, p.heads, p.seqlen, p.head_dim, dtype=torch.float64)
+        ref = torch.zeros_like(out)
+        for b in range(p.batch):
+            full = set(fb.full_idx[b][0][:fb.full_num[b][0]])
+            part = set(fb.kv_idx[b][0][:fb.kv_num[b][0]])
+            for h in range(p.heads):
+                hk = h // p.group
+                for i in range(p.seqlen):
+                    seen = torch.tensor([(int(x) // P) in full or ((int(x) // P) in part and bool(mm(b, h, i, x)))
+                                         for x in kk])
+                    logical = torch.tensor([j < lengths[b] and (not p.causal or j <= i) for j in range(p.seqlen_k)])
+                    q = data.q[b, h, i].double()
+                    for keys, vals, allow, o in ((k_cache[0, hk], v_cache[0, hk], seen, out),
+                                                 (data.k[b, hk], data.v[b, hk], logical, ref)):
+                        if allow.any():
+                            w = torch.softmax((keys.double() @ q * p.softmax_scale).masked_fill(~allow, float("-inf")), 0)
+                            o[b, h, i] = w @ vals.double()
+        assert torch.allclose(out, ref, rtol=1e-12, atol=1e-12), (p, (out - ref).abs().max())
+
+
 def test_flex_torch_side_on_cpu_torch():
     """Where this Python has torch (CPU; Debian's 1.13 has no flex_attention, so neither
     BlockMask.from_kv_blocks nor the compiled kernel runs here): ProblemData's key lengths and
@@ -1702,14 +1807,17 @@ def test_key_padded_points_run_with_a_mask_except_on_flash():
     paged = ps.unsupported_reason("cudnn", "fwd", dict(twin, kv_layout="paged:64"))
     assert paged.startswith("paged K/V cache (kv_layout paged:64): SDPA takes contiguous K/V only"), paged
     # A paged varlen decode (each sequence's keys in pages of its own) and its padded twin, through
-    # flashio: every SDPA back-end and flex skip them as paged; the contiguous twin runs masked.
+    # flashio: every SDPA back-end skips them as paged, flex runs both on the pages; the
+    # contiguous twin runs masked.
     axes = ["-b", "3", "--heads", "8", "--kv-heads", "2", "-d", "64", "--seqlens", "uniform:0-300", "--seqlen-q", "1",
             "--varlen-as", "packed,padded", "--kv-layout", "contiguous,paged:64"]
     pts = _assert_peers_match_flashio(axes, ("flash", "cudnn", "efficient", "math", "flex"))
     on_pages = [p for p in pts if "/paged:64/" in p.name()]
-    assert len(on_pages) == 2 * 5 and all(p.skip.startswith("paged K/V cache (kv_layout paged:64)") for p in on_pages)
+    assert len(on_pages) == 2 * 5
+    assert all(p.skip.startswith("paged K/V cache (kv_layout paged:64)") for p in on_pages if p.backend != "flex")
+    assert not any(p.skip for p in on_pages if p.backend == "flex")
     runs = sorted(p.method for p in pts if not p.skip)
-    assert runs == ["flex_attention", "sdpa_cudnn", "sdpa_efficient", "sdpa_math"], runs
+    assert runs == ["flex_attention"] * 3 + ["sdpa_cudnn", "sdpa_efficient", "sdpa_math"], runs
 
 
 
