@@ -31,6 +31,7 @@
 #include "kernels/flash1/flash1_configs.h"
 #include "kernels/flash2/flash2_fwd_configs.h"
 #include "kernels/flash_decode/flash_decode_configs.h"
+#include "tests/l2_test_util.h"
 
 using namespace flashio;
 using namespace flashio::analysis;
@@ -1690,9 +1691,7 @@ TEST(FlashDecodeModel, DramTraceReadsEveryByteOnceAndKeepsThePartialsInL2) {
   ModelTiles t{{16, 64, 4, 4}};
   t.splits = kernels::flash_decode_split(m.problem, 1, 0, 3).splits;
   m.fwd_tiles = t;
-  GpuLimits g;
-  g.sm_count = 132, g.smem_per_sm_bytes = 233472, g.l2_bytes = 52428800, g.l2_partitions = 2;
-  g.l2_dirty_share = kGh100L2DirtyShare;
+  const GpuLimits g = testing_util::test_h100_limits();
   const StreamingKernels none;
   const auto trace = model_of(m).dram_trace(m, DramContext{0, 0, g, 0, none}, 1);
   ASSERT_TRUE(trace.has_value());
@@ -1766,9 +1765,7 @@ TEST(IoModel, FlashDecodeVarlenEqualsSimulatorAndReadsTheRealKeys) {
   EXPECT_EQ(dram.write, 3 * heads * d * 2 + 3 * heads * 4);
   // The L2 simulation: the packed K/V (no padding) read once with no cache, once from DRAM with the
   // H100's L2, the blocks past a sequence's splits touching nothing.
-  GpuLimits g;
-  g.sm_count = 132, g.smem_per_sm_bytes = 233472, g.l2_bytes = 52428800, g.l2_partitions = 2;
-  g.l2_dirty_share = kGh100L2DirtyShare;
+  const GpuLimits g = testing_util::test_h100_limits();
   const StreamingKernels none;
   const auto trace = model_of(m).dram_trace(m, DramContext{0, 0, g, 0, none}, 1);
   ASSERT_TRUE(trace.has_value());
@@ -1839,9 +1836,7 @@ TEST(IoModel, FlashDecodePagedVarlenIsThePackedTrafficPlusTheBlockTable) {
   m.problem = varlen({4096, 100, 0}, 8, 8, 1, 64, false, 64);
   m.fwd_tiles = ModelTiles{{16, 64, 4, 4}};
   m.fwd_tiles->splits = 4;
-  GpuLimits g;
-  g.sm_count = 132, g.smem_per_sm_bytes = 233472, g.l2_bytes = 52428800, g.l2_partitions = 2;
-  g.l2_dirty_share = kGh100L2DirtyShare;
+  const GpuLimits g = testing_util::test_h100_limits();
   const StreamingKernels none;
   const auto trace = model_of(m).dram_trace(m, DramContext{0, 0, g, 0, none}, 1);
   ASSERT_TRUE(trace.has_value());

@@ -17,6 +17,7 @@
 #include "analysis/io_model.h"
 #include "analysis/l2_sim.h"
 #include "analysis/models/model.h"
+#include "tests/l2_test_util.h"
 
 namespace flashio::analysis {
 namespace {
@@ -143,9 +144,7 @@ TEST(L2Sim, TheLastBlockOfAJoinGroupToFinishRunsOneStepMore) {
 }
 
 GpuLimits h100() {
-  GpuLimits g;
-  g.sm_count = 132, g.smem_per_sm_bytes = 233472, g.l2_bytes = 52428800, g.l2_partitions = 2;
-  g.l2_dirty_share = kGh100L2DirtyShare;
+  GpuLimits g = testing_util::test_h100_limits();
   g.blocks_per_sm_override = 2;  // the 128 × 64 forward at d 128 and the backward's occupancy on an H100
   return g;
 }
