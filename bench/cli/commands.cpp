@@ -717,14 +717,14 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
   job.stop = &g_stop_signal;
   const auto sweep_start = std::chrono::steady_clock::now();
   job.start = sweep_start;
-  if (a.verbose)
+  if (a.verbose) {
     fmt::print(stderr, "{} GPU{} queried and the run set up in {:.3f} s\n", devices.size(), devices.size() == 1 ? "" : "s",
                std::chrono::duration<double>(sweep_start - query_start).count());
-  if (a.verbose)
     job.on_worker_ready = [sweep_start](const DeviceInfo& d, const std::string& counters, const std::string& start) {
       const double at = std::chrono::duration<double>(std::chrono::steady_clock::now() - sweep_start).count();
       fmt::print(stderr, "GPU {}: ready at {:.3f} s ({}); {}\n", d.index, at, start, counters);
     };
+  }
   job.on_start = [&](size_t i) { progress.started(position[i], points[i].name()); };
   job.on_record = [&](const Record& r) {
     writer.append(r);
