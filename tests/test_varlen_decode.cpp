@@ -44,6 +44,17 @@ Problem decode_varlen(std::vector<int32_t> lengths, int64_t nq, int64_t heads = 
   return p;
 }
 
+// flash_decode over batch 8 of a Llama-3-8B-like layer (GQA 32:8, d 128), the other axes unset.
+SweepSpec llama3_8b_decode_spec() {
+  SweepSpec s;
+  s.methods = {"flash_decode"};
+  s.batch = {8};
+  s.heads = {32};
+  s.kv_heads = {8};
+  s.head_dim = {128};
+  return s;
+}
+
 // flash_decode supports p; every other method refuses it, with a reason naming `what` (the
 // block-sparse methods refuse a dense point first, for their own reason).
 void expect_only_flash_decode_runs(const Problem& p, const std::string& what) {
@@ -138,12 +149,7 @@ TEST(VarlenDecodeProblem, ImpossibleCombinationsSayWhyInOneLine) {
 }
 
 TEST(VarlenDecodeSweep, TheQueriesAxisAppliesToVarlenPointsOnly) {
-  SweepSpec s;
-  s.methods = {"flash_decode"};
-  s.batch = {8};
-  s.heads = {32};
-  s.kv_heads = {8};
-  s.head_dim = {128};
+  SweepSpec s = llama3_8b_decode_spec();
   s.seqlens = {"", "uniform:1024-16384"};
   s.varlen_queries = {1, 4};
   s.varlen_padded = {false, true};
@@ -429,12 +435,7 @@ TEST(PagedVarlenDecodeMethods, FlashDecodeRunsItOthersSkipWithTheReason) {
 }
 
 TEST(PagedVarlenDecodeSweep, TheLayoutAxisNamesPagedVarlenPoints) {
-  SweepSpec s;
-  s.methods = {"flash_decode"};
-  s.batch = {8};
-  s.heads = {32};
-  s.kv_heads = {8};
-  s.head_dim = {128};
+  SweepSpec s = llama3_8b_decode_spec();
   s.seqlens = {"uniform:1-4000"};
   s.varlen_queries = {1};
   s.kv_page = {0, 64};
