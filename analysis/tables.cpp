@@ -573,7 +573,7 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
           int64_t fwd_smem = 0, bwd_smem = 0;
           Cell tile = no_cell();
           if (model.exact()) {  // the tiles the method's kernels would run (the kernels' config headers)
-            const PredictedTiles pt = model.predict_tiles(d, g.smem_per_block_optin_bytes);
+            const PredictedTiles pt = model.predict_tiles(m.problem, g.smem_per_block_optin_bytes);
             if (!pt.fwd) {
               refused(text_cell("no tile fits"), no_cell());
               continue;

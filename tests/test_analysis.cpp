@@ -53,6 +53,13 @@ Problem shape(int64_t b, int64_t h, int64_t kvh, int64_t nq, int64_t nk, int64_t
   return p;
 }
 
+// A problem of head dim d, the rest defaults: what a tile pick that reads only the head dim needs.
+Problem head_dim_problem(int64_t d) {
+  Problem p;
+  p.head_dim = d;
+  return p;
+}
+
 void expect_same(const Traffic& model, const Traffic& sim, const std::string& what) {
   EXPECT_EQ(model.read, sim.read) << what;
   EXPECT_EQ(model.write, sim.write) << what;
@@ -852,7 +859,7 @@ TEST(PredictCommand, CellsAreTheModelsValues) {
   m.method = "flash2";
   m.problem = shape(1, 16, 16, 1024, 1024, 64, false, false);
   const auto g = find_gpu("h100-sxm");
-  const PredictedTiles pt = model_of(m).predict_tiles(64, g->smem_per_block_optin_bytes);
+  const PredictedTiles pt = model_of(m).predict_tiles(m.problem, g->smem_per_block_optin_bytes);
   m.fwd_tiles = pt.fwd;
   EXPECT_EQ(small[col("SM↔L2")].get<double>(), double(predict_sm_l2(m).total()));
   EXPECT_EQ(small[col("fwd tile")], fmt::format("{}×{}", pt.fwd->block_r, pt.fwd->block_c));
@@ -1459,8 +1466,8 @@ TEST(PredictCommand, TilePicksFollowTheKernelsConfigHeaders) {
   for (const auto& g : gpu_table()) {
     const int64_t optin = g.smem_per_block_optin_bytes;
     for (int64_t d : {32, 64, 96, 128, 256}) {
-      const PredictedTiles f2 = find_model("flash2")->predict_tiles(d, optin);
-      const PredictedTiles f1 = find_model("flash1")->predict_tiles(d, optin);
+      const PredictedTiles f2 = find_model("flash2")->predict_tiles(head_dim_problem(d), optin);
+      const PredictedTiles f1 = find_model("flash1")->predict_tiles(head_dim_problem(d), optin);
       if (f2.fwd) {
         EXPECT_LE(f2.fwd_smem, optin) << g.key << " d " << d;
       }
@@ -1477,7 +1484,7 @@ TEST(PredictCommand, TilePicksFollowTheKernelsConfigHeaders) {
       EXPECT_GT(f1.bwd_smem, f2.bwd_smem) << "flash1's backward adds its O stages";
     }
   }
-  const PredictedTiles h100 = find_model("flash2")->predict_tiles(128, 232448);
+  const PredictedTiles h100 = find_model("flash2")->predict_tiles(head_dim_problem(128), 232448);
   ASSERT_TRUE(h100.fwd.has_value());
   EXPECT_EQ(h100.fwd->block_r, 128);
   EXPECT_EQ(h100.fwd->block_c, 64);
@@ -1551,15 +1558,37 @@ TEST(RecordTiles, Flash3RecordIsPredictedWithTmaLoads) {
 // backward's one tile for d 64 and 128, none at d 256 nor for the ablations.
 TEST(IoModel, Flash3PredictsItsBackwardTile) {
   for (int64_t d : {64, 128}) {
-    const PredictedTiles t = find_model("flash3")->predict_tiles(d, 232448);
+    const PredictedTiles t = find_model("flash3")->predict_tiles(head_dim_problem(d), 232448);
     EXPECT_TRUE(t.bwd_kernel) << d;
     EXPECT_EQ(t.bwd.block_r, 64) << d;
     EXPECT_EQ(t.bwd.block_c, 128) << d;
     EXPECT_EQ(t.bwd.warps, 12) << d;
     EXPECT_GT(t.bwd_smem, 0) << d;
-    EXPECT_FALSE(find_model("flash3_no_overlap")->predict_tiles(d, 232448).bwd_kernel) << d;
+    EXPECT_FALSE(find_model("flash3_no_overlap")->predict_tiles(head_dim_problem(d), 232448).bwd_kernel) << d;
   }
-  EXPECT_FALSE(find_model("flash3")->predict_tiles(256, 232448).bwd_kernel);
+  EXPECT_FALSE(find_model("flash3")->predict_tiles(head_dim_problem(256), 232448).bwd_kernel);
+}
+
+// flash3's forward tile follows the sequence and the mask as the method picks it
+// (flash3_wide_tile_fits): FlashAttention-3's wide tiles from 2048 keys, or 8192 under a causal
+// mask; 128 × 128 below; the d 256 tile whatever the length.
+TEST(IoModel, Flash3PredictsTheForwardTileOfTheLength) {
+  auto fwd = [](int64_t d, int64_t n, bool causal) {
+    Problem p = head_dim_problem(d);
+    p.seqlen_q = n;
+    p.causal = causal;
+    const PredictedTiles t = find_model("flash3")->predict_tiles(p, 232448);
+    return t.fwd ? fmt::format("{}x{}", t.fwd->block_r, t.fwd->block_c) : std::string("none");
+  };
+  EXPECT_EQ(fwd(64, 1024, false), "128x128");
+  EXPECT_EQ(fwd(64, 2048, false), "192x128");
+  EXPECT_EQ(fwd(64, 4096, true), "128x128");
+  EXPECT_EQ(fwd(64, 8192, true), "192x128");
+  EXPECT_EQ(fwd(128, 2047, false), "128x128");
+  EXPECT_EQ(fwd(128, 2048, false), "128x176");
+  EXPECT_EQ(fwd(128, 8192, true), "128x176");
+  EXPECT_EQ(fwd(256, 512, false), "128x80");
+  EXPECT_EQ(fwd(256, 16384, true), "128x80");
 }
 
 // flash_decode's kernel (its splits and the last split's combine): the closed form equals the simulator's walk of

@@ -82,7 +82,7 @@ TEST(Flash3Method, RefusesWhatItDoesNotHaveInWords) {
     forced.block_r = 64;
     const Support f = m->supports(forced, Pass::Fwd, dev);
     EXPECT_FALSE(f.ok);
-    EXPECT_NE(f.reason.find("compiled: 128x128"), std::string::npos) << f.reason;
+    EXPECT_NE(f.reason.find("compiled: 192x128, 128x128"), std::string::npos) << f.reason;
   } else {
     EXPECT_NE(old.reason.find("no flash3 kernels"), std::string::npos) << old.reason;
   }
@@ -131,4 +131,29 @@ TEST(Flash3Method, AblationsAreRegisteredForTheirHeadDimOnly) {
     EXPECT_FALSE(b.ok) << name << ": the ablations are forward schedules";
     EXPECT_NE(b.reason.find("no bwd pass"), std::string::npos) << b.reason;
   }
+}
+
+// The forward tile a point gets follows its length and mask (flash3_wide_tile_fits), the same
+// pick `flashio predict` makes (IoModel.Flash3PredictsTheForwardTileOfTheLength); a forced tile
+// is taken whatever the length.
+TEST(Flash3Method, WideTilesFromTwoThousandKeysOrEightThousandCausal) {
+  if (!kernels::flash3_compiled()) GTEST_SKIP() << "no flash3 kernels in this build";
+  auto tile = [](int64_t d, int64_t n, bool causal, int64_t block_c = 0) {
+    Problem p = small(d);
+    p.seqlen_q = n;
+    p.causal = causal;
+    p.block_c = block_c;
+    kernels::KernelTile t{};
+    const Support s = flash3_choose_tile(p, hopper(), &t);
+    return s.ok ? std::to_string(t.block_r) + "x" + std::to_string(t.block_c) : s.reason;
+  };
+  EXPECT_EQ(tile(64, 1024, false), "128x128");
+  EXPECT_EQ(tile(64, 2048, false), "192x128");
+  EXPECT_EQ(tile(64, 4096, true), "128x128");
+  EXPECT_EQ(tile(64, 8192, true), "192x128");
+  EXPECT_EQ(tile(128, 300, false), "128x128");
+  EXPECT_EQ(tile(128, 2048, false), "128x176");
+  EXPECT_EQ(tile(128, 300, false, 176), "128x176");
+  EXPECT_EQ(tile(128, 16384, false, 128), "128x128");
+  EXPECT_EQ(tile(256, 16384, false), "128x80");
 }

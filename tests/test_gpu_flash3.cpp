@@ -107,6 +107,32 @@ TEST_F(Flash3Test, KeyPaddingGqaAndUnequalLengths) {
     }
 }
 
+// Every compiled forward tile, forced (a wide tile runs by default only on long sequences,
+// flash3_wide_tile_fits): odd lengths, causal and not, key padding with GQA, fp16 and bf16.
+TEST_F(Flash3Test, EveryCompiledTileMatchesReference) {
+  for (int64_t d : {64, 128, 256}) {
+    kernels::KernelTile tiles[8];
+    const int n = kernels::flash3_fwd_tiles(int(d), tiles, 8);
+    for (int i = 0; i < n; ++i)
+      for (bool causal : {false, true}) {
+        Problem p;
+        p.batch = 2;
+        p.heads = 4;
+        p.kv_heads = 2;
+        p.seqlen_q = 1013;
+        p.seqlen_k = causal ? 1013 : 777;
+        p.head_dim = d;
+        p.causal = causal;
+        p.padding = causal ? Padding::None : Padding::Random;
+        p.dtype = causal ? DType::BF16 : DType::F16;
+        p.block_r = tiles[i].block_r;
+        p.block_c = tiles[i].block_c;
+        const Record r = run_ok(p);
+        if (r.tiles) EXPECT_EQ(r.tiles->block_c, tiles[i].block_c) << d;
+      }
+  }
+}
+
 // More (Q tile, head, batch) items than SMs: every thread block loops over several, the producer
 // loading the next item's K/V and Q while the consumers write the last one out.
 TEST_F(Flash3Test, PersistentLoopOverManyItems) {

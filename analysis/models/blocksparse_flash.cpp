@@ -19,8 +19,8 @@ class BlocksparseFlashModel final : public Flash2Model {
     return Flash2Model::sm_l2(m);
   }
   std::string asymptotic_formula(const ModelPoint& m) const override { return IoModel::asymptotic_formula(m); }
-  PredictedTiles predict_tiles(int64_t head_dim, int64_t optin) const override {
-    switch (head_dim) {
+  PredictedTiles predict_tiles(const Problem& p, int64_t optin) const override {
+    switch (p.head_dim) {
       case 32:
         return first_tiles<32>(optin);
       case 64:

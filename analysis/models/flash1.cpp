@@ -186,8 +186,8 @@ class Flash1Model final : public IoModel {
 
   // Algorithm 1's rule (flash1_fwd_pick); the backward is flash2's first mma.sync tile with
   // flash1's O stages (d <= 128 only).
-  PredictedTiles predict_tiles(int64_t head_dim, int64_t optin) const override {
-    switch (head_dim) {
+  PredictedTiles predict_tiles(const Problem& p, int64_t optin) const override {
+    switch (p.head_dim) {
 #define FLASH1_PREDICT_CASE(D) \
   case D:                      \
     return tiles<D>(optin);

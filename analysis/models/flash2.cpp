@@ -452,8 +452,8 @@ PredictedTiles flash2_tiles(int64_t optin) {
 
 // The mma.sync tiles the method runs unforced: the first forward tile that fits
 // (flash2_fwd_pick), the backward's mma_bwd_pick.
-PredictedTiles Flash2Model::predict_tiles(int64_t head_dim, int64_t optin) const {
-  switch (head_dim) {
+PredictedTiles Flash2Model::predict_tiles(const Problem& p, int64_t optin) const {
+  switch (p.head_dim) {
 #define FLASH2_PREDICT_CASE(D) \
   case D:                      \
     return flash2_tiles<D>(optin);

@@ -15,7 +15,7 @@ class Flash2Model : public IoModel {
   int64_t dram_beyond_compulsory(const ModelPoint& m, const DramContext& c, DramPrediction& out) const override;
   std::optional<SimTrace> dram_trace(const ModelPoint& m, const DramContext& c, int coarse) const override;
   std::string asymptotic_formula(const ModelPoint& m) const override;
-  PredictedTiles predict_tiles(int64_t head_dim, int64_t smem_optin) const override;
+  PredictedTiles predict_tiles(const Problem& p, int64_t smem_optin) const override;
 };
 
 }  // namespace flashio::analysis

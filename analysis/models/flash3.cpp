@@ -57,11 +57,11 @@ class Flash3Model final : public Flash2Model {
     if (m.pass == Pass::Bwd) return "N·d + N²·d/Bc  (FA-3 backward: Q, dO read and dQ accumulated Tc times)";
     return IoModel::asymptotic_formula(m);
   }
-  PredictedTiles predict_tiles(int64_t head_dim, int64_t optin) const override {
-    switch (head_dim) {
+  PredictedTiles predict_tiles(const Problem& p, int64_t optin) const override {
+    switch (p.head_dim) {
 #define FLASH3_PREDICT_CASE(D) \
   case D:                      \
-    return tiles<D>(optin);
+    return tiles<D>(optin, p);
       FLASH3_HEAD_DIMS(FLASH3_PREDICT_CASE)
 #undef FLASH3_PREDICT_CASE
       default:
@@ -92,9 +92,9 @@ class Flash3Model final : public Flash2Model {
     return t;
   }
   template <int D>
-  PredictedTiles tiles(int64_t optin) const {
+  PredictedTiles tiles(int64_t optin, const Problem& p) const {
     PredictedTiles out;
-    if (const auto f = kernels::flash3_fwd_pick<D>(optin)) {
+    if (const auto f = kernels::flash3_fwd_pick<D>(optin, p.nk(), p.causal)) {
       out.fwd = ModelTiles{*f};
       out.fwd_smem = kernels::flash3_fwd_smem_bytes(D, *f);
     }

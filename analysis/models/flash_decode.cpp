@@ -204,7 +204,7 @@ class FlashDecodeModel final : public IoModel {
     return m.problem.packed() ? "Hkv·ΣL_b·d + H·Nq·d  (each byte once; varlen keys, packed or paged)"
                               : "Hkv·Nk·d + H·Nq·d  (each byte once)";
   }
-  PredictedTiles predict_tiles(int64_t, int64_t) const override {
+  PredictedTiles predict_tiles(const Problem&, int64_t) const override {
     throw std::invalid_argument(
         "flash_decode: `flashio predict` has no split count (the kernel's tiles.splits follows batch, heads and "
         "SMs): analyse a record instead");

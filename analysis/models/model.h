@@ -114,7 +114,8 @@ class IoModel {
   virtual const char* reread_tile_name() const { return "Br"; }
 
   // --- tile pick (`flashio predict`; exact models) ---------------------------------------------
-  virtual PredictedTiles predict_tiles(int64_t head_dim, int64_t smem_optin) const;
+  // The tiles the method's kernels would run for problem p (its head dim; flash3: its length and mask too).
+  virtual PredictedTiles predict_tiles(const Problem& p, int64_t smem_optin) const;
 };
 
 class ModelRegistry {

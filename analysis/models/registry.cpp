@@ -64,7 +64,7 @@ std::string IoModel::asymptotic_formula(const ModelPoint& m) const {
   return "forward + backward forms  (Theorems 2 and 5)";
 }
 
-PredictedTiles IoModel::predict_tiles(int64_t, int64_t) const {
+PredictedTiles IoModel::predict_tiles(const Problem&, int64_t) const {
   PredictedTiles none;
   none.bwd_kernel = false;
   return none;

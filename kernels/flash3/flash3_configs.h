@@ -38,21 +38,26 @@ constexpr int flash3_fwd_smem_bytes(int head_dim, TileShape t) {
 }
 
 // Registers per thread after the producer gives its share to the consumers (setmaxnreg):
-// 65536 per SM, one thread block per SM.
-constexpr int flash3_consumer_registers(int consumer_warpgroups) { return consumer_warpgroups == 2 ? 232 : 152; }
-constexpr int kFlash3ProducerRegisters = 40;
+// 65536 per SM, one thread block per SM. Two consumer warpgroups: 40 + 2·232 (per 128 threads);
+// three: 32 + 3·160 = 512, all of them (FlashAttention-3's split).
+constexpr int flash3_consumer_registers(int consumer_warpgroups) { return consumer_warpgroups == 2 ? 232 : 160; }
+constexpr int flash3_producer_registers(int consumer_warpgroups) { return consumer_warpgroups == 2 ? 40 : 32; }
 
-// Tiles per head dim, fastest first (H100: kernels/flash3/NOTES.md).
+// Tiles per head dim, in order of preference (H100: kernels/flash3/NOTES.md). A tile larger than
+// 128 × 128 is "wide": FlashAttention-3's tiles for d 64 (Br 192, three consumer warpgroups) and
+// d 128 (Bc 176), faster on long sequences and slower on short ones (flash3_wide_tile_fits).
 template <int kHeadDim>
 struct Flash3FwdConfigs;
 template <>
 struct Flash3FwdConfigs<64> {
-  // Br = 192 (three consumers at 160 registers) spills 60 bytes per thread in ptxas: not listed.
-  static constexpr TileShape list[] = {{128, 128, 12, 2}};
+  // 192 × 128 spills 60 (causal 72) bytes per thread in ptxas at 160 registers; still the fastest
+  // from 2048 keys. 128 × 192 (two consumers) was slower than it (H100, NOTES.md): not listed.
+  static constexpr TileShape list[] = {{192, 128, 16, 2}, {128, 128, 12, 2}};
 };
 template <>
 struct Flash3FwdConfigs<128> {
-  static constexpr TileShape list[] = {{128, 128, 12, 2}};
+  // 128 × 176 spills 12 (causal 32) bytes per thread.
+  static constexpr TileShape list[] = {{128, 176, 12, 2}, {128, 128, 12, 2}};
 };
 template <>
 struct Flash3FwdConfigs<256> {
@@ -82,11 +87,22 @@ constexpr int flash3_bwd_smem_bytes(int head_dim, TileShape t) {
          t.stages * 2 * t.block_r * 4 + kFlash3SmemAlign;
 }
 
-// The forward tile: the first of the list that fits `optin` bytes of shared memory per block.
+// Is tile t one for this sequence length? A wide tile (larger than 128 × 128) only from 2048 keys,
+// or from 8192 under a causal mask: below, its longer pipeline start per work item and the
+// diagonal's larger masked share cost more than it saves (H100, FA-2 setting, against 128 × 128:
+// d 64 192 × 128 0.93–1.0× at N 512–1024, 1.08–1.12× from 2048; causal 0.78–0.97× up to 4096,
+// 1.03–1.04× from 8192; d 128 128 × 176 likewise, kernels/flash3/NOTES.md).
+constexpr bool flash3_wide_tile_fits(int block_r, int block_c, long long keys, bool causal) {
+  return block_r * block_c <= 128 * 128 || keys >= (causal ? 8192 : 2048);
+}
+
+// The forward tile of a problem with `keys` keys: the first of the list that suits its length
+// and fits `optin` bytes of shared memory per block.
 template <int kHeadDim>
-constexpr std::optional<TileShape> flash3_fwd_pick(long long optin) {
+constexpr std::optional<TileShape> flash3_fwd_pick(long long optin, long long keys, bool causal) {
   for (const TileShape& s : Flash3FwdConfigs<kHeadDim>::list)
-    if (flash3_fwd_smem_bytes(kHeadDim, s) <= optin) return s;
+    if (flash3_wide_tile_fits(s.block_r, s.block_c, keys, causal) && flash3_fwd_smem_bytes(kHeadDim, s) <= optin)
+      return s;
   return std::nullopt;
 }
 

@@ -97,7 +97,7 @@ struct Flash3FwdTraits {
   static_assert(kTileQBytes % kSwizzleAtomBytes == 0 && kTileKVBytes % kSwizzleAtomBytes == 0,
                 "every tile starts on a swizzle atom");
   static_assert(kEpilogueBarrier + kConsumers <= 16, "16 hardware barriers");
-  static_assert(kConsumers * kConsumerRegs * 128 + 128 * kFlash3ProducerRegisters <= 65536, "the SM's registers");
+  static_assert(kConsumers * kConsumerRegs * 128 + 128 * flash3_producer_registers(kConsumers) <= 65536, "the SM's registers");
 };
 
 // The shared-memory barriers of one thread block, and the work item each Q buffer holds.
@@ -424,7 +424,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash3_fwd_kernel(const __gri
   }
   __syncthreads();
   if (threadIdx.x < 128) {
-    warpgroup_reg_dealloc<kFlash3ProducerRegisters>();
+    warpgroup_reg_dealloc<flash3_producer_registers(Tr::kConsumers)>();
     if (threadIdx.x < 32) flash3_produce<Tr, kCausal>(args, sh);
   } else {
     warpgroup_reg_alloc<Tr::kConsumerRegs>();
