@@ -3,7 +3,7 @@
 operand source), whose inline PTX needs one operand per accumulator register (N/2 of them), too
 many to write by hand. Run from the repository root: python3 scripts/gen_wgmma.py"""
 
-NS = [32, 64, 80, 128, 176, 192, 256]
+NS = [32, 64, 80, 128, 176, 256]
 TYPES = [("half", "f16"), ("__nv_bfloat16", "bf16")]
 
 
