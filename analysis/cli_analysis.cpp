@@ -16,6 +16,7 @@
 #include "analysis/export.h"
 #include "analysis/gpus.h"
 #include "analysis/html_report.h"
+#include "analysis/models/model.h"
 #include "analysis/tables.h"
 #include "bench/core/exit_codes.h"
 #include "bench/core/json_input.h"
@@ -133,7 +134,10 @@ class Commands final : public AnalysisCommands {
                      "a GPU described by a JSON file: `flashio device --json` output with "
                      "\"peak_fp16_tensor_flops\" (dense FLOP/s, datasheet) added")
         ->check(CLI::ExistingFile);
-    predict_->add_option("--method,-m", req_.methods, "flash1, flash2, standard, standard_fused (default flash2)")
+    std::vector<std::string> predictable;
+    for (const std::string& name : builtin_models().names())
+      if (builtin_models().find(name)->predictable()) predictable.push_back(name);
+    predict_->add_option("--method,-m", req_.methods, fmt::format("{} (default flash2)", fmt::join(predictable, ", ")))
         ->delimiter(',');
     predict_->add_option("--pass", req_.passes, "fwd, bwd, fwdbwd (default fwd)")->delimiter(',');
     predict_->add_option("--seqlen,-n", req_.seqlens, "sequence lengths (default 1024..16384)")

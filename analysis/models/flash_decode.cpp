@@ -204,6 +204,7 @@ class FlashDecodeModel final : public IoModel {
     return m.problem.packed() ? "Hkv·ΣL_b·d + H·Nq·d  (each byte once; varlen keys, packed or paged)"
                               : "Hkv·Nk·d + H·Nq·d  (each byte once)";
   }
+  bool predictable() const override { return false; }  // its split count follows the run's GPU and batch
   PredictedTiles predict_tiles(const Problem&, int64_t) const override {
     throw std::invalid_argument(
         "flash_decode: `flashio predict` has no split count (the kernel's tiles.splits follows batch, heads and "

@@ -73,6 +73,8 @@ class IoModel {
   virtual std::string dram_not_modelled() const { return {}; }
   // The tiles come from a run's launches (a peer's): `flashio predict` has none to offer.
   virtual bool tiles_from_launches() const { return false; }
+  // `flashio predict` can model the method from a shape alone (its --method list).
+  virtual bool predictable() const { return !tiles_from_launches(); }
   // The method a record is matched as across files (`flashio compare`), when not its own (empty).
   virtual std::string matched_as(const nlohmann::json& /*rec*/, const nlohmann::json& /*file*/) const { return {}; }
   // Appended to the method's name in the papers' tables (`flashio report`), or empty.
