@@ -1581,9 +1581,9 @@ TEST(IoModel, Flash3PredictsItsBackwardTile) {
   EXPECT_FALSE(find_model("flash3")->predict_tiles(head_dim_problem(256), 232448).bwd_kernel);
 }
 
-// flash3's forward tile follows the sequence and the mask as the method picks it
-// (flash3_wide_tile_fits): FlashAttention-3's wide tiles from 2048 keys, or 8192 under a causal
-// mask; 128 × 128 below; the d 256 tile whatever the length.
+// flash3's forward tile follows the sequence and the mask as the method picks it (flash3_configs.h,
+// each tile's `from`): FlashAttention-3's wide tiles from 2048 keys, or 8192 under a causal mask,
+// 128 × 128 below; at d 256 Bc 80 from 2048 keys, Bc 64 below.
 TEST(IoModel, Flash3PredictsTheForwardTileOfTheLength) {
   auto fwd = [](int64_t d, int64_t n, bool causal) {
     Problem p = head_dim_problem(d);
@@ -1599,7 +1599,9 @@ TEST(IoModel, Flash3PredictsTheForwardTileOfTheLength) {
   EXPECT_EQ(fwd(128, 2047, false), "128x128");
   EXPECT_EQ(fwd(128, 2048, false), "128x176");
   EXPECT_EQ(fwd(128, 8192, true), "128x176");
-  EXPECT_EQ(fwd(256, 512, false), "128x80");
+  EXPECT_EQ(fwd(256, 512, false), "128x64");
+  EXPECT_EQ(fwd(256, 1024, true), "128x64");
+  EXPECT_EQ(fwd(256, 2048, true), "128x80");
   EXPECT_EQ(fwd(256, 16384, true), "128x80");
 }
 

@@ -133,10 +133,10 @@ TEST(Flash3Method, AblationsAreRegisteredForTheirHeadDimOnly) {
   }
 }
 
-// The forward tile a point gets follows its length and mask (flash3_wide_tile_fits), the same
+// The forward tile a point gets follows its length and mask (each tile's `from`), the same
 // pick `flashio predict` makes (IoModel.Flash3PredictsTheForwardTileOfTheLength); a forced tile
 // is taken whatever the length.
-TEST(Flash3Method, WideTilesFromTwoThousandKeysOrEightThousandCausal) {
+TEST(Flash3Method, LargerTilesFromTwoThousandKeysOrEightThousandCausal) {
   if (!kernels::flash3_compiled()) GTEST_SKIP() << "no flash3 kernels in this build";
   auto tile = [](int64_t d, int64_t n, bool causal, int64_t block_c = 0) {
     Problem p = small(d);
@@ -156,4 +156,6 @@ TEST(Flash3Method, WideTilesFromTwoThousandKeysOrEightThousandCausal) {
   EXPECT_EQ(tile(128, 300, false, 176), "128x176");
   EXPECT_EQ(tile(128, 16384, false, 128), "128x128");
   EXPECT_EQ(tile(256, 16384, false), "128x80");
+  EXPECT_EQ(tile(256, 1024, false), "128x64");
+  EXPECT_EQ(tile(256, 1024, false, 80), "128x80");
 }

@@ -108,7 +108,7 @@ TEST_F(Flash3Test, KeyPaddingGqaAndUnequalLengths) {
 }
 
 // Every compiled forward tile, forced (a wide tile runs by default only on long sequences,
-// flash3_wide_tile_fits): odd lengths, causal and not, key padding with GQA, fp16 and bf16.
+// each tile's `from` in flash3_configs.h): odd lengths, causal and not, key padding with GQA, fp16 and bf16.
 TEST_F(Flash3Test, EveryCompiledTileMatchesReference) {
   for (int64_t d : {64, 128, 256}) {
     kernels::KernelTile tiles[8];

@@ -43,27 +43,39 @@ constexpr int flash3_fwd_smem_bytes(int head_dim, TileShape t) {
 constexpr int flash3_consumer_registers(int consumer_warpgroups) { return consumer_warpgroups == 2 ? 232 : 160; }
 constexpr int flash3_producer_registers(int consumer_warpgroups) { return consumer_warpgroups == 2 ? 40 : 32; }
 
-// Tiles per head dim, in order of preference (H100: kernels/flash3/NOTES.md). A tile larger than
-// 128 × 128 is "wide": FlashAttention-3's tiles for d 64 (Br 192, three consumer warpgroups) and
-// d 128 (Bc 176), faster on long sequences and slower on short ones (flash3_wide_tile_fits).
+// The shortest sequence a tile is picked for: keys without a mask, keys under a causal one.
+struct Flash3TileFrom {
+  int keys, causal_keys;
+};
+
+// Tiles per head dim, in order of preference, each with the shortest sequence it is picked for
+// (`from`, index by index): the first that suits a problem's length and fits the GPU's shared
+// memory runs (flash3_fwd_pick). FlashAttention-3's larger tiles pay on long sequences only:
+// their longer pipeline start per work item, a causal diagonal's larger masked share and, at
+// d 256, Bc 80's cut last tile (N 512: 7 tiles of 80 for 8 of 64) cost more below (H100, FA-2
+// setting, against cuDNN: kernels/flash3/NOTES.md, "Why the length rule").
 template <int kHeadDim>
 struct Flash3FwdConfigs;
 template <>
 struct Flash3FwdConfigs<64> {
-  // 192 × 128 spills 60 (causal 72) bytes per thread in ptxas at 160 registers; still the fastest
-  // from 2048 keys. 128 × 192 (two consumers) was slower than it (H100, NOTES.md): not listed.
+  // 192 × 128 (FA-3's: three consumer warpgroups) spills 60 (causal 72) bytes per thread in ptxas
+  // at 160 registers; still the fastest from 2048 keys. 128 × 192 (two consumers) was slower
+  // than it and 192 × 112 (no spill) too (NOTES.md): not listed.
   static constexpr TileShape list[] = {{192, 128, 16, 2}, {128, 128, 12, 2}};
+  static constexpr Flash3TileFrom from[] = {{2048, 8192}, {0, 0}};
 };
 template <>
 struct Flash3FwdConfigs<128> {
-  // 128 × 176 spills 12 (causal 32) bytes per thread.
+  // 128 × 176 (FA-3's Bc) spills 12 (causal 32) bytes per thread, outside the K/V loop.
   static constexpr TileShape list[] = {{128, 176, 12, 2}, {128, 128, 12, 2}};
+  static constexpr Flash3TileFrom from[] = {{2048, 8192}, {0, 0}};
 };
 template <>
 struct Flash3FwdConfigs<256> {
-  // Bc = 80 as FlashAttention-3 (one Q buffer: 225 KB); Bc = 64 where less shared memory is
-  // offered, and for measuring against it (--block-c 64).
+  // Bc = 80 as FlashAttention-3 (one Q buffer: 225 KB) from 2048 keys; Bc = 64 below, where less
+  // shared memory is offered, and with --block-c 64.
   static constexpr TileShape list[] = {{128, 80, 12, 2}, {128, 64, 12, 2}};
+  static constexpr Flash3TileFrom from[] = {{2048, 2048}, {0, 0}};
 };
 
 // The backward's tile per head dim: Bc = 128 keys per thread block (two consumer warpgroups of
@@ -87,22 +99,23 @@ constexpr int flash3_bwd_smem_bytes(int head_dim, TileShape t) {
          t.stages * 2 * t.block_r * 4 + kFlash3SmemAlign;
 }
 
-// Is tile t one for this sequence length? A wide tile (larger than 128 × 128) only from 2048 keys,
-// or from 8192 under a causal mask: below, its longer pipeline start per work item and the
-// diagonal's larger masked share cost more than it saves (H100, FA-2 setting, against 128 × 128:
-// d 64 192 × 128 0.93–1.0× at N 512–1024, 1.08–1.12× from 2048; causal 0.78–0.97× up to 4096,
-// 1.03–1.04× from 8192; d 128 128 × 176 likewise, kernels/flash3/NOTES.md).
-constexpr bool flash3_wide_tile_fits(int block_r, int block_c, long long keys, bool causal) {
-  return block_r * block_c <= 128 * 128 || keys >= (causal ? 8192 : 2048);
+// Does the i-th tile of the list suit a problem with `keys` keys (its `from`)?
+template <int kHeadDim>
+constexpr bool flash3_tile_suits(int i, long long keys, bool causal) {
+  static_assert(sizeof(Flash3FwdConfigs<kHeadDim>::from) / sizeof(Flash3TileFrom) ==
+                    sizeof(Flash3FwdConfigs<kHeadDim>::list) / sizeof(TileShape),
+                "a `from` per tile");
+  const Flash3TileFrom f = Flash3FwdConfigs<kHeadDim>::from[i];
+  return keys >= (causal ? f.causal_keys : f.keys);
 }
 
 // The forward tile of a problem with `keys` keys: the first of the list that suits its length
 // and fits `optin` bytes of shared memory per block.
 template <int kHeadDim>
 constexpr std::optional<TileShape> flash3_fwd_pick(long long optin, long long keys, bool causal) {
+  int i = 0;
   for (const TileShape& s : Flash3FwdConfigs<kHeadDim>::list)
-    if (flash3_wide_tile_fits(s.block_r, s.block_c, keys, causal) && flash3_fwd_smem_bytes(kHeadDim, s) <= optin)
-      return s;
+    if (flash3_tile_suits<kHeadDim>(i++, keys, causal) && flash3_fwd_smem_bytes(kHeadDim, s) <= optin) return s;
   return std::nullopt;
 }
 

@@ -30,7 +30,7 @@ Support flash3_choose_tile(const Problem& p, const DeviceInfo& dev, KernelTile* 
     const KernelTile& t = tiles[i];
     compiled.push_back(fmt::format("{}x{}", t.block_r, t.block_c));
     if ((p.block_r > 0 && t.block_r != p.block_r) || (p.block_c > 0 && t.block_c != p.block_c)) continue;
-    if (!forced && !kernels::flash3_wide_tile_fits(t.block_r, t.block_c, p.nk(), p.causal)) continue;
+    if (!forced && !kernels::flash3_fwd_tile_suits(int(p.head_dim), i, p.nk(), p.causal)) continue;
     if (t.smem_bytes > dev.smem_per_block_optin) {
       if (forced)
         return Support::no(fmt::format("tile {}x{} needs {} bytes of shared memory; this GPU allows {} per block",

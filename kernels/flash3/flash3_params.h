@@ -15,8 +15,10 @@ namespace flashio::kernels {
 // for sm_90a); they run on compute capability 9.0 only.
 bool flash3_compiled();
 
-// The forward's tiles for `head_dim`, fastest first; the count written (0: no such head dim).
+// The forward's tiles for `head_dim`, in order of preference; the count written (0: no such head dim).
 int flash3_fwd_tiles(int head_dim, KernelTile* out, int max);
+// Whether the index-th of those suits a problem with `keys` keys (flash3_configs.h: its `from`).
+bool flash3_fwd_tile_suits(int head_dim, int index, long long keys, bool causal);
 
 // The schedule a launch runs: FlashAttention-3's, or one of its ablations (FA-3 Table 2).
 enum class Flash3Schedule { Full, NoPingPong, NoOverlap };
