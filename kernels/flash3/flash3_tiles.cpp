@@ -12,16 +12,11 @@ static int list_tiles(KernelTile* out, int max) {
   return n;
 }
 
-template <int D>
-static bool tile_suits(int index, long long keys, bool causal) {
-  return flash3_tile_suits<D>(index, keys, causal);
-}
-
 bool flash3_fwd_tile_suits(int head_dim, int index, long long keys, bool causal) {
   switch (head_dim) {
 #define FLASH3_SUITS_CASE(D) \
   case D:                    \
-    return tile_suits<D>(index, keys, causal);
+    return flash3_tile_suits<D>(index, keys, causal);
     FLASH3_HEAD_DIMS(FLASH3_SUITS_CASE)
 #undef FLASH3_SUITS_CASE
     default:
