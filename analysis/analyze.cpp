@@ -40,6 +40,7 @@ std::optional<ModelTiles> tiles_of(const json& rec, const char* key, int64_t* sm
   const auto l = parse_smem_layout(layout);
   if (!l) throw std::invalid_argument(fmt::format("{}.smem_layout \"{}\": no IO model for this layout", key, layout));
   k.smem_layout = *l;
+  k.dq_whole_tiles = t.value("dq_adds", std::string()) == "tiles";
   if (smem) *smem = t.value("smem_bytes", int64_t(0));
   return k;
 }
@@ -202,7 +203,7 @@ std::optional<bool> scalar_dq_adds(const json& rec, const json& file) {
     return scalar_dq_revision(file.value("build", json::object()).value("git_revision", std::string()));
   const std::string adds = tiles.value("dq_adds", std::string());
   if (adds == "scalar") return true;
-  if (adds == "pairs") return false;
+  if (adds == "pairs" || adds == "tiles") return false;  // tiles: ModelTiles::dq_whole_tiles
   return std::nullopt;
 }
 

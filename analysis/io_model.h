@@ -101,11 +101,17 @@ std::optional<SmemLayout> parse_smem_layout(const std::string& s);
 // reads L and D one row per thread, `vector_load_rows` consecutive rows per warp instruction
 // (32), from the tile start. Parameters, not constants, so that a kernel that stores or loads
 // them otherwise says so in one place.
+//
+// `dq_whole_tiles` (a backward's records' `tiles_bwd.dq_adds` "tiles"): each visit adds its whole
+// Br-row dQ tile, rows past Nq too, with bulk reductions into an accumulator of ⌈Nq/Br⌉·Br rows
+// per head, and the conversion reads back the tiles' row pairs that hold a row below Nq (flash3,
+// kernels/flash3/flash3_dq_layout.h); otherwise the lanes' atomics of DqWidth.
 struct ModelTiles : TileShape {
   int splits = 1;
   SmemLayout smem_layout = SmemLayout::Padded;
   int l_store_rows = 8;
   int vector_load_rows = 32;
+  bool dq_whole_tiles = false;
 };
 
 // How a backward kernel adds into the fp32 dQ accumulator: floats per lane and instruction.

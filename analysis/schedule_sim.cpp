@@ -135,6 +135,48 @@ void dq_convert(Counter& c, const Problem& p) {
   }
 }
 
+// flash3's whole-tile dQ (ModelTiles::dq_whole_tiles, kernels/flash3/flash3_dq_layout.h): the
+// accumulator holds ⌈Nq/Br⌉ tiles of Br·d floats per head. A visit's bulk reductions add the whole
+// tile (an instruction per consumer's part: d/2 columns' floats, contiguous) …
+void dq_tile_reductions(Counter& c, int64_t plane, int64_t tile, int64_t nq, int64_t d, int64_t br) {
+  const int64_t first = ((plane * ((nq + br - 1) / br) + tile) * br * d) * 4, part = br * d / 2 * 4;
+  for (int64_t w = 0; w < 2; ++w) {
+    std::vector<Access> sectors;
+    for (int64_t b = 0; b < part; b += kSector) sectors.push_back({kDqAcc, first + w * part + b});
+    c.instr(Counter::Red, "dQ accumulate (bulk reductions)", sectors);
+  }
+}
+// … and flash3's conversion reads them back: thread k takes 8-column chunk k % (d/8) of row pair
+// k / (d/8) (pairs (r, r + 8), r = 16·(q / 8) + q % 8 for pair q of a tile), four 16-byte loads of
+// 64 contiguous bytes (the chunk's float4 of lanes 4g..4g+3: flash3_dq_tile_offset) and a 16-byte
+// store per row below Nq; a pair whose first row is past Nq returns.
+void dq_tile_convert(Counter& c, const Problem& p, int64_t br) {
+  const int64_t d = p.head_dim, nq = p.seqlen_q, e = bytes_of(p.dtype), cols = d / 2, chunks = d / 8;
+  const int64_t tiles = (nq + br - 1) / br, pairs = br / 2;
+  const int64_t items = p.batch * p.heads * tiles * pairs * chunks, threads = (items + 255) / 256 * 256;
+  for (int64_t w = 0; w < threads / 32; ++w) {
+    std::vector<Access> loads[4], first, second;
+    for (int64_t lane = 0; lane < 32; ++lane) {
+      const int64_t item = w * 32 + lane;
+      if (item >= items) continue;
+      const int64_t col = (item % chunks) * 8, q = item / chunks % pairs, tile = item / chunks / pairs;
+      const int64_t r = 16 * (q / 8) + q % 8, i = (tile % tiles) * br + r, plane = tile / tiles;
+      if (i >= nq) continue;
+      const int64_t part = col / cols, j = (col % cols) / 8, g = r % 8, warp = r / 16;
+      const int64_t at = tile * br * d + part * br * cols + ((j * 4 + warp) * 32 + 4 * g) * 4;
+      for (int64_t t = 0; t < 4; ++t) loads[t].push_back({kDqAcc, (at + 4 * t) * 4});
+      first.push_back({kDq, ((plane * nq + i) * d + col) * e});
+      if (i + 8 < nq) second.push_back({kDq, ((plane * nq + i + 8) * d + col) * e});
+    }
+    if (first.empty()) continue;
+    c.begin_l1_scope();
+    for (const auto& l : loads) c.instr(Counter::Read, "dQ convert", l);
+    c.end_l1_scope();
+    c.instr(Counter::Write, "dQ convert", first);
+    if (!second.empty()) c.instr(Counter::Write, "dQ convert", second);
+  }
+}
+
 // dQ_i += dS·K_j through bwd_tile_step's lambda: the tile's query rows in m16 blocks (whichever
 // warp owns a block — mma.sync warps split the rows 16 each, wgmma warpgroups 64 each, 16 per
 // warp — the lanes and their addresses are the same), 32 columns per chunk; per n8 tile and row
@@ -256,6 +298,10 @@ Traffic simulate_flash2_bwd(const Problem& p, const ModelTiles& t, const BlockMa
           tile_copy(c, Counter::Read, "Q, dO tiles", kDO, head, m0, br, nq, d, e, threads, t.smem_layout);
           vector_rows(c, Counter::Read, "L, D", kLse, head + m0, br, nq - m0, t.vector_load_rows);
           vector_rows(c, Counter::Read, "L, D", kD, head + m0, br, nq - m0, t.vector_load_rows);
+          if (t.dq_whole_tiles) {
+            dq_tile_reductions(c, b * p.heads + h, i, nq, d, br);
+            continue;
+          }
           if (!p.deterministic) {
             dq_atomics(c, head, m0, nq, d, br, dq.atomic);
             continue;
@@ -291,7 +337,10 @@ Traffic simulate_flash2_bwd(const Problem& p, const ModelTiles& t, const BlockMa
             }
           }
       }
-  dq_convert(c, p);
+  if (t.dq_whole_tiles)
+    dq_tile_convert(c, p, br);
+  else
+    dq_convert(c, p);
   return c.traffic;
 }
 

@@ -145,6 +145,32 @@ TEST(IoModel, Flash2BackwardEqualsSimulatorOverShapes) {
       expect_same(flash2_bwd_traffic(p, t, {}), simulate_flash2_bwd(p, t, {}), describe(p, t));
 }
 
+// flash3's whole-tile dQ (ModelTiles::dq_whole_tiles): the closed form equals the simulator of
+// the bulk reductions and of flash3's conversion over the odd shapes (d 64 and 128, the kernels'),
+// and its terms are what the kernels move: a whole 64 × d fp32 tile per visit, rows past Nq
+// included, and the conversion's row pairs — at N 1000 the last tile's 40 rows (960–999) are read
+// as 24 pairs: the m16 blocks from 960, 976 and 992 start 8 each, the last 8 pairs' second rows
+// (1000–1007) past Nq — while dQ itself and every other term are the atomics' bytes.
+TEST(IoModel, WholeTileDqEqualsSimulatorAndCountsWholeTiles) {
+  for (const auto& p : shapes()) {
+    if (p.head_dim != 64 && p.head_dim != 128) continue;
+    ModelTiles t{64, 128, 12, 2};
+    t.smem_layout = SmemLayout::Swizzle128;
+    t.dq_whole_tiles = true;
+    expect_same(flash2_bwd_traffic(p, t, {}), simulate_flash2_bwd(p, t, {}), describe(p, t) + " whole-tile dQ");
+  }
+  const Problem p = shape(1, 2, 2, 1000, 1000, 64, false, false);
+  ModelTiles pairs{64, 128, 12, 2}, tiles = pairs;
+  tiles.dq_whole_tiles = true;
+  const Traffic a = flash2_bwd_traffic(p, pairs, {}), b = flash2_bwd_traffic(p, tiles, {});
+  const int64_t visits = 2 * 8 * 16;  // heads × K/V tiles × Q tiles
+  EXPECT_EQ(term_of(b, "dQ accumulate (bulk reductions)"), visits * 64 * 64 * 4);
+  EXPECT_EQ(term_of(a, "dQ accumulate (atomic)"), 2 * 8 * 1000 * 64 * 4);
+  const int64_t pair_rows = 2 * (15 * 64 + 3 * 8 * 2);  // 15 whole tiles, then 960, 976, 992 blocks
+  EXPECT_EQ(b.read - a.read, (pair_rows - 2 * 1000) * 64 * 4);  // the conversion's extra reads
+  EXPECT_EQ(b.write, a.write);
+}
+
 // The shared tiles' layout (records' tiles.smem_layout) over both kernels, the mma.sync tiles and
 // the wgmma kernels' (forward 128 × 128 and 64 × 128 with 8 warps, backward Br 64, Bc 128 with 8
 // warps): the simulator computes every load's shared address (padded rows, or the 128-byte
@@ -1534,17 +1560,21 @@ TEST(RecordTiles, Flash3RecordIsPredictedWithTmaLoads) {
   expect_same(predict_sm_l2(*m.point), simulate_sm_l2(*m.point), "flash3 record");
   r.pass = Pass::FwdBwd;
   r.tiles_bwd = Tiles{64, 128, 12, 2, 166912, 0, "wgmma", "swizzle128"};
-  r.tiles_bwd->dq_adds = "pairs";
+  for (const char* adds : {"pairs", "tiles"})  // the atomics' records (before 2026-11-26), bulk reductions'
   for (bool causal : {false, true})
     for (int64_t d : {64, 128}) {
+      r.tiles_bwd->dq_adds = adds;
       r.problem = shape(2, 4, 2, 1000, 777, d, causal, true);
       const RecordModel b = model_point_of(to_json(r));
       ASSERT_TRUE(b.point.has_value()) << b.why_not;
       ModelTiles bt{64, 128, 12, 2};
       bt.smem_layout = SmemLayout::Swizzle128;
+      bt.dq_whole_tiles = std::string(adds) == "tiles";
+      EXPECT_EQ(b.point->bwd_tiles->dq_whole_tiles, bt.dq_whole_tiles) << adds;
       Traffic expected = flash2_fwd_traffic(r.problem, t, {}, KvTileLoads::WholeTiles);
       expected += flash2_bwd_traffic(r.problem, bt, {}, b.point->dq());
-      const std::string what = fmt::format("flash3 fwdbwd d {} causal {}", d, causal);
+      const std::string what = fmt::format("flash3 fwdbwd d {} causal {} dQ {}", d, causal, adds);
+      EXPECT_EQ(predict_sm_l2(*b.point).red, expected.red) << what;
       EXPECT_EQ(predict_sm_l2(*b.point).read, expected.read) << what;
       EXPECT_EQ(predict_sm_l2(*b.point).write, expected.write) << what;
       expect_same(predict_sm_l2(*b.point), simulate_sm_l2(*b.point), what);

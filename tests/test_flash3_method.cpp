@@ -2,8 +2,11 @@
 // refuses, each with its reason (no GPU needed: a DeviceInfo stands in for one).
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "bench/core/method.h"
 #include "kernels/flash3/flash3_method.h"
+#include "kernels/flash3/flash3_dq_layout.h"
 #include "kernels/flash3/flash3_params.h"
 #include "tests/device_test_util.h"
 
@@ -102,7 +105,7 @@ TEST(Flash3Method, BackwardTileComesFromTheOneTableAndFitsHopper) {
     EXPECT_EQ(t.warps, 12) << D << ": consumers plus the producer";                                    \
     EXPECT_TRUE(t.wgmma);                                                                                \
     EXPECT_EQ(t.smem_bytes, 2 * 128 * D * 2 + t.stages * 2 * 64 * D * 2 + 2 * 128 * 64 * 2 +             \
-                                t.stages * 2 * 64 * 4 + 1024)                                            \
+                                t.stages * 2 * 64 * 4 + 2 * 64 * D * 4 + 1024)                           \
         << D;                                                                                            \
     EXPECT_LE(t.smem_bytes, hopper().smem_per_block_optin) << D;                                         \
     ++total;                                                                                             \
@@ -158,4 +161,32 @@ TEST(Flash3Method, LargerTilesFromTwoThousandKeysOrEightThousandCausal) {
   EXPECT_EQ(tile(256, 16384, false), "128x80");
   EXPECT_EQ(tile(256, 1024, false), "128x64");
   EXPECT_EQ(tile(256, 1024, false, 80), "128x80");
+}
+
+// The backward's dQ accumulator order (flash3_dq_layout.h): where a consumer thread stores its
+// accumulator element 4j + e — float ((j·4 + warp)·32 + lane)·4 + e of its warpgroup's part — is
+// where flash3_dq_tile_offset says that element's row and column are, for every element of a
+// tile, and every float of the tile is some element's (the conversion reads each dQ once).
+TEST(Flash3Method, DqTileOffsetInvertsTheConsumersStores) {
+  for (int d : {64, 128}) {
+    const int columns = d / 2;  // a consumer warpgroup's part
+    std::vector<int> seen(size_t(kernels::kFlash3DqTileRows * d), 0);
+    for (int part = 0; part < 2; ++part)
+      for (int warp = 0; warp < 4; ++warp)
+        for (int lane = 0; lane < 32; ++lane)
+          for (int j = 0; j < columns / 8; ++j)
+            for (int e = 0; e < 4; ++e) {
+              const int g = lane / 4, t = lane % 4;
+              const int row = 16 * warp + g + (e >= 2 ? 8 : 0), col = part * columns + 8 * j + 2 * t + (e & 1);
+              const int stored = part * kernels::kFlash3DqTileRows * columns + ((j * 4 + warp) * 32 + lane) * 4 + e;
+              ASSERT_EQ(kernels::flash3_dq_tile_offset(row, col, columns), stored)
+                  << "d " << d << " row " << row << " column " << col;
+              ++seen[size_t(stored)];
+            }
+    for (size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i], 1) << "d " << d << " float " << i;
+  }
+  EXPECT_EQ(kernels::flash3_dq_tiles(1), 1);
+  EXPECT_EQ(kernels::flash3_dq_tiles(64), 1);
+  EXPECT_EQ(kernels::flash3_dq_tiles(65), 2);
+  EXPECT_EQ(kernels::flash3_dq_accum_floats(2, 3, 65, 128), 2 * 3 * 2 * 64 * 128);
 }

@@ -70,7 +70,7 @@ class Flash3Test : public GpuTest {
           EXPECT_EQ(r.tiles_bwd->block_c, kernels::kFlash3BwdTile.block_c);
           EXPECT_EQ(r.tiles_bwd->warps, kernels::kFlash3BwdTile.warps);
           EXPECT_EQ(r.tiles_bwd->mma, "wgmma");
-          EXPECT_EQ(r.tiles_bwd->dq_adds, "pairs");
+          EXPECT_EQ(r.tiles_bwd->dq_adds, "tiles");
         }
       }
     }

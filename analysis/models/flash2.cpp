@@ -87,6 +87,16 @@ static void add_deterministic_dq(Traffic& out, int64_t q_rows, int64_t visits, i
   out.add("dQ semaphores (deterministic)", visits * kSector, visits * kSector);
 }
 
+// flash3's dQ conversion of a head's whole-tile accumulator (ModelTiles::dq_whole_tiles): one
+// thread per row pair (r, r + 8), r = 16w + g of an m16 block, whose first row is below Nq,
+// reading both rows' 2·d floats (kernels/flash3/flash3_bwd_kernel.cuh).
+static int64_t whole_tile_convert_reads(int64_t nq, int64_t d) {
+  int64_t pairs = 0;
+  for (int64_t row0 = 0; row0 < nq; row0 += 16)  // the tiles' m16 blocks (Br a multiple of 16)
+    for (int64_t g = 0; g < 8; ++g) pairs += row0 + g < nq;
+  return pairs * 2 * d * kF32;
+}
+
 // flash2 backward: preprocess D = rowsum(dO∘O); dQ accumulator zeroed; main kernel (one block
 // per K/V tile j, K/V head, batch) loads K_j, V_j once and, for every query head of the group
 // and every Q tile i it sees, Q_i, dO_i, L_i, D_i, and adds dS·K_j to dQ_i with atomics
@@ -146,13 +156,17 @@ Traffic flash2_bwd_traffic(const Problem& p, const ModelTiles& t, const BlockMas
         out.add("L, D", vec_bytes, 0);
         if (p.deterministic) {
           add_deterministic_dq(out, q_rows, visits, d, dq.plain);
+        } else if (t.dq_whole_tiles) {
+          out.add("dQ accumulate (bulk reductions)", 0, 0, visits * br * d * kF32);
         } else {
           out.add("dQ accumulate (atomic)", 0, 0, q_rows * dq_sectors_per_row(d, dq.atomic) * kSector);
         }
       }
     }
   }
-  out.add("dQ convert", rows_total * d * kF32, rows_total * row_bytes);
+  const int64_t convert_reads =
+      t.dq_whole_tiles ? p.batch * p.heads * whole_tile_convert_reads(nq, d) : rows_total * d * kF32;
+  out.add("dQ convert", convert_reads, rows_total * row_bytes);
   return out;
 }
 
@@ -287,11 +301,14 @@ std::optional<SimTrace> Flash2Model::dram_trace(const ModelPoint& m, const DramC
   if (bwd) cq = gcd_rows(cq, need_tiles(m.bwd_tiles, m, "backward").block_r), ck = gcd_rows(ck, m.bwd_tiles->block_c);
   cq *= coarse, ck *= coarse;
   enum : int32_t { kQ, kK, kV, kO, kL, kDO, kD, kAcc, kDQ, kDK, kDV };
+  // Whole-tile dQ (ModelTiles::dq_whole_tiles): the accumulator's heads have ⌈Nq/Br⌉·Br rows.
+  const int64_t dq_acc_rows =
+      bwd && m.bwd_tiles->dq_whole_tiles ? ceil_div(nq, m.bwd_tiles->block_r) * m.bwd_tiles->block_r : nq;
   SimTrace tr;
   tr.buffers = {{"Q", qh, nq, d * e, cq},    {"K", kh, nkmax, d * e, ck},
                 {"V", kh, nkmax, d * e, ck}, {"O", qh, nq, d * e, cq},
                 {"L", qh, nq, 4, cq},        {"dO", qh, nq, d * e, cq},
-                {"D", qh, nq, 4, cq},        {"dQ accumulator", qh, nq, 4 * d, cq},
+                {"D", qh, nq, 4, cq},        {"dQ accumulator", qh, dq_acc_rows, 4 * d, cq},
                 {"dQ", qh, nq, d * e, cq},   {"dK", kh, nkmax, d * e, ck},
                 {"dV", kh, nkmax, d * e, ck}};
   if (packed) {  // one head of T rows per tensor head, a segment (its own chunks) per sequence

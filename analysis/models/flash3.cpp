@@ -14,9 +14,10 @@
 // Q_i and dO_i per visited Q tile (TMA: rows past Nq zero-filled and counted here as not read; the
 // forward's K/V boxes showed the crossbar counting such rows, which no committed backward point,
 // all with Nq a multiple of Br, has tested), L_i and D_i one row
-// per producer lane (32 rows per instruction, flash2's vector_load_rows), dQ by
-// red.global.add.v2.f32 split by columns, dK and dV by TMA stores clipped at Nk (the bytes of
-// flash2's 16-byte row stores). Measured (ed89c94, H100 and H200, FA-2 setting): 1.000 at every point.
+// per producer lane (32 rows per instruction, flash2's vector_load_rows), dQ_i's whole tile (rows
+// past Nq too) by bulk reductions into a tile-ordered accumulator and flash3's conversion reading
+// its row pairs (ModelTiles::dq_whole_tiles; records before it: red.global.add.v2.f32, "pairs"),
+// dK and dV by TMA stores clipped at Nk (the bytes of flash2's 16-byte row stores).
 #include "analysis/models/flash3.h"
 
 #include <fmt/format.h>
@@ -101,6 +102,7 @@ class Flash3Model final : public Flash2Model {
     if (method_ != "flash3" || !has_backward(D)) return no_backward(out);
     out.bwd = ModelTiles{kernels::kFlash3BwdTile};
     out.bwd.smem_layout = SmemLayout::Swizzle128;
+    out.bwd.dq_whole_tiles = true;  // flash3_dq_layout.h
     out.bwd_smem = kernels::flash3_bwd_smem_bytes(D, kernels::kFlash3BwdTile);
     return out;
   }

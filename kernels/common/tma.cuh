@@ -63,9 +63,21 @@ __device__ __forceinline__ void tma_store_3d(const void* tensor_map, const void*
                "r"(smem_addr(smem)), "r"(c0), "r"(c1), "r"(c2)
                : "memory");
 }
+// Bulk reduction: adds `bytes` (a multiple of 16, both addresses 16-byte aligned) of fp32 from
+// shared memory element by element into global memory, in L2 — a store's path and completion
+// (the bulk-group functions below), atomic per element against other adds.
+__device__ __forceinline__ void bulk_reduce_add_f32(float* global, const void* smem, uint32_t bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(global),
+               "r"(smem_addr(smem)), "r"(bytes)
+               : "memory");
+}
 __device__ __forceinline__ void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
-// Waits until this thread's committed stores have finished reading shared memory.
-__device__ __forceinline__ void tma_store_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+// Waits until this thread's committed stores, all but the newest kPending groups, have
+// finished reading shared memory.
+template <int kPending = 0>
+__device__ __forceinline__ void tma_store_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(kPending) : "memory");
+}
 // Waits until this thread's committed stores are complete (visible in global memory).
 __device__ __forceinline__ void tma_store_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
 

@@ -11,7 +11,6 @@
 //   store_ds_t    dSᵀ into a swizzled (kBlockN, kBlockM) panel, for dQ
 //   issue_dkdv    dV_w += Pᵀ·dO_i, dK_w += dSᵀ·Q_i  A from registers, B MN-major (lines 12, 17)
 //   issue_dq      dQ_i += dS·K_j                   A = dS read M-major from dSᵀ, B = K_j MN-major (line 16)
-//   add_dq        the dQ accumulator's rows into the fp32 dQ with atomic_add2
 //   stage_dkdv    dK·scale and dV into the warpgroup's rows of swizzled (kBlockN, d) tiles (line 21)
 //
 // Accumulator layout (wgmma m64nN, per warp 16 rows): element 4j + e of a thread lies at row
@@ -130,22 +129,6 @@ struct WgmmaBwdSteps {
       Wgmma<T, kColumns>::template ss<1, 1>(acc_dq, desc_mnmajor(ds_keys, kBlockN, kk),
                                             desc_mnmajor(k_cols, kBlockN, kk), kk > 0);
     wgmma_commit();
-  }
-
-  // acc_dq (this warp's 16 queries of the tile from m0, kColumns columns) into the fp32 dQ of the
-  // head, `dq` pointing at the tile's first column of row 0; rows past seqlen_q are not added.
-  template <int kColumns>
-  static __device__ __forceinline__ void add_dq(float* dq, const float (&acc_dq)[kColumns / 2], int m0, int warp,
-                                                int seqlen_q, int g, int t) {
-    const int q_row = warp * 16;  // this warp's 16 queries of the tile
-#pragma unroll
-    for (int j = 0; j < kColumns / 8; ++j)
-#pragma unroll
-      for (int hr = 0; hr < 2; ++hr) {
-        const int i = m0 + q_row + g + 8 * hr;
-        if (i < seqlen_q)
-          atomic_add2(dq + size_t(i) * kHeadDim + j * 8 + 2 * t, acc_dq[4 * j + 2 * hr], acc_dq[4 * j + 2 * hr + 1]);
-      }
   }
 
   // dK_j = scale·acc_dk, dV_j = acc_dv (line 21) into rows r_base = key_row + g (and r_base + 8)

@@ -22,13 +22,18 @@ auto flash2_bwd_kernel_for(bool causal, bool dropout) {
 // element type.
 constexpr int kBwdSideThreads = 256;
 template <typename T, int kHeadDim>
-void launch_flash2_bwd_prologue(const BwdParams& p, cudaStream_t stream) {
+void launch_flash2_bwd_preprocess(const BwdParams& p, cudaStream_t stream) {
   const int64_t rows = int64_t(p.batch) * p.heads * p.seqlen_q;
   constexpr int kChunks = kHeadDim / 8;
   constexpr int kLanes = kChunks <= 4 ? 4 : kChunks <= 8 ? 8 : kChunks <= 16 ? 16 : 32;
   flash2_bwd_preprocess_kernel<T, kHeadDim>
       <<<unsigned((rows * kLanes + kBwdSideThreads - 1) / kBwdSideThreads), kBwdSideThreads, 0, stream>>>(p);
   FLASHIO_CHECK_LAUNCH();
+}
+template <typename T, int kHeadDim>
+void launch_flash2_bwd_prologue(const BwdParams& p, cudaStream_t stream) {
+  launch_flash2_bwd_preprocess<T, kHeadDim>(p, stream);
+  const int64_t rows = int64_t(p.batch) * p.heads * p.seqlen_q;
   FLASHIO_CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, size_t(rows) * kHeadDim * sizeof(float), stream));
 }
 template <typename T, int kHeadDim>

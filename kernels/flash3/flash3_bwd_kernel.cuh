@@ -2,8 +2,8 @@
 // Hopper (sm_90a): FlashAttention-2's backward (Algorithm 2 of FA-2) with the five products on
 // wgmma, the loads issued by a producer warp with TMA, and the consumers on mbarriers.
 //
-// Launches: flash2's preprocess (D = rowsum(dO∘O), the fp32 dQ accumulator zeroed), this main
-// kernel, flash2's convert (dQ = scale·accumulator) — kernels/flash2/flash2_bwd_launch.cuh.
+// Launches (flash3_bwd_launch.cuh): flash2's preprocess (D = rowsum(dO∘O)) and the fp32 dQ
+// accumulator zeroed, this main kernel, flash3's convert (dQ = scale·accumulator, below).
 //
 // Main kernel: one thread block per (K/V tile j of Bc = 128 keys, K/V head, batch), parallel over
 // the key blocks; it keeps K_j, V_j in shared memory and dK_j, dV_j in registers, and streams the
@@ -11,9 +11,9 @@
 // Q tiles inner. Causal: Q tiles entirely above the diagonal of key tile j are skipped; the mask
 // is applied only on tiles crossing it or the key tail. Three warpgroups:
 //
-//  - Warpgroup 0, the producer (setmaxnreg down to kFlash3BwdProducerRegisters; warp 0 only, the
-//    other three exit). Lane 0 issues TMA loads (cp.async.bulk.tensor.3d, 64-column boxes, the
-//    128-byte swizzle) of K_j and V_j once, completing `kv_full` (every block, as flash2's), and
+//  - Warpgroup 0, the producer (setmaxnreg down to kFlash3BwdProducerRegisters; warp 0 loads,
+//    warp 1 is the dQ writer below, the other two exit). Lane 0 issues TMA loads
+//    (cp.async.bulk.tensor.3d, 64-column boxes, the 128-byte swizzle) of K_j and V_j once, completing `kv_full` (every block, as flash2's), and
 //    of Q_i, dO_i into a ring of `stages` slots, each with a full and an empty mbarrier. L_i and
 //    D_i are read by the warp's lanes, one row each (L·log2 e, +inf for a row with no key or past
 //    Nq: P = 0 there), stored into the slot, and every lane arrives on the slot's full barrier
@@ -28,10 +28,17 @@
 //      dV_w += Pᵀ·dO_i   wgmma m64n{d}k16, A = Pᵀ from registers, B = dO_i MN-major
 //      dK_w += dSᵀ·Q_i   likewise with dSᵀ and Q_i
 //      dQ_i += dS·K_j    A = dS read M-major from dSᵀ staged in shared memory, B = K_j MN-major;
-//                        split between the consumers by columns (d/2 each), then added to the
-//                        fp32 accumulator with red.global.add.v2.f32 (atomic_add2)
+//                        split between the consumers by columns (d/2 each), stored into the
+//                        consumer's part of shared dQ tile it % 2 (flash3_dq_layout.h's order)
 //    Once its products have completed, every consumer thread arrives on the slot's empty barrier
 //    (256 arrivals free it for the producer: each thread releases its own reads of L, D).
+//  - The dQ writer, warp 1 of warpgroup 0 (FA-3's): lane 0 adds each consumer's part of the
+//    shared dQ tile into the fp32 accumulator with one bulk reduction (cp.reduce.async.bulk
+//    .add.f32, done in L2), so the consumers issue no atomics; the accumulator keeps the shared
+//    tile's order (kernels/flash3/flash3_dq_layout.h), which flash3's dQ conversion reads. Two
+//    shared dQ tiles: the consumers store iteration it's while the writer still sends it − 1's
+//    (with one, the consumers waited for the L2 to take each tile: H100, 0.93–1.02× the atomics'
+//    time against 1.08–1.24× with two; kernels/flash3/NOTES.md).
 //
 // Synchronisation, per iteration `it` (slot s = it % stages, parity (it / stages) & 1):
 //   producer: wait empty[s] (parity ^ 1: the first pass is free), store L/D, arrive on full[s]
@@ -39,7 +46,14 @@
 //   consumers: wait full[s]; products; dSᵀ into buffer it % 2; bar.sync 1 (256 consumer threads:
 //             both halves of dSᵀ are written, and both consumers finished iteration it − 1, so the
 //             dSᵀ buffer written next (it + 1) % 2 = (it − 1) % 2 has no reader left); dQ; wait
-//             for every product; arrive on empty[s] (every thread); the dQ atomics.
+//             for every product; arrive on empty[s] (every thread); the part into dQ tile
+//             b = it % 2 (its dq_empty[b][w] waited for at the iteration's start, parity
+//             ((it / 2) & 1) ^ 1: the writer has read iteration it − 2's part out),
+//             fence.proxy.async, arrive on dq_full[b][w] (128 arrivals);
+//   dQ writer: per iteration and consumer w, wait dq_full[b][w] (parity (it / 2) & 1), bulk-reduce
+//             the part, commit; then, once all but these newest groups are read out
+//             (wait_group.read), arrive on iteration it − 1's dq_empty[(it − 1) % 2][·]; at the end,
+//             wait for the reductions to complete.
 //   epilogue: bar.sync 1 (every consumer's last dQ, which reads all of sK, has completed), dK·scale
 //             and dV into the consumer's own rows of sK, sV, fence.proxy.async, bar.sync 2 + w
 //             (its 128 threads), one thread issues TMA stores of its 64 rows (clipped at Nk).
@@ -47,8 +61,8 @@
 //
 // IO per (batch, K/V head), G query heads per K/V head, Tc = ⌈Nk/Bc⌉: as flash2's wgmma
 // backward — K, V read once, dK, dV written once; Q, dO read Tc·G times (TMA boxes: rows past Nq
-// zero-filled, not read), L and D Tc·G times (32 rows per warp instruction), dQ accumulated
-// Tc·G times (analysis/models/flash3.cpp).
+// zero-filled, not read), L and D Tc·G times (32 rows per warp instruction), dQ's whole tile
+// (rows past Nq too) reduced Tc·G times (analysis/models/flash3.cpp).
 //
 // Supported: fp16/bf16, d ∈ {64, 128}, causal (top-left) and key-padding masks, GQA/MQA, Nq ≠ Nk,
 // any N. Not: dropout (flash3 has none), the deterministic mode.
@@ -64,6 +78,7 @@
 #include "kernels/common/wgmma.cuh"
 #include "kernels/common/wgmma_bwd.cuh"
 #include "kernels/flash3/flash3_configs.h"
+#include "kernels/flash3/flash3_dq_layout.h"
 #include "kernels/flash3/flash3_fwd_kernel.cuh"  // RingSlot
 
 namespace flashio::kernels {
@@ -90,6 +105,8 @@ struct Flash3BwdTraits {
   static constexpr int kAccSt = kBlockM / 2;                // fp32 registers per thread of Sᵀ (and dPᵀ): (64, Br)
   static constexpr int kAccKV = kHeadDim / 2;               // of dK (and dV): (64, d)
   static constexpr int kAccDq = kDqColumns / 2;             // of dQ: (Br, d/2)
+  static constexpr int kDqPartFloats = kBlockM * kDqColumns;  // a consumer's part of the dQ tile
+  static constexpr int kDqPartBytes = kDqPartFloats * 4;
   static constexpr int kTileKVBytes = kBlockN * kHeadDim * 2;  // K_j or V_j: (Bc, d) swizzle128
   static constexpr int kTileQBytes = kBlockM * kHeadDim * 2;   // Q_i or dO_i, one slot: (Br, d)
   static constexpr int kTileDsBytes = kBlockN * kBlockM * 2;   // dSᵀ, one buffer: (Bc, Br)
@@ -112,8 +129,9 @@ struct Flash3BwdTraits {
                 "a consumer's dQ columns are whole panels or an aligned part of one");
   static_assert(kBlockN <= 256 && kBlockM <= 256, "a TMA box has at most 256 rows");
   static_assert(kSmemBytes == 2 * kTileKVBytes + 2 * kStages * kTileQBytes + 2 * kTileDsBytes +
-                                  2 * kStages * kBlockM * 4 + kFlash3SmemAlign,
+                                  2 * kStages * kBlockM * 4 + 2 * kConsumers * kDqPartBytes + kFlash3SmemAlign,
                 "host formula");
+  static_assert(kBlockM == kFlash3DqTileRows && kDqColumns % 8 == 0, "the accumulator's tiles (flash3_dq_layout.h)");
   static_assert(kSmemBytes <= kFlash3SmemLimit, "Hopper's shared memory per block");
   static_assert(kTileQBytes % kSwizzleAtomBytes == 0 && kTileKVBytes % kSwizzleAtomBytes == 0 &&
                     kTileDsBytes % kSwizzleAtomBytes == 0,
@@ -125,6 +143,7 @@ template <int kStages>
 struct Flash3BwdBarriers {
   uint64_t kv_full;                        // K_j and V_j landed
   uint64_t full[kStages], empty[kStages];  // a Q/dO/L/D slot landed / every consumer is done with it
+  uint64_t dq_full[2][2], dq_empty[2][2];  // [dQ tile][consumer]: its part stored / read out by the writer
 };
 
 // One thread block's shared tiles.
@@ -135,6 +154,7 @@ struct Flash3BwdShared {
   unsigned char* q;   // (stages, Br, d)
   unsigned char* dO;  // (stages, Br, d)
   unsigned char* ds;  // (2, Bc, Br): dSᵀ of the even and the odd iterations
+  float* dq;          // (2, consumers, Br · d/2): dQ_i's parts, in the accumulator's order
   float* lse;         // (stages, Br): L·log2 e; +inf: no key seen or past Nq (P = 0)
   float* d;           // (stages, Br): D; 0 past Nq
   Flash3BwdBarriers<Tr::kStages>* bar;
@@ -222,6 +242,32 @@ __device__ __forceinline__ void flash3_bwd_produce(const Flash3BwdArgs& args, co
   }
 }
 
+// ---- dQ writer: warp 1, lane 0. The consumers' parts of dQ_i added into the accumulator's tile.
+template <typename Tr>
+__device__ __forceinline__ void flash3_bwd_write_dq(const Flash3BwdArgs& args, const Flash3BwdWork& w,
+                                                    const Flash3BwdShared<Tr>& sh) {
+  const BwdParams& p = args.p;
+  Flash3BwdBarriers<Tr::kStages>& bar = *sh.bar;
+  const int64_t tiles = flash3_dq_tiles(p.seqlen_q);
+  for (int it = 0; it < w.iterations; ++it) {
+    const int64_t tile = (int64_t(w.b) * p.heads + w.head(it)) * tiles + w.m0(it, Tr::kBlockM) / Tr::kBlockM;
+    float* dq = p.dq_accum + tile * (Tr::kBlockM * Tr::kHeadDim);
+#pragma unroll
+    for (int c = 0; c < Tr::kConsumers; ++c) {
+      mbar_wait(&bar.dq_full[it & 1][c], (it >> 1) & 1);
+      bulk_reduce_add_f32(dq + c * Tr::kDqPartFloats, sh.dq + ((it & 1) * Tr::kConsumers + c) * Tr::kDqPartFloats,
+                          Tr::kDqPartBytes);
+      tma_store_commit();
+    }
+    if (it > 0) {  // iteration it − 1's parts read out (this iteration's may still be read)
+      tma_store_wait_read<Tr::kConsumers>();
+#pragma unroll
+      for (int c = 0; c < Tr::kConsumers; ++c) mbar_arrive(&bar.dq_empty[(it - 1) & 1][c]);
+    }
+  }
+  tma_store_wait();
+}
+
 // ---- Consumers: warpgroup 1 + w owns keys [64w, 64w + 64) of the tile.
 template <typename Tr, bool kCausal>
 __device__ __forceinline__ void flash3_bwd_consume(const Flash3BwdArgs& args, const Flash3BwdWork& w,
@@ -251,6 +297,7 @@ __device__ __forceinline__ void flash3_bwd_consume(const Flash3BwdArgs& args, co
     const RingSlot slot = ring_slot<Tr::kStages>(it);
     const int h = w.head(it), m0 = w.m0(it, Tr::kBlockM);
     mbar_wait(&bar.full[slot.stage], slot.phase);
+    mbar_wait(&bar.dq_empty[it & 1][wg], ((it >> 1) & 1) ^ 1);  // the writer has read iteration it − 2's part out
     const uint32_t q_tile = smem_addr(sh.q + slot.stage * Tr::kTileQBytes);
     const uint32_t do_tile = smem_addr(sh.dO + slot.stage * Tr::kTileQBytes);
     const float* sLses = sh.lse + slot.stage * Tr::kBlockM;
@@ -276,8 +323,15 @@ __device__ __forceinline__ void flash3_bwd_consume(const Flash3BwdArgs& args, co
     wgmma_fence_operands(acc_dk);
     mbar_arrive(&bar.empty[slot.stage]);  // every thread: its L, D reads are done
 
-    float* dq = p.dq_accum + ((size_t(w.b) * p.heads + h) * p.seqlen_q) * Tr::kHeadDim + col0;
-    Steps::template add_dq<Tr::kDqColumns>(dq, acc_dq, m0, warp, p.seqlen_q, g, t);
+    // This warpgroup's part of dQ_i into the shared tile (the writer read the last part out
+    // before the wait above), float4 j of this thread at ((j·4 + warp)·32 + lane)·4
+    // (flash3_dq_layout.h).
+    float4* part = reinterpret_cast<float4*>(sh.dq + ((it & 1) * Tr::kConsumers + wg) * Tr::kDqPartFloats);
+#pragma unroll
+    for (int j = 0; j < Tr::kAccDq / 4; ++j)
+      part[(j * 4 + warp) * 32 + lane] = make_float4(acc_dq[4 * j], acc_dq[4 * j + 1], acc_dq[4 * j + 2], acc_dq[4 * j + 3]);
+    fence_proxy_async_shared();  // the bulk reduction reads what this thread wrote
+    mbar_arrive(&bar.dq_full[it & 1][wg]);
   }
 
   // Epilogue (line 21): dK_j = scale·acc_dk, dV_j = acc_dv into this warpgroup's rows of sK, sV,
@@ -311,7 +365,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash3_bwd_kernel(const __gri
   sh.q = sh.v + Tr::kTileKVBytes;
   sh.dO = sh.q + Tr::kStages * Tr::kTileQBytes;
   sh.ds = sh.dO + Tr::kStages * Tr::kTileQBytes;
-  sh.lse = reinterpret_cast<float*>(sh.ds + 2 * Tr::kTileDsBytes);
+  sh.dq = reinterpret_cast<float*>(sh.ds + 2 * Tr::kTileDsBytes);
+  sh.lse = sh.dq + 2 * Tr::kConsumers * Tr::kDqPartFloats;
   sh.d = sh.lse + Tr::kStages * Tr::kBlockM;
   sh.bar = &bar;
   const Flash3BwdWork w = flash3_bwd_work<Tr, kCausal>(args.p);
@@ -321,12 +376,18 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash3_bwd_kernel(const __gri
       mbar_init(&bar.full[s], Tr::kFillArrivals);
       mbar_init(&bar.empty[s], Tr::kReleaseArrivals);
     }
+    for (int buf = 0; buf < 2; ++buf)
+      for (int c = 0; c < Tr::kConsumers; ++c) {
+        mbar_init(&bar.dq_full[buf][c], 128);  // every thread of consumer c stored its floats
+        mbar_init(&bar.dq_empty[buf][c], 1);   // the writer's lane 0
+      }
     fence_mbar_init();
   }
   __syncthreads();
   if (threadIdx.x < 128) {
     warpgroup_reg_dealloc<kFlash3BwdProducerRegisters>();
     if (threadIdx.x < 32) flash3_bwd_produce<Tr>(args, w, sh);
+    else if (threadIdx.x == 32) flash3_bwd_write_dq<Tr>(args, w, sh);
   } else {
     warpgroup_reg_alloc<kFlash3BwdConsumerRegisters>();
     flash3_bwd_consume<Tr, kCausal>(args, w, sh);
@@ -334,6 +395,36 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash3_bwd_kernel(const __gri
 #else
   __trap();  // compiled for sm_90a only (flash3_compiled() says whether it is)
 #endif
+}
+
+// dQ = scale·accumulator in the element type, [B, H, Nq, d], from the accumulator's tiles
+// (flash3_dq_layout.h). One thread per pair of rows (r, r + 8) of a tile — the rows one lane of
+// the consumers' accumulators holds — and 8 columns: four float4 of the tile, 64 contiguous bytes
+// (columns 8j + 2t, t = 0..3, of both rows), two 16-byte stores. Pairs are numbered 8·warp + g
+// (row r = 16·warp + g); a pair whose first row is past Nq has nothing to convert.
+template <typename T, int kHeadDim>
+__global__ void flash3_bwd_convert_dq_kernel(const BwdParams p) {
+  constexpr int kDqColumns = kHeadDim / 2, kChunks = kHeadDim / 8, kPairs = kFlash3DqTileRows / 2;
+  const int64_t tiles = flash3_dq_tiles(p.seqlen_q);
+  const int64_t item = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (item >= int64_t(p.batch) * p.heads * tiles * kPairs * kChunks) return;
+  const int c = int(item % kChunks) * 8, pair = int(item / kChunks % kPairs);
+  const int64_t tile = item / kChunks / kPairs, plane = tile / tiles;
+  const int r = 16 * (pair / 8) + pair % 8;
+  const int64_t i = (tile % tiles) * kFlash3DqTileRows + r;  // the pair's first query row
+  if (i >= p.seqlen_q) return;
+  const float* at = p.dq_accum + tile * (int64_t(kFlash3DqTileRows) * kHeadDim) + flash3_dq_tile_offset(r, c, kDqColumns);
+  uint32_t first[4], second[4];
+#pragma unroll
+  for (int t = 0; t < 4; ++t) {
+    const float4 a = *reinterpret_cast<const float4*>(at + 4 * t);  // (r, c + 2t..), (r + 8, c + 2t..)
+    first[t] = pack2<T>(a.x * p.scale, a.y * p.scale);
+    second[t] = pack2<T>(a.z * p.scale, a.w * p.scale);
+  }
+  T* dq = static_cast<T*>(p.dq) + (plane * p.seqlen_q + i) * kHeadDim + c;
+  *reinterpret_cast<uint4*>(dq) = make_uint4(first[0], first[1], first[2], first[3]);
+  if (i + 8 < p.seqlen_q)
+    *reinterpret_cast<uint4*>(dq + 8 * kHeadDim) = make_uint4(second[0], second[1], second[2], second[3]);
 }
 
 }  // namespace flashio::kernels

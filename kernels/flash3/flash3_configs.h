@@ -85,18 +85,21 @@ constexpr TileShape kFlash3BwdTile = {64, 128, 12, 2};
 
 // Registers per thread of the backward's warpgroups (setmaxnreg). The kernel is launched with
 // 384 threads at 168 registers (64512 in all), so the producer's and the two consumers' budgets
-// must sum to at most 3 · 168: 24 + 2 · 240 = 504.
-constexpr int kFlash3BwdProducerRegisters = 24;
-constexpr int kFlash3BwdConsumerRegisters = 240;
+// must sum to at most 3 · 168: 40 + 2 · 232 = 504. The producer warpgroup holds the loads and the
+// dQ writer: at 24 (consumers 240) it spilled 20-72 bytes (ptxas -v, nvcc 13.0); at 40 the d 64
+// kernels spill nothing and the d 128 non-causal one 12 bytes (the consumers at 232).
+constexpr int kFlash3BwdProducerRegisters = 40;
+constexpr int kFlash3BwdConsumerRegisters = 232;
 static_assert(kFlash3BwdProducerRegisters + 2 * kFlash3BwdConsumerRegisters <= 3 * 168,
               "setmaxnreg: the registers the block was launched with");
 
 // Dynamic shared memory of the backward: K_j and V_j (Bc, d); `stages` slots of Q_i and dO_i
 // (Br, d) and of L_i, D_i (Br fp32 each); dSᵀ (Bc, Br) twice (one iteration writes one while the
-// other warpgroup's dQ may still read the last); the swizzle atom's alignment slack.
+// other warpgroup's dQ may still read the last); dQ_i's fp32 partial (Br, d), which the dQ
+// writer adds into the accumulator; the swizzle atom's alignment slack.
 constexpr int flash3_bwd_smem_bytes(int head_dim, TileShape t) {
   return 2 * t.block_c * head_dim * 2 + t.stages * 2 * t.block_r * head_dim * 2 + 2 * t.block_c * t.block_r * 2 +
-         t.stages * 2 * t.block_r * 4 + kFlash3SmemAlign;
+         t.stages * 2 * t.block_r * 4 + 2 * t.block_r * head_dim * 4 + kFlash3SmemAlign;
 }
 
 // Does the i-th tile of the list suit a problem with `keys` keys (its `from`)?

@@ -8,6 +8,7 @@
 #include "bench/cuda/device_memory.h"
 #include "kernels/common/problem_params.h"
 #include "kernels/flash2/flash2_call_params.h"
+#include "kernels/flash3/flash3_dq_layout.h"
 #include "kernels/flash3/flash3_method.h"
 
 namespace flashio {
@@ -26,9 +27,10 @@ class Flash3Plan final : public Plan {
         sm_count_(sm_count),
         scheduler_(alloc, kernels::kFlash3ScheduleInts * sizeof(int)) {
     kernels::flash3_schedule_init(scheduler_.as<int>(), nullptr);
-    if (bwd_tile_) {  // D and the fp32 dQ accumulator (flash2's preprocess and convert)
+    if (bwd_tile_) {  // D (flash2's preprocess) and the fp32 dQ accumulator's tiles (flash3_dq_layout.h)
       d_sum_ = DeviceBuffer(alloc, size_t(p.batch * p.heads * p.seqlen_q) * sizeof(float));
-      dq_accum_ = DeviceBuffer(alloc, size_t(p.q_elements()) * sizeof(float));
+      dq_accum_ = DeviceBuffer(
+          alloc, size_t(kernels::flash3_dq_accum_floats(p.batch, p.heads, p.seqlen_q, p.head_dim)) * sizeof(float));
     }
   }
   Tiles tiles() const override {
@@ -38,7 +40,7 @@ class Flash3Plan final : public Plan {
     if (!bwd_tile_) return std::nullopt;
     const KernelTile& t = *bwd_tile_;
     Tiles out{t.block_r, t.block_c, t.warps, t.stages, t.smem_bytes, 0, "wgmma", "swizzle128"};
-    out.dq_adds = "pairs";  // atomic_add2: red.global.add.v2.f32
+    out.dq_adds = "tiles";  // bulk reductions of whole 64-row dQ tiles (flash3_dq_layout.h)
     return out;
   }
   bool writes_lse() const override { return true; }
