@@ -14,7 +14,8 @@
 namespace flashio::analysis {
 
 // How the backward kernels that produced a record add into dQ (io_model.h, DqWidth). `Auto`: as
-// the record's `tiles_bwd.dq_adds` says ("pairs" or "scalar"); in files written before that
+// the record's `tiles_bwd.dq_adds` says ("pairs" or "scalar"; "tiles", flash3's bulk reductions
+// of whole tiles, is read into ModelTiles::dq_whole_tiles whatever this says); in files written before that
 // field existed, scalar for the kernels before 9077f49 (scalar_dq_revision: the committed
 // results/ files; records without `tiles_bwd` get no backward model anyway), pairs otherwise.
 // Pairs' atomics are vectorised when the kernels ran as sm_90 or later (kernel_sm_arch).
