@@ -2,6 +2,8 @@
 // refuses, each with its reason (no GPU needed: a DeviceInfo stands in for one).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <tuple>
 #include <vector>
 
 #include "bench/core/method.h"
@@ -189,4 +191,34 @@ TEST(Flash3Method, DqTileOffsetInvertsTheConsumersStores) {
   EXPECT_EQ(kernels::flash3_dq_tiles(64), 1);
   EXPECT_EQ(kernels::flash3_dq_tiles(65), 2);
   EXPECT_EQ(kernels::flash3_dq_accum_floats(2, 3, 65, 128), 2 * 3 * 2 * 64 * 128);
+}
+
+// The backward's causal block order (flash3_configs.h): every block of the grid once, each
+// group's planes tile-major (every plane's tile 0 before any plane's tile 1), groups in plane
+// order, the last group the planes left; the group from the SMs and the key tiles.
+TEST(Flash3Method, CausalBackwardDealsEachGroupsHeaviestTilesFirst) {
+  EXPECT_EQ(kernels::flash3_bwd_plane_group(16, 132), 8);  // at most 8
+  EXPECT_EQ(kernels::flash3_bwd_plane_group(32, 132), 8);
+  EXPECT_EQ(kernels::flash3_bwd_plane_group(64, 132), 4);
+  EXPECT_EQ(kernels::flash3_bwd_plane_group(128, 132), 2);
+  EXPECT_EQ(kernels::flash3_bwd_plane_group(1024, 132), 1);
+  for (auto [tiles, planes, group] : {std::tuple{5, 7, 3}, std::tuple{1, 4, 8}, std::tuple{32, 64, 8}}) {
+    std::vector<int> seen(size_t(tiles * planes), 0);
+    std::vector<int> last_tile(size_t(planes), -1);
+    for (int linear = 0; linear < tiles * planes; ++linear) {
+      const kernels::Flash3BwdBlock b = kernels::flash3_bwd_block(linear, tiles, planes, group);
+      ASSERT_TRUE(b.tile >= 0 && b.tile < tiles && b.plane >= 0 && b.plane < planes) << linear;
+      ++seen[size_t(b.plane * tiles + b.tile)];
+      EXPECT_EQ(b.tile, last_tile[size_t(b.plane)] + 1) << "a plane's tiles in order, linear " << linear;
+      last_tile[size_t(b.plane)] = b.tile;
+      const int first = b.plane / group * group;  // the group: its planes' blocks are consecutive
+      EXPECT_GE(linear, first * tiles);
+      EXPECT_LT(linear, std::min(first + group, planes) * tiles);
+    }
+    for (int s : seen) EXPECT_EQ(s, 1);
+  }
+  // Within a group, tile-major: 3 planes of group 0, then their tile 1.
+  EXPECT_EQ(kernels::flash3_bwd_block(3, 5, 7, 3).tile, 1);
+  EXPECT_EQ(kernels::flash3_bwd_block(3, 5, 7, 3).plane, 0);
+  EXPECT_EQ(kernels::flash3_bwd_block(31, 5, 7, 3).plane, 6);  // the last group: plane 6 alone
 }

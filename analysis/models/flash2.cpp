@@ -281,6 +281,11 @@ int64_t Flash2Model::dram_beyond_compulsory(const ModelPoint& m, const DramConte
 //             dO, L, D read, dQ_i reduced into the accumulator); the last writes dK_j, dV_j;
 //             convert (accumulator read, dQ written).
 // One tile iteration (QKᵀ and PV, or the backward's five products) is one time unit.
+Flash2Model::BlockOrder Flash2Model::bwd_block_order(const ModelPoint&, const GpuLimits&, int64_t tiles,
+                                                     int64_t) const {
+  return [tiles](int64_t blk) { return std::pair{blk % tiles, blk / tiles}; };
+}
+
 std::optional<SimTrace> Flash2Model::dram_trace(const ModelPoint& m, const DramContext& c, int coarse) const {
   const Problem& p = m.problem;
   const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, nkmax = p.nk();
@@ -398,10 +403,12 @@ std::optional<SimTrace> Flash2Model::dram_trace(const ModelPoint& m, const DramC
     struct Where {
       int64_t j, khead, qhead0, n0, m_first, skip, per_head, count;
     };
+    const BlockOrder order = bwd_block_order(m, c.gpu, tc, kvh * batch);
     auto where = [=](int64_t blk) {
       Where w{};
-      w.j = blk % tc;
-      const int64_t hk = (blk / tc) % kvh, b = blk / tc / kvh;
+      const auto [tile, plane] = order(blk);
+      w.j = tile;
+      const int64_t hk = plane % kvh, b = plane / kvh;
       w.khead = b * kvh + hk, w.qhead0 = b * heads + hk * group;
       w.n0 = w.j * bc;
       const int64_t nk = std::min((*lens)[size_t(b)], nkmax);

@@ -58,6 +58,15 @@ class Flash3Model final : public Flash2Model {
     if (m.pass == Pass::Bwd) return "N·d + N²·d/Bc  (FA-3 backward: Q, dO read and dQ accumulated Tc times)";
     return IoModel::asymptotic_formula(m);
   }
+  // Causal: flash3_bwd_block's order for the GPU's SMs (kernels/flash3/flash3_configs.h).
+  BlockOrder bwd_block_order(const ModelPoint& m, const GpuLimits& gpu, int64_t tiles, int64_t planes) const override {
+    if (!m.problem.causal) return Flash2Model::bwd_block_order(m, gpu, tiles, planes);
+    const int group = kernels::flash3_bwd_plane_group(tiles, gpu.sm_count);
+    return [=](int64_t blk) {
+      const kernels::Flash3BwdBlock b = kernels::flash3_bwd_block(int(blk), int(tiles), int(planes), group);
+      return std::pair<int64_t, int64_t>{b.tile, b.plane};
+    };
+  }
   PredictedTiles predict_tiles(const Problem& p, int64_t optin) const override {
     switch (p.head_dim) {
 #define FLASH3_PREDICT_CASE(D) \

@@ -14,7 +14,7 @@ void flash3_fwd(const FwdParams&, const KernelTile&, Flash3Schedule, bool, int, 
   throw std::logic_error("flash3: this build has no flash3 kernels (CMAKE_CUDA_ARCHITECTURES without 90)");
 }
 
-void flash3_bwd(const BwdParams&, const KernelTile&, bool, Flash3BwdMapCache&, cudaStream_t) {
+void flash3_bwd(const BwdParams&, const KernelTile&, bool, int, Flash3BwdMapCache&, cudaStream_t) {
   throw std::logic_error("flash3: this build has no flash3 kernels (CMAKE_CUDA_ARCHITECTURES without 90)");
 }
 

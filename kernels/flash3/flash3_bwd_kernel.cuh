@@ -88,6 +88,7 @@ namespace flashio::kernels {
 struct Flash3BwdArgs {
   CUtensorMap q, d_o, k, v, dk, dv;
   BwdParams p;
+  int plane_group;  // causal: the planes dealt tile-major together (flash3_bwd_plane_group); 0: the grid's order
 };
 
 template <typename Element_, int kHeadDim_, int kBlockM_, int kBlockN_, int kStages_>
@@ -168,14 +169,24 @@ struct Flash3BwdWork {
   __device__ __forceinline__ int m0(int it, int block_m) const { return (m_first + it % per_head) * block_m; }
 };
 
+// The block's (key tile, K/V head, batch): the grid's (blockIdx.x, y, z), or with plane_group the
+// causal order of flash3_bwd_block over the linear block index.
 template <typename Tr, bool kCausal>
-__device__ __forceinline__ Flash3BwdWork flash3_bwd_work(const BwdParams& p) {
+__device__ __forceinline__ Flash3BwdWork flash3_bwd_work(const BwdParams& p, int plane_group) {
   Flash3BwdWork w;
+  int tile = blockIdx.x;
   w.hk = blockIdx.y;
   w.b = blockIdx.z;
+  if (kCausal && plane_group > 0) {
+    const Flash3BwdBlock blk = flash3_bwd_block(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z),
+                                                gridDim.x, gridDim.y * gridDim.z, plane_group);
+    tile = blk.tile;
+    w.hk = blk.plane % gridDim.y;
+    w.b = blk.plane / gridDim.y;
+  }
   w.group = p.heads / p.kv_heads;
   w.nk = p.key_lengths ? min(p.key_lengths[w.b], p.seqlen_k) : p.seqlen_k;
-  w.n0 = blockIdx.x * Tr::kBlockN;
+  w.n0 = tile * Tr::kBlockN;
   const int m_blocks = (p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM;
   // Causal: Q tiles whose last row is before the first key see none of it.
   w.m_first = kCausal ? min(w.n0 / Tr::kBlockM, m_blocks) : 0;
@@ -369,7 +380,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash3_bwd_kernel(const __gri
   sh.lse = sh.dq + 2 * Tr::kConsumers * Tr::kDqPartFloats;
   sh.d = sh.lse + Tr::kStages * Tr::kBlockM;
   sh.bar = &bar;
-  const Flash3BwdWork w = flash3_bwd_work<Tr, kCausal>(args.p);
+  const Flash3BwdWork w = flash3_bwd_work<Tr, kCausal>(args.p, args.plane_group);
   if (threadIdx.x == 0) {
     mbar_init(&bar.kv_full, 1);
     for (int s = 0; s < Tr::kStages; ++s) {

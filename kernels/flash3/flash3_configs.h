@@ -93,6 +93,29 @@ constexpr int kFlash3BwdConsumerRegisters = 232;
 static_assert(kFlash3BwdProducerRegisters + 2 * kFlash3BwdConsumerRegisters <= 3 * 168,
               "setmaxnreg: the registers the block was launched with");
 
+// The backward's block order under a causal mask. Block j of a (batch, K/V head) plane visits the
+// Q tiles from the diagonal of key tile j on, so a plane's first tiles are its heaviest; in the
+// grid's own order (tiles fastest) the last planes' heaviest blocks start last and trail. So the
+// planes are dealt in groups of G, tile-major within a group — every plane's tile 0, then every
+// plane's tile 1, ... — with G = 2·SMs / key tiles (about two waves of blocks per group, whose
+// planes' Q, dO and dQ tiles L2 holds together), at least 1 and at most 8. H100, FA-2 setting
+// (kernels/flash3/NOTES.md): 1.01–1.06× the grid's order at N 2048–16384 causal, no change
+// without the mask (kept off there); all planes at once (no groups) was 0.66–1.04×.
+constexpr int flash3_bwd_plane_group(long long key_tiles, int sm_count) {
+  const long long g = key_tiles > 0 ? 2LL * sm_count / key_tiles : 1;
+  return g < 1 ? 1 : g > 8 ? 8 : int(g);
+}
+// The (key tile, plane) of block `linear` (0 .. tiles·planes − 1) in that order.
+struct Flash3BwdBlock {
+  int tile, plane;
+};
+constexpr Flash3BwdBlock flash3_bwd_block(int linear, int tiles, int planes, int group) {
+  const int first = linear / (group * tiles) * group;  // the group's first plane
+  const int size = group < planes - first ? group : planes - first;
+  const int within = linear - first * tiles;
+  return {within / size, first + within % size};
+}
+
 // Dynamic shared memory of the backward: K_j and V_j (Bc, d); `stages` slots of Q_i and dO_i
 // (Br, d) and of L_i, D_i (Br fp32 each); dSᵀ (Bc, Br) twice (one iteration writes one while the
 // other warpgroup's dQ may still read the last); dQ_i's fp32 partial (Br, d), which the dQ

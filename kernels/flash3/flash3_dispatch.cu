@@ -122,7 +122,8 @@ void flash3_fwd(const FwdParams& p, const KernelTile& tile, Flash3Schedule sched
   }
 }
 
-void flash3_bwd(const BwdParams& p, const KernelTile& tile, bool bf16, Flash3BwdMapCache& cache, cudaStream_t stream) {
+void flash3_bwd(const BwdParams& p, const KernelTile& tile, bool bf16, int sm_count, Flash3BwdMapCache& cache,
+                cudaStream_t stream) {
   if (tile.block_r != kFlash3BwdTile.block_r || tile.block_c != kFlash3BwdTile.block_c ||
       tile.stages != kFlash3BwdTile.stages)
     throw std::invalid_argument("flash3: backward tile configuration not compiled");
@@ -139,6 +140,8 @@ void flash3_bwd(const BwdParams& p, const KernelTile& tile, bool bf16, Flash3Bwd
   CUtensorMap* maps[Flash3BwdMapCache::kMaps] = {&args.q, &args.d_o, &args.k, &args.v, &args.dk, &args.dv};
   for (int i = 0; i < Flash3BwdMapCache::kMaps; ++i) std::memcpy(maps[i], cache.maps[i], sizeof(CUtensorMap));
   args.p = p;
+  const int key_tiles = (p.seqlen_k + tile.block_c - 1) / tile.block_c;
+  args.plane_group = p.causal ? flash3_bwd_plane_group(key_tiles, sm_count) : 0;
   if (bf16) {
     dispatch_bwd<__nv_bfloat16>(args, stream);
   } else {

@@ -55,11 +55,12 @@ struct Flash3BwdMapCache {
   alignas(128) unsigned char maps[kMaps][128];
 };
 
-// The backward: flash2's preprocess (D = rowsum(dO∘O), the fp32 dQ accumulator zeroed), the
-// warp-specialised main kernel, flash2's dQ conversion. `params` as flash2's backward takes it
-// (d_sum and dq_accum: the plan's workspace); not the deterministic mode. Throws CudaError on a
-// launch failure.
-void flash3_bwd(const BwdParams& params, const KernelTile& tile, bool bf16, Flash3BwdMapCache& maps,
+// The backward: flash2's preprocess (D = rowsum(dO∘O)) and the fp32 dQ accumulator's tiles
+// zeroed, the warp-specialised main kernel (causal: its blocks in flash3_bwd_block's order for
+// `sm_count` SMs), flash3's dQ conversion. `params` as flash2's backward takes it (d_sum and
+// dq_accum: the plan's workspace, the accumulator flash3_dq_accum_floats long); not the
+// deterministic mode. Throws CudaError on a launch failure.
+void flash3_bwd(const BwdParams& params, const KernelTile& tile, bool bf16, int sm_count, Flash3BwdMapCache& maps,
                 cudaStream_t stream);
 
 }  // namespace flashio::kernels

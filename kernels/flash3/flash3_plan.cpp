@@ -47,7 +47,7 @@ class Flash3Plan final : public Plan {
   void backward(const AttentionBuffers& buf, cudaStream_t stream) override {
     if (!bwd_tile_) throw std::logic_error("flash3: a plan made for the forward pass has no backward tile");
     const kernels::BwdParams k = flash2_bwd_params(p_, buf, d_sum_.as<float>(), dq_accum_.as<float>());
-    kernels::flash3_bwd(k, *bwd_tile_, p_.dtype == DType::BF16, bwd_maps_, stream);
+    kernels::flash3_bwd(k, *bwd_tile_, p_.dtype == DType::BF16, sm_count_, bwd_maps_, stream);
   }
   void forward(const AttentionBuffers& buf, cudaStream_t stream) override {
     kernels::FwdParams k{};
