@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "analysis/models/model.h"
+#include "kernels/flash3/flash3_dq_layout.h"
 #include "kernels/flash_decode/flash_decode_configs.h"
 
 namespace flashio::analysis {
@@ -139,7 +140,7 @@ void dq_convert(Counter& c, const Problem& p) {
 // accumulator holds ⌈Nq/Br⌉ tiles of Br·d floats per head. A visit's bulk reductions add the whole
 // tile (an instruction per consumer's part: d/2 columns' floats, contiguous) …
 void dq_tile_reductions(Counter& c, int64_t plane, int64_t tile, int64_t nq, int64_t d, int64_t br) {
-  const int64_t first = ((plane * ((nq + br - 1) / br) + tile) * br * d) * 4, part = br * d / 2 * 4;
+  const int64_t first = ((plane * kernels::flash3_dq_tiles(nq) + tile) * br * d) * 4, part = br * d / 2 * 4;
   for (int64_t w = 0; w < 2; ++w) {
     std::vector<Access> sectors;
     for (int64_t b = 0; b < part; b += kSector) sectors.push_back({kDqAcc, first + w * part + b});
@@ -151,8 +152,8 @@ void dq_tile_reductions(Counter& c, int64_t plane, int64_t tile, int64_t nq, int
 // 64 contiguous bytes (the chunk's float4 of lanes 4g..4g+3: flash3_dq_tile_offset) and a 16-byte
 // store per row below Nq; a pair whose first row is past Nq returns.
 void dq_tile_convert(Counter& c, const Problem& p, int64_t br) {
-  const int64_t d = p.head_dim, nq = p.seqlen_q, e = bytes_of(p.dtype), cols = d / 2, chunks = d / 8;
-  const int64_t tiles = (nq + br - 1) / br, pairs = br / 2;
+  const int64_t d = p.head_dim, nq = p.seqlen_q, e = bytes_of(p.dtype), chunks = d / 8;
+  const int64_t tiles = kernels::flash3_dq_tiles(nq), pairs = br / 2;
   const int64_t items = p.batch * p.heads * tiles * pairs * chunks, threads = (items + 255) / 256 * 256;
   for (int64_t w = 0; w < threads / 32; ++w) {
     std::vector<Access> loads[4], first, second;
@@ -162,8 +163,7 @@ void dq_tile_convert(Counter& c, const Problem& p, int64_t br) {
       const int64_t col = (item % chunks) * 8, q = item / chunks % pairs, tile = item / chunks / pairs;
       const int64_t r = 16 * (q / 8) + q % 8, i = (tile % tiles) * br + r, plane = tile / tiles;
       if (i >= nq) continue;
-      const int64_t part = col / cols, j = (col % cols) / 8, g = r % 8, warp = r / 16;
-      const int64_t at = tile * br * d + part * br * cols + ((j * 4 + warp) * 32 + 4 * g) * 4;
+      const int64_t at = tile * br * d + kernels::flash3_dq_tile_offset(int(r), int(col), int(d / 2));
       for (int64_t t = 0; t < 4; ++t) loads[t].push_back({kDqAcc, (at + 4 * t) * 4});
       first.push_back({kDq, ((plane * nq + i) * d + col) * e});
       if (i + 8 < nq) second.push_back({kDq, ((plane * nq + i + 8) * d + col) * e});
@@ -257,6 +257,8 @@ Traffic simulate_flash2_bwd(const Problem& p, const ModelTiles& t, const BlockMa
   const int64_t d = p.head_dim, e = bytes_of(p.dtype), nq = p.seqlen_q, nkmax = p.nk();
   const int64_t br = t.block_r, bc = t.block_c, threads = t.warps * 32, group = p.heads / p.kvh();
   const int64_t rows = p.batch * p.heads * nq;
+  if (t.dq_whole_tiles && br != kernels::kFlash3DqTileRows)
+    throw std::invalid_argument("flash2 backward: whole-tile dQ needs Br = 64 (flash3_dq_layout.h's tiles)");
   const auto lens = key_lengths(p);
 
   // 1. preprocess: kLanes lanes per row, 256 threads per block.

@@ -118,8 +118,8 @@ constexpr Flash3BwdBlock flash3_bwd_block(int linear, int tiles, int planes, int
 
 // Dynamic shared memory of the backward: K_j and V_j (Bc, d); `stages` slots of Q_i and dO_i
 // (Br, d) and of L_i, D_i (Br fp32 each); dSᵀ (Bc, Br) twice (one iteration writes one while the
-// other warpgroup's dQ may still read the last); dQ_i's fp32 partial (Br, d), which the dQ
-// writer adds into the accumulator; the swizzle atom's alignment slack.
+// other warpgroup's dQ may still read the last); two fp32 dQ tiles (Br, d), the consumers storing
+// one while the dQ writer adds the other into the accumulator; the swizzle atom's alignment slack.
 constexpr int flash3_bwd_smem_bytes(int head_dim, TileShape t) {
   return 2 * t.block_c * head_dim * 2 + t.stages * 2 * t.block_r * head_dim * 2 + 2 * t.block_c * t.block_r * 2 +
          t.stages * 2 * t.block_r * 4 + 2 * t.block_r * head_dim * 4 + kFlash3SmemAlign;
