@@ -200,3 +200,18 @@ TEST(Registry, StandardWorkspaceCountsTheDropoutMask) {
   EXPECT_EQ(builtin_registry().find("standard")->info().deterministic, true);
   EXPECT_EQ(builtin_registry().find("standard_fused")->info().deterministic, true);
 }
+
+// Valid extents whose score matrix passes int64 bytes (b 1, h 16, N 440964096: 6.2e18 bytes of S,
+// two buffers 1.2e19; the fuzzer's `flashio list -n 440964096 4`, a signed overflow before): both
+// say no, S alone, without the workspace's int64 sums.
+TEST(Registry, StandardRefusesAScoreMatrixPastInt64) {
+  Problem p;
+  p.heads = 16;
+  p.seqlen_q = 440964096;
+  ASSERT_FALSE(p.invalid_reason()) << *p.invalid_reason();
+  for (const char* name : {"standard", "standard_fused"}) {
+    const Support s = builtin_registry().find(name)->supports(p, Pass::Fwd, h100());
+    EXPECT_FALSE(s.ok) << name;
+    EXPECT_NE(s.reason.find("S alone"), std::string::npos) << name << ": " << s.reason;
+  }
+}

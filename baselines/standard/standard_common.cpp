@@ -36,6 +36,11 @@ Support standard_supports(const MethodInfo& info, const Problem& p, Pass pass, c
                           StandardKernels k) {
   if (Support s = check_common(info, p, pass, dev); !s) return s;
   if (p.head_dim % 8 != 0) return Support::no(info.name + " needs head_dim % 8 == 0 (16-byte aligned GEMM rows)");
+  // S alone, before the workspace's int64 products: B·H·Nq·Nk of valid extents can pass 2^63.
+  const double score_bytes = double(p.batch) * double(p.heads) * double(p.seqlen_q) * double(p.nk()) * bytes_of(p.dtype);
+  if (score_bytes > double(dev.global_memory_bytes))
+    return Support::no(fmt::format("S alone (B·H·Nq·Nk elements) needs {:.3g} GiB; the GPU has {:.1f} GiB",
+                                   score_bytes / (1 << 30), double(dev.global_memory_bytes) / (1 << 30)));
   const StandardWorkspace w = standard_workspace(p, pass, k);
   const double need = double(w.total()) + double(kCublasWorkspaceBytes);
   if (need > double(dev.global_memory_bytes))

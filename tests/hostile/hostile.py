@@ -391,6 +391,8 @@ def cli_cases():
         Case("compare:one file", ["compare", "{d}/a.json"], BAD, files={"a.json": dumps(fixture_doc())}),
         Case("merge:no inputs", ["merge", "-o", "{d}/o.json"], BAD),
         Case("list:--batch 2^40", ["list", "--batch", "1099511627776", "-n", "1024"], BAD),
+        # S of 6.2e18 bytes: standard's workspace once overflowed int64 judging it (fuzz_cli's finding).
+        Case("list:-n 440964096 (S past int64 bytes)", ["list", "-n", "440964096", "4"], 0, stderr_lines=0),
         Case("dry-run:ok", base + ["-n", "128", "-d", "64"], 0, stderr_lines=1),
     ]
     # --kv-layout (issue 20): a page size that is not a positive multiple of 64, or a malformed value.
