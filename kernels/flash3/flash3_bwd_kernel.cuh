@@ -408,6 +408,14 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash3_bwd_kernel(const __gri
 #endif
 }
 
+// One 16-byte global store of four words, kept whole: written as a uint4 assignment, nvcc split
+// the conversion's first row into four 4-byte stores (its registers were not consecutive; SASS of
+// 982e088), which wrote 1.30× dQ's bytes of L2 sectors.
+__device__ __forceinline__ void store_global_16(void* dst, const uint32_t (&v)[4]) {
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3])
+               : "memory");
+}
+
 // dQ = scale·accumulator in the element type, [B, H, Nq, d], from the accumulator's tiles
 // (flash3_dq_layout.h). One thread per pair of rows (r, r + 8) of a tile — the rows one lane of
 // the consumers' accumulators holds — and 8 columns: four float4 of the tile, 64 contiguous bytes
@@ -433,9 +441,8 @@ __global__ void flash3_bwd_convert_dq_kernel(const BwdParams p) {
     second[t] = pack2<T>(a.z * p.scale, a.w * p.scale);
   }
   T* dq = static_cast<T*>(p.dq) + (plane * p.seqlen_q + i) * kHeadDim + c;
-  *reinterpret_cast<uint4*>(dq) = make_uint4(first[0], first[1], first[2], first[3]);
-  if (i + 8 < p.seqlen_q)
-    *reinterpret_cast<uint4*>(dq + 8 * kHeadDim) = make_uint4(second[0], second[1], second[2], second[3]);
+  store_global_16(dq, first);
+  if (i + 8 < p.seqlen_q) store_global_16(dq + 8 * kHeadDim, second);
 }
 
 }  // namespace flashio::kernels
