@@ -53,7 +53,8 @@ struct WgmmaBwdSteps {
   // (line 15) in acc_dp for dK and dQ. lse: the tile's L·log2 e per query (+inf: P = 0), d_sum:
   // its D; n0: the K/V tile's first key, nk: the batch's keys, key_row: this warp's first key in
   // the tile, m0: the Q tile's first query, (b, h): the batch and query head (dropout's draws).
-  template <bool kCausal, bool kDropout>
+  enum class Mask { Off, On, Select };  // probabilities' mask: none, every element, where the tile may mask
+  template <bool kCausal, bool kDropout, Mask kMask = Mask::Select>
   static __device__ __forceinline__ void probabilities(float (&acc_s)[kAccSt], float (&acc_dp)[kAccSt],
                                                        const BwdParams& p, const float* lse, const float* d_sum, int n0,
                                                        int nk, int key_row, int m0, int b, int h, int lane) {
@@ -76,12 +77,30 @@ struct WgmmaBwdSteps {
         const int c = j * 8 + 2 * t + (e & 1);  // query row in the tile
         const int key = n0 + key_row + g + (e >= 2 ? 8 : 0);
         float pe = exp2f(fmaf(acc_s[4 * j + e], p.scale_log2, -lse[c]));
-        if ((tail || diagonal) && (key >= nk || (kCausal && key > m0 + c))) pe = 0.f;
+        if (kMask != Mask::Off && (kMask == Mask::On || tail || diagonal) && (key >= nk || (kCausal && key > m0 + c)))
+          pe = 0.f;
         const float z = kDropout ? (keep(j % 2, e) ? p.dropout_scale : 0.f) : 1.f;
         acc_dp[4 * j + e] = pe * (acc_dp[4 * j + e] * z - d_sum[c]);
         acc_s[4 * j + e] = pe * z;
       }
     }
+  }
+
+  // The same, with the mask's compares only where a key can be masked (the key tail, a warp's keys
+  // crossing the causal diagonal): a branch on the warp-uniform flag instead of probabilities'
+  // select per element in every tile (H100, flash3 d 64 causal: with the select, 0.82× the
+  // non-causal kernel's instructions for 0.52× its tiles). Where the registers are short (flash3's
+  // d 128 consumers) the loop's second copy makes ptxas serialise the wgmmas (C7512): there the
+  // select stays.
+  template <bool kCausal, bool kDropout>
+  static __device__ __forceinline__ void probabilities_branched(float (&acc_s)[kAccSt], float (&acc_dp)[kAccSt],
+                                                                const BwdParams& p, const float* lse,
+                                                                const float* d_sum, int n0, int nk, int key_row,
+                                                                int m0, int b, int h, int lane) {
+    if (n0 + kBlockN > nk || (kCausal && n0 + key_row + 15 > m0))
+      probabilities<kCausal, kDropout, Mask::On>(acc_s, acc_dp, p, lse, d_sum, n0, nk, key_row, m0, b, h, lane);
+    else
+      probabilities<kCausal, kDropout, Mask::Off>(acc_s, acc_dp, p, lse, d_sum, n0, nk, key_row, m0, b, h, lane);
   }
 
   // dSᵀ into sdS (rows = keys, columns = queries: one swizzled 64-column panel of kBlockN rows).

@@ -319,7 +319,13 @@ __device__ __forceinline__ void flash3_bwd_consume(const Flash3BwdArgs& args, co
     // 12, 17) issued: kernels/common/wgmma_bwd.cuh, as flash2's wgmma backward.
     float acc_s[Tr::kAccSt], acc_dp[Tr::kAccSt];
     Steps::scores(acc_s, acc_dp, k_rows, v_rows, q_tile, do_tile);
-    Steps::template probabilities<kCausal, false>(acc_s, acc_dp, p, sLses, sDs, w.n0, w.nk, key_row, m0, w.b, h, lane);
+    // d 64 causal: the mask's compares only on the tiles that can mask (wgmma_bwd.cuh; H100: the
+    // backward 1.20–1.24× faster; without the mask, where only a key tail masks, 1.02–1.05× slower).
+    if constexpr (kCausal && Tr::kHeadDim == 64)
+      Steps::template probabilities_branched<kCausal, false>(acc_s, acc_dp, p, sLses, sDs, w.n0, w.nk, key_row, m0, w.b,
+                                                             h, lane);
+    else
+      Steps::template probabilities<kCausal, false>(acc_s, acc_dp, p, sLses, sDs, w.n0, w.nk, key_row, m0, w.b, h, lane);
     Steps::store_ds_t(sdS, acc_dp, key_row, g, t);
     Steps::issue_dkdv(acc_dv, acc_dk, acc_s, acc_dp, do_tile, q_tile);
 
