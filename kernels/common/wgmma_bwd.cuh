@@ -53,7 +53,9 @@ struct WgmmaBwdSteps {
   // (line 15) in acc_dp for dK and dQ. lse: the tile's L·log2 e per query (+inf: P = 0), d_sum:
   // its D; n0: the K/V tile's first key, nk: the batch's keys, key_row: this warp's first key in
   // the tile, m0: the Q tile's first query, (b, h): the batch and query head (dropout's draws).
-  enum class Mask { Off, On, Select };  // probabilities' mask: none, every element, where the tile may mask
+  // probabilities' mask: none; every element; a select where the tile may mask; a pass setting the
+  // masked scores to −inf before the loop, run only where the tile may mask (the loop itself one copy)
+  enum class Mask { Off, On, Select, Pass };
   template <bool kCausal, bool kDropout, Mask kMask = Mask::Select>
   static __device__ __forceinline__ void probabilities(float (&acc_s)[kAccSt], float (&acc_dp)[kAccSt],
                                                        const BwdParams& p, const float* lse, const float* d_sum, int n0,
@@ -61,6 +63,14 @@ struct WgmmaBwdSteps {
     const int g = lane / 4, t = lane % 4;
     const bool tail = n0 + kBlockN > nk;
     const bool diagonal = kCausal && n0 + key_row + 15 > m0;
+    if (kMask == Mask::Pass && (tail || diagonal)) {
+#pragma unroll
+      for (int i = 0; i < kAccSt; ++i) {
+        const int c = (i / 4) * 8 + 2 * t + (i & 1);
+        const int key = n0 + key_row + g + ((i % 4) >= 2 ? 8 : 0);
+        if (key >= nk || (kCausal && key > m0 + c)) acc_s[i] = -INFINITY;  // exp2 below gives P = 0
+      }
+    }
     FragmentKeep<true> keep{};  // dropout: n8 tiles in pairs, one Philox draw per lane
 #pragma unroll
     for (int j = 0; j < kBlockM / 8; ++j) {
@@ -77,7 +87,8 @@ struct WgmmaBwdSteps {
         const int c = j * 8 + 2 * t + (e & 1);  // query row in the tile
         const int key = n0 + key_row + g + (e >= 2 ? 8 : 0);
         float pe = exp2f(fmaf(acc_s[4 * j + e], p.scale_log2, -lse[c]));
-        if (kMask != Mask::Off && (kMask == Mask::On || tail || diagonal) && (key >= nk || (kCausal && key > m0 + c)))
+        if ((kMask == Mask::On || kMask == Mask::Select) && (kMask == Mask::On || tail || diagonal) &&
+            (key >= nk || (kCausal && key > m0 + c)))
           pe = 0.f;
         const float z = kDropout ? (keep(j % 2, e) ? p.dropout_scale : 0.f) : 1.f;
         acc_dp[4 * j + e] = pe * (acc_dp[4 * j + e] * z - d_sum[c]);
