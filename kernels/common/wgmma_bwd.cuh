@@ -101,8 +101,8 @@ struct WgmmaBwdSteps {
   // crossing the causal diagonal): a branch on the warp-uniform flag instead of probabilities'
   // select per element in every tile (H100, flash3 d 64 causal: with the select, 0.82× the
   // non-causal kernel's instructions for 0.52× its tiles). Where the registers are short (flash3's
-  // d 128 consumers) the loop's second copy makes ptxas serialise the wgmmas (C7512): there the
-  // select stays.
+  // d 128 consumers) the loop's second copy makes ptxas serialise the wgmmas (C7512): there
+  // Mask::Pass masks the scores before the loop's one copy instead.
   template <bool kCausal, bool kDropout>
   static __device__ __forceinline__ void probabilities_branched(float (&acc_s)[kAccSt], float (&acc_dp)[kAccSt],
                                                                 const BwdParams& p, const float* lse,

@@ -320,7 +320,7 @@ __device__ __forceinline__ void flash3_bwd_consume(const Flash3BwdArgs& args, co
     float acc_s[Tr::kAccSt], acc_dp[Tr::kAccSt];
     Steps::scores(acc_s, acc_dp, k_rows, v_rows, q_tile, do_tile);
     // Causal: the mask's compares only on the tiles that can mask (wgmma_bwd.cuh; H100: the
-    // backward 1.20–1.24× faster at d 64, 1.20–1.25× at d 128; without the mask, where only a key
+    // backward 1.20–1.24× faster at d 64, 1.21–1.25× at d 128; without the mask, where only a key
     // tail masks, the branch was 1.02–1.05× slower). d 64 branches between two copies of the loop;
     // d 128, short of registers for two, masks the scores in a pass before its one copy.
     if constexpr (kCausal && Tr::kHeadDim == 64)
