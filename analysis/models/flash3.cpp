@@ -1,8 +1,7 @@
 // flash3 (FlashAttention-3, kernels/flash3/). Forward: flash2's forward schedule — Q once, the
 // visible K/V tiles once per Q tile, O and L once — moved by TMA: the tile loads read whole
 // tiles up to the tensor's end (a batch's padded keys are read and masked, where flash2's
-// copies stop at the key length), O leaves in whole 16-byte row stores (rows past Nq skipped;
-// TMA stores clipped at Nq before, the same bytes). The persistent grid
+// copies stop at the key length), O leaves in TMA stores clipped at Nq. The persistent grid
 // changes when Q tiles run, not what each moves; its DRAM prediction is flash2's forward trace
 // through the L2 simulation (Flash2Model::dram_trace): the dynamic scheduler hands out work items
 // in flash2's grid order (a head's Q tiles consecutive, causal longest first), one block per SM at

@@ -74,7 +74,6 @@
 #include <cmath>
 
 #include "kernels/common/attention_params.h"
-#include "kernels/common/fragment_stores.cuh"
 #include "kernels/common/tma.cuh"
 #include "kernels/common/wgmma.cuh"
 #include "kernels/common/wgmma_bwd.cuh"
@@ -418,6 +417,14 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash3_bwd_kernel(const __gri
 #else
   __trap();  // compiled for sm_90a only (flash3_compiled() says whether it is)
 #endif
+}
+
+// One 16-byte global store of four words, kept whole: written as a uint4 assignment, nvcc split
+// the conversion's first row into four 4-byte stores (its registers were not consecutive; SASS of
+// 982e088), which wrote 1.30× dQ's bytes of L2 sectors.
+__device__ __forceinline__ void store_global_16(void* dst, const uint32_t (&v)[4]) {
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3])
+               : "memory");
 }
 
 // dQ = scale·accumulator in the element type, [B, H, Nq, d], from the accumulator's tiles

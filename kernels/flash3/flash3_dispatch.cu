@@ -101,15 +101,16 @@ void flash3_schedule_init(int* schedule, cudaStream_t stream) {
 void flash3_fwd(const FwdParams& p, const KernelTile& tile, Flash3Schedule schedule, bool bf16, int sm_count,
                 int* scheduler, Flash3MapCache& cache, cudaStream_t stream) {
   static_assert(sizeof(CUtensorMap) == sizeof(cache.maps[0]) && alignof(CUtensorMap) <= 128, "CUtensorMap's size");
-  const void* tensors[3] = {p.q, p.k, p.v};
-  const int rows[3] = {p.seqlen_q, p.seqlen_k, p.seqlen_k};
-  const int planes[3] = {p.batch * p.heads, p.batch * p.kv_heads, p.batch * p.kv_heads};
-  const int box_rows[3] = {tile.block_r, tile.block_c, tile.block_c};
-  refresh_maps<3>(tensors, rows, planes, box_rows, bf16, p.head_dim, cache.tensors, cache.maps);
+  const void* tensors[4] = {p.q, p.k, p.v, p.o};
+  const int rows[4] = {p.seqlen_q, p.seqlen_k, p.seqlen_k, p.seqlen_q};
+  const int planes[4] = {p.batch * p.heads, p.batch * p.kv_heads, p.batch * p.kv_heads, p.batch * p.heads};
+  const int box_rows[4] = {tile.block_r, tile.block_c, tile.block_c, 64};  // O: one consumer's 64 rows
+  refresh_maps<4>(tensors, rows, planes, box_rows, bf16, p.head_dim, cache.tensors, cache.maps);
   Flash3FwdArgs args;
   std::memcpy(&args.q, cache.maps[0], sizeof(CUtensorMap));
   std::memcpy(&args.k, cache.maps[1], sizeof(CUtensorMap));
   std::memcpy(&args.v, cache.maps[2], sizeof(CUtensorMap));
+  std::memcpy(&args.o, cache.maps[3], sizeof(CUtensorMap));
   args.p = p;
   args.m_blocks = (p.seqlen_q + tile.block_r - 1) / tile.block_r;
   args.num_items = args.m_blocks * p.heads * p.batch;

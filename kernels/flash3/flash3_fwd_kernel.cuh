@@ -24,10 +24,8 @@
 //    memory between two mbarriers (full: its one arrival after the write; empty: every consumer
 //    thread's arrival after its read, so each read is ordered before the next write); with two Q buffers (where they fit) the next item's Q
 //    loads while the current one runs.
-//  - A consumer warp frees the Q buffer as soon as its last S = Q·Kᵀ has landed, so the next
-//    item's Q loads during this item's last softmax, P·V and epilogue; O goes from registers
-//    straight to global memory (whole 16-byte chunks, rows past Nq skipped, FlashAttention-2's
-//    epilogue without its shared-memory staging); L = m + log ℓ is stored per row.
+//  - O goes back through shared memory (the consumer's own rows of the Q tile) with a TMA store,
+//    which also clips the rows past Nq; L = m + log ℓ is stored per row.
 //
 // Per K/V tile and consumer warpgroup:
 //   S = Q·K_jᵀ   wgmma m64n{Bc}k16, A = Q, B = K_j, both K-major in shared memory (swizzle128)
@@ -48,7 +46,6 @@
 #include <cmath>
 
 #include "kernels/common/attention_params.h"
-#include "kernels/common/fragment_stores.cuh"
 #include "kernels/common/masks.h"
 #include "kernels/common/online_softmax.h"
 #include "kernels/common/tma.cuh"
@@ -58,9 +55,10 @@
 namespace flashio::kernels {
 
 // What a launch passes: the tensor maps of Q, K, V ([B·H(kv), N, d] as 3-D maps, boxes of
-// 64 columns × the tile's rows with the 128-byte swizzle), the problem, and the work items.
+// 64 columns × the tile's rows with the 128-byte swizzle) and O (boxes of 64 rows, one
+// consumer warpgroup's share), the problem, and the work items.
 struct Flash3FwdArgs {
-  CUtensorMap q, k, v;
+  CUtensorMap q, k, v, o;
   FwdParams p;
   int m_blocks;   // Q tiles per (batch, head)
   int num_items;  // m_blocks · heads · batch
@@ -86,9 +84,10 @@ struct Flash3FwdTraits {
   static constexpr int kQStages = flash3_q_stages(kHeadDim, TileShape{kBlockM, kBlockN, 0, kStages});
   static constexpr int kSmemBytes = flash3_fwd_smem_bytes(kHeadDim, TileShape{kBlockM, kBlockN, 0, kStages});
   static constexpr int kConsumerRegs = flash3_consumer_registers(kConsumers);
-  static constexpr int kReleaseArrivals = 4 * kConsumers;  // one per consumer warp frees a Q buffer or K/V slot
-  // Named barriers: 1 … kConsumers for the turns.
+  static constexpr int kReleaseArrivals = 4 * kConsumers;  // one per consumer warp frees a K/V slot
+  // Named barriers: 1 … kConsumers for the turns, then one per consumer for its epilogue.
   static constexpr int kTurnBarrier = 1;
+  static constexpr int kEpilogueBarrier = 1 + kConsumers;
   static constexpr int kItemReaders = 128 * kConsumers;  // every consumer thread releases the work item's slot
   // Skip a warp's O rescale when none of its rows' max moved (alpha = 1): 128 multiplies per
   // thread and K/V tile saved at d 256, for a warp vote. Measured (H100, FA-2 setting, beside
@@ -102,14 +101,14 @@ struct Flash3FwdTraits {
   static_assert(kSmemBytes <= kFlash3SmemLimit, "Hopper's shared memory per block");
   static_assert(kTileQBytes % kSwizzleAtomBytes == 0 && kTileKVBytes % kSwizzleAtomBytes == 0,
                 "every tile starts on a swizzle atom");
-  static_assert(kTurnBarrier + kConsumers <= 16, "16 hardware barriers");
+  static_assert(kEpilogueBarrier + kConsumers <= 16, "16 hardware barriers");
   static_assert(kConsumers * kConsumerRegs * 128 + 128 * flash3_producer_registers(kConsumers) <= 65536, "the SM's registers");
 };
 
 // The shared-memory barriers of one thread block, and the work item each Q buffer holds.
 template <int kStages, int kQStages>
 struct Flash3Barriers {
-  uint64_t q_full[kQStages], q_empty[kQStages];  // the Q tile landed / every consumer warp's last S read it
+  uint64_t q_full[kQStages], q_empty[kQStages];  // the Q tile landed / every consumer wrote O out of it
   uint64_t k_full[kStages], k_empty[kStages];
   uint64_t v_full[kStages], v_empty[kStages];
   uint64_t item_full, item_empty;  // `item` written by the producer / read by every consumer thread
@@ -163,6 +162,7 @@ __device__ __forceinline__ void flash3_produce(const Flash3FwdArgs& args, const 
     prefetch_tensor_map(&args.q);
     prefetch_tensor_map(&args.k);
     prefetch_tensor_map(&args.v);
+    prefetch_tensor_map(&args.o);
   }
   int kv = 0;  // K/V tiles loaded so far
   int item = blockIdx.x;
@@ -189,7 +189,7 @@ __device__ __forceinline__ void flash3_produce(const Flash3FwdArgs& args, const 
           tma_load_3d(dst + c * Tr::kBlockN * kSwizzleRowBytes, map, &full[slot.stage], c * kPanelColumns,
                       n * Tr::kBlockN, kv_plane);
       };
-      // K of the first tile before Q: it may start while the consumers still read the last Q.
+      // K of the first tile before Q: it may start while the consumers still write O out.
       if (tiles.count > 0) load_kv(sh.k, bar.k_full, bar.k_empty, &args.k, kv, tiles(0));
       mbar_wait(&bar.q_empty[qs.stage], qs.phase ^ 1);
       mbar_arrive_expect_tx(&bar.q_full[qs.stage], Tr::kTileQBytes);
@@ -309,7 +309,6 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
         wgmma_wait<0>();
         wgmma_fence_operands(acc_s);
         release(bar.k_empty, slot.stage);
-        if (tiles.count == 1) release(bar.q_empty, qs.stage);  // the item's last S
         apply_mask(acc_s, tiles(0));
         softmax.update_scores<QuadRowReduce>(acc_s, p.scale_log2, alpha);  // O is 0: no rescale
         pack_p(a_p, acc_s);
@@ -326,7 +325,6 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
           wgmma_wait<1>();  // S_j
           wgmma_fence_operands(acc_s);
           release(bar.k_empty, slot.stage);
-          if (it + 1 == tiles.count) release(bar.q_empty, qs.stage);
           apply_mask(acc_s, tiles(it));
           softmax.update_scores<QuadRowReduce>(acc_s, p.scale_log2, alpha);
           wgmma_wait<0>();  // P_{j-1}·V_{j-1}
@@ -357,7 +355,6 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
           wgmma_wait<0>();
           wgmma_fence_operands(acc_s);
           release(bar.k_empty, slot.stage);
-          if (it + 1 == tiles.count) release(bar.q_empty, qs.stage);
           apply_mask(acc_s, tiles(it));
           softmax.update<QuadRowReduce>(acc_s, acc_o, p.scale_log2);
           pack_p(a_p, acc_s);
@@ -371,31 +368,37 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
         }
       }
       kv += tiles.count;
-    } else {
-      release(bar.q_empty, qs.stage);  // no key to see: Q was not read
     }
 
-    // Epilogue (line 22): O / ℓ from the registers straight to global memory, a whole 16-byte
-    // chunk per thread and store (quad_transpose), rows past Nq skipped; L = τ·m + ln ℓ per row.
-    T* const o = static_cast<T*>(p.o) + (int64_t(w.b) * p.heads + w.h) * p.seqlen_q * Tr::kHeadDim;
-    float* const lse = p.lse + (int64_t(w.b) * p.heads + w.h) * p.seqlen_q;
+    // Epilogue (line 22): O / ℓ into this warpgroup's rows of sQ (its own Q rows, which only its
+    // own GEMMs read: the barrier proves all four warps' are complete), one TMA store per
+    // 64-column panel; L = τ·m + ln ℓ per row.
+    named_barrier_sync(Tr::kEpilogueBarrier + c, 128);
+    float* lse = p.lse + (int64_t(w.b) * p.heads + w.h) * p.seqlen_q;
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
       const float l = softmax.total<QuadRowReduce>(hr);
       const float inv = OnlineSoftmax::output_scale<false>(l, 1.f);
-      const int row = warp_row + g + 8 * hr;
+      const int r = c * 64 + warp * 16 + g + 8 * hr;  // row in the Q tile
 #pragma unroll
-      for (int j = 0; j < Tr::kHeadDim / 32; ++j) {  // chunks 4j … 4j + 3 of 8 columns
-        uint32_t words[4], chunk[4];
-#pragma unroll
-        for (int k = 0; k < 4; ++k)
-          words[k] = pack2<T>(acc_o[4 * (4 * j + k) + 2 * hr] * inv, acc_o[4 * (4 * j + k) + 2 * hr + 1] * inv);
-        quad_transpose(chunk, words);
-        if (row < p.seqlen_q) store_global_16(o + int64_t(row) * Tr::kHeadDim + 8 * (4 * j + t), chunk);
-      }
+      for (int j = 0; j < Tr::kHeadDim / 8; ++j)
+        *reinterpret_cast<uint32_t*>(sQ + swizzle128_chunk_offset(Tr::kBlockM, r, j) + 4 * t) =
+            pack2<T>(acc_o[4 * j + 2 * hr] * inv, acc_o[4 * j + 2 * hr + 1] * inv);
+      const int row = w.m_block * Tr::kBlockM + r;
       if (t == 0 && row < p.seqlen_q) lse[row] = softmax.lse(hr, l, p.scale_log2);
     }
+    fence_proxy_async_shared();  // the TMA store reads what these threads wrote
+    named_barrier_sync(Tr::kEpilogueBarrier + c, 128);
+    if (threadIdx.x % 128 == 0) {
+      for (int cc = 0; cc < Tr::kPanels; ++cc)
+        tma_store_3d(&args.o, sQ + cc * Tr::kBlockM * kSwizzleRowBytes + c * 64 * kSwizzleRowBytes,
+                     cc * kPanelColumns, row0, w.b * p.heads + w.h);
+      tma_store_commit();
+      tma_store_wait_read();
+      mbar_arrive(&bar.q_empty[qs.stage]);  // the producer may load a Q tile into it
+    }
   }
+  if (threadIdx.x % 128 == 0) tma_store_wait();
 }
 
 // kPingPong: consumer warpgroups take turns at the tensor cores (named barriers); kOverlap:
@@ -415,7 +418,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash3_fwd_kernel(const __gri
   if (threadIdx.x == 0) {
     for (int s = 0; s < Tr::kQStages; ++s) {
       mbar_init(&bar.q_full[s], 1);
-      mbar_init(&bar.q_empty[s], Tr::kReleaseArrivals);
+      mbar_init(&bar.q_empty[s], Tr::kConsumers);
     }
     for (int s = 0; s < Tr::kStages; ++s) {
       mbar_init(&bar.k_full[s], 1);

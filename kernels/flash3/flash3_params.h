@@ -28,8 +28,8 @@ constexpr bool flash3_has_ablations(int head_dim) { return head_dim == 128; }
 // The tensor maps (CUDA's CUtensorMap, 128 bytes each) of the last buffers a plan launched on:
 // made again only when a buffer moves.
 struct Flash3MapCache {
-  const void* tensors[3] = {nullptr, nullptr, nullptr};  // q, k, v
-  alignas(128) unsigned char maps[3][128];
+  const void* tensors[4] = {nullptr, nullptr, nullptr, nullptr};  // q, k, v, o
+  alignas(128) unsigned char maps[4][128];
 };
 
 // The tile scheduler's state: two ints of device memory, zeroed once by flash3_schedule_init
