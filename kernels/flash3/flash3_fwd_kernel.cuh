@@ -25,7 +25,9 @@
 //    thread's arrival after its read, so each read is ordered before the next write); with two Q buffers (where they fit) the next item's Q
 //    loads while the current one runs.
 //  - O goes back through shared memory (the consumer's own rows of the Q tile) with a TMA store,
-//    which also clips the rows past Nq; L = m + log ℓ is stored per row.
+//    which also clips the rows past Nq; L = m + log ℓ is stored per row. With two Q buffers the
+//    consumer waits for the store to have read the buffer only once it has issued the next
+//    item's first GEMM.
 //
 // Per K/V tile and consumer warpgroup:
 //   S = Q·K_jᵀ   wgmma m64n{Bc}k16, A = Q, B = K_j, both K-major in shared memory (swizzle128)
@@ -269,6 +271,19 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
       for (int r = 0; r < 4; ++r) a_p[kk][r] = pack2<T>(acc_s[8 * kk + 2 * r], acc_s[8 * kk + 2 * r + 1]);
   };
 
+  // With two Q buffers, the Q buffer of the last item goes back to the producer once its O store
+  // has read it, which this warpgroup's first thread waits for only after it has issued the next
+  // item's first GEMM (the tensor cores busy meanwhile; with one buffer the next Q needs it
+  // back first). −1: none pending.
+  int store_pending = -1;
+  auto free_stored_q = [&] {
+    if (Tr::kQStages > 1 && store_pending >= 0 && threadIdx.x % 128 == 0) {
+      tma_store_wait_read();
+      mbar_arrive(&bar.q_empty[store_pending]);
+    }
+    store_pending = -1;
+  };
+
   int kv = 0;
   for (int round = 0;; ++round) {
     mbar_wait(&bar.item_full, round & 1);
@@ -306,6 +321,7 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
         turn_begin();
         issue_qk(acc_s, slot.stage);
         turn_end();
+        free_stored_q();
         wgmma_wait<0>();
         wgmma_fence_operands(acc_s);
         release(bar.k_empty, slot.stage);
@@ -352,6 +368,7 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
           turn_begin();
           issue_qk(acc_s, slot.stage);
           turn_end();
+          if (it == 0) free_stored_q();
           wgmma_wait<0>();
           wgmma_fence_operands(acc_s);
           release(bar.k_empty, slot.stage);
@@ -369,6 +386,8 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
       }
       kv += tiles.count;
     }
+
+    free_stored_q();  // an item without keys issued no GEMM
 
     // Epilogue (line 22): O / ℓ into this warpgroup's rows of sQ (its own Q rows, which only its
     // own GEMMs read: the barrier proves all four warps' are complete), one TMA store per
@@ -394,9 +413,12 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
         tma_store_3d(&args.o, sQ + cc * Tr::kBlockM * kSwizzleRowBytes + c * 64 * kSwizzleRowBytes,
                      cc * kPanelColumns, row0, w.b * p.heads + w.h);
       tma_store_commit();
-      tma_store_wait_read();
-      mbar_arrive(&bar.q_empty[qs.stage]);  // the producer may load a Q tile into it
+      if constexpr (Tr::kQStages == 1) {  // the producer may load the next Q tile into it
+        tma_store_wait_read();
+        mbar_arrive(&bar.q_empty[qs.stage]);
+      }
     }
+    store_pending = qs.stage;
   }
   if (threadIdx.x % 128 == 0) tma_store_wait();
 }
