@@ -53,8 +53,8 @@ struct WgmmaBwdSteps {
   // (line 15) in acc_dp for dK and dQ. lse: the tile's L·log2 e per query (+inf: P = 0), d_sum:
   // its D; n0: the K/V tile's first key, nk: the batch's keys, key_row: this warp's first key in
   // the tile, m0: the Q tile's first query, (b, h): the batch and query head (dropout's draws).
-  // probabilities' mask: none; every element; a select where the tile may mask; a pass setting the
-  // masked scores to −inf before the loop, run only where the tile may mask (the loop itself one copy)
+  // probabilities' mask: none; every element; a select where the tile can mask; a pass setting the
+  // masked scores to −inf before the loop, run only where the tile can mask (the loop itself one copy)
   enum class Mask { Off, On, Select, Pass };
   template <bool kCausal, bool kDropout, Mask kMask = Mask::Select>
   static __device__ __forceinline__ void probabilities(float (&acc_s)[kAccSt], float (&acc_dp)[kAccSt],
@@ -63,7 +63,8 @@ struct WgmmaBwdSteps {
     const int g = lane / 4, t = lane % 4;
     const bool tail = n0 + kBlockN > nk;
     const bool diagonal = kCausal && n0 + key_row + 15 > m0;
-    if (kMask == Mask::Pass && (tail || diagonal)) {
+    const bool masked = kMask == Mask::On || (kMask != Mask::Off && (tail || diagonal));
+    if (kMask == Mask::Pass && masked) {
 #pragma unroll
       for (int i = 0; i < kAccSt; ++i) {
         const int c = (i / 4) * 8 + 2 * t + (i & 1);
@@ -87,9 +88,7 @@ struct WgmmaBwdSteps {
         const int c = j * 8 + 2 * t + (e & 1);  // query row in the tile
         const int key = n0 + key_row + g + (e >= 2 ? 8 : 0);
         float pe = exp2f(fmaf(acc_s[4 * j + e], p.scale_log2, -lse[c]));
-        if ((kMask == Mask::On || kMask == Mask::Select) && (kMask == Mask::On || tail || diagonal) &&
-            (key >= nk || (kCausal && key > m0 + c)))
-          pe = 0.f;
+        if (kMask != Mask::Pass && masked && (key >= nk || (kCausal && key > m0 + c))) pe = 0.f;
         const float z = kDropout ? (keep(j % 2, e) ? p.dropout_scale : 0.f) : 1.f;
         acc_dp[4 * j + e] = pe * (acc_dp[4 * j + e] * z - d_sum[c]);
         acc_s[4 * j + e] = pe * z;
@@ -108,6 +107,8 @@ struct WgmmaBwdSteps {
                                                                 const BwdParams& p, const float* lse,
                                                                 const float* d_sum, int n0, int nk, int key_row,
                                                                 int m0, int b, int h, int lane) {
+    // probabilities' tail || diagonal, spelled out: the same test through one shared inline helper
+    // moved this kernel's SASS (d 64 causal; cubin hashes, scripts/cubin_text_hashes.py).
     if (n0 + kBlockN > nk || (kCausal && n0 + key_row + 15 > m0))
       probabilities<kCausal, kDropout, Mask::On>(acc_s, acc_dp, p, lse, d_sum, n0, nk, key_row, m0, b, h, lane);
     else
