@@ -30,9 +30,14 @@
 #        at 128 × 32 and 128 × 64 (blocks per SM from the recorded resources) and 64 × 64,
 #        d = 128, and 128 × 64 at d = 64, batch 1, one head, N = 64k … 512k; flash1's split
 #        backward around N = 2048.
+#   oos  The DRAM model's out-of-sample set (issue 19): shapes chosen after the model, none of
+#        them a committed experiment's — odd batch and head counts, N not a power of two, GQA
+#        5:1, d = 64, 128, 256, causal off/on, Nq ≠ Nk — for flash1, flash2 (default kernels) and
+#        flash3, forward and fwd+bwd, with counters. Judged by `flashio analyze`, reported apart
+#        (docs/io-model.md, "Out of sample").
 # Every flashio run reads hardware counters after timing (--counters full, the default).
 set -euo pipefail
-out="${1:?usage: scripts/reproduce_results.sh OUT_DIR [fa2|d256|flash3|flash3bwd|fa1|memory|io|drift|all]}"
+out="${1:?usage: scripts/reproduce_results.sh OUT_DIR [fa2|d256|flash3|flash3bwd|fa1|memory|io|drift|oos|all]}"
 what="${2:-all}"
 cd "$(dirname "$0")/.."
 bin="${FLASHIO_BIN:-build/flashio}"
@@ -134,4 +139,22 @@ if [ "$what" = drift ] || [ "$what" = all ]; then
     --out "$out/$gpu-dram-drift-fwd-d64.json"
   "$bin" run --method flash1 --pass bwd --batch 16 --heads 8 --head-dim 64 --seqlen 1536,2048,2560,3072 \
     --dropout 0,0.1 --reps 5 --warmup 2 -q --out "$out/$gpu-flash1-bwd-2048.json"
+fi
+
+if [ "$what" = oos ] || [ "$what" = all ]; then
+  sweep="$out/oos-sweep.json"
+  cat >"$sweep" <<'JSON'
+{"description": "issue 19's out-of-sample DRAM set: shapes no committed experiment has, chosen after the model",
+ "sweeps": [
+  {"method": ["flash1", "flash2", "flash3"], "batch": 3, "heads": 12, "head_dim": 64, "seqlen": [3000, 12288],
+   "causal": [false, true], "pass": ["fwd", "fwdbwd"]},
+  {"method": ["flash2", "flash3"], "batch": 2, "heads": 20, "kv_heads": 4, "head_dim": 128,
+   "seqlen": [2560, 10240, 40960], "causal": [false, true], "pass": ["fwd", "fwdbwd"]},
+  {"method": ["flash2", "flash3"], "batch": 1, "heads": 6, "head_dim": 256, "seqlen": [5000, 20000],
+   "causal": [false, true], "pass": ["fwd"]},
+  {"method": ["flash2", "flash3"], "batch": 4, "heads": 16, "head_dim": 128, "seqlen": 1024, "seqlen_k": 16384,
+   "pass": ["fwd", "fwdbwd"]}]}
+JSON
+  "$bin" run --sweep "$sweep" --reps 5 --warmup 2 -q --out "$out/$gpu-dram-oos.json"
+  rm -f "$sweep"
 fi
