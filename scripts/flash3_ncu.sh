@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Nsight Compute's view of flash3's forward beside cuDNN's (issue 16: what a missed speed target
 # comes from): one launch of each at the FA-2 setting (fp16, batch·N = 16384, heads·d = 2048),
-# N 4096, non-causal, for each head dim given, with the sections that show tensor-pipe use,
+# N 4096 (N=... overrides), non-causal, for each head dim given, with the sections that show tensor-pipe use,
 # issue slots, warp stalls (each reason's warps per issued instruction) and occupancy; clocks
 # left alone. Writes OUT/{flash3,cudnn}-d{D}.txt.
 #
-#   scripts/flash3_ncu.sh OUT [D ...]        (default D: 64 128 256; FLASHIO_BIN, NCU, PYTHON)
+#   scripts/flash3_ncu.sh OUT [D ...]        (default D: 64 128 256; N, FLASHIO_BIN, NCU, PYTHON)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/flash3_ncu.sh OUT [D ...]}
@@ -20,7 +20,7 @@ sections=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section Ins
           --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats
           --section MemoryWorkloadAnalysis
           --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio$')
-n=4096
+n=${N:-4096}
 for d in "${dims[@]}"; do
   b=$((16384 / n)) h=$((2048 / d))
   rm -f "$out/run-d$d.json"
