@@ -138,19 +138,6 @@ __device__ __forceinline__ RingSlot ring_slot(int i) {
   return {i % kStages, (i / kStages) & 1};
 }
 
-// A work item as a consumer warpgroup holds it from its opening to its epilogue.
-template <bool kCausal>
-struct Flash3ConsumerItem {
-  int index;          // −1: no work left
-  RingSlot qs;        // its Q buffer
-  unsigned char* sQ;  // that buffer
-  Flash3Item w;
-  int row0;  // this warpgroup's first query row
-  SequenceMask<kCausal> mask;
-  KvTileRange tiles;
-  int kv;  // the ring index of its first K/V tile
-};
-
 // The tile buffers and barriers of one thread block.
 template <typename Tr>
 struct Flash3Shared {
@@ -268,15 +255,13 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
                                                 desc_kmajor(k_tile, Tr::kBlockN, kk), kk > 0);
     wgmma_commit();
   };
-  // O += P·V_j (line 18) from slot `stage`, P in A fragments; the item's first (`first`) sets O
-  // instead (no zeroing of O: an instruction writing an accumulator while another GEMM is in
-  // flight, as the next item's S_0 is, makes ptxas serialise every wgmma of the kernel).
-  auto issue_pv = [&](float(&acc_o)[Tr::kAccO], const uint32_t(&a_p)[Tr::kBlockN / 16][4], int stage, bool first) {
+  // O += P·V_j (line 18) from slot `stage`, P in A fragments.
+  auto issue_pv = [&](float(&acc_o)[Tr::kAccO], const uint32_t(&a_p)[Tr::kBlockN / 16][4], int stage) {
     const uint32_t v_tile = smem_addr(sV + stage * Tr::kTileKVBytes);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Tr::kBlockN / 16; ++kk)
-      Wgmma<T, Tr::kHeadDim>::template rs<1>(acc_o, a_p[kk], desc_mnmajor(v_tile, Tr::kBlockN, kk), kk > 0 || !first);
+      Wgmma<T, Tr::kHeadDim>::template rs<1>(acc_o, a_p[kk], desc_mnmajor(v_tile, Tr::kBlockN, kk), 1);
     wgmma_commit();
   };
   // P (fp32 in the S accumulators) as 16-bit A fragments.
@@ -287,10 +272,10 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
       for (int r = 0; r < 4; ++r) a_p[kk][r] = pack2<T>(acc_s[8 * kk + 2 * r], acc_s[8 * kk + 2 * r + 1]);
   };
 
-  // A Q buffer goes back to the producer once the O store from it has read it. With one buffer
-  // the epilogue waits for that at once (the next item's Q needs the buffer); with two, this
-  // warpgroup's first thread waits only after its next GEMMs are issued (the tensor cores busy
-  // meanwhile). −1: none pending.
+  // With two Q buffers, the Q buffer of the last item goes back to the producer once its O store
+  // has read it, which this warpgroup's first thread waits for only after it has issued the next
+  // item's first GEMM (the tensor cores busy meanwhile; with one buffer the next Q needs it
+  // back first). −1: none pending.
   int store_pending = -1;
   auto free_stored_q = [&] {
     if (Tr::kQStages > 1 && store_pending >= 0 && threadIdx.x % 128 == 0) {
@@ -300,193 +285,197 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
     store_pending = -1;
   };
 
-  float acc_s[Tr::kAccS];  // S, then P in fp32: (64, Bc)
-  float acc_o[Tr::kAccO];  // (64, d): rows g, g + 8 of each warp's 16
-
-  // Opens the next work item: its index from the producer and its Q tile.
-  auto open_item = [&](int round, int kv) {
-    Flash3ConsumerItem<kCausal> it;
-    mbar_wait(&bar.item_full, round & 1);
-    it.index = bar.item;
-    mbar_arrive(&bar.item_empty);  // each thread releases its own read (one arrival per warp would not)
-    if (it.index < 0) return it;  // no work left
-    it.qs = ring_slot<Tr::kQStages>(round);
-    if (store_pending == it.qs.stage) free_stored_q();  // the buffer this item's Q loads into
-    mbar_wait(&bar.q_full[it.qs.stage], it.qs.phase);
-    it.sQ = sh.q + it.qs.stage * Tr::kTileQBytes;
-    it.w = flash3_item<kCausal>(it.index, args.m_blocks, p.heads);
-    it.row0 = it.w.m_block * Tr::kBlockM + c * 64;
-    it.mask = SequenceMask<kCausal>{flash3_key_count(p, it.w.b)};
-    it.tiles = it.mask.kv_tiles(it.w.m_block, (it.w.m_block + 1) * Tr::kBlockM, Tr::kBlockN);
-    it.kv = kv;
-    q_tile = smem_addr(it.sQ) + c * 64 * kSwizzleRowBytes;
-    return it;
-  };
-
-  // The item's K/V tiles: O (unnormalised) and the softmax's m, ℓ. `between` runs once the
-  // first GEMM, S_0 = Q·K_0ᵀ, is issued (without intra-warpgroup overlap or keys: at once).
-  auto run_tiles = [&](const Flash3ConsumerItem<kCausal>& it, OnlineSoftmax& softmax, auto&& between) {
-    const int warp_row = it.row0 + warp * 16;  // this warp's first row
-    // Hides the scores of tile n this warp's rows may not see (the tail, the diagonal).
-    auto apply_mask = [&](int n) {
-      if (it.mask.partial(warp_row, n * Tr::kBlockN, Tr::kBlockN))
-        it.mask.apply(acc_s, warp_row + g, n * Tr::kBlockN, 2 * t);
-    };
-    softmax.init();
-    if (!kOverlap || it.tiles.count == 0) between();
-    if (it.tiles.count == 0) return;  // O stays unset: finish_item writes zeros
-    uint32_t a_p[Tr::kBlockN / 16][4];  // P in 16-bit A fragments
-    float alpha[2];
-    RingSlot slot = ring_slot<Tr::kStages>(it.kv);
-    if constexpr (kOverlap) {
-      // The first tile alone: S_0, softmax, P_0.
-      mbar_wait(&bar.k_full[slot.stage], slot.phase);
-      turn_begin();
-      issue_qk(acc_s, slot.stage);
-      turn_end();
-      between();
-      wgmma_wait<0>();
-      wgmma_fence_operands(acc_s);
-      release(bar.k_empty, slot.stage);
-      apply_mask(it.tiles(0));
-      softmax.update_scores<QuadRowReduce>(acc_s, p.scale_log2, alpha);  // O not yet set: no rescale
-      pack_p(a_p, acc_s);
-      // Then S_j issued with P_{j-1}·V_{j-1}; softmax of S_j while P·V runs (Algorithm 2).
-      for (int j = 1; j < it.tiles.count; ++j) {
-        const RingSlot prev = slot;
-        slot = ring_slot<Tr::kStages>(it.kv + j);
-        mbar_wait(&bar.k_full[slot.stage], slot.phase);
-        turn_begin();
-        issue_qk(acc_s, slot.stage);
-        mbar_wait(&bar.v_full[prev.stage], prev.phase);
-        issue_pv(acc_o, a_p, prev.stage, j == 1);
-        turn_end();
-        free_stored_q();
-        wgmma_wait<1>();  // S_j
-        wgmma_fence_operands(acc_s);
-        release(bar.k_empty, slot.stage);
-        apply_mask(it.tiles(j));
-        softmax.update_scores<QuadRowReduce>(acc_s, p.scale_log2, alpha);
-        wgmma_wait<0>();  // P_{j-1}·V_{j-1}
-        wgmma_fence_operands(acc_o);
-        release(bar.v_empty, prev.stage);
-        // A warp whose rows all kept their max has alpha = 1 everywhere: its rescale would
-        // multiply by one, so skipping it changes no bit (Tr::kSkipUnitRescale).
-        if (!Tr::kSkipUnitRescale || !__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f))
-          OnlineSoftmax::rescale(acc_o, alpha);
-        pack_p(a_p, acc_s);
-      }
-      // The last P·V.
-      mbar_wait(&bar.v_full[slot.stage], slot.phase);
-      turn_begin();
-      issue_pv(acc_o, a_p, slot.stage, it.tiles.count == 1);
-      turn_end();
-      free_stored_q();
-      wgmma_wait<0>();
-      wgmma_fence_operands(acc_o);
-      release(bar.v_empty, slot.stage);
-    } else {
-      // One tile at a time: S_j, softmax (O rescaled at once, from the second tile on),
-      // O += P_j·V_j.
-      for (int j = 0; j < it.tiles.count; ++j) {
-        slot = ring_slot<Tr::kStages>(it.kv + j);
-        mbar_wait(&bar.k_full[slot.stage], slot.phase);
-        turn_begin();
-        issue_qk(acc_s, slot.stage);
-        turn_end();
-        free_stored_q();
-        wgmma_wait<0>();
-        wgmma_fence_operands(acc_s);
-        release(bar.k_empty, slot.stage);
-        apply_mask(it.tiles(j));
-        if (j == 0) {
-          softmax.update_scores<QuadRowReduce>(acc_s, p.scale_log2, alpha);  // O not yet set
-        } else {
-          softmax.update<QuadRowReduce>(acc_s, acc_o, p.scale_log2);
-        }
-        pack_p(a_p, acc_s);
-        mbar_wait(&bar.v_full[slot.stage], slot.phase);
-        turn_begin();
-        issue_pv(acc_o, a_p, slot.stage, j == 0);
-        turn_end();
-        wgmma_wait<0>();
-        wgmma_fence_operands(acc_o);
-        release(bar.v_empty, slot.stage);
-      }
-    }
-  };
-
-  // Epilogue (line 22), in two steps. finish_item: O / ℓ packed to 16 bits in registers (no GEMM
-  // may be in flight while the accumulators are read: ptxas would wait for it) and L = τ·m + ln ℓ
-  // per row. store_item: O into this warpgroup's rows of the item's Q buffer (its own Q rows,
-  // which only its own GEMMs read: the barrier proves all four warps' are complete), one TMA
-  // store per 64-column panel.
-  uint32_t o_out[2][Tr::kHeadDim / 8];  // rows g, g + 8: O / ℓ, two columns a word
-  auto finish_item = [&](const Flash3ConsumerItem<kCausal>& it, OnlineSoftmax& softmax) {
-    float* lse = p.lse + (int64_t(it.w.b) * p.heads + it.w.h) * p.seqlen_q;
-    const bool keys = it.tiles.count > 0;  // else O was never set: zeros
-#pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      const float l = softmax.total<QuadRowReduce>(hr);
-      const float inv = OnlineSoftmax::output_scale<false>(l, 1.f);
-#pragma unroll
-      for (int j = 0; j < Tr::kHeadDim / 8; ++j)
-        o_out[hr][j] = keys ? pack2<T>(acc_o[4 * j + 2 * hr] * inv, acc_o[4 * j + 2 * hr + 1] * inv) : 0u;
-      const int row = it.row0 + warp * 16 + g + 8 * hr;
-      if (t == 0 && row < p.seqlen_q) lse[row] = softmax.lse(hr, l, p.scale_log2);
-    }
-  };
-  auto store_item = [&](const Flash3ConsumerItem<kCausal>& it) {
-    free_stored_q();  // an earlier item's store, where no GEMM was issued since
+  // With two Q buffers (and intra-warpgroup overlap) an item's O is stored once the next item's
+  // first GEMM is issued, so the tensor cores compute meanwhile (with one, the next Q tile needs
+  // the buffer O is stored from). Its O / ℓ is packed into registers at the item's end: reading
+  // the accumulators while a GEMM is in flight would make ptxas wait for it. Not with three
+  // consumer warpgroups: at 160 registers those packed words spilled 164 bytes (ptxas -v).
+  constexpr bool kStoreAfterNextS = kOverlap && Tr::kQStages > 1 && Tr::kConsumers == 2;
+  uint32_t o_out[2][Tr::kHeadDim / 8];  // rows g, g + 8 of the unstored O, two columns a word
+  int out_stage = -1, out_row0 = 0, out_plane = 0;  // its Q buffer (−1: none), row and b·H + h
+  auto store_o = [&] {
+    if (out_stage < 0) return;
+    unsigned char* const sO = sh.q + out_stage * Tr::kTileQBytes;
     named_barrier_sync(Tr::kEpilogueBarrier + c, 128);
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
       const int r = c * 64 + warp * 16 + g + 8 * hr;  // row in the Q tile
 #pragma unroll
       for (int j = 0; j < Tr::kHeadDim / 8; ++j)
-        *reinterpret_cast<uint32_t*>(it.sQ + swizzle128_chunk_offset(Tr::kBlockM, r, j) + 4 * t) = o_out[hr][j];
+        *reinterpret_cast<uint32_t*>(sO + swizzle128_chunk_offset(Tr::kBlockM, r, j) + 4 * t) = o_out[hr][j];
     }
     fence_proxy_async_shared();  // the TMA store reads what these threads wrote
     named_barrier_sync(Tr::kEpilogueBarrier + c, 128);
     if (threadIdx.x % 128 == 0) {
       for (int cc = 0; cc < Tr::kPanels; ++cc)
-        tma_store_3d(&args.o, it.sQ + cc * Tr::kBlockM * kSwizzleRowBytes + c * 64 * kSwizzleRowBytes,
-                     cc * kPanelColumns, it.row0, it.w.b * p.heads + it.w.h);
+        tma_store_3d(&args.o, sO + cc * Tr::kBlockM * kSwizzleRowBytes + c * 64 * kSwizzleRowBytes,
+                     cc * kPanelColumns, out_row0, out_plane);
+      tma_store_commit();
+    }
+    store_pending = out_stage;
+    out_stage = -1;
+  };
+
+  int kv = 0;
+  for (int round = 0;; ++round) {
+    mbar_wait(&bar.item_full, round & 1);
+    const int item = bar.item;
+    mbar_arrive(&bar.item_empty);  // each thread releases its own read (one arrival per warp would not)
+    if (item < 0) break;  // no work left
+    const RingSlot qs = ring_slot<Tr::kQStages>(round);
+    if (kStoreAfterNextS && store_pending == qs.stage) free_stored_q();  // after an item without keys
+    mbar_wait(&bar.q_full[qs.stage], qs.phase);
+    unsigned char* const sQ = sh.q + qs.stage * Tr::kTileQBytes;
+    q_tile = smem_addr(sQ) + c * 64 * kSwizzleRowBytes;
+    const Flash3Item w = flash3_item<kCausal>(item, args.m_blocks, p.heads);
+    const int row0 = w.m_block * Tr::kBlockM + c * 64;  // this warpgroup's first query row
+    const int warp_row = row0 + warp * 16;              // this warp's first row
+    const SequenceMask<kCausal> mask{flash3_key_count(p, w.b)};
+    const KvTileRange tiles = mask.kv_tiles(w.m_block, (w.m_block + 1) * Tr::kBlockM, Tr::kBlockN);
+    // Hides the scores of tile n this warp's rows may not see (the tail, the diagonal).
+    auto apply_mask = [&](float(&acc_s)[Tr::kAccS], int n) {
+      if (mask.partial(warp_row, n * Tr::kBlockN, Tr::kBlockN)) mask.apply(acc_s, warp_row + g, n * Tr::kBlockN, 2 * t);
+    };
+
+    OnlineSoftmax softmax;
+    softmax.init();
+    float acc_o[Tr::kAccO];  // (64, d): rows g, g + 8 of each warp's 16
+#pragma unroll
+    for (int i = 0; i < Tr::kAccO; ++i) acc_o[i] = 0.f;
+
+    if (tiles.count > 0) {
+      float acc_s[Tr::kAccS];                // S, then P in fp32: (64, Bc)
+      uint32_t a_p[Tr::kBlockN / 16][4];     // P in 16-bit A fragments
+      float alpha[2];
+      RingSlot slot = ring_slot<Tr::kStages>(kv);
+      if constexpr (kOverlap) {
+        // The first tile alone: S_0, softmax, P_0.
+        mbar_wait(&bar.k_full[slot.stage], slot.phase);
+        turn_begin();
+        issue_qk(acc_s, slot.stage);
+        turn_end();
+        free_stored_q();
+        if constexpr (kStoreAfterNextS) store_o();  // the last item's O, while S_0 runs
+        wgmma_wait<0>();
+        wgmma_fence_operands(acc_s);
+        release(bar.k_empty, slot.stage);
+        apply_mask(acc_s, tiles(0));
+        softmax.update_scores<QuadRowReduce>(acc_s, p.scale_log2, alpha);  // O is 0: no rescale
+        pack_p(a_p, acc_s);
+        // Then S_j issued with P_{j-1}·V_{j-1}; softmax of S_j while P·V runs (Algorithm 2).
+        for (int it = 1; it < tiles.count; ++it) {
+          const RingSlot prev = slot;
+          slot = ring_slot<Tr::kStages>(kv + it);
+          mbar_wait(&bar.k_full[slot.stage], slot.phase);
+          turn_begin();
+          issue_qk(acc_s, slot.stage);
+          mbar_wait(&bar.v_full[prev.stage], prev.phase);
+          issue_pv(acc_o, a_p, prev.stage);
+          turn_end();
+          if constexpr (kStoreAfterNextS) free_stored_q();
+          wgmma_wait<1>();  // S_j
+          wgmma_fence_operands(acc_s);
+          release(bar.k_empty, slot.stage);
+          apply_mask(acc_s, tiles(it));
+          softmax.update_scores<QuadRowReduce>(acc_s, p.scale_log2, alpha);
+          wgmma_wait<0>();  // P_{j-1}·V_{j-1}
+          wgmma_fence_operands(acc_o);
+          release(bar.v_empty, prev.stage);
+          // A warp whose rows all kept their max has alpha = 1 everywhere: its rescale would
+          // multiply by one, so skipping it changes no bit (Tr::kSkipUnitRescale).
+          if (!Tr::kSkipUnitRescale || !__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f))
+            OnlineSoftmax::rescale(acc_o, alpha);
+          pack_p(a_p, acc_s);
+        }
+        // The last P·V.
+        mbar_wait(&bar.v_full[slot.stage], slot.phase);
+        turn_begin();
+        issue_pv(acc_o, a_p, slot.stage);
+        turn_end();
+        if constexpr (kStoreAfterNextS) free_stored_q();
+        wgmma_wait<0>();
+        wgmma_fence_operands(acc_o);
+        release(bar.v_empty, slot.stage);
+      } else {
+        // One tile at a time: S_j, softmax (O rescaled at once), O += P_j·V_j.
+        for (int it = 0; it < tiles.count; ++it) {
+          slot = ring_slot<Tr::kStages>(kv + it);
+          mbar_wait(&bar.k_full[slot.stage], slot.phase);
+          turn_begin();
+          issue_qk(acc_s, slot.stage);
+          turn_end();
+          if (it == 0) free_stored_q();
+          wgmma_wait<0>();
+          wgmma_fence_operands(acc_s);
+          release(bar.k_empty, slot.stage);
+          apply_mask(acc_s, tiles(it));
+          softmax.update<QuadRowReduce>(acc_s, acc_o, p.scale_log2);
+          pack_p(a_p, acc_s);
+          mbar_wait(&bar.v_full[slot.stage], slot.phase);
+          turn_begin();
+          issue_pv(acc_o, a_p, slot.stage);
+          turn_end();
+          wgmma_wait<0>();
+          wgmma_fence_operands(acc_o);
+          release(bar.v_empty, slot.stage);
+        }
+      }
+      kv += tiles.count;
+    }
+
+    if constexpr (kStoreAfterNextS) store_o();  // an item without keys issued no GEMM
+    free_stored_q();
+
+    // Epilogue (line 22): O / ℓ into this warpgroup's rows of sQ (its own Q rows, which only its
+    // own GEMMs read: the barrier proves all four warps' are complete), one TMA store per
+    // 64-column panel; L = τ·m + ln ℓ per row. With kStoreAfterNextS, O / ℓ into o_out, stored
+    // from there by the next item.
+    if constexpr (kStoreAfterNextS) {
+      float* lse = p.lse + (int64_t(w.b) * p.heads + w.h) * p.seqlen_q;
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        const float l = softmax.total<QuadRowReduce>(hr);
+        const float inv = OnlineSoftmax::output_scale<false>(l, 1.f);
+#pragma unroll
+        for (int j = 0; j < Tr::kHeadDim / 8; ++j)
+          o_out[hr][j] = pack2<T>(acc_o[4 * j + 2 * hr] * inv, acc_o[4 * j + 2 * hr + 1] * inv);
+        const int row = warp_row + g + 8 * hr;
+        if (t == 0 && row < p.seqlen_q) lse[row] = softmax.lse(hr, l, p.scale_log2);
+      }
+      out_stage = qs.stage;
+      out_row0 = row0;
+      out_plane = w.b * p.heads + w.h;
+      continue;
+    }
+    named_barrier_sync(Tr::kEpilogueBarrier + c, 128);
+    float* lse = p.lse + (int64_t(w.b) * p.heads + w.h) * p.seqlen_q;
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const float l = softmax.total<QuadRowReduce>(hr);
+      const float inv = OnlineSoftmax::output_scale<false>(l, 1.f);
+      const int r = c * 64 + warp * 16 + g + 8 * hr;  // row in the Q tile
+#pragma unroll
+      for (int j = 0; j < Tr::kHeadDim / 8; ++j)
+        *reinterpret_cast<uint32_t*>(sQ + swizzle128_chunk_offset(Tr::kBlockM, r, j) + 4 * t) =
+            pack2<T>(acc_o[4 * j + 2 * hr] * inv, acc_o[4 * j + 2 * hr + 1] * inv);
+      const int row = w.m_block * Tr::kBlockM + r;
+      if (t == 0 && row < p.seqlen_q) lse[row] = softmax.lse(hr, l, p.scale_log2);
+    }
+    fence_proxy_async_shared();  // the TMA store reads what these threads wrote
+    named_barrier_sync(Tr::kEpilogueBarrier + c, 128);
+    if (threadIdx.x % 128 == 0) {
+      for (int cc = 0; cc < Tr::kPanels; ++cc)
+        tma_store_3d(&args.o, sQ + cc * Tr::kBlockM * kSwizzleRowBytes + c * 64 * kSwizzleRowBytes,
+                     cc * kPanelColumns, row0, w.b * p.heads + w.h);
       tma_store_commit();
       if constexpr (Tr::kQStages == 1) {  // the producer may load the next Q tile into it
         tma_store_wait_read();
-        mbar_arrive(&bar.q_empty[it.qs.stage]);
+        mbar_arrive(&bar.q_empty[qs.stage]);
       }
     }
-    store_pending = it.qs.stage;
-  };
-
-  // With two Q buffers (and intra-warpgroup overlap) the last item's O is stored once this item's
-  // S_0 is issued, so the tensor cores compute meanwhile; with one, this item's Q tile needs the
-  // buffer O is stored from. (Each GEMM is waited for in the loop iteration that issued it: one in
-  // flight across the back edge made ptxas serialise them.)
-  constexpr bool kStoreAfterNextS = kOverlap && Tr::kQStages > 1;
-  Flash3ConsumerItem<kCausal> last;  // finished, not yet stored
-  last.index = -1;
-  auto store_last = [&] {
-    if (last.index >= 0) store_item(last);
-  };
-  int kv = 0;
-  for (int round = 0;; ++round) {
-    if (!kStoreAfterNextS) store_last();
-    const Flash3ConsumerItem<kCausal> item = open_item(round, kv);
-    if (item.index < 0) {  // no work left
-      if (kStoreAfterNextS) store_last();
-      break;
-    }
-    OnlineSoftmax softmax;
-    run_tiles(item, softmax, [&] {
-      if (kStoreAfterNextS) store_last();
-    });
-    finish_item(item, softmax);
-    kv += item.tiles.count;
-    last = item;
+    store_pending = qs.stage;
   }
+  if constexpr (kStoreAfterNextS) store_o();
   if (threadIdx.x % 128 == 0) tma_store_wait();
 }
 
