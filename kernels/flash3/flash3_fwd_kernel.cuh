@@ -25,10 +25,9 @@
 //    thread's arrival after its read, so each read is ordered before the next write); with two Q buffers (where they fit) the next item's Q
 //    loads while the current one runs.
 //  - O goes back through shared memory (the consumer's own rows of the Q tile) with a TMA store,
-//    which also clips the rows past Nq; L = m + log ℓ is stored per row. With two Q buffers an
-//    item's O is stored once the next item's first GEMM is issued (the tensor cores compute
-//    meanwhile), and the consumer waits for the store to have read the buffer only after the
-//    GEMMs it issues next.
+//    which also clips the rows past Nq; L = m + log ℓ is stored per row. With two Q buffers the
+//    consumer waits for the store to have read the buffer only once it has issued the next
+//    item's first GEMM.
 //
 // Per K/V tile and consumer warpgroup:
 //   S = Q·K_jᵀ   wgmma m64n{Bc}k16, A = Q, B = K_j, both K-major in shared memory (swizzle128)
@@ -285,37 +284,6 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
     store_pending = -1;
   };
 
-  // With two Q buffers (and intra-warpgroup overlap) an item's O is stored once the next item's
-  // first GEMM is issued, so the tensor cores compute meanwhile (with one, the next Q tile needs
-  // the buffer O is stored from). Its O / ℓ is packed into registers at the item's end: reading
-  // the accumulators while a GEMM is in flight would make ptxas wait for it. Not with three
-  // consumer warpgroups: at 160 registers those packed words spilled 164 bytes (ptxas -v).
-  constexpr bool kStoreAfterNextS = kOverlap && Tr::kQStages > 1 && Tr::kConsumers == 2;
-  uint32_t o_out[2][Tr::kHeadDim / 8];  // rows g, g + 8 of the unstored O, two columns a word
-  int out_stage = -1, out_row0 = 0, out_plane = 0;  // its Q buffer (−1: none), row and b·H + h
-  auto store_o = [&] {
-    if (out_stage < 0) return;
-    unsigned char* const sO = sh.q + out_stage * Tr::kTileQBytes;
-    named_barrier_sync(Tr::kEpilogueBarrier + c, 128);
-#pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      const int r = c * 64 + warp * 16 + g + 8 * hr;  // row in the Q tile
-#pragma unroll
-      for (int j = 0; j < Tr::kHeadDim / 8; ++j)
-        *reinterpret_cast<uint32_t*>(sO + swizzle128_chunk_offset(Tr::kBlockM, r, j) + 4 * t) = o_out[hr][j];
-    }
-    fence_proxy_async_shared();  // the TMA store reads what these threads wrote
-    named_barrier_sync(Tr::kEpilogueBarrier + c, 128);
-    if (threadIdx.x % 128 == 0) {
-      for (int cc = 0; cc < Tr::kPanels; ++cc)
-        tma_store_3d(&args.o, sO + cc * Tr::kBlockM * kSwizzleRowBytes + c * 64 * kSwizzleRowBytes,
-                     cc * kPanelColumns, out_row0, out_plane);
-      tma_store_commit();
-    }
-    store_pending = out_stage;
-    out_stage = -1;
-  };
-
   int kv = 0;
   for (int round = 0;; ++round) {
     mbar_wait(&bar.item_full, round & 1);
@@ -323,7 +291,6 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
     mbar_arrive(&bar.item_empty);  // each thread releases its own read (one arrival per warp would not)
     if (item < 0) break;  // no work left
     const RingSlot qs = ring_slot<Tr::kQStages>(round);
-    if (kStoreAfterNextS && store_pending == qs.stage) free_stored_q();  // after an item without keys
     mbar_wait(&bar.q_full[qs.stage], qs.phase);
     unsigned char* const sQ = sh.q + qs.stage * Tr::kTileQBytes;
     q_tile = smem_addr(sQ) + c * 64 * kSwizzleRowBytes;
@@ -355,7 +322,6 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
         issue_qk(acc_s, slot.stage);
         turn_end();
         free_stored_q();
-        if constexpr (kStoreAfterNextS) store_o();  // the last item's O, while S_0 runs
         wgmma_wait<0>();
         wgmma_fence_operands(acc_s);
         release(bar.k_empty, slot.stage);
@@ -372,7 +338,6 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
           mbar_wait(&bar.v_full[prev.stage], prev.phase);
           issue_pv(acc_o, a_p, prev.stage);
           turn_end();
-          if constexpr (kStoreAfterNextS) free_stored_q();
           wgmma_wait<1>();  // S_j
           wgmma_fence_operands(acc_s);
           release(bar.k_empty, slot.stage);
@@ -392,7 +357,6 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
         turn_begin();
         issue_pv(acc_o, a_p, slot.stage);
         turn_end();
-        if constexpr (kStoreAfterNextS) free_stored_q();
         wgmma_wait<0>();
         wgmma_fence_operands(acc_o);
         release(bar.v_empty, slot.stage);
@@ -423,30 +387,11 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
       kv += tiles.count;
     }
 
-    if constexpr (kStoreAfterNextS) store_o();  // an item without keys issued no GEMM
-    free_stored_q();
+    free_stored_q();  // an item without keys issued no GEMM
 
     // Epilogue (line 22): O / ℓ into this warpgroup's rows of sQ (its own Q rows, which only its
     // own GEMMs read: the barrier proves all four warps' are complete), one TMA store per
-    // 64-column panel; L = τ·m + ln ℓ per row. With kStoreAfterNextS, O / ℓ into o_out, stored
-    // from there by the next item.
-    if constexpr (kStoreAfterNextS) {
-      float* lse = p.lse + (int64_t(w.b) * p.heads + w.h) * p.seqlen_q;
-#pragma unroll
-      for (int hr = 0; hr < 2; ++hr) {
-        const float l = softmax.total<QuadRowReduce>(hr);
-        const float inv = OnlineSoftmax::output_scale<false>(l, 1.f);
-#pragma unroll
-        for (int j = 0; j < Tr::kHeadDim / 8; ++j)
-          o_out[hr][j] = pack2<T>(acc_o[4 * j + 2 * hr] * inv, acc_o[4 * j + 2 * hr + 1] * inv);
-        const int row = warp_row + g + 8 * hr;
-        if (t == 0 && row < p.seqlen_q) lse[row] = softmax.lse(hr, l, p.scale_log2);
-      }
-      out_stage = qs.stage;
-      out_row0 = row0;
-      out_plane = w.b * p.heads + w.h;
-      continue;
-    }
+    // 64-column panel; L = τ·m + ln ℓ per row.
     named_barrier_sync(Tr::kEpilogueBarrier + c, 128);
     float* lse = p.lse + (int64_t(w.b) * p.heads + w.h) * p.seqlen_q;
 #pragma unroll
@@ -475,7 +420,6 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
     }
     store_pending = qs.stage;
   }
-  if constexpr (kStoreAfterNextS) store_o();
   if (threadIdx.x % 128 == 0) tma_store_wait();
 }
 
