@@ -87,9 +87,11 @@ struct Flash3FwdTraits {
   static constexpr int kSmemBytes = flash3_fwd_smem_bytes(kHeadDim, TileShape{kBlockM, kBlockN, 0, kStages});
   static constexpr int kConsumerRegs = flash3_consumer_registers(kConsumers);
   static constexpr int kReleaseArrivals = 4 * kConsumers;  // one per consumer warp frees a K/V slot
-  // Named barriers: 1 … kConsumers for the turns, then one per consumer for its epilogue.
+  // Named barriers: 1 … kConsumers for the turns, then one per consumer for its epilogue, then
+  // one for all consumers at an item's end.
   static constexpr int kTurnBarrier = 1;
   static constexpr int kEpilogueBarrier = 1 + kConsumers;
+  static constexpr int kItemEndBarrier = 1 + 2 * kConsumers;
   static constexpr int kItemReaders = 128 * kConsumers;  // every consumer thread releases the work item's slot
   // Skip a warp's O rescale when none of its rows' max moved (alpha = 1): 128 multiplies per
   // thread and K/V tile saved at d 256, for a warp vote. Measured (H100, FA-2 setting, beside
@@ -103,7 +105,7 @@ struct Flash3FwdTraits {
   static_assert(kSmemBytes <= kFlash3SmemLimit, "Hopper's shared memory per block");
   static_assert(kTileQBytes % kSwizzleAtomBytes == 0 && kTileKVBytes % kSwizzleAtomBytes == 0,
                 "every tile starts on a swizzle atom");
-  static_assert(kEpilogueBarrier + kConsumers <= 16, "16 hardware barriers");
+  static_assert(kItemEndBarrier < 16, "16 hardware barriers");
   static_assert(kConsumers * kConsumerRegs * 128 + 128 * flash3_producer_registers(kConsumers) <= 65536, "the SM's registers");
 };
 
@@ -244,6 +246,12 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
     __syncwarp();
     if (lane == 0) mbar_arrive(&empty[stage]);
   };
+  // One Q buffer (with intra-warpgroup overlap), as FlashAttention-3: each warp frees Q once the
+  // item's last S = Q·Kᵀ has landed, so the producer loads the next item's Q during the last P·V
+  // and the epilogue; O is staged in the last K/V tile's slots instead (consumer 0's rows in K's,
+  // consumer 1's in V's), which go back to the producer once their TMA stores have read them.
+  constexpr bool kEarlyQ = Tr::kQStages == 1 && kOverlap;
+  static_assert(!kEarlyQ || Tr::kConsumers == 2, "a K and a V slot for two consumers' O");
   // S = Q·K_jᵀ (line 13) from slot `stage`: (64, Bc) per warpgroup.
   auto issue_qk = [&](float(&acc_s)[Tr::kAccS], int stage) {
     const uint32_t k_tile = smem_addr(sK + stage * Tr::kTileKVBytes);
@@ -310,6 +318,7 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
 #pragma unroll
     for (int i = 0; i < Tr::kAccO; ++i) acc_o[i] = 0.f;
 
+    int last_stage = 0;  // the ring slot of the item's last K/V tile
     if (tiles.count > 0) {
       float acc_s[Tr::kAccS];                // S, then P in fp32: (64, Bc)
       uint32_t a_p[Tr::kBlockN / 16][4];     // P in 16-bit A fragments
@@ -324,7 +333,11 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
         free_stored_q();
         wgmma_wait<0>();
         wgmma_fence_operands(acc_s);
-        release(bar.k_empty, slot.stage);
+        if (kEarlyQ && tiles.count == 1) {
+          release(bar.q_empty, qs.stage);  // K_0 is the last tile: its slot stages O
+        } else {
+          release(bar.k_empty, slot.stage);
+        }
         apply_mask(acc_s, tiles(0));
         softmax.update_scores<QuadRowReduce>(acc_s, p.scale_log2, alpha);  // O is 0: no rescale
         pack_p(a_p, acc_s);
@@ -340,7 +353,11 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
           turn_end();
           wgmma_wait<1>();  // S_j
           wgmma_fence_operands(acc_s);
-          release(bar.k_empty, slot.stage);
+          if (kEarlyQ && it == tiles.count - 1) {
+            release(bar.q_empty, qs.stage);  // the last S: Q is done with
+          } else {
+            release(bar.k_empty, slot.stage);
+          }
           apply_mask(acc_s, tiles(it));
           softmax.update_scores<QuadRowReduce>(acc_s, p.scale_log2, alpha);
           wgmma_wait<0>();  // P_{j-1}·V_{j-1}
@@ -359,7 +376,7 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
         turn_end();
         wgmma_wait<0>();
         wgmma_fence_operands(acc_o);
-        release(bar.v_empty, slot.stage);
+        if constexpr (!kEarlyQ) release(bar.v_empty, slot.stage);
       } else {
         // One tile at a time: S_j, softmax (O rescaled at once), O += P_j·V_j.
         for (int it = 0; it < tiles.count; ++it) {
@@ -384,16 +401,47 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
           release(bar.v_empty, slot.stage);
         }
       }
+      last_stage = slot.stage;
       kv += tiles.count;
     }
 
     free_stored_q();  // an item without keys issued no GEMM
 
     // Epilogue (line 22): O / ℓ into this warpgroup's rows of sQ (its own Q rows, which only its
-    // own GEMMs read: the barrier proves all four warps' are complete), one TMA store per
-    // 64-column panel; L = τ·m + ln ℓ per row.
-    named_barrier_sync(Tr::kEpilogueBarrier + c, 128);
+    // own GEMMs read: the barrier proves all four warps' are complete), or with kEarlyQ into the
+    // last tile's K (consumer 0) or V slot (consumer 1), once every consumer's last GEMMs have
+    // read them; one TMA store per 64-column panel; L = τ·m + ln ℓ per row.
     float* lse = p.lse + (int64_t(w.b) * p.heads + w.h) * p.seqlen_q;
+    if (kEarlyQ && tiles.count > 0) {
+      named_barrier_sync(Tr::kItemEndBarrier, 128 * Tr::kConsumers);
+      unsigned char* const sO = (c == 0 ? sK : sV) + last_stage * Tr::kTileKVBytes;  // (64, d) swizzle128
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        const float l = softmax.total<QuadRowReduce>(hr);
+        const float inv = OnlineSoftmax::output_scale<false>(l, 1.f);
+        const int r = warp * 16 + g + 8 * hr;  // row of this warpgroup's 64
+#pragma unroll
+        for (int j = 0; j < Tr::kHeadDim / 8; ++j)
+          *reinterpret_cast<uint32_t*>(sO + swizzle128_chunk_offset(64, r, j) + 4 * t) =
+              pack2<T>(acc_o[4 * j + 2 * hr] * inv, acc_o[4 * j + 2 * hr + 1] * inv);
+        const int row = row0 + r;
+        if (t == 0 && row < p.seqlen_q) lse[row] = softmax.lse(hr, l, p.scale_log2);
+      }
+      fence_proxy_async_shared();  // the TMA store reads what these threads wrote
+      named_barrier_sync(Tr::kEpilogueBarrier + c, 128);
+      if (threadIdx.x % 128 == 0) {
+        for (int cc = 0; cc < Tr::kPanels; ++cc)
+          tma_store_3d(&args.o, sO + cc * 64 * kSwizzleRowBytes, cc * kPanelColumns, row0, w.b * p.heads + w.h);
+        tma_store_commit();
+        tma_store_wait_read();
+        for (int a = 0; a < 4; ++a) {  // the arrivals of this warpgroup's four warps
+          mbar_arrive(&bar.k_empty[last_stage]);
+          mbar_arrive(&bar.v_empty[last_stage]);
+        }
+      }
+      continue;
+    }
+    named_barrier_sync(Tr::kEpilogueBarrier + c, 128);
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
       const float l = softmax.total<QuadRowReduce>(hr);
@@ -415,7 +463,7 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
       tma_store_commit();
       if constexpr (Tr::kQStages == 1) {  // the producer may load the next Q tile into it
         tma_store_wait_read();
-        mbar_arrive(&bar.q_empty[qs.stage]);
+        for (int a = 0; a < (kEarlyQ ? 4 : 1); ++a) mbar_arrive(&bar.q_empty[qs.stage]);  // kEarlyQ: one per warp
       }
     }
     store_pending = qs.stage;
@@ -440,7 +488,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash3_fwd_kernel(const __gri
   if (threadIdx.x == 0) {
     for (int s = 0; s < Tr::kQStages; ++s) {
       mbar_init(&bar.q_full[s], 1);
-      mbar_init(&bar.q_empty[s], Tr::kConsumers);
+      mbar_init(&bar.q_empty[s], Tr::kQStages == 1 && kOverlap ? 4 * Tr::kConsumers : Tr::kConsumers);
     }
     for (int s = 0; s < Tr::kStages; ++s) {
       mbar_init(&bar.k_full[s], 1);
