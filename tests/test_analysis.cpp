@@ -1653,6 +1653,7 @@ TEST(IoModel, Flash3PredictsTheForwardTileOfTheLength) {
   EXPECT_EQ(fwd(128, 2048, false), "128x176");
   EXPECT_EQ(fwd(128, 8192, true), "128x176");
   EXPECT_EQ(fwd(256, 512, false), "128x64");
+  EXPECT_EQ(fwd(256, 1024, false), "128x80");
   EXPECT_EQ(fwd(256, 1024, true), "128x64");
   EXPECT_EQ(fwd(256, 2048, true), "128x80");
   EXPECT_EQ(fwd(256, 16384, true), "128x80");

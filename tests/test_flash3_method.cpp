@@ -161,7 +161,9 @@ TEST(Flash3Method, LargerTilesFromTwoThousandKeysOrEightThousandCausal) {
   EXPECT_EQ(tile(128, 300, false, 176), "128x176");
   EXPECT_EQ(tile(128, 16384, false, 128), "128x128");
   EXPECT_EQ(tile(256, 16384, false), "128x80");
-  EXPECT_EQ(tile(256, 1024, false), "128x64");
+  EXPECT_EQ(tile(256, 512, false), "128x64");
+  EXPECT_EQ(tile(256, 1024, false), "128x80");
+  EXPECT_EQ(tile(256, 1024, true), "128x64");
   EXPECT_EQ(tile(256, 1024, false, 80), "128x80");
 }
 

@@ -72,10 +72,10 @@ struct Flash3FwdConfigs<128> {
 };
 template <>
 struct Flash3FwdConfigs<256> {
-  // Bc = 80 as FlashAttention-3 (one Q buffer: 225 KB) from 2048 keys; Bc = 64 below, where less
-  // shared memory is offered, and with --block-c 64.
+  // Bc = 80 as FlashAttention-3 (one Q buffer: 225 KB) from 1024 keys (2048 causal); Bc = 64
+  // below, where less shared memory is offered, and with --block-c 64.
   static constexpr TileShape list[] = {{128, 80, 12, 2}, {128, 64, 12, 2}};
-  static constexpr Flash3TileFrom from[] = {{2048, 2048}, {0, 0}};
+  static constexpr Flash3TileFrom from[] = {{1024, 2048}, {0, 0}};
 };
 
 // The backward's tile per head dim: Bc = 128 keys per thread block (two consumer warpgroups of
