@@ -141,7 +141,7 @@ TEST(Flash3Method, AblationsAreRegisteredForTheirHeadDimOnly) {
 // The forward tile a point gets follows its length and mask (each tile's `from`), the same
 // pick `flashio predict` makes (IoModel.Flash3PredictsTheForwardTileOfTheLength); a forced tile
 // is taken whatever the length.
-TEST(Flash3Method, LargerTilesFromTwoThousandKeysOrEightThousandCausal) {
+TEST(Flash3Method, LargerTilesFromTheLengthsTheTableNames) {
   if (!kernels::flash3_compiled()) GTEST_SKIP() << "no flash3 kernels in this build";
   auto tile = [](int64_t d, int64_t n, bool causal, int64_t block_c = 0) {
     Problem p = small(d);
