@@ -24,8 +24,11 @@
 //    memory between two mbarriers (full: its one arrival after the write; empty: every consumer
 //    thread's arrival after its read, so each read is ordered before the next write); with two Q buffers (where they fit) the next item's Q
 //    loads while the current one runs.
-//  - O goes back through shared memory (the consumer's own rows of the Q tile) with a TMA store,
-//    which also clips the rows past Nq; L = m + log ℓ is stored per row. With two Q buffers the
+//  - O goes back through shared memory with a TMA store, which also clips the rows past Nq;
+//    L = m + log ℓ is stored per row. With two Q buffers O is staged in the consumer's own rows of
+//    the Q tile; with one, as FlashAttention-3, in the last K/V tile's slots, since every consumer
+//    warp frees Q once the item's last S has landed (the next item's Q loads during the last P·V
+//    and the epilogue). With two Q buffers the
 //    consumer waits for the store to have read the buffer only once it has issued the next
 //    item's first GEMM.
 //
@@ -109,10 +112,15 @@ struct Flash3FwdTraits {
   static_assert(kConsumers * kConsumerRegs * 128 + 128 * flash3_producer_registers(kConsumers) <= 65536, "the SM's registers");
 };
 
+// One Q buffer, with intra-warpgroup overlap: Q is freed by every consumer warp once the item's
+// last S has landed, and O is staged in the last K/V tile's slots (flash3_consume's epilogue).
+template <typename Tr, bool kOverlap>
+inline constexpr bool kFlash3EarlyQ = Tr::kQStages == 1 && kOverlap;
+
 // The shared-memory barriers of one thread block, and the work item each Q buffer holds.
 template <int kStages, int kQStages>
 struct Flash3Barriers {
-  uint64_t q_full[kQStages], q_empty[kQStages];  // the Q tile landed / every consumer wrote O out of it
+  uint64_t q_full[kQStages], q_empty[kQStages];  // the Q tile landed / it is read (kFlash3EarlyQ) or O is stored out of it
   uint64_t k_full[kStages], k_empty[kStages];
   uint64_t v_full[kStages], v_empty[kStages];
   uint64_t item_full, item_empty;  // `item` written by the producer / read by every consumer thread
@@ -250,7 +258,7 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
   // item's last S = Q·Kᵀ has landed, so the producer loads the next item's Q during the last P·V
   // and the epilogue; O is staged in the last K/V tile's slots instead (consumer 0's rows in K's,
   // consumer 1's in V's), which go back to the producer once their TMA stores have read them.
-  constexpr bool kEarlyQ = Tr::kQStages == 1 && kOverlap;
+  constexpr bool kEarlyQ = kFlash3EarlyQ<Tr, kOverlap>;
   static_assert(!kEarlyQ || Tr::kConsumers == 2, "a K and a V slot for two consumers' O");
   // S = Q·K_jᵀ (line 13) from slot `stage`: (64, Bc) per warpgroup.
   auto issue_qk = [&](float(&acc_s)[Tr::kAccS], int stage) {
@@ -488,7 +496,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash3_fwd_kernel(const __gri
   if (threadIdx.x == 0) {
     for (int s = 0; s < Tr::kQStages; ++s) {
       mbar_init(&bar.q_full[s], 1);
-      mbar_init(&bar.q_empty[s], Tr::kQStages == 1 && kOverlap ? 4 * Tr::kConsumers : Tr::kConsumers);
+      mbar_init(&bar.q_empty[s], kFlash3EarlyQ<Tr, kOverlap> ? 4 * Tr::kConsumers : Tr::kConsumers);  // warps or warpgroups
     }
     for (int s = 0; s < Tr::kStages; ++s) {
       mbar_init(&bar.k_full[s], 1);
