@@ -2,8 +2,7 @@
 // accelerator (TMA: cp.async.bulk.tensor) that moves whole tiles between global and shared
 // memory, the shared-memory barriers (mbarrier) whose transaction count it completes, named
 // barriers between warpgroups, and register reallocation between warpgroups (setmaxnreg, sm_90a).
-// Used by the warp-specialised flash3 kernels (kernels/flash3/) and flash_decode's K/V copies on
-// sm_90 (bulk_load).
+// Used by the warp-specialised flash3 kernels (kernels/flash3/).
 //
 // mbarrier protocol (PTX "Parallel Synchronization and Communication Instructions: mbarrier"):
 // a barrier completes a phase when `count` arrivals have happened and its transaction count is
@@ -55,15 +54,6 @@ __device__ __forceinline__ void tma_load_3d(void* smem, const void* tensor_map, 
           "r"(smem_addr(smem)),
       "l"(tensor_map), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
-}
-
-// Bulk copy (non-tensor TMA) of `bytes` contiguous bytes from global to shared memory (both
-// addresses 16-byte aligned, `bytes` a multiple of 16); completes `bar`'s transactions by `bytes`.
-__device__ __forceinline__ void bulk_load(void* smem, const void* global, uint32_t bytes, uint64_t* bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                   smem_addr(smem)),
-               "l"(global), "r"(bytes), "r"(smem_addr(bar))
-               : "memory");
 }
 
 // TMA store of one box from shared memory; the parts of the box outside the tensor are not

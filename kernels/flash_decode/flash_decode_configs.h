@@ -36,11 +36,9 @@ static_assert(kDecodeWarpKeys == 16, "a warp's keys are one k16 step of P·V and
 constexpr int flash_decode_stages(int head_dim) { return head_dim <= 128 ? 4 : 2; }
 
 // Shared memory of one thread block: the Q tile and `stages` K and V tiles of 64 keys, rows padded
-// by 8 elements (16 bytes) so that ldmatrix's eight row addresses hit distinct banks; then a
-// barrier (8 bytes) per warp and stage, which the sm_90 bulk copies complete.
+// by 8 elements (16 bytes) so that ldmatrix's eight row addresses hit distinct banks.
 constexpr int flash_decode_smem_bytes(int head_dim) {
-  return (kDecodeBlockM + 2 * flash_decode_stages(head_dim) * kDecodeBlockN) * (head_dim + 8) * 2 +
-         kDecodeWarps * flash_decode_stages(head_dim) * 8;
+  return (kDecodeBlockM + 2 * flash_decode_stages(head_dim) * kDecodeBlockN) * (head_dim + 8) * 2;
 }
 
 // How a problem's K/V range is split across thread blocks (a packed varlen decode: tiles and

@@ -7,9 +7,8 @@
 //    pairs of its GQA/MQA group, H/Hkv · Nq rows, 16 per block (one m16 tile, padded with zero
 //    rows) — and one split: a contiguous range of K/V tiles of 64 keys. So K and V are read once
 //    per group (per row tile). Each of the four warps streams its own 16 keys of every tile
-//    through its own shared-memory ring of kStages slices (no block-wide barrier in the loop:
-//    on sm_90 a bulk copy per K or V row, lane r copying K's row r and lane 16 + r V's, completing
-//    the stage's barrier; before sm_90 cp.async through L1, 16 bytes per lane and copy) and runs FlashAttention-2's inner loop on them: S = Q·Kᵀ (m16n8k16),
+//    through its own shared-memory ring of kStages slices (cp.async through L1, no block-wide
+//    barrier in the loop) and runs FlashAttention-2's inner loop on them: S = Q·Kᵀ (m16n8k16),
 //    mask, online softmax, O += P·V. At the end the four warps' (m, ℓ, O) are merged through
 //    shared memory and the block writes its split's O/ℓ (fp32) and L = τ·m + ln ℓ, or, with one
 //    split, the final O and L.
@@ -41,7 +40,6 @@
 #include "kernels/common/mma.cuh"
 #include "kernels/common/mma_tiles.cuh"
 #include "kernels/common/online_softmax.h"
-#include "kernels/common/tma.cuh"
 #include "kernels/flash_decode/flash_decode_configs.h"
 #include "kernels/flash_decode/flash_decode_params.h"
 
@@ -65,7 +63,6 @@ struct FlashDecodeTraits {
   static constexpr int kChunksPerRow = kHeadDim / 8; // 16-byte chunks per global row
   static constexpr int kSmemQ = kBlockM * kStride;   // (kBlockM, kStride)
   static constexpr int kSmemSlice = kWarpKeys * kStride;  // (kWarpKeys, kStride): one warp's keys of one tile
-  static constexpr int kSmemBars = kStages * kWarps;  // a barrier per warp and stage (sm_90 copies)
   static constexpr int kSmemBytes = flash_decode_smem_bytes(kHeadDim);
   // The epilogue's merge of the warps, over the K/V stages once they are drained: O of each warp
   // (kWarps, kBlockM, kOStride) fp32, its m and ℓ (kWarps, kBlockM), each row's weights
@@ -76,10 +73,7 @@ struct FlashDecodeTraits {
   static_assert(kHeadDim % 64 == 0, "head dim: Q's 16 rows are copied in whole rounds of 128 threads");
   static_assert(kNTilesS % 2 == 0 && kNTilesO % 2 == 0, "ldmatrix.x4 feeds two n8 tiles at a time");
   static_assert(kStages >= 2, "the ring needs a stage to compute on and one in flight");
-  static_assert(kSmemBytes == (kSmemQ + 2 * kStages * kWarps * kSmemSlice) * 2 + kSmemBars * 8,
-                "smem formula shared with the host");
-  static_assert((kSmemQ + 2 * kStages * kWarps * kSmemSlice) * 2 % 8 == 0, "the barriers are 8-byte aligned");
-  static_assert(kHeadDim * 2 % 16 == 0 && kStride * 2 % 16 == 0, "a bulk copy's rows are 16-byte multiples");
+  static_assert(kSmemBytes == (kSmemQ + 2 * kStages * kWarps * kSmemSlice) * 2, "smem formula shared with the host");
   static_assert(kMergeFloats * 4 <= 2 * kStages * kWarps * kSmemSlice * 2, "the merge fits over the K/V stages");
   static_assert(kBlockM * kDecodeMaxSplits <= kWarps * kBlockM * kOStride, "the combine's weights fit over the warps' O");
 };
@@ -98,33 +92,25 @@ struct DecodeMask {
   FLASHIO_HOST_DEVICE bool partial(int col0, int cols) const { return kCausal || col0 + cols > nk; }
 };
 
-// The first K/V row (rows of d elements) of a warp's slice of 16 keys from key0, or 0 for a slice
-// past the sequence. The page is looked up once per slice.
+// One warp's slice of K/V tile `tile`: keys tile·64 + warp·16 …, 16 rows of d into a padded
+// (kWarpKeys, kStride) shared slice each for K and V; keys ≥ nk zero-filled (their scores are
+// masked, and zero V rows keep 0·garbage out of O). The page is looked up once per slice.
 template <typename Tr, DecodeKv kKv>
-__device__ __forceinline__ int64_t kv_slice_row(const DecodeParams& p, int b, int hk, int key0, int nk, int seq_start) {
-  if (key0 >= nk) return 0;
+__device__ __forceinline__ void load_kv_slice(const DecodeParams& p, int b, int hk, int key0, int nk, int lane,
+                                              typename Tr::Element* sk, typename Tr::Element* sv, int seq_start) {
+  using T = typename Tr::Element;
+  int64_t row = 0;  // the slice's first row in K/V, rows of d elements
   if constexpr (kKv == DecodeKv::Packed) {  // packed [Hkv, T, d]: the sequence's keys from row cu[b] of head hk
-    return int64_t(hk) * p.total_tokens + seq_start + key0;
-  } else {  // contiguous, or paged (key0 < nk: a page of the sequence's own)
+    if (key0 < nk) row = int64_t(hk) * p.total_tokens + seq_start + key0;
+  } else if (key0 < nk) {  // contiguous, or paged (key0 < nk: a page of the sequence's own)
     int phys = b, in_page = key0;
     if (kKv == DecodeKv::PagedVarlen || p.block_table) {
       const int page = key0 / p.page;
       phys = __ldg(p.block_table + int64_t(b) * p.pages_per_seq + page);
       in_page = key0 - page * p.page;
     }
-    return (int64_t(phys) * p.kv_heads + hk) * p.page + in_page;
+    row = (int64_t(phys) * p.kv_heads + hk) * p.page + in_page;
   }
-}
-
-// One warp's slice of the K/V tile: keys key0 … key0 + 15, 16 rows of d into a padded
-// (kWarpKeys, kStride) shared slice each for K and V; keys ≥ nk zero-filled (their scores are
-// masked, and zero V rows keep 0·garbage out of O).
-// Before sm_90: cp.async through L1, every lane 16 bytes per copy.
-template <typename Tr, DecodeKv kKv>
-__device__ __forceinline__ void load_kv_slice(const DecodeParams& p, int b, int hk, int key0, int nk, int lane,
-                                              typename Tr::Element* sk, typename Tr::Element* sv, int seq_start) {
-  using T = typename Tr::Element;
-  const int64_t row = kv_slice_row<Tr, kKv>(p, b, hk, key0, nk, seq_start);
   const T* k = static_cast<const T*>(p.k);
   const T* v = static_cast<const T*>(p.v);
   constexpr int kChunks = Tr::kWarpKeys * Tr::kChunksPerRow;
@@ -140,32 +126,6 @@ __device__ __forceinline__ void load_kv_slice(const DecodeParams& p, int b, int 
   }
 }
 
-// sm_90: the same slice in 32 bulk copies, one row each — lane r < 16 K's row r, lane 16 + r V's
-// (fewer instructions per byte than 16-byte copies: the stream's issue cost, kernels/flash_decode/
-// NOTES.md) — completing `bar`, whose lane 0 announces the bytes. A lane whose key is past the
-// sequence zero-fills its row instead (only a sequence's last tile has such rows, and no later
-// copy reuses its stage).
-template <typename Tr, DecodeKv kKv>
-__device__ __forceinline__ void load_kv_slice_bulk(const DecodeParams& p, int b, int hk, int key0, int nk, int lane,
-                                                   typename Tr::Element* sk, typename Tr::Element* sv, int seq_start,
-                                                   uint64_t* bar) {
-  using T = typename Tr::Element;
-  constexpr uint32_t kRowBytes = Tr::kHeadDim * sizeof(T);
-  static_assert(2 * Tr::kWarpKeys == 32, "a lane per K or V row of the slice");
-  const int64_t row = kv_slice_row<Tr, kKv>(p, b, hk, key0, nk, seq_start);
-  const int rows = max(0, min(Tr::kWarpKeys, nk - key0));
-  if (lane == 0) mbar_arrive_expect_tx(bar, uint32_t(2 * rows) * kRowBytes);
-  const int r = lane % Tr::kWarpKeys;
-  T* dst = (lane < Tr::kWarpKeys ? sk : sv) + r * Tr::kStride;
-  if (r < rows) {
-    const T* src = static_cast<const T*>(lane < Tr::kWarpKeys ? p.k : p.v) + (row + r) * Tr::kHeadDim;
-    bulk_load(dst, src, kRowBytes, bar);
-  } else {
-#pragma unroll
-    for (int col = 0; col < Tr::kHeadDim; col += 8) *reinterpret_cast<uint4*>(dst + col) = make_uint4(0, 0, 0, 0);
-  }
-}
-
 template <typename Tr, bool kCausal, DecodeKv kKv>
 __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const DecodeParams p) {
   using T = typename Tr::Element;
@@ -174,12 +134,6 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const
   T* sQ = reinterpret_cast<T*>(smem_raw);                  // (kBlockM, kStride)
   T* sK = sQ + Tr::kSmemQ;                                  // (kStages, kWarps, kWarpKeys, kStride)
   T* sV = sK + Tr::kStages * Tr::kWarps * Tr::kSmemSlice;  // (kStages, kWarps, kWarpKeys, kStride)
-  uint64_t* bars = reinterpret_cast<uint64_t*>(sV + Tr::kStages * Tr::kWarps * Tr::kSmemSlice);  // (kWarps, kStages)
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  constexpr bool kBulk = true;  // K/V by bulk copies completing a barrier per stage
-#else
-  constexpr bool kBulk = false;  // K/V by cp.async groups
-#endif
 
   const int split = blockIdx.x, b = blockIdx.z;
   const int hk = int(blockIdx.y) / p.row_tiles, row_tile = int(blockIdx.y) % p.row_tiles;
@@ -220,27 +174,11 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const
   auto slice_k = [&](int stage) { return sK + (stage * Tr::kWarps + warp) * Tr::kSmemSlice; };
   auto slice_v = [&](int stage) { return sV + (stage * Tr::kWarps + warp) * Tr::kSmemSlice; };
   auto slice_key0 = [&](int it) { return (first + it) * Tr::kBlockN + warp * Tr::kWarpKeys; };
-  auto bar = [&](int stage) { return bars + warp * Tr::kStages + stage; };
-  auto load_slice = [&](int it) {  // slice `it` of the split into its stage
-    const int s = it % Tr::kStages;
-    if constexpr (kBulk) {
-      load_kv_slice_bulk<Tr, kKv>(p, b, hk, slice_key0(it), nk, lane, slice_k(s), slice_v(s), seq_start, bar(s));
-    } else {
-      load_kv_slice<Tr, kKv>(p, b, hk, slice_key0(it), nk, lane, slice_k(s), slice_v(s), seq_start);
-    }
-  };
-  if constexpr (kBulk) {
-    if (lane == 0) {
-      for (int s = 0; s < Tr::kStages; ++s) mbar_init(bar(s), 1);  // lane 0's arrival with the bytes
-      fence_mbar_init();
-    }
-    __syncwarp();
-  }
-  // The ring's first kStages − 1 slices in flight (cp.async: a group each, empty past the split's end).
+  // The ring's first kStages − 1 slices in flight (a group each, empty past the split's end).
 #pragma unroll
   for (int s = 0; s < Tr::kStages - 1; ++s) {
-    if (s < count) load_slice(s);
-    if constexpr (!kBulk) cp_async_commit();
+    if (s < count) load_kv_slice<Tr, kKv>(p, b, hk, slice_key0(s), nk, lane, slice_k(s), slice_v(s), seq_start);
+    cp_async_commit();
   }
 
   float acc_o[1][Tr::kNTilesO][4];  // (kBlockM, kHeadDim) in C fragments: this warp's keys only
@@ -249,20 +187,19 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_decode_split_kernel(const
   softmax_init(row_max, row_sum);
   const LdmatrixLane ld(lane);
 
-  cp_async_wait<kBulk ? 0 : Tr::kStages - 2>();  // Q (and, cp.async, the first slice) landed, for this thread …
-  __syncthreads();                                // … and Q for every warp
+  cp_async_wait<Tr::kStages - 2>();  // Q (and the first slice) landed, for this thread …
+  __syncthreads();                   // … and Q for every warp
 
   for (int it = 0; it < count; ++it) {
     const int stage = it % Tr::kStages;
-    if constexpr (kBulk) {
-      mbar_wait(bar(stage), (it / Tr::kStages) & 1);  // slice `it` landed …
-    } else {
-      cp_async_wait<Tr::kStages - 2>();  // slice `it` landed (this lane's copies) …
-    }
-    __syncwarp();  // … every lane's (and its zero rows); and every lane is done with slice it − 1
+    cp_async_wait<Tr::kStages - 2>();  // slice `it` landed (this lane's copies) …
+    __syncwarp();                      // … every lane's; and every lane is done with slice it − 1
     const int ahead = it + Tr::kStages - 1;  // refill the stage of slice it − 1
-    if (ahead < count) load_slice(ahead);
-    if constexpr (!kBulk) cp_async_commit();
+    if (ahead < count) {
+      const int s = ahead % Tr::kStages;
+      load_kv_slice<Tr, kKv>(p, b, hk, slice_key0(ahead), nk, lane, slice_k(s), slice_v(s), seq_start);
+    }
+    cp_async_commit();
 
     // S = Q·Kᵀ over this warp's 16 keys (FA-2 Algorithm 1, line 8): (kBlockM, kWarpKeys), raw.
     float acc_s[1][Tr::kNTilesS][4];
