@@ -90,9 +90,11 @@ struct Flash3FwdTraits {
   static constexpr int kSmemBytes = flash3_fwd_smem_bytes(kHeadDim, TileShape{kBlockM, kBlockN, 0, kStages});
   static constexpr int kConsumerRegs = flash3_consumer_registers(kConsumers);
   static constexpr int kReleaseArrivals = 4 * kConsumers;  // one per consumer warp frees a K/V slot
-  // Named barriers: 1 … kConsumers for the turns, then one per consumer for its epilogue.
+  // Named barriers: 1 … kConsumers for the turns, then one per consumer for its epilogue, then
+  // one for all consumers at an item's end.
   static constexpr int kTurnBarrier = 1;
   static constexpr int kEpilogueBarrier = 1 + kConsumers;
+  static constexpr int kItemEndBarrier = 1 + 2 * kConsumers;
   static constexpr int kItemReaders = 128 * kConsumers;  // every consumer thread releases the work item's slot
   // Skip a warp's O rescale when none of its rows' max moved (alpha = 1): 128 multiplies per
   // thread and K/V tile saved at d 256, for a warp vote. Measured (H100, FA-2 setting, beside
@@ -106,7 +108,7 @@ struct Flash3FwdTraits {
   static_assert(kSmemBytes <= kFlash3SmemLimit, "Hopper's shared memory per block");
   static_assert(kTileQBytes % kSwizzleAtomBytes == 0 && kTileKVBytes % kSwizzleAtomBytes == 0,
                 "every tile starts on a swizzle atom");
-  static_assert(kEpilogueBarrier + kConsumers <= 16, "16 hardware barriers");
+  static_assert(kItemEndBarrier < 16, "16 hardware barriers");
   static_assert(kConsumers * kConsumerRegs * 128 + 128 * flash3_producer_registers(kConsumers) <= 65536, "the SM's registers");
 };
 
@@ -122,10 +124,6 @@ struct Flash3Barriers {
   uint64_t k_full[kStages], k_empty[kStages];
   uint64_t v_full[kStages], v_empty[kStages];
   uint64_t item_full, item_empty;  // `item` written by the producer / read by every consumer thread
-  // kFlash3EarlyQ, per item: the slot consumer c stages its O in has been read by the other
-  // consumer's warps — [0] the last K slot (consumer 1's last S landed), [1] the last V slot
-  // (consumer 0's last P·V completed).
-  uint64_t o_slot_free[2];
   int item;                        // the next work item; −1: no more
 };
 
@@ -281,14 +279,6 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
       Wgmma<T, Tr::kHeadDim>::template rs<1>(acc_o, a_p[kk], desc_mnmajor(v_tile, Tr::kBlockN, kk), 1);
     wgmma_commit();
   };
-  // kEarlyQ, after the item's last S: Q is done with, and consumer 1 has read the last K slot.
-  auto release_last_k = [&](int q_stage) {
-    __syncwarp();
-    if (lane == 0) {
-      mbar_arrive(&bar.q_empty[q_stage]);
-      if (c == 1) mbar_arrive(&bar.o_slot_free[0]);
-    }
-  };
   // P (fp32 in the S accumulators) as 16-bit A fragments.
   auto pack_p = [&](uint32_t(&a_p)[Tr::kBlockN / 16][4], const float(&acc_s)[Tr::kAccS]) {
 #pragma unroll
@@ -311,7 +301,6 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
   };
 
   int kv = 0;
-  int item_ends = 0;  // kEarlyQ: items with keys so far (the phase of o_slot_free)
   for (int round = 0;; ++round) {
     mbar_wait(&bar.item_full, round & 1);
     const int item = bar.item;
@@ -353,7 +342,7 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
         wgmma_wait<0>();
         wgmma_fence_operands(acc_s);
         if (kEarlyQ && tiles.count == 1) {
-          release_last_k(qs.stage);  // K_0 is the last tile: its slot stages O
+          release(bar.q_empty, qs.stage);  // K_0 is the last tile: its slot stages O
         } else {
           release(bar.k_empty, slot.stage);
         }
@@ -373,7 +362,7 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
           wgmma_wait<1>();  // S_j
           wgmma_fence_operands(acc_s);
           if (kEarlyQ && it == tiles.count - 1) {
-            release_last_k(qs.stage);  // the last S: Q is done with
+            release(bar.q_empty, qs.stage);  // the last S: Q is done with
           } else {
             release(bar.k_empty, slot.stage);
           }
@@ -396,7 +385,6 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
         wgmma_wait<0>();
         wgmma_fence_operands(acc_o);
         if constexpr (!kEarlyQ) release(bar.v_empty, slot.stage);
-        if (kEarlyQ && c == 0) release(bar.o_slot_free, 1);
       } else {
         // One tile at a time: S_j, softmax (O rescaled at once), O += P_j·V_j.
         for (int it = 0; it < tiles.count; ++it) {
@@ -429,14 +417,11 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
 
     // Epilogue (line 22): O / ℓ into this warpgroup's rows of sQ (its own Q rows, which only its
     // own GEMMs read: the barrier proves all four warps' are complete), or with kEarlyQ into the
-    // last tile's K (consumer 0) or V slot (consumer 1), once the other consumer's last GEMMs
-    // have read it (o_slot_free; not a barrier of both consumers, so that consumer 0's epilogue
-    // runs beside consumer 1's last P·V, and consumer 1's beside consumer 0's next S);
-    // one TMA store per 64-column panel; L = τ·m + ln ℓ per row.
+    // last tile's K (consumer 0) or V slot (consumer 1), once every consumer's last GEMMs have
+    // read them; one TMA store per 64-column panel; L = τ·m + ln ℓ per row.
     float* lse = p.lse + (int64_t(w.b) * p.heads + w.h) * p.seqlen_q;
     if (kEarlyQ && tiles.count > 0) {
-      mbar_wait(&bar.o_slot_free[c], item_ends & 1);
-      ++item_ends;
+      named_barrier_sync(Tr::kItemEndBarrier, 128 * Tr::kConsumers);
       unsigned char* const sO = (c == 0 ? sK : sV) + last_stage * Tr::kTileKVBytes;  // (64, d) swizzle128
 #pragma unroll
       for (int hr = 0; hr < 2; ++hr) {
@@ -521,7 +506,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash3_fwd_kernel(const __gri
     }
     mbar_init(&bar.item_full, 1);
     mbar_init(&bar.item_empty, Tr::kItemReaders);
-    for (int c = 0; c < 2; ++c) mbar_init(&bar.o_slot_free[c], 4);  // the other consumer's warps
     fence_mbar_init();
   }
   __syncthreads();
