@@ -287,15 +287,23 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
       for (int r = 0; r < 4; ++r) a_p[kk][r] = pack2<T>(acc_s[8 * kk + 2 * r], acc_s[8 * kk + 2 * r + 1]);
   };
 
-  // With two Q buffers, the Q buffer of the last item goes back to the producer once its O store
-  // has read it, which this warpgroup's first thread waits for only after it has issued the next
-  // item's first GEMM (the tensor cores busy meanwhile; with one buffer the next Q needs it
-  // back first). −1: none pending.
+  // Where the last item's O was staged — with two Q buffers its Q buffer, with kEarlyQ the last
+  // K/V tile's slots — goes back to the producer once the O store has read it, which this
+  // warpgroup's first thread waits for only after it has issued the next item's first GEMM (the
+  // tensor cores busy meanwhile; with one Q buffer and no early Q the next Q needs it back
+  // first). −1: none pending.
   int store_pending = -1;
-  auto free_stored_q = [&] {
-    if (Tr::kQStages > 1 && store_pending >= 0 && threadIdx.x % 128 == 0) {
+  auto free_stored = [&] {
+    if ((kEarlyQ || Tr::kQStages > 1) && store_pending >= 0 && threadIdx.x % 128 == 0) {
       tma_store_wait_read();
-      mbar_arrive(&bar.q_empty[store_pending]);
+      if constexpr (kEarlyQ) {
+        for (int a = 0; a < 4; ++a) {  // the arrivals of this warpgroup's four warps
+          mbar_arrive(&bar.k_empty[store_pending]);
+          mbar_arrive(&bar.v_empty[store_pending]);
+        }
+      } else {
+        mbar_arrive(&bar.q_empty[store_pending]);
+      }
     }
     store_pending = -1;
   };
@@ -338,7 +346,7 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
         turn_begin();
         issue_qk(acc_s, slot.stage);
         turn_end();
-        free_stored_q();
+        free_stored();
         wgmma_wait<0>();
         wgmma_fence_operands(acc_s);
         if (kEarlyQ && tiles.count == 1) {
@@ -393,7 +401,7 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
           turn_begin();
           issue_qk(acc_s, slot.stage);
           turn_end();
-          if (it == 0) free_stored_q();
+          if (it == 0) free_stored();
           wgmma_wait<0>();
           wgmma_fence_operands(acc_s);
           release(bar.k_empty, slot.stage);
@@ -413,7 +421,7 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
       kv += tiles.count;
     }
 
-    free_stored_q();  // an item without keys issued no GEMM
+    free_stored();  // an item without keys issued no GEMM
 
     // Epilogue (line 22): O / ℓ into this warpgroup's rows of sQ (its own Q rows, which only its
     // own GEMMs read: the barrier proves all four warps' are complete), or with kEarlyQ into the
@@ -441,12 +449,8 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
         for (int cc = 0; cc < Tr::kPanels; ++cc)
           tma_store_3d(&args.o, sO + cc * 64 * kSwizzleRowBytes, cc * kPanelColumns, row0, w.b * p.heads + w.h);
         tma_store_commit();
-        tma_store_wait_read();
-        for (int a = 0; a < 4; ++a) {  // the arrivals of this warpgroup's four warps
-          mbar_arrive(&bar.k_empty[last_stage]);
-          mbar_arrive(&bar.v_empty[last_stage]);
-        }
       }
+      store_pending = last_stage;
       continue;
     }
     named_barrier_sync(Tr::kEpilogueBarrier + c, 128);
