@@ -290,11 +290,11 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
   // Where the last item's O was staged — with two Q buffers its Q buffer, with kEarlyQ the last
   // K/V tile's slots — goes back to the producer once the O store has read it, which this
   // warpgroup's first thread waits for only after it has issued the next item's first GEMM (the
-  // tensor cores busy meanwhile; with one Q buffer and no early Q the next Q needs it back
-  // first). −1: none pending.
+  // tensor cores busy meanwhile). −1: none pending (a single Q buffer that staged O is waited for
+  // in the epilogue: the next Q needs it back first).
   int store_pending = -1;
   auto free_stored = [&] {
-    if ((kEarlyQ || Tr::kQStages > 1) && store_pending >= 0 && threadIdx.x % 128 == 0) {
+    if (store_pending >= 0 && threadIdx.x % 128 == 0) {
       tma_store_wait_read();
       if constexpr (kEarlyQ) {
         for (int a = 0; a < 4; ++a) {  // the arrivals of this warpgroup's four warps
@@ -423,62 +423,46 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
 
     free_stored();  // an item without keys issued no GEMM
 
-    // Epilogue (line 22): O / ℓ into this warpgroup's rows of sQ (its own Q rows, which only its
-    // own GEMMs read: the barrier proves all four warps' are complete), or with kEarlyQ into the
-    // last tile's K (consumer 0) or V slot (consumer 1), once every consumer's last GEMMs have
-    // read them; one TMA store per 64-column panel; L = τ·m + ln ℓ per row.
-    float* lse = p.lse + (int64_t(w.b) * p.heads + w.h) * p.seqlen_q;
-    if (kEarlyQ && tiles.count > 0) {
+    // Epilogue (line 22): O / ℓ staged in shared memory, one TMA store per 64-column panel, and
+    // L = τ·m + ln ℓ per row. Where: with kEarlyQ in the last K/V tile's slots (consumer 0's rows
+    // in K's, consumer 1's in V's: panels of 64 rows), once every consumer's last GEMMs have read
+    // them; otherwise in this warpgroup's rows of sQ (panels of Br rows, from row c·64: its own Q
+    // rows, which only its own GEMMs read, so the barrier of its four warps suffices).
+    const bool in_kv = kEarlyQ && tiles.count > 0;
+    if (in_kv) {
       named_barrier_sync(Tr::kItemEndBarrier, 128 * Tr::kConsumers);
-      unsigned char* const sO = (c == 0 ? sK : sV) + last_stage * Tr::kTileKVBytes;  // (64, d) swizzle128
-#pragma unroll
-      for (int hr = 0; hr < 2; ++hr) {
-        const float l = softmax.total<QuadRowReduce>(hr);
-        const float inv = OnlineSoftmax::output_scale<false>(l, 1.f);
-        const int r = warp * 16 + g + 8 * hr;  // row of this warpgroup's 64
-#pragma unroll
-        for (int j = 0; j < Tr::kHeadDim / 8; ++j)
-          *reinterpret_cast<uint32_t*>(sO + swizzle128_chunk_offset(64, r, j) + 4 * t) =
-              pack2<T>(acc_o[4 * j + 2 * hr] * inv, acc_o[4 * j + 2 * hr + 1] * inv);
-        const int row = row0 + r;
-        if (t == 0 && row < p.seqlen_q) lse[row] = softmax.lse(hr, l, p.scale_log2);
-      }
-      fence_proxy_async_shared();  // the TMA store reads what these threads wrote
+    } else {
       named_barrier_sync(Tr::kEpilogueBarrier + c, 128);
-      if (threadIdx.x % 128 == 0) {
-        for (int cc = 0; cc < Tr::kPanels; ++cc)
-          tma_store_3d(&args.o, sO + cc * 64 * kSwizzleRowBytes, cc * kPanelColumns, row0, w.b * p.heads + w.h);
-        tma_store_commit();
-      }
-      store_pending = last_stage;
-      continue;
     }
-    named_barrier_sync(Tr::kEpilogueBarrier + c, 128);
+    unsigned char* const sO = in_kv ? (c == 0 ? sK : sV) + last_stage * Tr::kTileKVBytes : sQ;  // swizzle128
+    const int panel_rows = in_kv ? 64 : Tr::kBlockM;
+    const int first_row = in_kv ? 0 : c * 64;  // this warpgroup's first row in a panel
+    float* lse = p.lse + (int64_t(w.b) * p.heads + w.h) * p.seqlen_q;
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
       const float l = softmax.total<QuadRowReduce>(hr);
       const float inv = OnlineSoftmax::output_scale<false>(l, 1.f);
-      const int r = c * 64 + warp * 16 + g + 8 * hr;  // row in the Q tile
+      const int r = warp * 16 + g + 8 * hr;  // row of this warpgroup's 64
 #pragma unroll
       for (int j = 0; j < Tr::kHeadDim / 8; ++j)
-        *reinterpret_cast<uint32_t*>(sQ + swizzle128_chunk_offset(Tr::kBlockM, r, j) + 4 * t) =
+        *reinterpret_cast<uint32_t*>(sO + swizzle128_chunk_offset(panel_rows, first_row + r, j) + 4 * t) =
             pack2<T>(acc_o[4 * j + 2 * hr] * inv, acc_o[4 * j + 2 * hr + 1] * inv);
-      const int row = w.m_block * Tr::kBlockM + r;
+      const int row = row0 + r;
       if (t == 0 && row < p.seqlen_q) lse[row] = softmax.lse(hr, l, p.scale_log2);
     }
     fence_proxy_async_shared();  // the TMA store reads what these threads wrote
     named_barrier_sync(Tr::kEpilogueBarrier + c, 128);
     if (threadIdx.x % 128 == 0) {
       for (int cc = 0; cc < Tr::kPanels; ++cc)
-        tma_store_3d(&args.o, sQ + cc * Tr::kBlockM * kSwizzleRowBytes + c * 64 * kSwizzleRowBytes,
-                     cc * kPanelColumns, row0, w.b * p.heads + w.h);
+        tma_store_3d(&args.o, sO + (cc * panel_rows + first_row) * kSwizzleRowBytes, cc * kPanelColumns, row0,
+                     w.b * p.heads + w.h);
       tma_store_commit();
-      if constexpr (Tr::kQStages == 1) {  // the producer may load the next Q tile into it
+      if (!in_kv && Tr::kQStages == 1) {  // the producer may load the next Q tile into it
         tma_store_wait_read();
         for (int a = 0; a < (kEarlyQ ? 4 : 1); ++a) mbar_arrive(&bar.q_empty[qs.stage]);  // kEarlyQ: one per warp
       }
     }
-    store_pending = qs.stage;
+    store_pending = in_kv ? last_stage : Tr::kQStages > 1 ? qs.stage : -1;  // freed by free_stored
   }
   if (threadIdx.x % 128 == 0) tma_store_wait();
 }
