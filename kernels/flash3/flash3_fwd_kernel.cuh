@@ -270,14 +270,13 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
                                                 desc_kmajor(k_tile, Tr::kBlockN, kk), kk > 0);
     wgmma_commit();
   };
-  // O += P·V_j (line 18) from slot `stage`, P in A fragments; `fresh`: O = P·V_j (an item's first).
-  auto issue_pv = [&](float(&acc_o)[Tr::kAccO], const uint32_t(&a_p)[Tr::kBlockN / 16][4], int stage,
-                      bool fresh = false) {
+  // O += P·V_j (line 18) from slot `stage`, P in A fragments.
+  auto issue_pv = [&](float(&acc_o)[Tr::kAccO], const uint32_t(&a_p)[Tr::kBlockN / 16][4], int stage) {
     const uint32_t v_tile = smem_addr(sV + stage * Tr::kTileKVBytes);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Tr::kBlockN / 16; ++kk)
-      Wgmma<T, Tr::kHeadDim>::template rs<1>(acc_o, a_p[kk], desc_mnmajor(v_tile, Tr::kBlockN, kk), kk > 0 || !fresh);
+      Wgmma<T, Tr::kHeadDim>::template rs<1>(acc_o, a_p[kk], desc_mnmajor(v_tile, Tr::kBlockN, kk), 1);
     wgmma_commit();
   };
   // P (fp32 in the S accumulators) as 16-bit A fragments.
@@ -288,18 +287,11 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
       for (int r = 0; r < 4; ++r) a_p[kk][r] = pack2<T>(acc_s[8 * kk + 2 * r], acc_s[8 * kk + 2 * r + 1]);
   };
 
-  // With two Q buffers an item's last P·V is carried into the next item's first step (kCarry):
-  // issued with the next item's S_0, as every step issues S_j with P_{j-1}·V_{j-1}, so that the
-  // next item's first softmax runs while it is in flight and the epilogue takes the place of the
-  // rescale — instead of the tensor cores waiting, per item, for the last P·V, the epilogue, the
-  // first S and its softmax one after the other.
-  constexpr bool kCarry = kOverlap && Tr::kQStages == 2 && Tr::kConsumers == 2;
-
   // Where the last item's O was staged — with two Q buffers its Q buffer, with kEarlyQ the last
   // K/V tile's slots — goes back to the producer once the O store has read it, which this
-  // warpgroup's first thread waits for only after it has issued a later GEMM (the tensor cores
-  // busy meanwhile), at the latest before the warpgroup waits for a Q tile. −1: none pending (a
-  // single Q buffer that staged O is waited for in the epilogue: the next Q needs it back first).
+  // warpgroup's first thread waits for only after it has issued the next item's first GEMM (the
+  // tensor cores busy meanwhile). −1: none pending (a single Q buffer that staged O is waited for
+  // in the epilogue: the next Q needs it back first).
   int store_pending = -1;
   auto free_stored = [&] {
     if (store_pending >= 0 && threadIdx.x % 128 == 0) {
@@ -316,137 +308,46 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
     store_pending = -1;
   };
 
-  // An item whose O is still to be stored: its Q buffer, rows and softmax statistics (with
-  // kCarry also the ring slot of its last V tile, whose P·V is not issued yet).
-  struct Finishing {
-    int q_stage, row0, bh;
-    OnlineSoftmax softmax;
-    RingSlot last_v;
-    bool single;  // its one K/V tile: the carried P·V is its first (O = P·V)
-  };
-  float acc_o[Tr::kAccO];             // (64, d): rows g, g + 8 of each warp's 16
-  uint32_t a_p[Tr::kBlockN / 16][4];  // P in 16-bit A fragments
-
-  // Epilogue (line 22): O / ℓ staged in shared memory, one TMA store per 64-column panel, and
-  // L = τ·m + ln ℓ per row. Where: with kEarlyQ in the last K/V tile's slots (consumer 0's rows
-  // in K's, consumer 1's in V's: panels of 64 rows), once every consumer's last GEMMs have read
-  // them; otherwise in this warpgroup's rows of the item's Q buffer (panels of Br rows, from row
-  // c·64: its own Q rows, which only its own GEMMs read, so the barrier of its four warps suffices).
-  auto store_o = [&](const Finishing& f, bool in_kv, int last_stage) {
-    free_stored();  // one store pending at a time (a no-op but after an item without keys)
-    if (in_kv) {
-      named_barrier_sync(Tr::kItemEndBarrier, 128 * Tr::kConsumers);
-    } else {
-      named_barrier_sync(Tr::kEpilogueBarrier + c, 128);
-    }
-    unsigned char* const sO =
-        in_kv ? (c == 0 ? sK : sV) + last_stage * Tr::kTileKVBytes : sh.q + f.q_stage * Tr::kTileQBytes;  // swizzle128
-    const int panel_rows = in_kv ? 64 : Tr::kBlockM;
-    const int first_row = in_kv ? 0 : c * 64;  // this warpgroup's first row in a panel
-    float* lse = p.lse + int64_t(f.bh) * p.seqlen_q;
-#pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      const float l = f.softmax.total<QuadRowReduce>(hr);
-      const float inv = OnlineSoftmax::output_scale<false>(l, 1.f);
-      const int r = warp * 16 + g + 8 * hr;  // row of this warpgroup's 64
-#pragma unroll
-      for (int j = 0; j < Tr::kHeadDim / 8; ++j)
-        *reinterpret_cast<uint32_t*>(sO + swizzle128_chunk_offset(panel_rows, first_row + r, j) + 4 * t) =
-            pack2<T>(acc_o[4 * j + 2 * hr] * inv, acc_o[4 * j + 2 * hr + 1] * inv);
-      const int row = f.row0 + r;
-      if (t == 0 && row < p.seqlen_q) lse[row] = f.softmax.lse(hr, l, p.scale_log2);
-    }
-    fence_proxy_async_shared();  // the TMA store reads what these threads wrote
-    named_barrier_sync(Tr::kEpilogueBarrier + c, 128);
-    if (threadIdx.x % 128 == 0) {
-      for (int cc = 0; cc < Tr::kPanels; ++cc)
-        tma_store_3d(&args.o, sO + (cc * panel_rows + first_row) * kSwizzleRowBytes, cc * kPanelColumns, f.row0, f.bh);
-      tma_store_commit();
-      if (!in_kv && Tr::kQStages == 1) {  // the producer may load the next Q tile into it
-        tma_store_wait_read();
-        for (int a = 0; a < (kEarlyQ ? 4 : 1); ++a) mbar_arrive(&bar.q_empty[f.q_stage]);  // kEarlyQ: one per warp
-      }
-    }
-    store_pending = in_kv ? last_stage : Tr::kQStages > 1 ? f.q_stage : -1;  // freed by free_stored
-  };
-
-  // kCarry: the item whose last P·V is carried, if any.
-  bool carrying = false;
-  Finishing carried{};
-  // Its last P·V issued alone (before an item without keys, and after the last item) and its O stored.
-  auto finish_carried = [&] {
-    if (!kCarry || !carrying) return;
-    mbar_wait(&bar.v_full[carried.last_v.stage], carried.last_v.phase);
-    turn_begin();
-    issue_pv(acc_o, a_p, carried.last_v.stage, carried.single);
-    turn_end();
-    wgmma_wait<0>();
-    wgmma_fence_operands(acc_o);
-    release(bar.v_empty, carried.last_v.stage);
-    store_o(carried, false, 0);
-    carrying = false;
-  };
-
   int kv = 0;
   for (int round = 0;; ++round) {
     mbar_wait(&bar.item_full, round & 1);
     const int item = bar.item;
     mbar_arrive(&bar.item_empty);  // each thread releases its own read (one arrival per warp would not)
-    // The item's (Q tile, head, batch) and the K/V tiles its rows see.
-    auto item_tiles = [&](const Flash3Item& w) {
-      return SequenceMask<kCausal>{flash3_key_count(p, w.b)}.kv_tiles(w.m_block, (w.m_block + 1) * Tr::kBlockM,
-                                                                        Tr::kBlockN);
-    };
-    if constexpr (kCarry) {
-      // A carried P·V with no next S_0 to go with (no work left, or an item without keys) runs
-      // alone. (One call: with two, ptxas serialised the kernel's wgmmas, C7515.)
-      if (item < 0 || item_tiles(flash3_item<kCausal>(item, args.m_blocks, p.heads)).count == 0) finish_carried();
-    }
     if (item < 0) break;  // no work left
     const RingSlot qs = ring_slot<Tr::kQStages>(round);
-    if constexpr (kCarry) free_stored();  // the buffer this Q lands in may be the one pending
     mbar_wait(&bar.q_full[qs.stage], qs.phase);
-    q_tile = smem_addr(sh.q + qs.stage * Tr::kTileQBytes) + c * 64 * kSwizzleRowBytes;
+    unsigned char* const sQ = sh.q + qs.stage * Tr::kTileQBytes;
+    q_tile = smem_addr(sQ) + c * 64 * kSwizzleRowBytes;
     const Flash3Item w = flash3_item<kCausal>(item, args.m_blocks, p.heads);
     const int row0 = w.m_block * Tr::kBlockM + c * 64;  // this warpgroup's first query row
     const int warp_row = row0 + warp * 16;              // this warp's first row
     const SequenceMask<kCausal> mask{flash3_key_count(p, w.b)};
-    const KvTileRange tiles = item_tiles(w);
+    const KvTileRange tiles = mask.kv_tiles(w.m_block, (w.m_block + 1) * Tr::kBlockM, Tr::kBlockN);
     // Hides the scores of tile n this warp's rows may not see (the tail, the diagonal).
     auto apply_mask = [&](float(&acc_s)[Tr::kAccS], int n) {
       if (mask.partial(warp_row, n * Tr::kBlockN, Tr::kBlockN)) mask.apply(acc_s, warp_row + g, n * Tr::kBlockN, 2 * t);
     };
-    auto zero_o = [&] {
-#pragma unroll
-      for (int i = 0; i < Tr::kAccO; ++i) acc_o[i] = 0.f;
-    };
 
-    Finishing f{qs.stage, row0, w.b * p.heads + w.h, {}, {}, tiles.count == 1};
-    f.softmax.init();
-    OnlineSoftmax& softmax = f.softmax;
+    OnlineSoftmax softmax;
+    softmax.init();
+    float acc_o[Tr::kAccO];  // (64, d): rows g, g + 8 of each warp's 16
+#pragma unroll
+    for (int i = 0; i < Tr::kAccO; ++i) acc_o[i] = 0.f;
 
     int last_stage = 0;  // the ring slot of the item's last K/V tile
     if (tiles.count > 0) {
-      float acc_s[Tr::kAccS];  // S, then P in fp32: (64, Bc)
+      float acc_s[Tr::kAccS];                // S, then P in fp32: (64, Bc)
+      uint32_t a_p[Tr::kBlockN / 16][4];     // P in 16-bit A fragments
       float alpha[2];
       RingSlot slot = ring_slot<Tr::kStages>(kv);
       if constexpr (kOverlap) {
-        // The first tile: S_0 (with kCarry issued together with the last item's last P·V), softmax, P_0.
+        // The first tile alone: S_0, softmax, P_0.
         mbar_wait(&bar.k_full[slot.stage], slot.phase);
         turn_begin();
         issue_qk(acc_s, slot.stage);
-        if constexpr (kCarry) {
-          // Nothing carried (the block's first item, or one after an item without keys): the
-          // same P·V on this item's V_0, into O, which is then cleared — so that every path
-          // issues and waits for the same wgmmas (with the P·V under a branch ptxas serialised
-          // the kernel's wgmmas, C7518).
-          const RingSlot v = carrying ? carried.last_v : slot;
-          mbar_wait(&bar.v_full[v.stage], v.phase);
-          issue_pv(acc_o, a_p, v.stage, !carrying || carried.single);
-        }
         turn_end();
-        if (!kCarry) free_stored();
-        wgmma_wait<kCarry ? 1 : 0>();  // S_0
+        free_stored();
+        wgmma_wait<0>();
         wgmma_fence_operands(acc_s);
         if (kEarlyQ && tiles.count == 1) {
           release(bar.q_empty, qs.stage);  // K_0 is the last tile: its slot stages O
@@ -455,16 +356,6 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
         }
         apply_mask(acc_s, tiles(0));
         softmax.update_scores<QuadRowReduce>(acc_s, p.scale_log2, alpha);  // O is 0: no rescale
-        if constexpr (kCarry) {  // the last item's last P·V, then its O out in place of the rescale
-          wgmma_wait<0>();
-          wgmma_fence_operands(acc_o);
-          if (carrying) {
-            release(bar.v_empty, carried.last_v.stage);
-            store_o(carried, false, 0);
-            carrying = false;
-          }
-        }
-        if constexpr (!kCarry) zero_o();  // kCarry: the item's first P·V writes O instead
         pack_p(a_p, acc_s);
         // Then S_j issued with P_{j-1}·V_{j-1}; softmax of S_j while P·V runs (Algorithm 2).
         for (int it = 1; it < tiles.count; ++it) {
@@ -474,9 +365,8 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
           turn_begin();
           issue_qk(acc_s, slot.stage);
           mbar_wait(&bar.v_full[prev.stage], prev.phase);
-          issue_pv(acc_o, a_p, prev.stage, kCarry && it == 1);
+          issue_pv(acc_o, a_p, prev.stage);
           turn_end();
-          if (kCarry && it == 1) free_stored();
           wgmma_wait<1>();  // S_j
           wgmma_fence_operands(acc_s);
           if (kEarlyQ && it == tiles.count - 1) {
@@ -495,13 +385,6 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
             OnlineSoftmax::rescale(acc_o, alpha);
           pack_p(a_p, acc_s);
         }
-        if constexpr (kCarry) {  // the last P·V goes with the next item's S_0
-          kv += tiles.count;
-          f.last_v = slot;
-          carried = f;
-          carrying = true;
-          continue;
-        }
         // The last P·V.
         mbar_wait(&bar.v_full[slot.stage], slot.phase);
         turn_begin();
@@ -511,7 +394,6 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
         wgmma_fence_operands(acc_o);
         if constexpr (!kEarlyQ) release(bar.v_empty, slot.stage);
       } else {
-        zero_o();
         // One tile at a time: S_j, softmax (O rescaled at once), O += P_j·V_j.
         for (int it = 0; it < tiles.count; ++it) {
           slot = ring_slot<Tr::kStages>(kv + it);
@@ -537,11 +419,50 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
       }
       last_stage = slot.stage;
       kv += tiles.count;
-    } else {
-      zero_o();
     }
 
-    store_o(f, kEarlyQ && tiles.count > 0, last_stage);
+    free_stored();  // an item without keys issued no GEMM
+
+    // Epilogue (line 22): O / ℓ staged in shared memory, one TMA store per 64-column panel, and
+    // L = τ·m + ln ℓ per row. Where: with kEarlyQ in the last K/V tile's slots (consumer 0's rows
+    // in K's, consumer 1's in V's: panels of 64 rows), once every consumer's last GEMMs have read
+    // them; otherwise in this warpgroup's rows of sQ (panels of Br rows, from row c·64: its own Q
+    // rows, which only its own GEMMs read, so the barrier of its four warps suffices).
+    const bool in_kv = kEarlyQ && tiles.count > 0;
+    if (in_kv) {
+      named_barrier_sync(Tr::kItemEndBarrier, 128 * Tr::kConsumers);
+    } else {
+      named_barrier_sync(Tr::kEpilogueBarrier + c, 128);
+    }
+    unsigned char* const sO = in_kv ? (c == 0 ? sK : sV) + last_stage * Tr::kTileKVBytes : sQ;  // swizzle128
+    const int panel_rows = in_kv ? 64 : Tr::kBlockM;
+    const int first_row = in_kv ? 0 : c * 64;  // this warpgroup's first row in a panel
+    float* lse = p.lse + (int64_t(w.b) * p.heads + w.h) * p.seqlen_q;
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const float l = softmax.total<QuadRowReduce>(hr);
+      const float inv = OnlineSoftmax::output_scale<false>(l, 1.f);
+      const int r = warp * 16 + g + 8 * hr;  // row of this warpgroup's 64
+#pragma unroll
+      for (int j = 0; j < Tr::kHeadDim / 8; ++j)
+        *reinterpret_cast<uint32_t*>(sO + swizzle128_chunk_offset(panel_rows, first_row + r, j) + 4 * t) =
+            pack2<T>(acc_o[4 * j + 2 * hr] * inv, acc_o[4 * j + 2 * hr + 1] * inv);
+      const int row = row0 + r;
+      if (t == 0 && row < p.seqlen_q) lse[row] = softmax.lse(hr, l, p.scale_log2);
+    }
+    fence_proxy_async_shared();  // the TMA store reads what these threads wrote
+    named_barrier_sync(Tr::kEpilogueBarrier + c, 128);
+    if (threadIdx.x % 128 == 0) {
+      for (int cc = 0; cc < Tr::kPanels; ++cc)
+        tma_store_3d(&args.o, sO + (cc * panel_rows + first_row) * kSwizzleRowBytes, cc * kPanelColumns, row0,
+                     w.b * p.heads + w.h);
+      tma_store_commit();
+      if (!in_kv && Tr::kQStages == 1) {  // the producer may load the next Q tile into it
+        tma_store_wait_read();
+        for (int a = 0; a < (kEarlyQ ? 4 : 1); ++a) mbar_arrive(&bar.q_empty[qs.stage]);  // kEarlyQ: one per warp
+      }
+    }
+    store_pending = in_kv ? last_stage : Tr::kQStages > 1 ? qs.stage : -1;  // freed by free_stored
   }
   if (threadIdx.x % 128 == 0) tma_store_wait();
 }
