@@ -215,13 +215,15 @@ int64_t Flash2Model::dram_beyond_compulsory(const ModelPoint& m, const DramConte
     out.drift = forward_drift(kernels.fwd, gpu);
     out.wave_blocks = int64_t(out.blocks_per_sm) * gpu.sm_count;
     if (out.wave_blocks <= 0) throw std::invalid_argument("DRAM model: the forward kernel does not fit on an SM");
-    // Block x: Q tile (causal: heaviest first), then head, then batch.
+    // Block x: Q tile (causal: heaviest first), then head, then batch (fwd_block_order).
+    const BlockOrder order = fwd_block_order(m, gpu, tr, p.heads * p.batch);
     auto unit = [&](int64_t blk) {
-      const int64_t bh = blk / tr, b = bh / p.heads, h = bh % p.heads;
+      const int64_t bh = order(blk).second, b = bh / p.heads, h = bh % p.heads;
       return b * p.kvh() + h / group;
     };
     auto need = [&](int64_t blk) {
-      const int64_t x = blk % tr, b = blk / tr / p.heads;
+      const auto [x, bh] = order(blk);
+      const int64_t b = bh / p.heads;
       const int64_t i = p.causal ? tr - 1 - x : x;
       const int64_t nk = std::min<int64_t>(lens[size_t(b)], nkmax);
       const int64_t rows = p.causal ? std::min(nk, (i + 1) * t.block_r) : nk;
@@ -286,6 +288,11 @@ Flash2Model::BlockOrder Flash2Model::bwd_block_order(const ModelPoint&, const Gp
   return [tiles](int64_t blk) { return std::pair{blk % tiles, blk / tiles}; };
 }
 
+Flash2Model::BlockOrder Flash2Model::fwd_block_order(const ModelPoint&, const GpuLimits&, int64_t tiles,
+                                                     int64_t) const {
+  return [tiles](int64_t blk) { return std::pair{blk % tiles, blk / tiles}; };
+}
+
 std::optional<SimTrace> Flash2Model::dram_trace(const ModelPoint& m, const DramContext& c, int coarse) const {
   const Problem& p = m.problem;
   const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, nkmax = p.nk();
@@ -341,9 +348,11 @@ std::optional<SimTrace> Flash2Model::dram_trace(const ModelPoint& m, const DramC
     struct Where {
       int64_t i, qhead, khead, row0, nq, nk, nb, skip, count;
     };
+    const BlockOrder order = fwd_block_order(m, c.gpu, tq, heads * batch);
     auto where = [=](int64_t blk) {
       Where w{};
-      const int64_t x = blk % tq, h = (blk / tq) % heads, b = blk / tq / heads;
+      const auto [x, plane] = order(blk);
+      const int64_t h = plane % heads, b = plane / heads;
       w.i = causal ? tq - 1 - x : x;
       w.qhead = packed ? h : b * heads + h, w.khead = packed ? h / group : b * kvh + h / group;
       w.row0 = (*first)[size_t(b)];

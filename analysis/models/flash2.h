@@ -24,6 +24,10 @@ class Flash2Model : public IoModel {
   // flash2's grid order, tiles fastest; flash3 deals causal blocks in its own order.
   using BlockOrder = std::function<std::pair<int64_t, int64_t>(int64_t blk)>;
   virtual BlockOrder bwd_block_order(const ModelPoint& m, const GpuLimits& gpu, int64_t tiles, int64_t planes) const;
+  // The forward's blocks (or work items) in launch order: block → (x, plane), x the Q tile's rank
+  // within its (batch, head) plane (causal: 0 the last, longest Q tile). Default: a plane's tiles
+  // consecutive.
+  virtual BlockOrder fwd_block_order(const ModelPoint& m, const GpuLimits& gpu, int64_t tiles, int64_t planes) const;
 };
 
 }  // namespace flashio::analysis

@@ -4,8 +4,9 @@
 // copies stop at the key length), O leaves in TMA stores clipped at Nq. The persistent grid
 // changes when Q tiles run, not what each moves; its DRAM prediction is flash2's forward trace
 // through the L2 simulation (Flash2Model::dram_trace): the dynamic scheduler hands out work items
-// in flash2's grid order (a head's Q tiles consecutive, causal longest first), one block per SM at
-// this shared memory. The ablations (flash3_no_pingpong, flash3_no_overlap) move the same bytes.
+// in flash2's grid order (a head's Q tiles consecutive), causal in flash3_fwd_plane_group's groups
+// of planes (each plane's longest Q tile first within a group), one block per SM at this shared
+// memory. The ablations (flash3_no_pingpong, flash3_no_overlap) move the same bytes.
 //
 // Backward (d 64, 128; kernels/flash3/flash3_bwd_kernel.cuh): flash2's wgmma backward schedule and
 // bytes, so flash2_bwd_traffic with flash3's backward tile (Br 64, Bc 128, swizzle128): flash2's
@@ -62,6 +63,14 @@ class Flash3Model final : public Flash2Model {
   BlockOrder bwd_block_order(const ModelPoint& m, const GpuLimits& gpu, int64_t tiles, int64_t planes) const override {
     if (!m.problem.causal) return Flash2Model::bwd_block_order(m, gpu, tiles, planes);
     const int group = kernels::flash3_bwd_plane_group(tiles, gpu.sm_count);
+    return [=](int64_t blk) {
+      const kernels::Flash3BwdBlock b = kernels::flash3_bwd_block(int(blk), int(tiles), int(planes), group);
+      return std::pair<int64_t, int64_t>{b.tile, b.plane};
+    };
+  }
+  // Causal: flash3_fwd_plane_group's groups of planes, each plane's longest Q tile first.
+  BlockOrder fwd_block_order(const ModelPoint& m, const GpuLimits& gpu, int64_t tiles, int64_t planes) const override {
+    const int group = m.problem.causal ? kernels::flash3_fwd_plane_group(tiles, gpu.sm_count) : 1;
     return [=](int64_t blk) {
       const kernels::Flash3BwdBlock b = kernels::flash3_bwd_block(int(blk), int(tiles), int(planes), group);
       return std::pair<int64_t, int64_t>{b.tile, b.plane};

@@ -67,6 +67,7 @@ struct Flash3FwdArgs {
   FwdParams p;
   int m_blocks;   // Q tiles per (batch, head)
   int num_items;  // m_blocks · heads · batch
+  int plane_group;  // causal: the items' planes in groups of this many (flash3_item)
   // The scheduler: [0] items taken beyond the first gridDim.x, [1] blocks finished; zero before
   // a launch, and zero again after it (the last block to finish resets them).
   int* schedule;
@@ -127,15 +128,20 @@ struct Flash3Barriers {
   int item;                        // the next work item; −1: no more
 };
 
-// Work item `item` → (Q tile, head, batch): a head's Q tiles are consecutive; causal: the last
-// (longest) Q tile of a head first.
+// Work item `item` → (Q tile, head, batch): a head's Q tiles are consecutive; causal: the
+// (batch, head) planes in groups of `group` (flash3_fwd_plane_group), and within a group every
+// plane's last (longest) Q tile first, then every plane's next, so the last items dealt are short.
 struct Flash3Item {
   int m_block, h, b;
 };
 template <bool kCausal>
-__device__ __forceinline__ Flash3Item flash3_item(int item, int m_blocks, int heads) {
+__device__ __forceinline__ Flash3Item flash3_item(int item, int m_blocks, int heads, int planes, int group) {
+  if constexpr (kCausal) {
+    const Flash3BwdBlock blk = flash3_bwd_block(item, m_blocks, planes, group);
+    return {m_blocks - 1 - blk.tile, blk.plane % heads, blk.plane / heads};
+  }
   const int within = item % m_blocks, bh = item / m_blocks;
-  return {kCausal ? m_blocks - 1 - within : within, bh % heads, bh / heads};
+  return {within, bh % heads, bh / heads};
 }
 
 // The slot and phase of the i-th K/V tile (or Q tile) a thread block streams through a ring.
@@ -188,7 +194,7 @@ __device__ __forceinline__ void flash3_produce(const Flash3FwdArgs& args, const 
     if (done) break;
     if (leader) {
       const RingSlot qs = ring_slot<Tr::kQStages>(round);
-      const Flash3Item w = flash3_item<kCausal>(item, args.m_blocks, p.heads);
+      const Flash3Item w = flash3_item<kCausal>(item, args.m_blocks, p.heads, args.num_items / args.m_blocks, args.plane_group);
       const int kv_plane = w.b * p.kv_heads + w.h / (p.heads / p.kv_heads);
       const KvTileRange tiles = SequenceMask<kCausal>{flash3_key_count(p, w.b)}.kv_tiles(
           w.m_block, (w.m_block + 1) * Tr::kBlockM, Tr::kBlockN);
@@ -318,7 +324,7 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
     mbar_wait(&bar.q_full[qs.stage], qs.phase);
     unsigned char* const sQ = sh.q + qs.stage * Tr::kTileQBytes;
     q_tile = smem_addr(sQ) + c * 64 * kSwizzleRowBytes;
-    const Flash3Item w = flash3_item<kCausal>(item, args.m_blocks, p.heads);
+    const Flash3Item w = flash3_item<kCausal>(item, args.m_blocks, p.heads, args.num_items / args.m_blocks, args.plane_group);
     const int row0 = w.m_block * Tr::kBlockM + c * 64;  // this warpgroup's first query row
     const int warp_row = row0 + warp * 16;              // this warp's first row
     const SequenceMask<kCausal> mask{flash3_key_count(p, w.b)};
