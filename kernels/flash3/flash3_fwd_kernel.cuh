@@ -118,22 +118,25 @@ struct Flash3FwdTraits {
 template <typename Tr, bool kOverlap>
 inline constexpr bool kFlash3EarlyQ = Tr::kQStages == 1 && kOverlap;
 
+// A work item: (Q tile, head, batch).
+struct Flash3Item {
+  int m_block, h, b;
+};
+
 // The shared-memory barriers of one thread block, and the work item each Q buffer holds.
 template <int kStages, int kQStages>
 struct Flash3Barriers {
   uint64_t q_full[kQStages], q_empty[kQStages];  // the Q tile landed / it is read (kFlash3EarlyQ) or O is stored out of it
   uint64_t k_full[kStages], k_empty[kStages];
   uint64_t v_full[kStages], v_empty[kStages];
-  uint64_t item_full, item_empty;  // `item` written by the producer / read by every consumer thread
+  uint64_t item_full, item_empty;  // `item`, `work` written by the producer / read by every consumer thread
   int item;                        // the next work item; −1: no more
+  Flash3Item work;                 // what it is (flash3_item, decoded once, by the producer)
 };
 
 // Work item `item` → (Q tile, head, batch): a head's Q tiles are consecutive; causal: the
 // (batch, head) planes in groups of `group` (flash3_fwd_plane_group), and within a group every
 // plane's last (longest) Q tile first, then every plane's next, so the last items dealt are short.
-struct Flash3Item {
-  int m_block, h, b;
-};
 template <bool kCausal>
 __device__ __forceinline__ Flash3Item flash3_item(int item, int m_blocks, int heads, int planes, int group) {
   if constexpr (kCausal) {
@@ -186,15 +189,17 @@ __device__ __forceinline__ void flash3_produce(const Flash3FwdArgs& args, const 
   int item = blockIdx.x;
   for (int round = 0;; ++round) {
     const bool done = item >= args.num_items;
+    Flash3Item w{};  // the leader's
     if (leader) {
+      if (!done) w = flash3_item<kCausal>(item, args.m_blocks, p.heads, args.num_items / args.m_blocks, args.plane_group);
       mbar_wait(&bar.item_empty, (round & 1) ^ 1);  // every consumer thread read the last one
       bar.item = done ? -1 : item;
-      mbar_arrive(&bar.item_full);  // release: the write before the consumers' acquiring wait
+      bar.work = w;
+      mbar_arrive(&bar.item_full);  // release: the writes before the consumers' acquiring wait
     }
     if (done) break;
     if (leader) {
       const RingSlot qs = ring_slot<Tr::kQStages>(round);
-      const Flash3Item w = flash3_item<kCausal>(item, args.m_blocks, p.heads, args.num_items / args.m_blocks, args.plane_group);
       const int kv_plane = w.b * p.kv_heads + w.h / (p.heads / p.kv_heads);
       const KvTileRange tiles = SequenceMask<kCausal>{flash3_key_count(p, w.b)}.kv_tiles(
           w.m_block, (w.m_block + 1) * Tr::kBlockM, Tr::kBlockN);
@@ -318,13 +323,13 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
   for (int round = 0;; ++round) {
     mbar_wait(&bar.item_full, round & 1);
     const int item = bar.item;
-    mbar_arrive(&bar.item_empty);  // each thread releases its own read (one arrival per warp would not)
+    const Flash3Item w = bar.work;
+    mbar_arrive(&bar.item_empty);  // each thread releases its own reads (one arrival per warp would not)
     if (item < 0) break;  // no work left
     const RingSlot qs = ring_slot<Tr::kQStages>(round);
     mbar_wait(&bar.q_full[qs.stage], qs.phase);
     unsigned char* const sQ = sh.q + qs.stage * Tr::kTileQBytes;
     q_tile = smem_addr(sQ) + c * 64 * kSwizzleRowBytes;
-    const Flash3Item w = flash3_item<kCausal>(item, args.m_blocks, p.heads, args.num_items / args.m_blocks, args.plane_group);
     const int row0 = w.m_block * Tr::kBlockM + c * 64;  // this warpgroup's first query row
     const int warp_row = row0 + warp * 16;              // this warp's first row
     const SequenceMask<kCausal> mask{flash3_key_count(p, w.b)};
