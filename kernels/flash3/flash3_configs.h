@@ -121,8 +121,8 @@ constexpr Flash3BwdBlock flash3_bwd_block(int linear, int tiles, int planes, int
 // first, then every plane's next — the backward's order (flash3_bwd_block) over Q tiles, G as the
 // backward's for m_blocks tiles — so that the items the scheduler deals last are short ones, not a
 // plane's longest; from 16 Q tiles (N 2048 at Br 128). Below, where every item is short, one plane
-// at a time, longest first (G = 1). H100, FA-2 setting (kernels/flash3/NOTES.md): causal d 128 and
-// 256 at N 2048-8192 0.92-0.97 of the time of one plane at a time.
+// at a time, longest first (G = 1). H100, FA-2 setting (kernels/flash3/NOTES.md, "Causal work
+// order"): causal d 128 and 256 at N 2048-8192 0.92-0.98 of the time of one plane at a time.
 constexpr int flash3_fwd_plane_group(long long m_blocks, int sm_count) {
   return m_blocks >= 16 ? flash3_bwd_plane_group(m_blocks, sm_count) : 1;
 }

@@ -19,11 +19,12 @@
 //  - Persistent, with a dynamic tile scheduler. One thread block per SM; its producer takes the
 //    next (Q tile, head, batch) work item from a global counter when it is ready to load one, so
 //    blocks that drew short items (causal) draw more and the blocks working at one time stay on
-//    neighbouring items: a head's Q tiles are consecutive (they share K/V in L2), under a causal
-//    mask longest first. The producer's leader hands the item index to the consumers through shared
-//    memory between two mbarriers (full: its one arrival after the write; empty: every consumer
-//    thread's arrival after its read, so each read is ordered before the next write); with two Q buffers (where they fit) the next item's Q
-//    loads while the current one runs.
+//    neighbouring items: a head's Q tiles are consecutive (they share K/V in L2); under a causal
+//    mask the heads go in groups, every head's longest Q tile first (flash3_fwd_plane_group). The
+//    producer's leader decodes the item and hands it to the consumers through shared memory
+//    between two mbarriers (full: its one arrival after the write; empty: every consumer thread's
+//    arrival after its read, so each read is ordered before the next write); with two Q buffers
+//    (where they fit) the next item's Q loads while the current one runs.
 //  - O goes back through shared memory with a TMA store, which also clips the rows past Nq;
 //    L = m + log ℓ is stored per row. With two Q buffers O is staged in the consumer's own rows of
 //    the Q tile; with one, as FlashAttention-3, in the last K/V tile's slots, since every consumer
