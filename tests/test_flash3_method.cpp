@@ -230,18 +230,19 @@ TEST(Flash3Method, CausalBackwardDealsEachGroupsHeaviestTilesFirst) {
 // slower); so at N 2048 (16 Q tiles of 128 rows) on 132 SMs the first 8 planes' longest tiles
 // come first, and at N 1024 a plane's tiles stay consecutive.
 TEST(Flash3Method, CausalForwardGroupsPlanesFromSixteenQTiles) {
-  EXPECT_EQ(kernels::flash3_fwd_plane_group(4, 132), 1);
-  EXPECT_EQ(kernels::flash3_fwd_plane_group(15, 132), 1);
-  EXPECT_EQ(kernels::flash3_fwd_plane_group(16, 132), 8);
-  EXPECT_EQ(kernels::flash3_fwd_plane_group(32, 132), 8);
-  EXPECT_EQ(kernels::flash3_fwd_plane_group(64, 132), 4);
-  EXPECT_EQ(kernels::flash3_fwd_plane_group(128, 132), 2);
-  const int g16 = kernels::flash3_fwd_plane_group(16, 132);
+  EXPECT_EQ(kernels::flash3_fwd_plane_group(4, 132, true), 1);
+  EXPECT_EQ(kernels::flash3_fwd_plane_group(15, 132, true), 1);
+  EXPECT_EQ(kernels::flash3_fwd_plane_group(16, 132, true), 8);
+  EXPECT_EQ(kernels::flash3_fwd_plane_group(32, 132, true), 8);
+  EXPECT_EQ(kernels::flash3_fwd_plane_group(64, 132, true), 4);
+  EXPECT_EQ(kernels::flash3_fwd_plane_group(128, 132, true), 2);
+  EXPECT_EQ(kernels::flash3_fwd_plane_group(16, 132, false), 1);  // no mask: one plane at a time
+  const int g16 = kernels::flash3_fwd_plane_group(16, 132, true);
   for (int linear = 0; linear < 8; ++linear) {  // tile 0 (the longest) of planes 0..7
     EXPECT_EQ(kernels::flash3_bwd_block(linear, 16, 256, g16).tile, 0);
     EXPECT_EQ(kernels::flash3_bwd_block(linear, 16, 256, g16).plane, linear);
   }
-  const int g8 = kernels::flash3_fwd_plane_group(8, 132);
+  const int g8 = kernels::flash3_fwd_plane_group(8, 132, true);
   for (int linear = 0; linear < 8; ++linear) {  // plane 0's tiles, then plane 1's
     EXPECT_EQ(kernels::flash3_bwd_block(linear, 8, 256, g8).tile, linear);
     EXPECT_EQ(kernels::flash3_bwd_block(linear, 8, 256, g8).plane, 0);

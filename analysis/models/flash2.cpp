@@ -283,14 +283,19 @@ int64_t Flash2Model::dram_beyond_compulsory(const ModelPoint& m, const DramConte
 //             dO, L, D read, dQ_i reduced into the accumulator); the last writes dK_j, dV_j;
 //             convert (accumulator read, dQ written).
 // One tile iteration (QKᵀ and PV, or the backward's five products) is one time unit.
+// flash2's grid order, both passes: a plane's tiles consecutive.
+static Flash2Model::BlockOrder plane_major_order(int64_t tiles) {
+  return [tiles](int64_t blk) { return std::pair{blk % tiles, blk / tiles}; };
+}
+
 Flash2Model::BlockOrder Flash2Model::bwd_block_order(const ModelPoint&, const GpuLimits&, int64_t tiles,
                                                      int64_t) const {
-  return [tiles](int64_t blk) { return std::pair{blk % tiles, blk / tiles}; };
+  return plane_major_order(tiles);
 }
 
 Flash2Model::BlockOrder Flash2Model::fwd_block_order(const ModelPoint&, const GpuLimits&, int64_t tiles,
                                                      int64_t) const {
-  return [tiles](int64_t blk) { return std::pair{blk % tiles, blk / tiles}; };
+  return plane_major_order(tiles);
 }
 
 std::optional<SimTrace> Flash2Model::dram_trace(const ModelPoint& m, const DramContext& c, int coarse) const {

@@ -32,6 +32,15 @@ namespace flashio::analysis {
 
 namespace {
 
+// Blocks (or work items) dealt in groups of `group` planes, tile-major within a group
+// (flash3_bwd_block; group 1: a plane's tiles consecutive).
+Flash2Model::BlockOrder grouped_order(int64_t tiles, int64_t planes, int group) {
+  return [=](int64_t blk) {
+    const kernels::Flash3BwdBlock b = kernels::flash3_bwd_block(int(blk), int(tiles), int(planes), group);
+    return std::pair<int64_t, int64_t>{b.tile, b.plane};
+  };
+}
+
 class Flash3Model final : public Flash2Model {
  public:
   explicit Flash3Model(std::string method) : method_(std::move(method)) {}
@@ -62,19 +71,11 @@ class Flash3Model final : public Flash2Model {
   // Causal: flash3_bwd_block's order for the GPU's SMs (kernels/flash3/flash3_configs.h).
   BlockOrder bwd_block_order(const ModelPoint& m, const GpuLimits& gpu, int64_t tiles, int64_t planes) const override {
     if (!m.problem.causal) return Flash2Model::bwd_block_order(m, gpu, tiles, planes);
-    const int group = kernels::flash3_bwd_plane_group(tiles, gpu.sm_count);
-    return [=](int64_t blk) {
-      const kernels::Flash3BwdBlock b = kernels::flash3_bwd_block(int(blk), int(tiles), int(planes), group);
-      return std::pair<int64_t, int64_t>{b.tile, b.plane};
-    };
+    return grouped_order(tiles, planes, kernels::flash3_bwd_plane_group(tiles, gpu.sm_count));
   }
   // Causal: flash3_fwd_plane_group's groups of planes, each plane's longest Q tile first.
   BlockOrder fwd_block_order(const ModelPoint& m, const GpuLimits& gpu, int64_t tiles, int64_t planes) const override {
-    const int group = m.problem.causal ? kernels::flash3_fwd_plane_group(tiles, gpu.sm_count) : 1;
-    return [=](int64_t blk) {
-      const kernels::Flash3BwdBlock b = kernels::flash3_bwd_block(int(blk), int(tiles), int(planes), group);
-      return std::pair<int64_t, int64_t>{b.tile, b.plane};
-    };
+    return grouped_order(tiles, planes, kernels::flash3_fwd_plane_group(tiles, gpu.sm_count, m.problem.causal));
   }
   PredictedTiles predict_tiles(const Problem& p, int64_t optin) const override {
     switch (p.head_dim) {

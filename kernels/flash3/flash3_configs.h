@@ -123,8 +123,9 @@ constexpr Flash3BwdBlock flash3_bwd_block(int linear, int tiles, int planes, int
 // plane's longest; from 16 Q tiles (N 2048 at Br 128). Below, where every item is short, one plane
 // at a time, longest first (G = 1). H100, FA-2 setting (kernels/flash3/NOTES.md, "Causal work
 // order"): causal d 128 and 256 at N 2048-8192 0.92-0.98 of the time of one plane at a time.
-constexpr int flash3_fwd_plane_group(long long m_blocks, int sm_count) {
-  return m_blocks >= 16 ? flash3_bwd_plane_group(m_blocks, sm_count) : 1;
+// Without the mask every item is as long as the next: one plane at a time (G = 1).
+constexpr int flash3_fwd_plane_group(long long m_blocks, int sm_count, bool causal) {
+  return causal && m_blocks >= 16 ? flash3_bwd_plane_group(m_blocks, sm_count) : 1;
 }
 // Dynamic shared memory of the backward: K_j and V_j (Bc, d); `stages` slots of Q_i and dO_i
 // (Br, d) and of L_i, D_i (Br fp32 each); dSᵀ (Bc, Br) twice (one iteration writes one while the

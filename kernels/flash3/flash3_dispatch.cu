@@ -114,7 +114,7 @@ void flash3_fwd(const FwdParams& p, const KernelTile& tile, Flash3Schedule sched
   args.p = p;
   args.m_blocks = (p.seqlen_q + tile.block_r - 1) / tile.block_r;
   args.num_items = args.m_blocks * p.heads * p.batch;
-  args.plane_group = p.causal ? flash3_fwd_plane_group(args.m_blocks, sm_count) : 1;
+  args.plane_group = flash3_fwd_plane_group(args.m_blocks, sm_count, p.causal);
   args.schedule = scheduler;
   if (bf16) {
     dispatch<__nv_bfloat16>(args, tile, schedule, sm_count, stream);
