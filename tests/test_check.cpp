@@ -4,6 +4,7 @@
 
 #include "bench/measure/check.h"
 #include "bench/core/inputs.h"
+#include "bench/core/varlen.h"
 
 using namespace flashio;
 
@@ -61,6 +62,43 @@ TEST(Check, WrongLseFails) {
   f.lse[3] += 0.01f;
   EXPECT_FALSE(compare_with_reference(f.p, f.rows, f.ref, f.ref_lse, f.out.data(), &f.lse).passed);
   EXPECT_TRUE(compare_with_reference(f.p, f.rows, f.ref, f.ref_lse, f.out.data(), nullptr).passed);
+}
+
+// The runner compares the rows it gathered on the GPU (compare_rows_with_reference): the same
+// verdict and figures as from the whole tensor, on a sample of rows out of order of the layout.
+TEST(Check, TheGatheredRowsGiveTheSameResultAsTheWholeTensor) {
+  Problem p = small();
+  p.seqlen_q = 300;
+  const HostInputs in = make_inputs(p, false);
+  const auto rows = rows_to_check(p, 2e5);
+  ASSERT_LT(rows.size(), size_t(p.batch * p.heads * p.seqlen_q));  // sampled
+  std::vector<double> ref, ref_lse;
+  reference_rows(p, {in.q.data(), in.k.data(), in.v.data(), nullptr}, rows, ref, ref_lse, 2);
+  std::vector<uint16_t> full(size_t(p.q_elements()), 0x7E00);  // NaN where no row is checked
+  std::vector<float> lse(size_t(p.batch * p.heads * p.seqlen_q), NAN);
+  std::vector<double> out_rows, lse_rows;
+  const std::vector<int64_t> cu = cu_seqlens(p);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const int64_t at = stored_row(p, cu, rows[r]);
+    for (int64_t c = 0; c < p.head_dim; ++c) {
+      const uint16_t w = from_float(p.dtype, float(ref[r * size_t(p.head_dim) + size_t(c)] * (1 + 1e-3 * double(c % 3))));
+      full[size_t(at * p.head_dim + c)] = w;
+      out_rows.push_back(half_to_float(w));
+    }
+    lse[size_t(at)] = float(ref_lse[r]) + 1e-4f * float(r % 5);
+    lse_rows.push_back(lse[size_t(at)]);
+  }
+  const CheckResult whole = compare_with_reference(p, rows, ref, ref_lse, full.data(), &lse);
+  const CheckResult gathered = compare_rows_with_reference(p, rows, ref, ref_lse, out_rows, &lse_rows);
+  EXPECT_TRUE(whole.passed);
+  EXPECT_EQ(gathered.passed, whole.passed);
+  EXPECT_EQ(gathered.worst_ratio, whole.worst_ratio);
+  EXPECT_EQ(gathered.max_abs_err, whole.max_abs_err);
+  EXPECT_EQ(gathered.atol, whole.atol);
+  EXPECT_EQ(gathered.rows_checked, whole.rows_checked);
+  EXPECT_EQ(gathered.scope, "sampled rows");
+  ASSERT_EQ(gathered.tensors.size(), whole.tensors.size());
+  for (size_t t = 0; t < whole.tensors.size(); ++t) EXPECT_EQ(gathered.tensors[t].worst_ratio, whole.tensors[t].worst_ratio);
 }
 
 TEST(Check, ToleranceScalesWithOutputSoGarbageFailsAtLongSequences) {

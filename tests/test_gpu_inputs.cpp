@@ -99,6 +99,29 @@ TEST_F(DeviceMemoryGpu, AReleasedBlockServesTheNextRequestOfItsSize) {
   EXPECT_EQ(alloc.current_bytes(), 0);
 }
 
+// What a runner keeps from one problem for the next: the smaller blocks (inputs, outputs), the
+// largest freed first.
+TEST_F(DeviceMemoryGpu, TrimToFreesTheLargestKeptBlocksFirst) {
+  DeviceAllocator alloc;
+  const size_t mb = size_t(1) << 20;
+  void* small = alloc.allocate(1 * mb);
+  void* middle = alloc.allocate(2 * mb);
+  void* large = alloc.allocate(4 * mb);
+  alloc.release(small, 1 * mb);
+  alloc.release(middle, 2 * mb);
+  alloc.release(large, 4 * mb);
+  alloc.trim_to(6 * mb);  // 7 MiB kept: the 4 MiB block goes
+  EXPECT_EQ(alloc.kept_bytes(), 3 * mb);
+  EXPECT_EQ(alloc.allocate(2 * mb), middle);
+  EXPECT_EQ(alloc.allocate(1 * mb), small);
+  alloc.release(small, 1 * mb);
+  alloc.release(middle, 2 * mb);
+  alloc.trim_to(3 * mb);  // nothing to free
+  EXPECT_EQ(alloc.kept_bytes(), 3 * mb);
+  alloc.trim_to(0);
+  EXPECT_EQ(alloc.kept_bytes(), 0u);
+}
+
 TEST_F(DeviceMemoryGpu, ARequestTooLargeFreesTheKeptBlocksAndFails) {
   DeviceAllocator alloc;
   size_t free_bytes = 0, total = 0;

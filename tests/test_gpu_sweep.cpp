@@ -3,8 +3,15 @@
 // Google Benchmark-style timer sees the launches of a checked point. Skips without a GPU.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
 #include <set>
+#include <string>
+#include <thread>
 
+#include "bench/measure/first_starts.h"
+#include "bench/measure/runner.h"
 #include "bench/sweep/shard.h"
 #include "bench/measure/sweep_runner.h"
 #include "tests/gpu_test_util.h"
@@ -79,14 +86,24 @@ TEST_F(SweepRunnerGpu, EachWorkerSaysWhereItsStartWent) {
   const SweepOutcome out = run_sweep(job);
   ASSERT_TRUE(out.errors.empty());
   ASSERT_EQ(starts.size(), job.devices.size());
-  for (const auto& s : starts) {  // the steps in order, each with its seconds; the first group's methods warmed
+  // The steps in order, each with its seconds; each of the first group's methods warmed up, or
+  // left for later while another GPU's worker was starting it (first_starts.h) — by at least one.
+  std::map<std::string, int> warmed;
+  for (const auto& s : starts) {
     EXPECT_EQ(s.find("context "), 0u) << s;
     EXPECT_NE(s.find("L2 flusher "), std::string::npos) << s;
     EXPECT_NE(s.find("counters "), std::string::npos) << s;
-    EXPECT_NE(s.find("warm-up of standard/fwd "), std::string::npos) << s;
-    EXPECT_NE(s.find("warm-up of flash2/fwd "), std::string::npos) << s;
+    for (const std::string m : {"standard", "flash2"}) {
+      const bool here = s.find("warm-up of " + m + "/fwd ") != std::string::npos;
+      const bool later = s.find("warm-up of " + m + " left for later") != std::string::npos;
+      EXPECT_NE(here, later) << s;
+      warmed[m] += here;
+    }
     EXPECT_EQ(s.find("warm-up of standard/fwdbwd"), std::string::npos) << s;  // no backward point in this sweep
   }
+  EXPECT_GE(warmed["standard"], 1);
+  EXPECT_GE(warmed["flash2"], 1);
+  if (starts.size() == 1) EXPECT_EQ(starts[0].find("left for later"), std::string::npos) << starts[0];
 }
 
 TEST_F(SweepRunnerGpu, AStopRequestEndsTheSweepAfterThePointsInFlight) {
@@ -119,6 +136,34 @@ TEST_F(SweepRunnerGpu, ACallersTimerTimesTheCheckedLaunches) {
   EXPECT_EQ(calls, 1);
   ASSERT_EQ(r.status, Status::Ok) << r.reason;
   EXPECT_EQ(r.time->median_s, 1.0);  // the caller's timing is the record's
+}
+
+// A runner whose first group holds a method another worker is starting (first_starts.h) leaves
+// that method's warm-up for later, runs its other points without waiting, and before the
+// method's first point waits for the other worker's start, then runs it as usual.
+TEST_F(SweepRunnerGpu, AMethodAnotherWorkerIsStartingWaitsUntilItsFirstPoint) {
+  const auto points = small_sweep();  // points 0, 1: standard, flash2 at N = 17
+  const std::vector<Point> first = {points[0], points[1]};
+  const auto starts = std::make_shared<FirstStarts>();
+  ASSERT_EQ(starts->claim("standard"), FirstStarts::Claim::Mine);  // "another worker" starts it
+  RunOptions opt;
+  opt.reps = 2;
+  opt.warmup = 1;
+  Runner runner(*gpu(), opt, first, nullptr, starts);
+  EXPECT_EQ(runner.deferred_methods(), std::set<std::string>{"standard"});
+  const Record other = runner.run(points[1]);  // flash2: no wait
+  ASSERT_EQ(other.status, Status::Ok) << other.reason;
+  std::atomic<bool> finished{false};
+  std::thread starter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    finished = true;
+    starts->finish("standard");
+  });
+  const Record r = runner.run(points[0]);  // standard: waits for the start above
+  EXPECT_TRUE(finished);
+  starter.join();
+  ASSERT_EQ(r.status, Status::Ok) << r.reason;
+  EXPECT_TRUE(runner.deferred_methods().empty());
 }
 
 TEST(SweepRunnerNoGpu, AWorkerThatCannotStartIsReportedNotACrash) {

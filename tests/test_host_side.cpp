@@ -17,6 +17,7 @@
 #include "bench/core/inputs.h"
 #include "bench/core/reference.h"
 #include "bench/measure/check.h"
+#include "bench/measure/first_starts.h"
 #include "bench/measure/host_side.h"
 
 using namespace flashio;
@@ -367,4 +368,38 @@ TEST(HostSideMaker, ItsEndDropsWhatWasNotMade) {
   release.join();
   EXPECT_GE(gate.order().size(), 1u);
   EXPECT_LE(gate.order().size(), 6u);
+}
+
+// One worker at a time makes a method's first start (bench/measure/first_starts.h): the first to
+// claim it makes it, another finds it busy until then and done after; wait() returns once it is.
+TEST(FirstStarts, OneWorkerMakesAMethodsFirstStartTheOthersWaitForIt) {
+  FirstStarts starts;
+  EXPECT_EQ(starts.claim("standard"), FirstStarts::Claim::Mine);
+  EXPECT_EQ(starts.claim("standard"), FirstStarts::Claim::Busy);
+  EXPECT_EQ(starts.claim("flash2"), FirstStarts::Claim::Mine);  // each method its own
+  starts.wait("never-claimed");                                  // nothing to wait for
+  std::promise<void> waited;
+  std::thread other([&] {
+    starts.wait("standard");
+    waited.set_value();
+  });
+  auto done = waited.get_future();
+  EXPECT_EQ(done.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  starts.finish("standard");
+  EXPECT_EQ(done.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  other.join();
+  EXPECT_EQ(starts.claim("standard"), FirstStarts::Claim::Done);
+}
+
+// The sweep asks for the host work it held back once no first start is being made.
+TEST(FirstStarts, SaysWhenNoFirstStartIsBeingMade) {
+  FirstStarts starts;
+  int idle = 0;
+  starts.set_on_idle([&] { ++idle; });
+  ASSERT_EQ(starts.claim("standard"), FirstStarts::Claim::Mine);
+  ASSERT_EQ(starts.claim("flash2"), FirstStarts::Claim::Mine);
+  starts.finish("flash2");
+  EXPECT_EQ(idle, 0);  // standard's still being made
+  starts.finish("standard");
+  EXPECT_EQ(idle, 1);
 }

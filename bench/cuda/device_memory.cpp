@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <iterator>
+
 #include "bench/cuda/cuda_check.h"
 
 namespace flashio {
@@ -36,6 +38,15 @@ void DeviceAllocator::release(void* p, size_t bytes) {
   kept_.emplace(bytes, p);
   kept_bytes_ += bytes;
   current_ -= int64_t(bytes);
+}
+
+void DeviceAllocator::trim_to(size_t bytes) {
+  while (kept_bytes_ > bytes) {
+    const auto largest = std::prev(kept_.end());
+    cudaFree(largest->second);
+    kept_bytes_ -= largest->first;
+    kept_.erase(largest);
+  }
 }
 
 void DeviceAllocator::trim() {

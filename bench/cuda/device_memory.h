@@ -1,11 +1,13 @@
 // The suite's device allocator: every buffer a method or the runner needs goes through
 // it, so the peak bytes a call needs beyond its inputs and outputs can be measured.
 //
-// A released block is kept for the next request of the same size (until trim() or the
-// allocator's end): the points of a problem ask for the same outputs and workspaces one after the
-// other, and cudaMalloc/cudaFree cost milliseconds each — more with two GPUs' workers, whose
-// calls contend in the driver (issue 22; docs/sweep-time.md). The byte counts are of the blocks
-// in use, whatever is kept. A request that finds no memory frees the kept blocks and tries once more.
+// A released block is kept for the next request of the same size (until trim(), trim_to() or
+// the allocator's end): the points of a problem ask for the same outputs and workspaces one after
+// the other, the problems of a sweep often for the same inputs and outputs (the FA-2 setting keeps
+// B·N and H·d fixed), and cudaMalloc/cudaFree cost milliseconds each — more with two GPUs'
+// workers, whose calls contend in the driver (issue 22; docs/sweep-time.md). The byte counts are
+// of the blocks in use, whatever is kept. A request that finds no memory frees the kept blocks and
+// tries once more.
 #pragma once
 #include <cstddef>
 #include <algorithm>
@@ -26,6 +28,7 @@ class DeviceAllocator {
   void* allocate(size_t bytes);  // throws CudaError (status oom) on failure
   void release(void* p, size_t bytes);  // kept for a request of the same size
   void trim();                          // frees the kept blocks
+  void trim_to(size_t bytes);           // frees the largest kept blocks until at most `bytes` are kept
   size_t kept_bytes() const { return kept_bytes_; }
   int64_t current_bytes() const { return current_; }
   int64_t peak_bytes() const { return peak_; }

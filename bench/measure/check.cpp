@@ -118,27 +118,35 @@ std::vector<double> gather_rows(const Problem& p, const uint16_t* full, const st
   return out;
 }
 
-CheckResult compare_with_reference(const Problem& p, const std::vector<RowId>& rows,
-                                   const std::vector<double>& ref_out, const std::vector<double>& ref_lse,
-                                   const uint16_t* out, const std::vector<float>* lse) {
+CheckResult compare_rows_with_reference(const Problem& p, const std::vector<RowId>& rows,
+                                        const std::vector<double>& ref_out, const std::vector<double>& ref_lse,
+                                        const std::vector<double>& out_rows, const std::vector<double>* lse_rows) {
   const Tolerance tol = tolerance_for(p.dtype);
   CheckResult c;
   c.rows_checked = int64_t(rows.size());
   c.rows_total = p.heads * p.query_tokens();  // real tokens' rows
   c.scope = c.rows_checked == c.rows_total ? "all rows" : "sampled rows";
-  c.lse_checked = lse != nullptr;
-  const TensorCheck o = compare_tensor("o", gather_rows(p, out, rows), ref_out, tol.atol_rms, tol.rtol);
+  c.lse_checked = lse_rows != nullptr;
+  const TensorCheck o = compare_tensor("o", out_rows, ref_out, tol.atol_rms, tol.rtol);
   c.atol = o.atol;
   c.rtol = o.rtol;
   add_tensor(c, o);
-  if (lse) {
+  if (lse_rows) {
     constexpr double kLseAtol = 1e-3, kLseRtol = 1e-4;  // LSE is fp32 from exact fp16/bf16 products
-    std::vector<double> got(rows.size());
-    const std::vector<int64_t> cu = cu_seqlens(p);
-    for (size_t r = 0; r < rows.size(); ++r) got[r] = (*lse)[size_t(stored_row(p, cu, rows[r]))];
-    add_tensor(c, compare_tensor("lse", got, ref_lse, kLseAtol, kLseRtol, true));
+    add_tensor(c, compare_tensor("lse", *lse_rows, ref_lse, kLseAtol, kLseRtol, true));
   }
   return c;
+}
+
+CheckResult compare_with_reference(const Problem& p, const std::vector<RowId>& rows,
+                                   const std::vector<double>& ref_out, const std::vector<double>& ref_lse,
+                                   const uint16_t* out, const std::vector<float>* lse) {
+  std::vector<double> lse_rows;
+  if (lse) {
+    const std::vector<int64_t> cu = cu_seqlens(p);
+    for (const RowId& r : rows) lse_rows.push_back((*lse)[size_t(stored_row(p, cu, r))]);
+  }
+  return compare_rows_with_reference(p, rows, ref_out, ref_lse, gather_rows(p, out, rows), lse ? &lse_rows : nullptr);
 }
 
 int64_t stored_row(const Problem& p, const std::vector<int64_t>& cu, const RowId& r) {

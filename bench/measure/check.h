@@ -45,6 +45,12 @@ CheckResult compare_with_reference(const Problem& p, const std::vector<RowId>& r
                                    const uint16_t* out,                    // O of the method, BHND (the rows read)
                                    const std::vector<float>* lse);  // full LSE as stored (packed varlen: [H, T]) or null
 
+// The same comparison from the checked rows alone: O's (rows.size() × d values, in the order of
+// `rows`) and their LSE (or null), as the runner gathers them on the GPU.
+CheckResult compare_rows_with_reference(const Problem& p, const std::vector<RowId>& rows,
+                                        const std::vector<double>& ref_out, const std::vector<double>& ref_lse,
+                                        const std::vector<double>& out_rows, const std::vector<double>* lse_rows);
+
 // Index of query row r in the rows of O and L as stored: (b·H + h)·Nq + i, or for a packed
 // varlen problem h·T + cu[b] + i (cu = cu_seqlens(p), unused otherwise).
 int64_t stored_row(const Problem& p, const std::vector<int64_t>& cu, const RowId& r);

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <map>
 #include <future>
 #include <memory>
 #include <optional>
@@ -20,6 +22,7 @@
 #include "bench/cuda/device_memory.h"
 #include "bench/cuda/device_util.h"
 #include "bench/measure/check.h"
+#include "bench/measure/first_starts.h"
 #include "bench/measure/cupti_profiler.h"
 #include "bench/measure/problem_data.h"
 #include "bench/measure/timing.h"
@@ -28,26 +31,39 @@ namespace flashio {
 
 namespace {
 
-// The checked rows of a [B, H, Nq, d] device tensor of 16-bit words, at their places in a
-// host array of the tensor's size; the other rows are neither copied nor touched. The rows are
-// packed together on the GPU first (d.rows holds their flat indices), so one copy brings them
-// back: the copies of thousands of scattered rows, one per run, cost the 64-point sweep of
-// issue 22 about 6 s of checks on two H200s.
-std::unique_ptr<uint16_t[]> download_rows(const DeviceBuffer& buf, const Problem& p, const std::vector<RowId>& rows,
-                                          const DeviceSide& d, DeviceAllocator& scratch, cudaStream_t stream) {
-  const int64_t words = p.head_dim;
-  DeviceBuffer packed(scratch, rows.size() * size_t(words) * 2);
-  launch_gather_rows(buf.as<uint16_t>(), d.rows.as<int64_t>(), int64_t(rows.size()), words, packed.as<uint16_t>(),
-                     stream);
-  std::vector<uint16_t> host(rows.size() * size_t(words));
+// The checked rows (`d.rows`, as stored) of a device tensor, `row_words` 16-bit words each,
+// gathered on the GPU in the order of the rows and copied back at once: no copy of the whole
+// tensor (a host buffer of its size cost page faults at every check, more with two GPUs' workers).
+std::vector<uint16_t> download_rows(const void* buf, int64_t row_words, const DeviceSide& d,
+                                    DeviceAllocator& scratch, cudaStream_t stream) {
+  const int64_t nrows = int64_t(d.rows.bytes() / sizeof(int64_t));
+  DeviceBuffer packed(scratch, size_t(nrows * row_words) * 2);
+  launch_gather_rows(static_cast<const uint16_t*>(buf), d.rows.as<int64_t>(), nrows, row_words,
+                     packed.as<uint16_t>(), stream);
+  std::vector<uint16_t> host(size_t(nrows * row_words));
   FLASHIO_CUDA_CHECK(cudaMemcpyAsync(host.data(), packed.get(), packed.bytes(), cudaMemcpyDeviceToHost, stream));
   FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
-  // Placed at their logical [B, H, Nq, d] rows (gather_rows reads those), also when the tensor is
-  // stored packed (d.rows then holds packed indices).
-  std::unique_ptr<uint16_t[]> out(new uint16_t[size_t(p.batch * p.heads * p.seqlen_q * words)]);
-  for (size_t r = 0; r < rows.size(); ++r) {
-    const int64_t flat = (rows[r].b * p.heads + rows[r].h) * p.seqlen_q + rows[r].i;
-    std::copy_n(host.data() + r * size_t(words), words, out.get() + flat * words);
+  return host;
+}
+
+// The checked rows of O, dQ (elements of the problem's type) as values.
+std::vector<double> download_row_values(const DeviceBuffer& buf, const Problem& p, const DeviceSide& d,
+                                        DeviceAllocator& scratch, cudaStream_t stream) {
+  const std::vector<uint16_t> words = download_rows(buf.get(), p.head_dim, d, scratch, stream);
+  std::vector<double> out(words.size());
+  for (size_t e = 0; e < words.size(); ++e) out[e] = to_float(p.dtype, words[e]);
+  return out;
+}
+
+// The checked rows' LSE (fp32: two 16-bit words a row).
+std::vector<double> download_lse_rows(const DeviceBuffer& lse, const DeviceSide& d, DeviceAllocator& scratch,
+                                      cudaStream_t stream) {
+  const std::vector<uint16_t> words = download_rows(lse.get(), 2, d, scratch, stream);
+  std::vector<double> out(words.size() / 2);
+  for (size_t r = 0; r < out.size(); ++r) {
+    float v;
+    std::memcpy(&v, words.data() + 2 * r, sizeof(float));
+    out[r] = v;
   }
   return out;
 }
@@ -118,6 +134,14 @@ struct Runner::State {
   DeviceAllocator scratch;  // the checks' packed rows: kept out of the points' memory figures
   std::string poisoned;  // set after a sticky CUDA error: the context is unusable
   std::string start_steps;  // where the constructor's time went ("context 0.001 s, ...")
+  std::shared_ptr<FirstStarts> starts;  // the sweep's, shared by its workers; else the runner's own
+  std::map<std::string, std::vector<Point>> deferred;  // methods whose warm-up waits (first_starts.h)
+
+  // A thirty-second of the GPU's memory (4.4 GB on an H200): more than a sweep's inputs and outputs
+  // of one problem in the FA-2 setting (16k tokens, d·H = 2048: 64 MiB a tensor), little enough that
+  // a library's own allocations (cuBLAS, CUPTI) still find room; our own requests free what is
+  // kept when the GPU cannot meet them.
+  size_t kept_across_problems() const { return size_t(dev.global_memory_bytes / 32); }
 
   // The phases' share of a wait for a part the maker made: split between inputs and reference as
   // the part's making was.
@@ -136,9 +160,12 @@ struct Runner::State {
   void prepare(const Problem& p, bool with_grad, PhaseTimes& ph) {
     const std::string key = problem_key(p);
     if (!host || host->key != key) {
-      device.reset();  // free the previous problem's device memory first
-      alloc.trim();    // and the blocks its points kept (device_memory.h): a new problem has other sizes
-      scratch.trim();
+      device.reset();  // the previous problem's device memory first
+      // Of the blocks its points kept (device_memory.h), the smaller ones stay for the next
+      // problem, which often asks for the same input and output sizes; the largest (S and P of a
+      // materialized method) go.
+      alloc.trim_to(kept_across_problems());
+      scratch.trim_to(kept_across_problems());
       gradients.reset();
       host.reset();
       const auto start = std::chrono::steady_clock::now();
@@ -281,66 +308,101 @@ struct Runner::State {
   // paid by every GPU worker while its host made the first problem. Made here, in the runner's
   // start, while the host makes it (the prefetch). Best effort: a method that fails here fails
   // again, with its record, at its point (a sticky CUDA error poisons the runner, as a point's would).
+  // A method whose first start another worker of the sweep is making (first_starts.h) is left for
+  // later: its points go to `deferred`, and warm_up_deferred() warms it up before its first point.
   void warm_up(const std::vector<Point>& points, StepClock& clock) {
     std::set<std::pair<std::string, bool>> done;  // (method, with backward)
     for (const Point& pt : points) {
       const Method* method = builtin_registry().find(pt.method);
       const bool backward = pt.pass != Pass::Fwd;
       if (!method || method->info().where == "cpu" || !done.insert({pt.method, backward}).second) continue;
-      Problem p = pt.problem;
-      p.heads = p.heads / p.kvh();
-      p.kv_heads = p.kv_heads > 0 ? 1 : 0;
-      p.batch = 1;
-      p.padding = Padding::None;
-      p.kv_page = 0;  // contiguous: the same kernels, no block table to make
-      p.seqlens.clear();  // dense (a varlen point's kernels differ: their modules load at the point)
-      p.seq_lengths.clear();
-      p.varlen_padded = false;
-      if (!method->supports(p, pt.pass, dev)) continue;
-      try {
-        DeviceAllocator warm;
-        auto zeros = [&](int64_t bytes) {
-          DeviceBuffer b(warm, size_t(bytes));
-          FLASHIO_CUDA_CHECK(cudaMemsetAsync(b.get(), 0, b.bytes(), stream));
-          return b;
-        };
-        auto input = [&](int64_t elements, InputTensor which) {  // as the points' inputs are made
-          DeviceBuffer b(warm, size_t(elements) * 2);
-          generate_inputs_on_device(b.as<uint16_t>(), size_t(elements), p.dtype, p.seed, which, stream);
-          return b;
-        };
-        DeviceBuffer q = input(p.q_elements(), InputTensor::Q), k = input(p.kv_elements(), InputTensor::K),
-                     v = input(p.kv_elements(), InputTensor::V);
-        DeviceBuffer o = zeros(p.q_elements() * 2), lse = zeros(p.batch * p.heads * p.seqlen_q * 4);
-        DeviceBuffer d_o, dq, dk, dv;
-        if (backward) {
-          d_o = input(p.q_elements(), InputTensor::dO);
-          dq = zeros(p.q_elements() * 2);
-          dk = zeros(p.kv_elements() * 2);
-          dv = zeros(p.kv_elements() * 2);
-        }
-        AttentionBuffers buf;
-        buf.q = q.get();
-        buf.k = k.get();
-        buf.v = v.get();
-        buf.o = o.get();
-        buf.lse = lse.as<float>();
-        buf.d_o = d_o.get();
-        buf.dq = dq.get();
-        buf.dk = dk.get();
-        buf.dv = dv.get();
-        auto plan = method->plan(p, backward ? Pass::FwdBwd : Pass::Fwd, dev, warm);
-        plan->forward(buf, stream);
-        if (backward) plan->backward(buf, stream);
-        DeviceBuffer row = zeros(sizeof(int64_t)), packed(warm, size_t(p.head_dim) * 2);  // as the checks gather rows
-        launch_gather_rows(o.as<uint16_t>(), row.as<int64_t>(), 1, p.head_dim, packed.as<uint16_t>(), stream);
-        FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
-      } catch (const CudaError& e) {
-        if (e.sticky()) poisoned = fmt::format("in the warm-up launch of {}: {}", pt.method, e.what());
-        cudaGetLastError();
-      } catch (const std::exception&) {
+      const bool later = deferred.count(pt.method) > 0;
+      const FirstStarts::Claim claim = later ? FirstStarts::Claim::Busy : starts->claim(pt.method);
+      if (claim == FirstStarts::Claim::Busy) {
+        if (!later) clock.step(fmt::format("warm-up of {} left for later (another GPU's worker is starting it)", pt.method));
+        deferred[pt.method].push_back(pt);
+        continue;
+      }
+      {
+        struct Finish {  // the first start made, whatever happened in it
+          bool mine;
+          const std::string& method;
+          FirstStarts& starts;
+          ~Finish() { if (mine) starts.finish(method); }
+        } finish{claim == FirstStarts::Claim::Mine, pt.method, *starts};
+        warm_up_one(*method, pt, backward);
       }
       clock.step(fmt::format("warm-up of {}/{}", pt.method, backward ? "fwdbwd" : "fwd"));
+    }
+  }
+
+  // Before the first point of a method warm_up() left for later: waits until the other worker
+  // has started it, then warms it up here (module loads of this GPU's context).
+  void warm_up_deferred(const std::string& name) {
+    const auto it = deferred.find(name);
+    if (it == deferred.end()) return;
+    const std::vector<Point> points = std::move(it->second);
+    deferred.erase(it);
+    starts->wait(name);
+    StepClock unused;
+    warm_up(points, unused);
+  }
+
+  // One unchecked, untimed run of `pt`'s method and pass on a one-sequence, one-KV-head copy of
+  // its problem. Best effort: a method that fails here fails again, with its record, at its point.
+  void warm_up_one(const Method& method, const Point& pt, bool backward) {
+    Problem p = pt.problem;
+    p.heads = p.heads / p.kvh();
+    p.kv_heads = p.kv_heads > 0 ? 1 : 0;
+    p.batch = 1;
+    p.padding = Padding::None;
+    p.kv_page = 0;  // contiguous: the same kernels, no block table to make
+    p.seqlens.clear();  // dense (a varlen point's kernels differ: their modules load at the point)
+    p.seq_lengths.clear();
+    p.varlen_padded = false;
+    if (!method.supports(p, pt.pass, dev)) return;
+    try {
+      DeviceAllocator warm;
+      auto zeros = [&](int64_t bytes) {
+        DeviceBuffer b(warm, size_t(bytes));
+        FLASHIO_CUDA_CHECK(cudaMemsetAsync(b.get(), 0, b.bytes(), stream));
+        return b;
+      };
+      auto input = [&](int64_t elements, InputTensor which) {  // as the points' inputs are made
+        DeviceBuffer b(warm, size_t(elements) * 2);
+        generate_inputs_on_device(b.as<uint16_t>(), size_t(elements), p.dtype, p.seed, which, stream);
+        return b;
+      };
+      DeviceBuffer q = input(p.q_elements(), InputTensor::Q), k = input(p.kv_elements(), InputTensor::K),
+                   v = input(p.kv_elements(), InputTensor::V);
+      DeviceBuffer o = zeros(p.q_elements() * 2), lse = zeros(p.batch * p.heads * p.seqlen_q * 4);
+      DeviceBuffer d_o, dq, dk, dv;
+      if (backward) {
+        d_o = input(p.q_elements(), InputTensor::dO);
+        dq = zeros(p.q_elements() * 2);
+        dk = zeros(p.kv_elements() * 2);
+        dv = zeros(p.kv_elements() * 2);
+      }
+      AttentionBuffers buf;
+      buf.q = q.get();
+      buf.k = k.get();
+      buf.v = v.get();
+      buf.o = o.get();
+      buf.lse = lse.as<float>();
+      buf.d_o = d_o.get();
+      buf.dq = dq.get();
+      buf.dk = dk.get();
+      buf.dv = dv.get();
+      auto plan = method.plan(p, backward ? Pass::FwdBwd : Pass::Fwd, dev, warm);
+      plan->forward(buf, stream);
+      if (backward) plan->backward(buf, stream);
+      DeviceBuffer row = zeros(sizeof(int64_t)), packed(warm, size_t(p.head_dim) * 2);  // as the checks gather rows
+      launch_gather_rows(o.as<uint16_t>(), row.as<int64_t>(), 1, p.head_dim, packed.as<uint16_t>(), stream);
+      FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
+    } catch (const CudaError& e) {
+      if (e.sticky()) poisoned = fmt::format("in the warm-up launch of {}: {}", pt.method, e.what());
+      cudaGetLastError();
+    } catch (const std::exception&) {
     }
   }
 
@@ -382,13 +444,11 @@ struct Runner::State {
                             const DeviceBuffer& dv, bool backward) {
     FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
     const HostForward& d = *host;
-    std::vector<float> lse_host;
-    if (plan.writes_lse()) {
-      lse_host.resize(size_t(p.lse_elements()));
-      FLASHIO_CUDA_CHECK(cudaMemcpy(lse_host.data(), lse.get(), lse.bytes(), cudaMemcpyDeviceToHost));
-    }
-    CheckResult c = compare_with_reference(p, d.rows, d.ref_out, d.ref_lse, download_rows(o, p, d.rows, *device, scratch, stream).get(),
-                                           plan.writes_lse() ? &lse_host : nullptr);
+    std::vector<double> lse_rows;
+    if (plan.writes_lse()) lse_rows = download_lse_rows(lse, *device, scratch, stream);
+    CheckResult c = compare_rows_with_reference(p, d.rows, d.ref_out, d.ref_lse,
+                                                download_row_values(o, p, *device, scratch, stream),
+                                                plan.writes_lse() ? &lse_rows : nullptr);
     if (backward) {
       // dS = P∘(dP − D) cancels where a row sees few keys (exactly, with one: dQ = dK = 0),
       // yet D comes from the O rounded to the element type, so those rows carry an error of
@@ -400,7 +460,7 @@ struct Runner::State {
       const double floor =
           0.1 * std::max({rms(g.ref_dq, true), rms(g.ref_dk, true), rms(g.ref_dv, true)});
       auto atol = [&](const std::vector<double>& ref) { return tol.atol_rms * std::max({rms(ref), floor, 1e-6}); };
-      add_tensor(c, compare_tensor("dq", gather_rows(p, download_rows(dq, p, d.rows, *device, scratch, stream).get(), d.rows), g.ref_dq, atol(g.ref_dq), tol.rtol, true));
+      add_tensor(c, compare_tensor("dq", download_row_values(dq, p, *device, scratch, stream), g.ref_dq, atol(g.ref_dq), tol.rtol, true));
       if (!g.kv_heads.empty()) {
         add_tensor(c, compare_tensor("dk", download_kv_heads(dk, p, g.kv_heads), g.ref_dk, atol(g.ref_dk), tol.rtol, true));
         add_tensor(c, compare_tensor("dv", download_kv_heads(dv, p, g.kv_heads), g.ref_dv, atol(g.ref_dv), tol.rtol, true));
@@ -419,10 +479,11 @@ struct Runner::State {
 };
 
 Runner::Runner(const DeviceInfo& dev, RunOptions opt, const std::vector<Point>& first,
-               std::shared_ptr<HostSideMaker> maker)
+               std::shared_ptr<HostSideMaker> maker, std::shared_ptr<FirstStarts> starts)
     : state_(std::make_unique<State>()) {
   state_->dev = dev;
   state_->opt = opt;
+  state_->starts = starts ? std::move(starts) : std::make_shared<FirstStarts>();
   // The host makes the first problem while the GPU's context, counters and warm-up start (a
   // sweep's maker: the problems it was asked for, in its order).
   if (maker) {
@@ -446,6 +507,12 @@ Runner::Runner(const DeviceInfo& dev, RunOptions opt, const std::vector<Point>& 
 }
 
 std::string Runner::start_description() const { return state_->start_steps; }
+
+std::set<std::string> Runner::deferred_methods() const {
+  std::set<std::string> out;
+  for (const auto& [name, points] : state_->deferred) out.insert(name);
+  return out;
+}
 
 std::string Runner::counters_description() const {
   if (state_->counters) return state_->counters->describe();
@@ -499,6 +566,7 @@ Record Runner::run(const Point& pt, const Timer& timer) {
   PhaseTimes phases;
   const auto start = std::chrono::steady_clock::now();
   try {
+    state_->warm_up_deferred(pt.method);
     state_->measure(*method, pt, rec, timer, phases);
   } catch (const CudaError& e) {
     rec.status = e.out_of_memory() ? Status::Oom : Status::Error;

@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "bench/measure/first_starts.h"
 #include "bench/measure/host_side.h"
 #include "bench/sweep/progress.h"
 #include "bench/sweep/shard.h"
@@ -83,6 +84,10 @@ SweepOutcome run_sweep(const SweepJob& job) {
     }
   };
 
+  // One worker at a time makes a method's first start (cuBLAS's: first_starts.h); the others run
+  // their first group's other points meanwhile.
+  const auto starts = std::make_shared<FirstStarts>();
+
   std::mutex mu;  // guards groups, asked, healthy, outcome and the callbacks
   size_t healthy = workers;
   std::atomic<bool> failed{false};  // a callback threw (the journal could not be written): all stop
@@ -90,9 +95,18 @@ SweepOutcome run_sweep(const SweepJob& job) {
   auto stopping = [&] { return job.stop && job.stop->load() != 0; };
 
   // Each worker's first group is dealt before any starts (one of the shortest each), and the maker
-  // is asked for those and the next ones: the runners' GPU contexts start and their warm-ups run
-  // while the host makes them.
-  ask_ahead(2 * workers);
+  // is asked for those: the runners' GPU contexts start and their warm-ups run while the host makes
+  // them. The next groups are asked for once the workers' first starts are made (first_starts.h),
+  // or every worker has started: made during the starts, on every core, they slowed the one start
+  // no other work hides, cuBLAS's (an H200: 0.12-0.15 s alone, 0.18-0.24 s beside the two lanes'
+  // float64 reference; docs/sweep-time.md).
+  ask_ahead(workers);
+  size_t starting = workers;  // workers whose runner is not made yet (mu held)
+  auto look_ahead = [&] { ask_ahead(workers); };  // mu held: each worker's next group
+  starts->set_on_idle([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    look_ahead();
+  });
   std::vector<Group> first(workers);
   for (auto& g : first) {
     if (groups.empty()) break;
@@ -107,17 +121,24 @@ SweepOutcome run_sweep(const SweepJob& job) {
     try {
       RunOptions opt = host_options;
       opt.device = dev.index;
-      runner = std::make_unique<Runner>(dev, opt, group_points(current), maker);
+      runner = std::make_unique<Runner>(dev, opt, group_points(current), maker, starts);
     } catch (const std::exception& e) {
       std::lock_guard<std::mutex> lock(mu);
+      if (--starting == 0) look_ahead();
       outcome.errors.push_back(fmt::format("GPU {}: {}", dev.index, e.what()));
       if (!current.empty()) groups.push_front(std::move(current));
       --healthy;
       return;
     }
-    if (job.on_worker_ready) {
+    // The first group's points of a method whose start another worker is making (cuBLAS's, for
+    // `standard`) run after the group's others, which need not wait for it.
+    if (const std::set<std::string> later = runner->deferred_methods(); !later.empty())
+      std::stable_partition(current.begin(), current.end(),
+                            [&](size_t pos) { return later.count(points[job.todo[pos]].method) == 0; });
+    {
       std::lock_guard<std::mutex> lock(mu);
-      job.on_worker_ready(dev, runner->counters_description(), runner->start_description());
+      if (--starting == 0) look_ahead();
+      if (job.on_worker_ready) job.on_worker_ready(dev, runner->counters_description(), runner->start_description());
     }
     for (;;) {
       if (current.empty()) {  // the next group in the deal, whoever's runner ran the one before
@@ -167,6 +188,7 @@ SweepOutcome run_sweep(const SweepJob& job) {
   std::vector<std::thread> threads;
   for (size_t w = 0; w < workers; ++w) threads.emplace_back(worker, w);
   for (auto& t : threads) t.join();
+  starts->set_on_idle(nullptr);
   std::sort(outcome.records.begin(), outcome.records.end(),
             [](const Record& a, const Record& b) { return a.point_index < b.point_index; });
   outcome.stopped = outcome.records.size() < job.todo.size() && stopping();
