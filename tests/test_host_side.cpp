@@ -390,16 +390,3 @@ TEST(FirstStarts, OneWorkerMakesAMethodsFirstStartTheOthersWaitForIt) {
   other.join();
   EXPECT_EQ(starts.claim("standard"), FirstStarts::Claim::Done);
 }
-
-// The sweep asks for the host work it held back once no first start is being made.
-TEST(FirstStarts, SaysWhenNoFirstStartIsBeingMade) {
-  FirstStarts starts;
-  int idle = 0;
-  starts.set_on_idle([&] { ++idle; });
-  ASSERT_EQ(starts.claim("standard"), FirstStarts::Claim::Mine);
-  ASSERT_EQ(starts.claim("flash2"), FirstStarts::Claim::Mine);
-  starts.finish("flash2");
-  EXPECT_EQ(idle, 0);  // standard's still being made
-  starts.finish("standard");
-  EXPECT_EQ(idle, 1);
-}

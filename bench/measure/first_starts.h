@@ -6,9 +6,7 @@
 // warm-up just before the method's first point, when it is cheap (Runner::deferred_methods). With
 // one GPU nothing is ever deferred.
 #pragma once
-#include <algorithm>
 #include <condition_variable>
-#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -29,21 +27,11 @@ class FirstStarts {
   }
 
   void finish(const std::string& method) {
-    std::function<void()> idle;
     {
       std::lock_guard<std::mutex> lock(mu_);
       made_[method] = true;
-      if (std::all_of(made_.begin(), made_.end(), [](const auto& m) { return m.second; })) idle = on_idle_;
     }
     cv_.notify_all();
-    if (idle) idle();
-  }
-
-  // Called (on the finishing worker's thread, no lock held) each time a finish() leaves no first
-  // start being made: the sweep then asks for the host work it held back (sweep_runner.cpp).
-  void set_on_idle(std::function<void()> f) {
-    std::lock_guard<std::mutex> lock(mu_);
-    on_idle_ = std::move(f);
   }
 
   // Returns once no worker is making the method's first start.
@@ -59,7 +47,6 @@ class FirstStarts {
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, bool> made_;  // method → its first start made (false: being made)
-  std::function<void()> on_idle_;
 };
 
 }  // namespace flashio

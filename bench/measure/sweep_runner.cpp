@@ -96,17 +96,14 @@ SweepOutcome run_sweep(const SweepJob& job) {
 
   // Each worker's first group is dealt before any starts (one of the shortest each), and the maker
   // is asked for those: the runners' GPU contexts start and their warm-ups run while the host makes
-  // them. The next groups are asked for once the workers' first starts are made (first_starts.h),
-  // or every worker has started: made during the starts, on every core, they slowed the one start
-  // no other work hides, cuBLAS's (an H200: 0.12-0.15 s alone, 0.18-0.24 s beside the two lanes'
-  // float64 reference; docs/sweep-time.md).
+  // them. A further group is asked for as each worker has started (its runner made): made during
+  // the starts, on every core, the next groups slowed the one start no other work hides, cuBLAS's
+  // (an H200: 0.12-0.15 s alone, 0.18-0.27 s beside the two lanes' float64 reference;
+  // docs/sweep-time.md), and a worker that left cuBLAS's start to another (first_starts.h) is
+  // ready at once and needs its next group first.
   ask_ahead(workers);
-  size_t starting = workers;  // workers whose runner is not made yet (mu held)
-  auto look_ahead = [&] { ask_ahead(workers); };  // mu held: each worker's next group
-  starts->set_on_idle([&] {
-    std::lock_guard<std::mutex> lock(mu);
-    look_ahead();
-  });
+  size_t ready = 0;  // workers whose runner is made, or failed to be (mu held)
+  auto started = [&] { ask_ahead(std::min(++ready, workers)); };  // mu held: one more group ahead
   std::vector<Group> first(workers);
   for (auto& g : first) {
     if (groups.empty()) break;
@@ -124,7 +121,7 @@ SweepOutcome run_sweep(const SweepJob& job) {
       runner = std::make_unique<Runner>(dev, opt, group_points(current), maker, starts);
     } catch (const std::exception& e) {
       std::lock_guard<std::mutex> lock(mu);
-      if (--starting == 0) look_ahead();
+      started();
       outcome.errors.push_back(fmt::format("GPU {}: {}", dev.index, e.what()));
       if (!current.empty()) groups.push_front(std::move(current));
       --healthy;
@@ -137,7 +134,7 @@ SweepOutcome run_sweep(const SweepJob& job) {
                             [&](size_t pos) { return later.count(points[job.todo[pos]].method) == 0; });
     {
       std::lock_guard<std::mutex> lock(mu);
-      if (--starting == 0) look_ahead();
+      started();
       if (job.on_worker_ready) job.on_worker_ready(dev, runner->counters_description(), runner->start_description());
     }
     for (;;) {
@@ -188,7 +185,6 @@ SweepOutcome run_sweep(const SweepJob& job) {
   std::vector<std::thread> threads;
   for (size_t w = 0; w < workers; ++w) threads.emplace_back(worker, w);
   for (auto& t : threads) t.join();
-  starts->set_on_idle(nullptr);
   std::sort(outcome.records.begin(), outcome.records.end(),
             [](const Record& a, const Record& b) { return a.point_index < b.point_index; });
   outcome.stopped = outcome.records.size() < job.todo.size() && stopping();
