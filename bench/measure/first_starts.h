@@ -1,10 +1,10 @@
 // Which methods' first start a sweep's GPU workers have made or are making. The first warm-up of
-// `standard` in a process starts cuBLAS (its kernels' modules, its heuristics): 0.10-0.15 s on an
-// H200, 0.18-0.22 s when two GPUs' workers start it at once, 0.01 s on a GPU after another GPU's
-// worker made it (issue 22, docs/sweep-time.md). So one worker at a time makes a method's first
-// start; a worker that finds another making it runs its other points first and the method's
-// warm-up just before the method's first point, when it is cheap (Runner::deferred_methods). With
-// one GPU nothing is ever deferred.
+// `standard` in a process starts cuBLAS (its kernels' modules, its heuristics): 0.12-0.16 s on an
+// H200 of a one-GPU sweep, 0.01 s on a GPU after another GPU's worker made it (issue 22,
+// docs/sweep-time.md step 14). So one worker at a time makes a method's first start; a worker that
+// finds another making it runs its other points first and the method's warm-up just before the
+// method's first point, when it is cheap (Runner::deferred_methods). With one GPU nothing is ever
+// deferred.
 #pragma once
 #include <condition_variable>
 #include <map>

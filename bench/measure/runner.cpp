@@ -306,10 +306,9 @@ struct Runner::State {
   // a context loads their module (CUDA loads modules lazily) and the first cuBLAS handle loads
   // cuBLAS: about 0.15 s on the first point of the 64-point sweep of issue 22 (an H200, 038a03a),
   // paid by every GPU worker while its host made the first problem. Made here, in the runner's
-  // start, while the host makes it (the prefetch). Best effort: a method that fails here fails
-  // again, with its record, at its point (a sticky CUDA error poisons the runner, as a point's would).
-  // A method whose first start another worker of the sweep is making (first_starts.h) is left for
-  // later: its points go to `deferred`, and warm_up_deferred() warms it up before its first point.
+  // start, while the host makes it (the prefetch). A method whose first start another worker of
+  // the sweep is making (first_starts.h) is left for later: its points go to `deferred`, and
+  // warm_up_deferred() warms it up before its first point.
   void warm_up(const std::vector<Point>& points, StepClock& clock) {
     std::set<std::pair<std::string, bool>> done;  // (method, with backward)
     for (const Point& pt : points) {
@@ -349,7 +348,8 @@ struct Runner::State {
   }
 
   // One unchecked, untimed run of `pt`'s method and pass on a one-sequence, one-KV-head copy of
-  // its problem. Best effort: a method that fails here fails again, with its record, at its point.
+  // its problem. Best effort: a method that fails here fails again, with its record, at its point
+  // (a sticky CUDA error poisons the runner, as a point's would).
   void warm_up_one(const Method& method, const Point& pt, bool backward) {
     Problem p = pt.problem;
     p.heads = p.heads / p.kvh();
