@@ -227,15 +227,24 @@ TEST(HostSideMaker, OneTakerGetsThePartsInTheOrderAsked) {
   EXPECT_EQ(gate.order(), (std::vector<std::string>{"11/fwd", "11/grad", "12/fwd", "13/fwd", "13/grad"}));
 }
 
-// Two takers, two lanes: the first two forward parts at once, and as lanes free up (here in the
-// order the parts started) a problem's gradients are needed after the next problem's forward part
-// (the other GPU's): the same order as one part at a time.
-TEST(NextPart, TwoLanesStartTheNextForwardPartBeforeTheGradients) {
+// Two takers, two lanes: the first two forward parts at once (both GPUs start their first groups
+// at once), then, as lanes free up (here in the order the parts started), both first groups'
+// gradients before the third problem's forward part: each GPU needs its gradients after its
+// group's short forward points, the third problem only once a GPU has finished a whole group.
+TEST(NextPart, TwoLanesMakeTheFirstGroupsGradientsBeforeTheNextForwardPart) {
   EXPECT_EQ(lane_schedule({true, true, true, true}, 2),
-            (std::vector<std::string>{"0/fwd", "1/fwd", "0/grad", "2/fwd", "1/grad", "3/fwd", "2/grad", "3/grad"}));
+            (std::vector<std::string>{"0/fwd", "1/fwd", "0/grad", "1/grad", "2/fwd", "3/fwd", "2/grad", "3/grad"}));
   // Problems asked without gradients (forward points only) have no gradients' part.
   EXPECT_EQ(lane_schedule({true, false, true}, 2),
             (std::vector<std::string>{"0/fwd", "1/fwd", "0/grad", "2/fwd", "2/grad"}));
+  // Eight: the eight first forward parts at once, then their gradients before the ninth problem;
+  // later problems one by one, each problem's gradients right after its forward part.
+  const auto eight = lane_schedule(std::vector<bool>(10, true), 8);
+  ASSERT_EQ(eight.size(), 20u);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(eight[size_t(i)], std::to_string(i) + "/fwd");
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(eight[size_t(8 + i)], std::to_string(i) + "/grad");
+  EXPECT_EQ(std::vector<std::string>(eight.begin() + 16, eight.end()),
+            (std::vector<std::string>{"8/fwd", "9/fwd", "8/grad", "9/grad"}));
 }
 
 TEST(NextPart, OneLaneMakesThePartsInTheOrderAsked) {
@@ -252,17 +261,17 @@ TEST(NextPart, AGradientsPartStartsOnlyOnceItsForwardPartIsMade) {
   s[0].gradients_waited = true;  // even when a runner waits for the gradients
   EXPECT_EQ(next_part(s, 2), (NextPart{1, false}));
   s[1].forward_started = s[1].forward_made = true;
-  EXPECT_EQ(next_part(s, 2), (NextPart{2, false}));  // 2's forward part (needed at 2) before 1's gradients (at 3)
-  s[2].forward_started = true;
-  EXPECT_EQ(next_part(s, 2), (NextPart{1, true}));
+  EXPECT_EQ(next_part(s, 2), (NextPart{1, true}));  // 1's gradients (needed at 2) before 2's forward part (at 2)
   s[1].gradients_started = true;
+  EXPECT_EQ(next_part(s, 2), (NextPart{2, false}));
+  s[2].forward_started = true;
   EXPECT_FALSE(next_part(s, 2));  // nothing can start until a forward part is made
   s[0].forward_made = true;
   EXPECT_EQ(next_part(s, 2), (NextPart{0, true}));
   // A lane slower than the other holds only its own part: with problem 0's forward part never
   // done, the other lane makes everything else in order.
   EXPECT_EQ(lane_schedule({true, true, true}, 2, 0),
-            (std::vector<std::string>{"0/fwd", "1/fwd", "2/fwd", "1/grad", "2/grad", "0/grad"}));
+            (std::vector<std::string>{"0/fwd", "1/fwd", "1/grad", "2/fwd", "2/grad", "0/grad"}));
 }
 
 TEST(NextPart, APartARunnerWaitsForComesFirst) {
@@ -377,7 +386,7 @@ TEST(FirstStarts, OneWorkerMakesAMethodsFirstStartTheOthersWaitForIt) {
   EXPECT_EQ(starts.claim("standard"), FirstStarts::Claim::Mine);
   EXPECT_EQ(starts.claim("standard"), FirstStarts::Claim::Busy);
   EXPECT_EQ(starts.claim("flash2"), FirstStarts::Claim::Mine);  // each method its own
-  starts.wait("never-claimed");                                  // nothing to wait for
+  starts.wait("never-claimed");                                 // nothing to wait for
   std::promise<void> waited;
   std::thread other([&] {
     starts.wait("standard");

@@ -3,10 +3,16 @@
 // give the same bits on every run) and a shared counter (each thread takes the next item when it
 // is free: for work whose result per item does not depend on who does it, so a thread the machine
 // holds back delays no one). Plain C++.
+//
+// The threads are the process's own, kept between calls (run_parts): a sweep's host work calls
+// these several times per problem part on every core, and starting and ending a thread per core
+// each time (a stack mapped and unmapped per thread) cost 15-18 % of each part's time on a 32-core
+// H200 host, with one GPU's lane and with two (issue 22, docs/sweep-time.md step 15).
 #pragma once
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -18,6 +24,11 @@ inline int thread_count(size_t n, int threads) {
   return int(std::min<size_t>(size_t(threads), std::max<size_t>(1, n)));
 }
 
+// Calls part(tid) for tid in [0, count) at once: 0 on the calling thread, the others on threads
+// the process keeps (started when fewer are free than asked for, never ended), each running at
+// the caller's scheduling priority. Returns when all have returned; `part` must not throw.
+void run_parts(int count, const std::function<void(int)>& part);
+
 // Calls work(tid, nthreads) on thread_count(n, threads) threads (the calling one alone when one).
 template <typename Work>
 void parallel_for(size_t n, int threads, Work work) {
@@ -26,9 +37,7 @@ void parallel_for(size_t n, int threads, Work work) {
     work(0, 1);
     return;
   }
-  std::vector<std::thread> pool;
-  for (int tid = 0; tid < threads; ++tid) pool.emplace_back(work, tid, threads);
-  for (auto& th : pool) th.join();
+  run_parts(threads, [&](int tid) { work(tid, threads); });
 }
 
 // Calls work(tid, i) for every i in [0, n), on thread_count(n, threads) threads, each taking the

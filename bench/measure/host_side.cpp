@@ -180,7 +180,7 @@ std::optional<NextPart> next_part(const std::vector<PartsState>& jobs, int taker
     if (!j.forward_started) {
       key = {!j.forward_waited, j.order, true, j.order};
     } else if (j.with_grad && !j.gradients_started && j.forward_made) {
-      key = {!j.gradients_waited, j.order + std::max(1, takers), false, j.order};
+      key = {!j.gradients_waited, std::max<int64_t>(j.order, takers - 1), false, j.order};
       gradients = true;
     } else {
       continue;

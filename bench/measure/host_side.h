@@ -113,7 +113,7 @@ struct NextPart {
 
 // The part a free lane of the maker starts next, of the parts not started: a part a runner waits
 // for first; then the least `needed at` (the forward part of the i-th ask at i, its gradients' part
-// at i + takers), the gradients' part first at a tie; then the order asked. A gradients' part only
+// at the greater of i and takers - 1), the gradients' part first at a tie; then the order asked. A gradients' part only
 // once its forward part is made (it reads it). nullopt: none can start now.
 std::optional<NextPart> next_part(const std::vector<PartsState>& jobs, int takers);
 
@@ -123,9 +123,16 @@ std::optional<NextPart> next_part(const std::vector<PartsState>& jobs, int taker
 //
 // Asks are numbered in the order given, which is the order in which the runners will start the
 // problems (a sweep's deal order). The forward part of the i-th counts as needed at i, its
-// gradients' part at i + takers: its runner takes that after the group's forward points, while
-// the other runners take the next forward parts. With one taker there is one lane, and the parts
-// are made in the order asked: forward, gradients, next forward, ...
+// gradients' part at the greater of i and takers - 1, before a forward part needed at the same
+// place. The runners start their first problems at once, so the first `takers` forward parts come
+// first, then all of their gradients' parts: a runner needs them once it has run its group's
+// forward points, which are short, before any runner finishes a group and takes the next problem.
+// Later groups start one by one as runners finish theirs, each problem's gradients needed soon
+// after its forward part. (On 2×H200 at 2ba6456, with the gradients at i + takers, the second
+// GPU's first group waited 0.1-0.2 s for its gradients while a lane made the third problem's
+// forward part, needed 0.2 s later; docs/sweep-time.md step 15.)
+// With one taker there is one lane, and the parts are made in the order asked: forward,
+// gradients, next forward, ...
 //
 // With several takers, several parts are made at once (at most one per taker, as when each worker
 // made its own): one part keeps the cores only partly busy (a measurement of c3c6e46 on 2×H200,
