@@ -57,6 +57,34 @@ TEST(Check, NanNeverPasses) {
   EXPECT_TRUE(std::isnan(c.worst_ratio));
 }
 
+// compare_tensor takes pieces of kComparePiece elements on several threads: the figures are
+// those of one pass over the elements, whichever piece holds the worst element or a NaN.
+TEST(Check, EveryPieceOfALargeTensorCounts) {
+  const size_t n = 3 * kComparePiece + 17;
+  std::vector<double> ref(n), got(n);
+  for (size_t e = 0; e < n; ++e) ref[e] = got[e] = std::sin(double(e)) + 2.0;
+  for (size_t e = 0; e < n; e += 997) got[e] += 1e-4 * double(e % 7);
+  got[n - 3] = ref[n - 3] + 0.5;  // the worst, in the last (short) piece
+  const TensorCheck t = compare_tensor("x", got, ref, 1e-2, 1e-2);
+  double abs_err = 0, rel_err = 0, ratio = 0;
+  for (size_t e = 0; e < n; ++e) {
+    const double err = std::abs(got[e] - ref[e]);
+    abs_err = std::max(abs_err, err);
+    rel_err = std::max(rel_err, err / std::max(std::abs(ref[e]), 1e-6));
+    ratio = std::max(ratio, err / (t.atol + t.rtol * std::abs(ref[e])));
+  }
+  EXPECT_EQ(t.elements, int64_t(n));
+  EXPECT_EQ(t.max_abs_err, abs_err);
+  EXPECT_EQ(t.max_rel_err, rel_err);
+  EXPECT_EQ(t.worst_ratio, ratio);
+  EXPECT_EQ(t.atol, 1e-2 * rms(ref));
+  EXPECT_FALSE(t.nan);
+  got[kComparePiece + 5] = std::nan("");  // a NaN in the second piece only
+  const TensorCheck bad = compare_tensor("x", got, ref, 1e-2, 1e-2);
+  EXPECT_TRUE(bad.nan);
+  EXPECT_TRUE(std::isnan(bad.worst_ratio));
+}
+
 TEST(Check, WrongLseFails) {
   Fixture f(small());
   f.lse[3] += 0.01f;

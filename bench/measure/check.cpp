@@ -5,6 +5,7 @@
 #include <set>
 #include <tuple>
 
+#include "bench/core/parallel.h"
 #include "bench/core/rng.h"
 #include "bench/core/varlen.h"
 
@@ -79,20 +80,37 @@ TensorCheck compare_tensor(const std::string& name, const std::vector<double>& g
   t.elements = int64_t(ref.size());
   t.rtol = rtol;
   t.atol = atol_is_absolute ? atol : atol * std::max(rms(ref), 1e-6);
-  for (size_t e = 0; e < ref.size(); ++e) {
-    const double g = got[e], r = ref[e];
-    if (std::isnan(g) || std::isnan(r)) {
-      t.nan = true;
-      continue;
+  // Pieces of the elements on a few of the host's threads (a point waits for its checks): each
+  // piece's maxima and NaN flag, then the maxima of those, the same figures in any order.
+  struct Piece {
+    double abs = 0, rel = 0, ratio = 0;
+    bool nan = false;
+  };
+  const size_t pieces = (ref.size() + kComparePiece - 1) / kComparePiece;
+  std::vector<Piece> part(pieces);
+  for_each_item(pieces, kCompareThreads, [&](int, size_t i) {
+    Piece& q = part[i];
+    for (size_t e = i * kComparePiece; e < std::min(ref.size(), (i + 1) * kComparePiece); ++e) {
+      const double g = got[e], r = ref[e];
+      if (std::isnan(g) || std::isnan(r)) {
+        q.nan = true;
+        continue;
+      }
+      if (std::isinf(r) || std::isinf(g)) {  // only an exact match of infinities passes
+        if (g != r) q.nan = true;
+        continue;
+      }
+      const double err = std::abs(g - r);
+      q.abs = std::max(q.abs, err);
+      q.rel = std::max(q.rel, err / std::max(std::abs(r), 1e-6));
+      q.ratio = std::max(q.ratio, err / (t.atol + rtol * std::abs(r)));
     }
-    if (std::isinf(r) || std::isinf(g)) {  // only an exact match of infinities passes
-      if (g != r) t.nan = true;
-      continue;
-    }
-    const double err = std::abs(g - r);
-    t.max_abs_err = std::max(t.max_abs_err, err);
-    t.max_rel_err = std::max(t.max_rel_err, err / std::max(std::abs(r), 1e-6));
-    t.worst_ratio = std::max(t.worst_ratio, err / (t.atol + rtol * std::abs(r)));
+  });
+  for (const Piece& q : part) {
+    t.nan = t.nan || q.nan;
+    t.max_abs_err = std::max(t.max_abs_err, q.abs);
+    t.max_rel_err = std::max(t.max_rel_err, q.rel);
+    t.worst_ratio = std::max(t.worst_ratio, q.ratio);
   }
   if (t.nan) t.max_abs_err = t.max_rel_err = t.worst_ratio = std::nan("");
   return t;

@@ -28,7 +28,12 @@ std::vector<RowId> rows_to_check(const Problem& p, double budget_macs = 4e9);
 // gradients are exactly zero and would shrink it).
 double rms(const std::vector<double>& v, bool nonzero_only = false);
 
-// One tensor's comparison; `atol` absolute when `atol_is_absolute`, else atol_rms·RMS(ref).
+// One tensor's comparison; `atol` absolute when `atol_is_absolute`, else atol_rms·RMS(ref). On up
+// to kCompareThreads of the host's threads, pieces of kComparePiece elements each: a point waits for
+// its two checks, which on an H200 host took a third of a sweep's wall time one element at a time
+// (issue 22, docs/sweep-time.md step 15).
+inline constexpr int kCompareThreads = 8;
+inline constexpr size_t kComparePiece = size_t(1) << 15;
 TensorCheck compare_tensor(const std::string& name, const std::vector<double>& got, const std::vector<double>& ref,
                            double atol, double rtol, bool atol_is_absolute = false);
 

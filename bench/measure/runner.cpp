@@ -16,6 +16,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include "bench/core/method.h"
+#include "bench/core/parallel.h"
 #include "bench/core/reference.h"
 #include "bench/cuda/cuda_check.h"
 #include "bench/cuda/device_inputs.h"
@@ -46,13 +47,21 @@ std::vector<uint16_t> download_rows(const void* buf, int64_t row_words, const De
   return host;
 }
 
+// Elements of type `dtype` as values, in pieces on the threads the comparison uses (check.h).
+std::vector<double> values_of(const std::vector<uint16_t>& words, DType dtype) {
+  std::vector<double> out(words.size());
+  const size_t pieces = (words.size() + kComparePiece - 1) / kComparePiece;
+  for_each_item(pieces, kCompareThreads, [&](int, size_t i) {
+    for (size_t e = i * kComparePiece; e < std::min(words.size(), (i + 1) * kComparePiece); ++e)
+      out[e] = to_float(dtype, words[e]);
+  });
+  return out;
+}
+
 // The checked rows of O, dQ (elements of the problem's type) as values.
 std::vector<double> download_row_values(const DeviceBuffer& buf, const Problem& p, const DeviceSide& d,
                                         DeviceAllocator& scratch, cudaStream_t stream) {
-  const std::vector<uint16_t> words = download_rows(buf.get(), p.head_dim, d, scratch, stream);
-  std::vector<double> out(words.size());
-  for (size_t e = 0; e < words.size(); ++e) out[e] = to_float(p.dtype, words[e]);
-  return out;
+  return values_of(download_rows(buf.get(), p.head_dim, d, scratch, stream), p.dtype);
 }
 
 // The checked rows' LSE (fp32: two 16-bit words a row).
@@ -79,9 +88,7 @@ std::vector<double> download_kv_heads(const DeviceBuffer& buf, const Problem& p,
     FLASHIO_CUDA_CHECK(cudaMemcpy(words.data() + i * size_t(per_head), src + base, size_t(per_head) * 2,
                                   cudaMemcpyDeviceToHost));
   }
-  std::vector<double> out(words.size());
-  for (size_t e = 0; e < words.size(); ++e) out[e] = to_float(p.dtype, words[e]);
-  return out;
+  return values_of(words, p.dtype);
 }
 
 // Adds the seconds from its construction to its destruction to `into` (PhaseTimes).
