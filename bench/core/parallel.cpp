@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <system_error>
 
 #if defined(__linux__)
 #include <sys/resource.h>
@@ -53,8 +54,12 @@ class Keeper {
       open_.push_back(&call);
       waiting_parts_ += count - 1;
       // Every part taken at once: as many threads free as parts waiting (a thread counts as free
-      // from when it is started until it takes a part).
-      for (; free_ < waiting_parts_; ++free_) std::thread([this] { serve(); }).detach();
+      // from when it is started until it takes a part). Where no more can be started, the parts
+      // no thread takes are run by the caller below, one after the other.
+      try {
+        for (; free_ < waiting_parts_; ++free_) std::thread([this] { serve(); }).detach();
+      } catch (const std::system_error&) {
+      }
     }
     wake_.notify_all();
     run_part(part, 0);
