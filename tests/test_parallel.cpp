@@ -71,6 +71,16 @@ TEST(RunParts, CallsNestAndParallelForSplitsStatically) {
     for (size_t i = size_t(tid); i < owner.size(); i += size_t(threads)) owner[i] = tid;
   });
   EXPECT_EQ(owner, (std::vector<int>{0, 1, 2, 0, 1, 2, 0, 1, 2, 0}));
+  // for_each_piece: pieces of 4 of [0, 10), the last one short, each element once.
+  std::vector<std::atomic<int>> seen(10);
+  std::vector<size_t> ends(3, 0);
+  for_each_piece(seen.size(), 4, 3, [&](size_t piece, size_t begin, size_t end) {
+    EXPECT_EQ(begin, piece * 4);
+    ends[piece] = end;
+    for (size_t e = begin; e < end; ++e) ++seen[e];
+  });
+  EXPECT_EQ(ends, (std::vector<size_t>{4, 8, 10}));
+  for (const auto& n : seen) EXPECT_EQ(n.load(), 1);
 }
 
 #if defined(__linux__)

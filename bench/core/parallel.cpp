@@ -1,7 +1,6 @@
 #include "bench/core/parallel.h"
 
 #include <condition_variable>
-#include <cstdlib>
 #include <deque>
 #include <map>
 #include <mutex>

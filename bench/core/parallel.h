@@ -14,7 +14,6 @@
 #include <cstddef>
 #include <functional>
 #include <thread>
-#include <vector>
 
 namespace flashio {
 
@@ -48,6 +47,13 @@ void for_each_item(size_t n, int threads, Work work) {
   parallel_for(n, threads, [&](int tid, int) {
     for (size_t i = next++; i < n; i = next++) work(tid, i);
   });
+}
+
+// Calls work(piece, begin, end) for the pieces [begin, end) of [0, n), `size` elements each (the
+// last one shorter), as for_each_item's items.
+template <typename Work>
+void for_each_piece(size_t n, size_t size, int threads, Work work) {
+  for_each_item((n + size - 1) / size, threads, [&](int, size_t i) { work(i, i * size, std::min(n, (i + 1) * size)); });
 }
 
 }  // namespace flashio

@@ -86,11 +86,10 @@ TensorCheck compare_tensor(const std::string& name, const std::vector<double>& g
     double abs = 0, rel = 0, ratio = 0;
     bool nan = false;
   };
-  const size_t pieces = (ref.size() + kComparePiece - 1) / kComparePiece;
-  std::vector<Piece> part(pieces);
-  for_each_item(pieces, kCompareThreads, [&](int, size_t i) {
+  std::vector<Piece> part((ref.size() + kComparePiece - 1) / kComparePiece);
+  for_each_piece(ref.size(), kComparePiece, kCompareThreads, [&](size_t i, size_t begin, size_t end) {
     Piece& q = part[i];
-    for (size_t e = i * kComparePiece; e < std::min(ref.size(), (i + 1) * kComparePiece); ++e) {
+    for (size_t e = begin; e < end; ++e) {
       const double g = got[e], r = ref[e];
       if (std::isnan(g) || std::isnan(r)) {
         q.nan = true;

@@ -50,10 +50,8 @@ std::vector<uint16_t> download_rows(const void* buf, int64_t row_words, const De
 // Elements of type `dtype` as values, in pieces on the threads the comparison uses (check.h).
 std::vector<double> values_of(const std::vector<uint16_t>& words, DType dtype) {
   std::vector<double> out(words.size());
-  const size_t pieces = (words.size() + kComparePiece - 1) / kComparePiece;
-  for_each_item(pieces, kCompareThreads, [&](int, size_t i) {
-    for (size_t e = i * kComparePiece; e < std::min(words.size(), (i + 1) * kComparePiece); ++e)
-      out[e] = to_float(dtype, words[e]);
+  for_each_piece(words.size(), kComparePiece, kCompareThreads, [&](size_t, size_t begin, size_t end) {
+    for (size_t e = begin; e < end; ++e) out[e] = to_float(dtype, words[e]);
   });
   return out;
 }
