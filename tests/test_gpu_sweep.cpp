@@ -10,6 +10,8 @@
 #include <string>
 #include <thread>
 
+#include "baselines/common/cublas_handle.h"
+#include "bench/cuda/cuda_check.h"
 #include "bench/measure/first_starts.h"
 #include "bench/measure/runner.h"
 #include "bench/sweep/shard.h"
@@ -58,7 +60,7 @@ TEST_F(SweepRunnerGpu, EveryPointOnceInSweepOrderOnEveryGpu) {
   size_t callbacks = 0;
   job.on_record = [&](const Record&) { ++callbacks; };
   const SweepOutcome out = run_sweep(job);
-  EXPECT_TRUE(out.errors.empty());
+  EXPECT_TRUE(out.errors.empty()) << out.errors.front();
   EXPECT_FALSE(out.stopped);
   ASSERT_EQ(out.records.size(), points.size());
   EXPECT_EQ(callbacks, points.size());
@@ -84,10 +86,11 @@ TEST_F(SweepRunnerGpu, EachWorkerSaysWhereItsStartWent) {
   std::vector<std::string> starts;
   job.on_worker_ready = [&](const DeviceInfo&, const std::string&, const std::string& start) { starts.push_back(start); };
   const SweepOutcome out = run_sweep(job);
-  ASSERT_TRUE(out.errors.empty());
+  ASSERT_TRUE(out.errors.empty()) << out.errors.front();
   ASSERT_EQ(starts.size(), job.devices.size());
   // The steps in order, each with its seconds; each of the first group's methods warmed up, or
-  // left for later while another GPU's worker was starting it (first_starts.h) — by at least one.
+  // left for later while the sweep's own thread was making its first start (first_starts.h):
+  // `standard`, which calls cuBLAS, always; flash2 by every worker whose first group holds it.
   std::map<std::string, int> warmed;
   for (const auto& s : starts) {
     EXPECT_EQ(s.find("context "), 0u) << s;
@@ -101,9 +104,31 @@ TEST_F(SweepRunnerGpu, EachWorkerSaysWhereItsStartWent) {
     }
     EXPECT_EQ(s.find("warm-up of standard/fwdbwd"), std::string::npos) << s;  // no backward point in this sweep
   }
-  EXPECT_GE(warmed["standard"], 1);
-  EXPECT_GE(warmed["flash2"], 1);
-  if (starts.size() == 1) EXPECT_EQ(starts[0].find("left for later"), std::string::npos) << starts[0];
+  EXPECT_EQ(warmed["standard"], 0);
+  EXPECT_EQ(warmed["flash2"], int(starts.size()));
+}
+
+// cuBLAS's start as the sweep's thread makes it (start_cublas): no device memory kept (its handle
+// and operands are freed), the thread's device as it was, and a `standard` point after it runs and
+// passes its check.
+TEST_F(SweepRunnerGpu, CublasStartKeepsNothingOnTheGpu) {
+  FLASHIO_CUDA_CHECK(cudaSetDevice(gpu()->index));
+  FLASHIO_CUDA_CHECK(cudaDeviceSynchronize());
+  size_t free_before = 0, free_after = 0, total = 0;
+  FLASHIO_CUDA_CHECK(cudaMemGetInfo(&free_before, &total));
+  start_cublas(gpu()->index);
+  FLASHIO_CUDA_CHECK(cudaMemGetInfo(&free_after, &total));
+  EXPECT_EQ(free_after, free_before);
+  int device = -1;
+  FLASHIO_CUDA_CHECK(cudaGetDevice(&device));
+  EXPECT_EQ(device, gpu()->index);
+  const auto points = small_sweep();
+  RunOptions opt;
+  opt.reps = 2;
+  opt.warmup = 1;
+  Runner runner(*gpu(), opt, {points[0]});
+  const Record r = runner.run(points[0]);
+  ASSERT_EQ(r.status, Status::Ok) << r.reason;
 }
 
 TEST_F(SweepRunnerGpu, AStopRequestEndsTheSweepAfterThePointsInFlight) {
@@ -138,14 +163,14 @@ TEST_F(SweepRunnerGpu, ACallersTimerTimesTheCheckedLaunches) {
   EXPECT_EQ(r.time->median_s, 1.0);  // the caller's timing is the record's
 }
 
-// A runner whose first group holds a method another worker is starting (first_starts.h) leaves
+// A runner whose first group holds a method the sweep's thread is starting (first_starts.h) leaves
 // that method's warm-up for later, runs its other points without waiting, and before the
-// method's first point waits for the other worker's start, then runs it as usual.
-TEST_F(SweepRunnerGpu, AMethodAnotherWorkerIsStartingWaitsUntilItsFirstPoint) {
+// method's first point waits for that start, then runs it as usual.
+TEST_F(SweepRunnerGpu, AMethodTheSweepIsStartingWaitsUntilItsFirstPoint) {
   const auto points = small_sweep();  // points 0, 1: standard, flash2 at N = 17
   const std::vector<Point> first = {points[0], points[1]};
   const auto starts = std::make_shared<FirstStarts>();
-  ASSERT_EQ(starts->claim("standard"), FirstStarts::Claim::Mine);  // "another worker" starts it
+  starts->begin("standard", gpu()->index + 1);  // as the sweep's cuBLAS thread does, on another GPU
   RunOptions opt;
   opt.reps = 2;
   opt.warmup = 1;

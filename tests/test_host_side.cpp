@@ -379,23 +379,33 @@ TEST(HostSideMaker, ItsEndDropsWhatWasNotMade) {
   EXPECT_LE(gate.order().size(), 6u);
 }
 
-// One worker at a time makes a method's first start (bench/measure/first_starts.h): the first to
-// claim it makes it, another finds it busy until then and done after; wait() returns once it is.
-TEST(FirstStarts, OneWorkerMakesAMethodsFirstStartTheOthersWaitForIt) {
+// A method whose first start the sweep's thread is making (bench/measure/first_starts.h) is busy
+// from begin() to finish(); wait() returns once it is not (at once for a method never begun), and
+// wait_quiet() once no start is being made on the GPU.
+TEST(FirstStarts, AMethodIsBusyWhileItsStartIsMadeAndWaitReturnsAfter) {
   FirstStarts starts;
-  EXPECT_EQ(starts.claim("standard"), FirstStarts::Claim::Mine);
-  EXPECT_EQ(starts.claim("standard"), FirstStarts::Claim::Busy);
-  EXPECT_EQ(starts.claim("flash2"), FirstStarts::Claim::Mine);  // each method its own
-  starts.wait("never-claimed");                                 // nothing to wait for
-  std::promise<void> waited;
+  EXPECT_FALSE(starts.busy("standard"));
+  starts.begin("standard", 1);
+  EXPECT_TRUE(starts.busy("standard"));
+  EXPECT_FALSE(starts.busy("flash2"));  // each method its own
+  starts.wait("flash2");                // nothing to wait for
+  starts.wait_quiet(0);                 // nor on another GPU
+  std::promise<void> waited, quiet;
   std::thread other([&] {
     starts.wait("standard");
     waited.set_value();
   });
-  auto done = waited.get_future();
+  std::thread measuring([&] {
+    starts.wait_quiet(1);
+    quiet.set_value();
+  });
+  auto done = waited.get_future(), done_quiet = quiet.get_future();
   EXPECT_EQ(done.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  EXPECT_EQ(done_quiet.wait_for(std::chrono::milliseconds(1)), std::future_status::timeout);
   starts.finish("standard");
   EXPECT_EQ(done.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_EQ(done_quiet.wait_for(std::chrono::seconds(10)), std::future_status::ready);
   other.join();
-  EXPECT_EQ(starts.claim("standard"), FirstStarts::Claim::Done);
+  measuring.join();
+  EXPECT_FALSE(starts.busy("standard"));
 }

@@ -26,6 +26,7 @@ class BlocksparseStandard final : public Method {
     i.dropout = true;
     i.gqa = true;
     i.deterministic = true;  // no atomics: cuBLAS batched GEMMs and row-wise kernels
+    i.cublas = true;
     i.notes = "needs --pattern; any pattern block size; cuBLAS batched GEMMs on the non-zero blocks, S/P/dP/dS in HBM";
     return i;
   }

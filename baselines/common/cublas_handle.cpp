@@ -75,4 +75,35 @@ CublasHandle::~CublasHandle() {
   pool().free[device_].push_back({handle_, handle_bytes_});
 }
 
+void start_cublas(int device) {
+  int previous = 0;
+  FLASHIO_CUDA_CHECK(cudaGetDevice(&previous));
+  FLASHIO_CUDA_CHECK(cudaSetDevice(device));
+  struct Own {  // released whatever failed
+    int previous;
+    cublasHandle_t handle = nullptr;
+    cudaStream_t stream = nullptr;
+    ~Own() {
+      if (stream) cudaStreamSynchronize(stream);
+      if (handle) cublasDestroy(handle);
+      if (stream) cudaStreamDestroy(stream);
+      cudaSetDevice(previous);
+    }
+  } own{previous};
+  // 16 × 16 fp16 operands, as the baselines' GEMMs (S = Q·Kᵀ: fp16 in and out, fp32 accumulation).
+  DeviceAllocator alloc;
+  constexpr int n = 16;
+  DeviceBuffer a(alloc, n * n * 2), b(alloc, n * n * 2), c(alloc, n * n * 2);
+  FLASHIO_CUDA_CHECK(cudaStreamCreateWithFlags(&own.stream, cudaStreamNonBlocking));
+  FLASHIO_CUDA_CHECK(cudaMemsetAsync(a.get(), 0, a.bytes(), own.stream));
+  FLASHIO_CUDA_CHECK(cudaMemsetAsync(b.get(), 0, b.bytes(), own.stream));
+  FLASHIO_CUBLAS_CHECK(cublasCreate(&own.handle));
+  FLASHIO_CUBLAS_CHECK(cublasSetStream(own.handle, own.stream));
+  const float one = 1.0f, zero = 0.0f;
+  FLASHIO_CUBLAS_CHECK(cublasGemmStridedBatchedEx(own.handle, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &one, a.get(),
+                                                  CUDA_R_16F, n, n * n, b.get(), CUDA_R_16F, n, n * n, &zero, c.get(),
+                                                  CUDA_R_16F, n, n * n, 1, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  FLASHIO_CUDA_CHECK(cudaStreamSynchronize(own.stream));
+}
+
 }  // namespace flashio

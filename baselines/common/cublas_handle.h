@@ -38,4 +38,16 @@ class CublasHandle {
   int64_t handle_bytes_ = 0;  // device memory cublasCreate took
 };
 
+// cuBLAS's one-time start in this process, made on `device` (the thread's current device is
+// restored): the first GEMM call loads the library's heuristics and kernels — 0.09-0.15 s of host
+// work on an H100 or H200 host, after which a GEMM's first call on any device takes 0.1-3 ms
+// (issue 22, docs/sweep-time.md step 16). One 16 × 16 × 16 GEMM, on a stream and a handle of its
+// own that is destroyed after (not pooled: its memory would be measured while other threads
+// allocate on the device). A sweep makes it on a thread of its own while the GPUs' workers run
+// their first points, and times or counts nothing on `device` until it is made (first_starts.h).
+// (Capturing the call into a graph instead, which runs nothing, made another thread's
+// cudaDeviceSynchronize on the device fail while the capture lasted.) Throws on a CUDA or cuBLAS
+// error.
+void start_cublas(int device);
+
 }  // namespace flashio

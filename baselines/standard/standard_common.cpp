@@ -29,6 +29,7 @@ MethodInfo standard_common_info() {
   i.dropout = true;
   i.gqa = true;
   i.deterministic = true;  // no atomics: cuBLAS GEMMs (atomics mode off) and row-wise / elementwise kernels
+  i.cublas = true;
   return i;
 }
 

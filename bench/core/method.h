@@ -61,6 +61,9 @@ struct MethodInfo {
   // Tensor-core instruction paths its kernels have ("mma.sync", "wgmma"); a point that forces
   // another (Problem::mma) is skipped. Empty: no fused kernels (cuBLAS, CPU).
   std::vector<std::string> mma;
+  // Its launches call cuBLAS, whose first call in a process loads the library (0.09-0.15 s of
+  // host work): a sweep makes that start on a thread of its own (bench/measure/first_starts.h).
+  bool cublas = false;
   std::string notes;       // limits not captured above
 };
 

@@ -1,52 +1,64 @@
-// Which methods' first start a sweep's GPU workers have made or are making. The first warm-up of
-// `standard` in a process starts cuBLAS (its kernels' modules, its heuristics): 0.12-0.16 s on an
-// H200 of a one-GPU sweep, 0.01 s on a GPU after another GPU's worker made it (issue 22,
-// docs/sweep-time.md step 14). So one worker at a time makes a method's first start; a worker that
-// finds another making it runs its other points first and the method's warm-up just before the
-// method's first point, when it is cheap (Runner::deferred_methods). With one GPU nothing is ever
-// deferred.
+// The methods whose first start in the process a thread of the sweep's own is making. The first
+// warm-up of `standard` in a process starts cuBLAS (its heuristics, its kernels): 0.12-0.16 s on
+// an H200 of a one-GPU sweep, 0.01 s on a GPU after it was made (issue 22, docs/sweep-time.md
+// step 14). A sweep makes it on a thread of its own (start_cublas, step 16), on one of its GPUs,
+// for the methods that call cuBLAS (MethodInfo::cublas); that GPU's worker times and counts nothing
+// while it is made (its one small GEMM must not fall into a measurement). A worker whose
+// first group holds such a method while its start is being made runs the group's other points
+// first and the method's warm-up just before the method's first point, when it is cheap
+// (Runner::deferred_methods). Every other first start (a method's kernels' modules: a cost of each
+// GPU's context) each worker makes itself, in its runner's start.
 #pragma once
 #include <condition_variable>
-#include <map>
 #include <mutex>
+#include <map>
 #include <string>
 
 namespace flashio {
 
 class FirstStarts {
  public:
-  enum class Claim { Mine, Busy, Done };
-
-  // Mine: the caller makes the method's first start and calls finish() after it; Busy: another
-  // worker is making it; Done: made.
-  Claim claim(const std::string& method) {
+  // The caller is making the method's first start on GPU `device`; finish() when made, whatever
+  // happened.
+  void begin(const std::string& method, int device) {
     std::lock_guard<std::mutex> lock(mu_);
-    const auto [it, fresh] = made_.try_emplace(method, false);
-    if (fresh) return Claim::Mine;
-    return it->second ? Claim::Done : Claim::Busy;
+    making_[method] = device;
   }
 
   void finish(const std::string& method) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      made_[method] = true;
+      making_.erase(method);
     }
     cv_.notify_all();
   }
 
-  // Returns once no worker is making the method's first start.
+  // True while the method's first start is being made.
+  bool busy(const std::string& method) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return making_.count(method) > 0;
+  }
+
+  // Returns once the method's first start is not being made.
   void wait(const std::string& method) {
     std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return making_.count(method) == 0; });
+  }
+
+  // Returns once no first start is being made on GPU `device`: before a measurement there.
+  void wait_quiet(int device) {
+    std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] {
-      const auto it = made_.find(method);
-      return it == made_.end() || it->second;
+      for (const auto& [method, d] : making_)
+        if (d == device) return false;
+      return true;
     });
   }
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
-  std::map<std::string, bool> made_;  // method → its first start made (false: being made)
+  std::map<std::string, int> making_;  // method → the GPU its first start is being made on
 };
 
 }  // namespace flashio

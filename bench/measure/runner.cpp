@@ -278,6 +278,7 @@ struct Runner::State {
       case Pass::Bwd: launch = [&] { plan->backward(buf, stream); }; break;  // from the saved forward above
       case Pass::FwdBwd: launch = [&] { plan->forward(buf, stream); plan->backward(buf, stream); }; break;
     }
+    starts->wait_quiet(dev.index);  // no first start being made on this GPU (first_starts.h)
     {
       PhaseClock clock(ph.timed_s);
       if (timer) {
@@ -300,6 +301,7 @@ struct Runner::State {
       return;
     }
     rec.status = Status::Ok;
+    starts->wait_quiet(dev.index);
     PhaseClock clock(ph.counters_s);
     rec.counters = collect_counters(method, pt.name(), launch);
     if (!kernels.empty() && !rec.counters.contains("kernels")) rec.counters["kernels"] = kernels;
@@ -311,9 +313,9 @@ struct Runner::State {
   // a context loads their module (CUDA loads modules lazily) and the first cuBLAS handle loads
   // cuBLAS: about 0.15 s on the first point of the 64-point sweep of issue 22 (an H200, 038a03a),
   // paid by every GPU worker while its host made the first problem. Made here, in the runner's
-  // start, while the host makes it (the prefetch). A method whose first start another worker of
-  // the sweep is making (first_starts.h) is left for later: its points go to `deferred`, and
-  // warm_up_deferred() warms it up before its first point.
+  // start, while the host makes it (the prefetch). A method whose first start the sweep's own
+  // thread is making (cuBLAS's: first_starts.h) is left for later: its points go to `deferred`,
+  // and warm_up_deferred() warms it up before its first point.
   void warm_up(const std::vector<Point>& points, StepClock& clock) {
     std::set<std::pair<std::string, bool>> done;  // (method, with backward)
     for (const Point& pt : points) {
@@ -321,26 +323,17 @@ struct Runner::State {
       const bool backward = pt.pass != Pass::Fwd;
       if (!method || method->info().where == "cpu" || !done.insert({pt.method, backward}).second) continue;
       const bool later = deferred.count(pt.method) > 0;
-      const FirstStarts::Claim claim = later ? FirstStarts::Claim::Busy : starts->claim(pt.method);
-      if (claim == FirstStarts::Claim::Busy) {
-        if (!later) clock.step(fmt::format("warm-up of {} left for later (another GPU's worker is starting it)", pt.method));
+      if (later || starts->busy(pt.method)) {
+        if (!later) clock.step(fmt::format("warm-up of {} left for later (the sweep is making cuBLAS's start)", pt.method));
         deferred[pt.method].push_back(pt);
         continue;
       }
-      {
-        struct Finish {  // the first start made, whatever happened in it
-          bool mine;
-          const std::string& method;
-          FirstStarts& starts;
-          ~Finish() { if (mine) starts.finish(method); }
-        } finish{claim == FirstStarts::Claim::Mine, pt.method, *starts};
-        warm_up_one(*method, pt, backward);
-      }
+      warm_up_one(*method, pt, backward);
       clock.step(fmt::format("warm-up of {}/{}", pt.method, backward ? "fwdbwd" : "fwd"));
     }
   }
 
-  // Before the first point of a method warm_up() left for later: waits until the other worker
+  // Before the first point of a method warm_up() left for later: waits until the sweep's thread
   // has started it, then warms it up here (module loads of this GPU's context).
   void warm_up_deferred(const std::string& name) {
     const auto it = deferred.find(name);

@@ -45,8 +45,8 @@ class Runner {
   // `maker`: where the problems' host halves (bench/measure/host_side.h) come from: a sweep's,
   // shared by its runners and asked by the sweep for its groups in the order it deals them; or
   // null: the runner's own, asked by prefetch() (and for `first` here).
-  // `starts`: which methods' first start the sweep's workers have made (first_starts.h), shared by
-  // them; null: the runner's own (it defers nothing).
+  // `starts`: which methods' first start the sweep's own thread is making (first_starts.h), shared
+  // by its workers; null: the runner's own (it defers nothing).
   Runner(const DeviceInfo& dev, RunOptions opt, const std::vector<Point>& first = {},
          std::shared_ptr<HostSideMaker> maker = nullptr, std::shared_ptr<FirstStarts> starts = nullptr);
   ~Runner();
@@ -64,9 +64,10 @@ class Runner {
   // Where the constructor's time went: "context 0.001 s, L2 flusher 0.004 s, counters 0.000 s,
   // warm-up of standard/fwd 0.150 s, ..." (--verbose prints it).
   std::string start_description() const;
-  // Methods of `first` whose warm-up was left for later because another GPU's worker was making
-  // their first start in the process (cuBLAS's, for `standard`): run() warms each up before its
-  // first point, after waiting for that start. A sweep runs the first group's other points first.
+  // Methods of `first` whose warm-up was left for later because the sweep's own thread was making
+  // their first start in the process (cuBLAS's, for `standard`: first_starts.h): run() warms each
+  // up before its first point, after waiting for that start. A sweep runs the first group's other
+  // points first.
   std::set<std::string> deferred_methods() const;
   // "counters: full set on GH100 (hopper), 8 metrics, 1 replay pass…" or why there are none.
   std::string counters_description() const;

@@ -9,8 +9,12 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string>
+#include <system_error>
 #include <thread>
 
+#include "baselines/common/cublas_handle.h"
+#include "bench/core/method.h"
 #include "bench/measure/first_starts.h"
 #include "bench/measure/host_side.h"
 #include "bench/sweep/progress.h"
@@ -84,9 +88,42 @@ SweepOutcome run_sweep(const SweepJob& job) {
     }
   };
 
-  // One worker at a time makes a method's first start (cuBLAS's: first_starts.h); the others run
-  // their first group's other points meanwhile.
+  // cuBLAS's start, the one first start that is the process's and not each GPU's, is made by a
+  // thread of its own on the first GPU (start_cublas: one small GEMM) while every GPU runs its
+  // first group's other methods (the first GPU times nothing until it is made); the methods that
+  // call cuBLAS are marked as being started before the workers start (first_starts.h).
   const auto starts = std::make_shared<FirstStarts>();
+  std::vector<std::string> cublas_methods;
+  for (size_t i : job.todo) {
+    const Method* m = builtin_registry().find(points[i].method);
+    if (m && m->info().cublas &&
+        std::find(cublas_methods.begin(), cublas_methods.end(), points[i].method) == cublas_methods.end())
+      cublas_methods.push_back(points[i].method);
+  }
+  for (const std::string& m : cublas_methods) starts->begin(m, job.devices.front().index);
+  auto started_cublas = [&] {
+    for (const std::string& m : cublas_methods) starts->finish(m);
+  };
+  std::thread cublas_starter;
+  if (!cublas_methods.empty()) {
+    try {
+      cublas_starter = std::thread([&, device = job.devices.front().index] {
+        try {
+          start_cublas(device);
+        } catch (const std::exception&) {  // best effort: each GPU's first warm-up of the method makes it then
+        }
+        started_cublas();
+      });
+    } catch (const std::system_error&) {  // no thread: the workers make it, as the methods' other starts
+      started_cublas();
+    }
+  }
+  struct Join {  // before run_sweep returns, however it returns
+    std::thread& t;
+    ~Join() {
+      if (t.joinable()) t.join();
+    }
+  } join_starter{cublas_starter};
 
   std::mutex mu;  // guards groups, asked, healthy, outcome and the callbacks
   size_t healthy = workers;
@@ -99,8 +136,8 @@ SweepOutcome run_sweep(const SweepJob& job) {
   // them. A further group is asked for as each worker has started (its runner made): made during
   // the starts, on every core, the next groups slowed the one start no other work hides, cuBLAS's
   // (an H200: 0.12-0.15 s alone, 0.18-0.27 s beside the two lanes' float64 reference;
-  // docs/sweep-time.md), and a worker that left cuBLAS's start to another (first_starts.h) is
-  // ready at once and needs its next group first.
+  // docs/sweep-time.md), and a worker that leaves cuBLAS's start to the sweep's thread
+  // (first_starts.h) is ready at once and needs its next group first.
   ask_ahead(workers);
   size_t ready = 0;  // workers whose runner is made, or failed to be (mu held)
   auto started = [&] { ask_ahead(std::min(++ready, workers)); };  // mu held: one more group ahead
@@ -127,7 +164,7 @@ SweepOutcome run_sweep(const SweepJob& job) {
       --healthy;
       return;
     }
-    // The first group's points of a method whose start another worker is making (cuBLAS's, for
+    // The first group's points of a method whose start the sweep's thread is making (cuBLAS's, for
     // `standard`) run after the group's others, which need not wait for it.
     if (const std::set<std::string> later = runner->deferred_methods(); !later.empty())
       std::stable_partition(current.begin(), current.end(),
