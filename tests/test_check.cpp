@@ -85,6 +85,46 @@ TEST(Check, EveryPieceOfALargeTensorCounts) {
   EXPECT_TRUE(std::isnan(bad.worst_ratio));
 }
 
+// The runner compares the rows it copies back as 16-bit words, with O's atol made once per problem
+// (output_atol): the same figures as the comparison of their values, a wrong element and the
+// poison NaN included.
+TEST(Check, RowWordsCompareAsTheirValues) {
+  Fixture f(small());
+  f.out[77] = from_float(f.p.dtype, half_to_float(f.out[77]) + 0.05f);
+  const std::vector<double> lse_rows(f.lse.begin(), f.lse.end());  // all rows, in order
+  for (int poison = 0; poison < 2; ++poison) {
+    if (poison) f.out[5] = 0xFFFF;
+    const CheckResult values = compare_with_reference(f.p, f.rows, f.ref, f.ref_lse, f.out.data(), &f.lse);
+    const CheckResult words = compare_row_words_with_reference(f.p, f.rows.size(), f.ref, output_atol(f.p.dtype, f.ref),
+                                                               f.ref_lse, f.out.data(), &lse_rows);
+    EXPECT_EQ(words.passed, values.passed);
+    EXPECT_EQ(words.atol, values.atol);
+    EXPECT_EQ(words.rows_checked, values.rows_checked);
+    EXPECT_EQ(words.scope, values.scope);
+    ASSERT_EQ(words.tensors.size(), values.tensors.size());
+    for (size_t t = 0; t < words.tensors.size(); ++t) {
+      EXPECT_EQ(words.tensors[t].name, values.tensors[t].name);
+      EXPECT_EQ(words.tensors[t].nan, values.tensors[t].nan);
+      if (values.tensors[t].nan) continue;
+      EXPECT_EQ(words.tensors[t].max_abs_err, values.tensors[t].max_abs_err);
+      EXPECT_EQ(words.tensors[t].max_rel_err, values.tensors[t].max_rel_err);
+      EXPECT_EQ(words.tensors[t].worst_ratio, values.tensors[t].worst_ratio);
+    }
+  }
+}
+
+// The gradients' atol: atol_rms times each reference's RMS, floored at a tenth of the largest RMS
+// of non-zero elements (zeros, as masked keys' gradients, left out of the floor only).
+TEST(Check, GradientAtolsAreEachRmsFlooredByTheLargest) {
+  const std::vector<double> dq = {0.0, 0.0, 0.0, 3e-3}, dk = {1.0, -1.0, 0.0, 0.0}, dv = {2e-2, 2e-2};
+  const GradientAtols a = gradient_atols(DType::F16, dq, dk, dv);
+  const double atol_rms = gradient_tolerance_for(DType::F16).atol_rms;
+  const double floor = 0.1 * 1.0;  // dk's non-zero RMS
+  EXPECT_EQ(a.dq, atol_rms * std::max(rms(dq), floor));
+  EXPECT_EQ(a.dk, atol_rms * rms(dk));
+  EXPECT_EQ(a.dv, atol_rms * floor);
+}
+
 TEST(Check, WrongLseFails) {
   Fixture f(small());
   f.lse[3] += 0.01f;

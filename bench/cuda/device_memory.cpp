@@ -49,6 +49,20 @@ void DeviceAllocator::trim_to(size_t bytes) {
   }
 }
 
+PinnedBuffer::~PinnedBuffer() {
+  if (ptr_) cudaFreeHost(ptr_);
+}
+
+void* PinnedBuffer::reserve(size_t bytes) {
+  if (bytes <= bytes_) return ptr_;
+  if (ptr_) cudaFreeHost(ptr_);
+  ptr_ = nullptr;
+  bytes_ = 0;
+  FLASHIO_CUDA_CHECK(cudaMallocHost(&ptr_, bytes));
+  bytes_ = bytes;
+  return ptr_;
+}
+
 void DeviceAllocator::trim() {
   for (const auto& [bytes, p] : kept_) cudaFree(p);
   kept_.clear();

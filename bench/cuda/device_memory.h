@@ -53,6 +53,24 @@ class DeviceAllocator {
   size_t kept_bytes_ = 0;
 };
 
+// Page-locked host memory, grown on demand and kept: where the runner's checks copy their rows back
+// from the GPU (a copy into pageable memory goes through the driver's staging buffers, and a fresh
+// host buffer faults its pages in at every check, both slower with two GPUs' workers and the
+// reference's threads at work: issue 22, docs/sweep-time.md step 16).
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  ~PinnedBuffer();
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  // At least `bytes` of it (what it held is not kept when it grows).
+  void* reserve(size_t bytes);
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 // An owned device buffer (RAII) from a DeviceAllocator.
 class DeviceBuffer {
  public:

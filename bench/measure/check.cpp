@@ -73,8 +73,12 @@ double rms(const std::vector<double>& v, bool nonzero_only) {
   return counted ? std::sqrt(sum_sq / double(counted)) : 0.0;
 }
 
-TensorCheck compare_tensor(const std::string& name, const std::vector<double>& got, const std::vector<double>& ref,
-                           double atol, double rtol, bool atol_is_absolute) {
+namespace {
+
+// compare_tensor's comparison, element e of the method's tensor read as value(e).
+template <class Value>
+TensorCheck compare_values(const std::string& name, const Value& value, const std::vector<double>& ref, double atol,
+                           double rtol, bool atol_is_absolute) {
   TensorCheck t;
   t.name = name;
   t.elements = int64_t(ref.size());
@@ -90,7 +94,7 @@ TensorCheck compare_tensor(const std::string& name, const std::vector<double>& g
   for_each_piece(ref.size(), kComparePiece, kCompareThreads, [&](size_t i, size_t begin, size_t end) {
     Piece& q = part[i];
     for (size_t e = begin; e < end; ++e) {
-      const double g = got[e], r = ref[e];
+      const double g = value(e), r = ref[e];
       if (std::isnan(g) || std::isnan(r)) {
         q.nan = true;
         continue;
@@ -115,6 +119,27 @@ TensorCheck compare_tensor(const std::string& name, const std::vector<double>& g
   return t;
 }
 
+}  // namespace
+
+TensorCheck compare_tensor(const std::string& name, const std::vector<double>& got, const std::vector<double>& ref,
+                           double atol, double rtol, bool atol_is_absolute) {
+  return compare_values(name, [&](size_t e) { return got[e]; }, ref, atol, rtol, atol_is_absolute);
+}
+
+TensorCheck compare_words(const std::string& name, const uint16_t* got, DType dtype, const std::vector<double>& ref,
+                          double atol, double rtol, bool atol_is_absolute) {
+  return compare_values(name, [&](size_t e) { return double(to_float(dtype, got[e])); }, ref, atol, rtol,
+                        atol_is_absolute);
+}
+
+GradientAtols gradient_atols(DType dtype, const std::vector<double>& ref_dq, const std::vector<double>& ref_dk,
+                             const std::vector<double>& ref_dv) {
+  const Tolerance tol = gradient_tolerance_for(dtype);
+  const double floor = 0.1 * std::max({rms(ref_dq, true), rms(ref_dk, true), rms(ref_dv, true)});
+  auto atol = [&](const std::vector<double>& ref) { return tol.atol_rms * std::max({rms(ref), floor, 1e-6}); };
+  return {atol(ref_dq), atol(ref_dk), atol(ref_dv)};
+}
+
 void add_tensor(CheckResult& c, const TensorCheck& t) {
   const bool first = c.tensors.empty();
   c.tensors.push_back(t);
@@ -135,16 +160,16 @@ std::vector<double> gather_rows(const Problem& p, const uint16_t* full, const st
   return out;
 }
 
-CheckResult compare_rows_with_reference(const Problem& p, const std::vector<RowId>& rows,
-                                        const std::vector<double>& ref_out, const std::vector<double>& ref_lse,
-                                        const std::vector<double>& out_rows, const std::vector<double>* lse_rows) {
-  const Tolerance tol = tolerance_for(p.dtype);
+namespace {
+
+// The result of a rows' check from O's comparison, with their LSE's when given.
+CheckResult rows_result(const Problem& p, size_t rows, const TensorCheck& o, const std::vector<double>& ref_lse,
+                        const std::vector<double>* lse_rows) {
   CheckResult c;
-  c.rows_checked = int64_t(rows.size());
+  c.rows_checked = int64_t(rows);
   c.rows_total = p.heads * p.query_tokens();  // real tokens' rows
   c.scope = c.rows_checked == c.rows_total ? "all rows" : "sampled rows";
   c.lse_checked = lse_rows != nullptr;
-  const TensorCheck o = compare_tensor("o", out_rows, ref_out, tol.atol_rms, tol.rtol);
   c.atol = o.atol;
   c.rtol = o.rtol;
   add_tensor(c, o);
@@ -153,6 +178,28 @@ CheckResult compare_rows_with_reference(const Problem& p, const std::vector<RowI
     add_tensor(c, compare_tensor("lse", *lse_rows, ref_lse, kLseAtol, kLseRtol, true));
   }
   return c;
+}
+
+}  // namespace
+
+CheckResult compare_rows_with_reference(const Problem& p, const std::vector<RowId>& rows,
+                                        const std::vector<double>& ref_out, const std::vector<double>& ref_lse,
+                                        const std::vector<double>& out_rows, const std::vector<double>* lse_rows) {
+  const Tolerance tol = tolerance_for(p.dtype);
+  return rows_result(p, rows.size(), compare_tensor("o", out_rows, ref_out, tol.atol_rms, tol.rtol), ref_lse,
+                     lse_rows);
+}
+
+double output_atol(DType dtype, const std::vector<double>& ref_out) {
+  return tolerance_for(dtype).atol_rms * std::max(rms(ref_out), 1e-6);
+}
+
+CheckResult compare_row_words_with_reference(const Problem& p, size_t rows, const std::vector<double>& ref_out,
+                                             double out_atol, const std::vector<double>& ref_lse,
+                                             const uint16_t* out_words, const std::vector<double>* lse_rows) {
+  return rows_result(
+      p, rows, compare_words("o", out_words, p.dtype, ref_out, out_atol, tolerance_for(p.dtype).rtol, true), ref_lse,
+      lse_rows);
 }
 
 CheckResult compare_with_reference(const Problem& p, const std::vector<RowId>& rows,

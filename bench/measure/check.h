@@ -37,6 +37,23 @@ inline constexpr size_t kComparePiece = size_t(1) << 15;
 TensorCheck compare_tensor(const std::string& name, const std::vector<double>& got, const std::vector<double>& ref,
                            double atol, double rtol, bool atol_is_absolute = false);
 
+// The same from 16-bit words of type `dtype` (as a GPU tensor's rows are copied back), each read as
+// the value compare_tensor would be given: the same figures.
+TensorCheck compare_words(const std::string& name, const uint16_t* got, DType dtype, const std::vector<double>& ref,
+                          double atol, double rtol, bool atol_is_absolute = false);
+
+// The gradients' absolute tolerances: atol_rms of gradient_tolerance_for times each reference's RMS,
+// floored at a tenth of the largest RMS over non-zero elements (dS = P∘(dP − D) cancels where a row
+// sees few keys, exactly with one: dQ = dK = 0, yet D comes from the O rounded to the element type,
+// so those rows carry an error of the rounding of O times |dO·V|, not of their own tiny size; keys
+// a mask hides have exactly zero gradients and would shrink it). Once per problem: a pass over
+// each reference.
+struct GradientAtols {
+  double dq = 0, dk = 0, dv = 0;
+};
+GradientAtols gradient_atols(DType dtype, const std::vector<double>& ref_dq, const std::vector<double>& ref_dk,
+                             const std::vector<double>& ref_dv);
+
 // Adds a tensor's result to `c`, updating the overall figures (worst over tensors).
 void add_tensor(CheckResult& c, const TensorCheck& t);
 
@@ -55,6 +72,16 @@ CheckResult compare_with_reference(const Problem& p, const std::vector<RowId>& r
 CheckResult compare_rows_with_reference(const Problem& p, const std::vector<RowId>& rows,
                                         const std::vector<double>& ref_out, const std::vector<double>& ref_lse,
                                         const std::vector<double>& out_rows, const std::vector<double>* lse_rows);
+
+// O's absolute tolerance over the checked rows: atol_rms of tolerance_for times the RMS of the
+// reference (what compare_rows_with_reference computes each time; once per problem here).
+double output_atol(DType dtype, const std::vector<double>& ref_out);
+
+// compare_rows_with_reference from O's checked rows as 16-bit words (rows × d, as the runner
+// copies them back) and O's atol from output_atol: the same figures.
+CheckResult compare_row_words_with_reference(const Problem& p, size_t rows, const std::vector<double>& ref_out,
+                                             double out_atol, const std::vector<double>& ref_lse,
+                                             const uint16_t* out_words, const std::vector<double>* lse_rows);
 
 // Index of query row r in the rows of O and L as stored: (b·H + h)·Nq + i, or for a packed
 // varlen problem h·T + cu[b] + i (cu = cu_seqlens(p), unused otherwise).

@@ -16,7 +16,6 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include "bench/core/method.h"
-#include "bench/core/parallel.h"
 #include "bench/core/reference.h"
 #include "bench/cuda/cuda_check.h"
 #include "bench/cuda/device_inputs.h"
@@ -33,60 +32,49 @@ namespace flashio {
 namespace {
 
 // The checked rows (`d.rows`, as stored) of a device tensor, `row_words` 16-bit words each,
-// gathered on the GPU in the order of the rows and copied back at once: no copy of the whole
-// tensor (a host buffer of its size cost page faults at every check, more with two GPUs' workers).
-std::vector<uint16_t> download_rows(const void* buf, int64_t row_words, const DeviceSide& d,
-                                    DeviceAllocator& scratch, cudaStream_t stream) {
+// gathered on the GPU in the order of the rows and copied back at once into `staging`, which holds
+// them until the next copy: no copy of the whole tensor (a host buffer of its size cost page faults
+// at every check, more with two GPUs' workers).
+const uint16_t* download_rows(const void* buf, int64_t row_words, const DeviceSide& d, DeviceAllocator& scratch,
+                              PinnedBuffer& staging, cudaStream_t stream) {
   const int64_t nrows = int64_t(d.rows.bytes() / sizeof(int64_t));
   DeviceBuffer packed(scratch, size_t(nrows * row_words) * 2);
   launch_gather_rows(static_cast<const uint16_t*>(buf), d.rows.as<int64_t>(), nrows, row_words,
                      packed.as<uint16_t>(), stream);
-  std::vector<uint16_t> host(size_t(nrows * row_words));
-  FLASHIO_CUDA_CHECK(cudaMemcpyAsync(host.data(), packed.get(), packed.bytes(), cudaMemcpyDeviceToHost, stream));
+  auto* host = static_cast<uint16_t*>(staging.reserve(packed.bytes()));
+  FLASHIO_CUDA_CHECK(cudaMemcpyAsync(host, packed.get(), packed.bytes(), cudaMemcpyDeviceToHost, stream));
   FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
   return host;
 }
 
-// Elements of type `dtype` as values, in pieces on the threads the comparison uses (check.h).
-std::vector<double> values_of(const std::vector<uint16_t>& words, DType dtype) {
-  std::vector<double> out(words.size());
-  for_each_piece(words.size(), kComparePiece, kCompareThreads, [&](size_t, size_t begin, size_t end) {
-    for (size_t e = begin; e < end; ++e) out[e] = to_float(dtype, words[e]);
-  });
-  return out;
-}
-
-// The checked rows of O, dQ (elements of the problem's type) as values.
-std::vector<double> download_row_values(const DeviceBuffer& buf, const Problem& p, const DeviceSide& d,
-                                        DeviceAllocator& scratch, cudaStream_t stream) {
-  return values_of(download_rows(buf.get(), p.head_dim, d, scratch, stream), p.dtype);
-}
-
 // The checked rows' LSE (fp32: two 16-bit words a row).
 std::vector<double> download_lse_rows(const DeviceBuffer& lse, const DeviceSide& d, DeviceAllocator& scratch,
-                                      cudaStream_t stream) {
-  const std::vector<uint16_t> words = download_rows(lse.get(), 2, d, scratch, stream);
-  std::vector<double> out(words.size() / 2);
+                                      PinnedBuffer& staging, cudaStream_t stream) {
+  const uint16_t* words = download_rows(lse.get(), 2, d, scratch, staging, stream);
+  std::vector<double> out(d.rows.bytes() / sizeof(int64_t));
   for (size_t r = 0; r < out.size(); ++r) {
     float v;
-    std::memcpy(&v, words.data() + 2 * r, sizeof(float));
+    std::memcpy(&v, words + 2 * r, sizeof(float));
     out[r] = v;
   }
   return out;
 }
 
-// The checked K/V heads (b, hk: all keys) of a [B, Hkv, Nk, d] device tensor, one after the other.
-std::vector<double> download_kv_heads(const DeviceBuffer& buf, const Problem& p,
-                                      const std::vector<std::pair<int64_t, int64_t>>& heads) {
+// The checked K/V heads (b, hk: all keys) of a [B, Hkv, Nk, d] device tensor, one after the other,
+// copied into `staging` (held until the next copy).
+const uint16_t* download_kv_heads(const DeviceBuffer& buf, const Problem& p,
+                                  const std::vector<std::pair<int64_t, int64_t>>& heads, PinnedBuffer& staging,
+                                  cudaStream_t stream) {
   const int64_t per_head = p.nk() * p.head_dim;
-  std::vector<uint16_t> words(heads.size() * size_t(per_head));
+  auto* words = static_cast<uint16_t*>(staging.reserve(heads.size() * size_t(per_head) * 2));
   const auto* src = static_cast<const uint16_t*>(buf.get());
   for (size_t i = 0; i < heads.size(); ++i) {
     const int64_t base = (heads[i].first * p.kvh() + heads[i].second) * per_head;
-    FLASHIO_CUDA_CHECK(cudaMemcpy(words.data() + i * size_t(per_head), src + base, size_t(per_head) * 2,
-                                  cudaMemcpyDeviceToHost));
+    FLASHIO_CUDA_CHECK(cudaMemcpyAsync(words + i * size_t(per_head), src + base, size_t(per_head) * 2,
+                                       cudaMemcpyDeviceToHost, stream));
   }
-  return values_of(words, p.dtype);
+  FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return words;
 }
 
 // Adds the seconds from its construction to its destruction to `into` (PhaseTimes).
@@ -137,6 +125,10 @@ struct Runner::State {
   // the host's cores while the GPU runs the current points.
   std::shared_ptr<HostSideMaker> maker;
   DeviceAllocator scratch;  // the checks' packed rows: kept out of the points' memory figures
+  PinnedBuffer staging;     // the checks' rows and heads copied back
+  // The current problem's tolerances (check.h: a pass over each reference), made at its first check.
+  std::optional<double> out_atol;
+  std::optional<GradientAtols> grad_atols;
   std::string poisoned;  // set after a sticky CUDA error: the context is unusable
   std::string start_steps;  // where the constructor's time went ("context 0.001 s, ...")
   std::shared_ptr<FirstStarts> starts;  // the sweep's, shared by its workers; else the runner's own
@@ -173,6 +165,8 @@ struct Runner::State {
       scratch.trim_to(kept_across_problems());
       gradients.reset();
       host.reset();
+      out_atol.reset();
+      grad_atols.reset();
       const auto start = std::chrono::steady_clock::now();
       if ((host = maker->take_forward(key))) {
         add_wait(start, host->inputs_s, host->reference_s, ph);
@@ -442,26 +436,23 @@ struct Runner::State {
                             const DeviceBuffer& dv, bool backward) {
     FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
     const HostForward& d = *host;
+    if (!out_atol) out_atol = output_atol(p.dtype, d.ref_out);
     std::vector<double> lse_rows;
-    if (plan.writes_lse()) lse_rows = download_lse_rows(lse, *device, scratch, stream);
-    CheckResult c = compare_rows_with_reference(p, d.rows, d.ref_out, d.ref_lse,
-                                                download_row_values(o, p, *device, scratch, stream),
-                                                plan.writes_lse() ? &lse_rows : nullptr);
+    if (plan.writes_lse()) lse_rows = download_lse_rows(lse, *device, scratch, staging, stream);
+    CheckResult c = compare_row_words_with_reference(
+        p, d.rows.size(), d.ref_out, *out_atol, d.ref_lse,
+        download_rows(o.get(), p.head_dim, *device, scratch, staging, stream), plan.writes_lse() ? &lse_rows : nullptr);
     if (backward) {
-      // dS = P∘(dP − D) cancels where a row sees few keys (exactly, with one: dQ = dK = 0),
-      // yet D comes from the O rounded to the element type, so those rows carry an error of
-      // the rounding of O times |dO·V|, not of their own (tiny) size: atol is floored at a
-      // tenth of the largest gradient RMS, taken over non-zero elements (keys a mask hides
-      // have exactly zero gradients and would shrink it).
       const HostGradients& g = *gradients;
-      const Tolerance tol = gradient_tolerance_for(p.dtype);
-      const double floor =
-          0.1 * std::max({rms(g.ref_dq, true), rms(g.ref_dk, true), rms(g.ref_dv, true)});
-      auto atol = [&](const std::vector<double>& ref) { return tol.atol_rms * std::max({rms(ref), floor, 1e-6}); };
-      add_tensor(c, compare_tensor("dq", download_row_values(dq, p, *device, scratch, stream), g.ref_dq, atol(g.ref_dq), tol.rtol, true));
+      if (!grad_atols) grad_atols = gradient_atols(p.dtype, g.ref_dq, g.ref_dk, g.ref_dv);
+      const double rtol = gradient_tolerance_for(p.dtype).rtol;
+      add_tensor(c, compare_words("dq", download_rows(dq.get(), p.head_dim, *device, scratch, staging, stream),
+                                  p.dtype, g.ref_dq, grad_atols->dq, rtol, true));
       if (!g.kv_heads.empty()) {
-        add_tensor(c, compare_tensor("dk", download_kv_heads(dk, p, g.kv_heads), g.ref_dk, atol(g.ref_dk), tol.rtol, true));
-        add_tensor(c, compare_tensor("dv", download_kv_heads(dv, p, g.kv_heads), g.ref_dv, atol(g.ref_dv), tol.rtol, true));
+        add_tensor(c, compare_words("dk", download_kv_heads(dk, p, g.kv_heads, staging, stream), p.dtype, g.ref_dk,
+                                    grad_atols->dk, rtol, true));
+        add_tensor(c, compare_words("dv", download_kv_heads(dv, p, g.kv_heads, staging, stream), p.dtype, g.ref_dv,
+                                    grad_atols->dv, rtol, true));
       }
       c.grad_scope = g.grad_scope;
     }
