@@ -28,14 +28,15 @@ constexpr double kCpuMethodFlopsPerS = 3e9;   // the `reference` method timed on
 constexpr double kOverheadS = 0.001;          // plan, allocation (0.0004-0.0007 s since blocks are kept: 0d6ef67;
                                               // under 0.0001 s with blocks kept across problems: a1406be)
 // Host work, from the records' phases_s of results/crosscheck/issue22-scaling (two H200s,
-// 32 host cores, d1f52c7, 0d6ef67, a1406be and d2af9ae; docs/sweep-time.md):
+// 32 host cores, d1f52c7, 0d6ef67, a1406be, d2af9ae and ed87ba6; docs/sweep-time.md):
 constexpr double kReferenceMacsPerCoreS = 2e9;    // float64 reference, multiply-adds per core (0d6ef67: the
                                                   // N 8192 forward parts, 3.8e9 in 0.062-0.065 s on 32 cores)
 constexpr double kInputsS = 0.01;                 // a problem's inputs: on the GPU, checked heads on the host (0.009 s)
-constexpr double kCheckFwdS = 0.008;              // a forward point's checked runs and compares (medians
-                                                  // 0.013 s at 0d6ef67, 0.011 s at a1406be, 0.008 s at d2af9ae)
-constexpr double kCheckBwdS = 0.022;              // with gradients (medians 0.029-0.032 s, 0.027-0.033 s,
-                                                  // 0.020-0.024 s)
+constexpr double kCheckFwdS = 0.007;              // a forward point's checked runs and compares (medians
+                                                  // 0.013 s at 0d6ef67, 0.011 s at a1406be, 0.008 s at d2af9ae,
+                                                  // 0.006-0.007 s at ed87ba6)
+constexpr double kCheckBwdS = 0.016;              // with gradients (medians 0.029-0.032 s, 0.027-0.033 s,
+                                                  // 0.020-0.024 s, 0.016 s)
 
 // Query rows the check compares (bench/measure/check.cpp's rows_to_check): all of them within
 // the budget, else about budget / (cost of a row) over four sampled heads.
