@@ -85,31 +85,29 @@ TEST(Check, EveryPieceOfALargeTensorCounts) {
   EXPECT_TRUE(std::isnan(bad.worst_ratio));
 }
 
-// The runner compares the rows it copies back as 16-bit words, with O's atol made once per problem
-// (output_atol): the same figures as the comparison of their values, a wrong element and the
-// poison NaN included.
-TEST(Check, RowWordsCompareAsTheirValues) {
+// The checks compare 16-bit words as the values they hold (compare_words), with O's atol made once
+// per problem (output_atol): the same figures as compare_tensor on those values with atol a
+// fraction of the reference's RMS, a wrong element and the poison NaN included.
+TEST(Check, WordsCompareAsTheirValues) {
   Fixture f(small());
   f.out[77] = from_float(f.p.dtype, half_to_float(f.out[77]) + 0.05f);
-  const std::vector<double> lse_rows(f.lse.begin(), f.lse.end());  // all rows, in order
+  const Tolerance tol = tolerance_for(f.p.dtype);
   for (int poison = 0; poison < 2; ++poison) {
     if (poison) f.out[5] = 0xFFFF;
-    const CheckResult values = compare_with_reference(f.p, f.rows, f.ref, f.ref_lse, f.out.data(), &f.lse);
-    const CheckResult words = compare_row_words_with_reference(f.p, f.rows.size(), f.ref, output_atol(f.p.dtype, f.ref),
-                                                               f.ref_lse, f.out.data(), &lse_rows);
-    EXPECT_EQ(words.passed, values.passed);
-    EXPECT_EQ(words.atol, values.atol);
-    EXPECT_EQ(words.rows_checked, values.rows_checked);
-    EXPECT_EQ(words.scope, values.scope);
-    ASSERT_EQ(words.tensors.size(), values.tensors.size());
-    for (size_t t = 0; t < words.tensors.size(); ++t) {
-      EXPECT_EQ(words.tensors[t].name, values.tensors[t].name);
-      EXPECT_EQ(words.tensors[t].nan, values.tensors[t].nan);
-      if (values.tensors[t].nan) continue;
-      EXPECT_EQ(words.tensors[t].max_abs_err, values.tensors[t].max_abs_err);
-      EXPECT_EQ(words.tensors[t].max_rel_err, values.tensors[t].max_rel_err);
-      EXPECT_EQ(words.tensors[t].worst_ratio, values.tensors[t].worst_ratio);
-    }
+    std::vector<double> values(f.out.size());  // all rows, in order
+    for (size_t e = 0; e < values.size(); ++e) values[e] = to_float(f.p.dtype, f.out[e]);
+    const TensorCheck v = compare_tensor("o", values, f.ref, tol.atol_rms, tol.rtol);
+    const TensorCheck w = compare_words("o", f.out.data(), f.p.dtype, f.ref, output_atol(f.p.dtype, f.ref), tol.rtol, true);
+    EXPECT_EQ(w.atol, v.atol);
+    EXPECT_EQ(w.rtol, v.rtol);
+    EXPECT_EQ(w.elements, v.elements);
+    EXPECT_EQ(w.nan, v.nan);
+    EXPECT_EQ(w.nan, poison == 1);
+    if (v.nan) continue;
+    EXPECT_EQ(w.max_abs_err, v.max_abs_err);
+    EXPECT_EQ(w.max_rel_err, v.max_rel_err);
+    EXPECT_EQ(w.worst_ratio, v.worst_ratio);
+    EXPECT_GT(w.worst_ratio, 1.0);  // the wrong element
   }
 }
 
@@ -132,7 +130,7 @@ TEST(Check, WrongLseFails) {
   EXPECT_TRUE(compare_with_reference(f.p, f.rows, f.ref, f.ref_lse, f.out.data(), nullptr).passed);
 }
 
-// The runner compares the rows it gathered on the GPU (compare_rows_with_reference): the same
+// The runner compares the rows it gathered on the GPU (compare_row_words_with_reference): the same
 // verdict and figures as from the whole tensor, on a sample of rows out of order of the layout.
 TEST(Check, TheGatheredRowsGiveTheSameResultAsTheWholeTensor) {
   Problem p = small();
@@ -144,20 +142,22 @@ TEST(Check, TheGatheredRowsGiveTheSameResultAsTheWholeTensor) {
   reference_rows(p, {in.q.data(), in.k.data(), in.v.data(), nullptr}, rows, ref, ref_lse, 2);
   std::vector<uint16_t> full(size_t(p.q_elements()), 0x7E00);  // NaN where no row is checked
   std::vector<float> lse(size_t(p.batch * p.heads * p.seqlen_q), NAN);
-  std::vector<double> out_rows, lse_rows;
+  std::vector<uint16_t> out_rows;
+  std::vector<double> lse_rows;
   const std::vector<int64_t> cu = cu_seqlens(p);
   for (size_t r = 0; r < rows.size(); ++r) {
     const int64_t at = stored_row(p, cu, rows[r]);
     for (int64_t c = 0; c < p.head_dim; ++c) {
       const uint16_t w = from_float(p.dtype, float(ref[r * size_t(p.head_dim) + size_t(c)] * (1 + 1e-3 * double(c % 3))));
       full[size_t(at * p.head_dim + c)] = w;
-      out_rows.push_back(half_to_float(w));
+      out_rows.push_back(w);
     }
     lse[size_t(at)] = float(ref_lse[r]) + 1e-4f * float(r % 5);
     lse_rows.push_back(lse[size_t(at)]);
   }
   const CheckResult whole = compare_with_reference(p, rows, ref, ref_lse, full.data(), &lse);
-  const CheckResult gathered = compare_rows_with_reference(p, rows, ref, ref_lse, out_rows, &lse_rows);
+  const CheckResult gathered = compare_row_words_with_reference(p, rows.size(), ref, output_atol(p.dtype, ref), ref_lse,
+                                                                out_rows.data(), &lse_rows);
   EXPECT_TRUE(whole.passed);
   EXPECT_EQ(gathered.passed, whole.passed);
   EXPECT_EQ(gathered.worst_ratio, whole.worst_ratio);

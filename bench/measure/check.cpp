@@ -75,6 +75,9 @@ double rms(const std::vector<double>& v, bool nonzero_only) {
 
 namespace {
 
+// atol as a fraction of the reference's RMS (check.h), floored for an all-zero reference.
+double rms_atol(double atol_rms, const std::vector<double>& ref) { return atol_rms * std::max(rms(ref), 1e-6); }
+
 // compare_tensor's comparison, element e of the method's tensor read as value(e).
 template <class Value>
 TensorCheck compare_values(const std::string& name, const Value& value, const std::vector<double>& ref, double atol,
@@ -83,7 +86,7 @@ TensorCheck compare_values(const std::string& name, const Value& value, const st
   t.name = name;
   t.elements = int64_t(ref.size());
   t.rtol = rtol;
-  t.atol = atol_is_absolute ? atol : atol * std::max(rms(ref), 1e-6);
+  t.atol = atol_is_absolute ? atol : rms_atol(atol, ref);
   // Pieces of the elements on a few of the host's threads (a point waits for its checks): each
   // piece's maxima and NaN flag, then the maxima of those, the same figures in any order.
   struct Piece {
@@ -150,21 +153,14 @@ void add_tensor(CheckResult& c, const TensorCheck& t) {
   c.passed = (first || c.passed) && !t.nan && t.worst_ratio <= 1.0;
 }
 
-std::vector<double> gather_rows(const Problem& p, const uint16_t* full, const std::vector<RowId>& rows) {
-  const int64_t d = p.head_dim;
-  std::vector<double> out(rows.size() * size_t(d));
-  for (size_t r = 0; r < rows.size(); ++r) {
-    const int64_t base = ((rows[r].b * p.heads + rows[r].h) * p.seqlen_q + rows[r].i) * d;
-    for (int64_t c = 0; c < d; ++c) out[r * size_t(d) + size_t(c)] = to_float(p.dtype, full[base + c]);
-  }
-  return out;
+double output_atol(DType dtype, const std::vector<double>& ref_out) {
+  return rms_atol(tolerance_for(dtype).atol_rms, ref_out);
 }
 
-namespace {
-
-// The result of a rows' check from O's comparison, with their LSE's when given.
-CheckResult rows_result(const Problem& p, size_t rows, const TensorCheck& o, const std::vector<double>& ref_lse,
-                        const std::vector<double>* lse_rows) {
+CheckResult compare_row_words_with_reference(const Problem& p, size_t rows, const std::vector<double>& ref_out,
+                                             double out_atol, const std::vector<double>& ref_lse,
+                                             const uint16_t* out_words, const std::vector<double>* lse_rows) {
+  const TensorCheck o = compare_words("o", out_words, p.dtype, ref_out, out_atol, tolerance_for(p.dtype).rtol, true);
   CheckResult c;
   c.rows_checked = int64_t(rows);
   c.rows_total = p.heads * p.query_tokens();  // real tokens' rows
@@ -180,37 +176,22 @@ CheckResult rows_result(const Problem& p, size_t rows, const TensorCheck& o, con
   return c;
 }
 
-}  // namespace
-
-CheckResult compare_rows_with_reference(const Problem& p, const std::vector<RowId>& rows,
-                                        const std::vector<double>& ref_out, const std::vector<double>& ref_lse,
-                                        const std::vector<double>& out_rows, const std::vector<double>* lse_rows) {
-  const Tolerance tol = tolerance_for(p.dtype);
-  return rows_result(p, rows.size(), compare_tensor("o", out_rows, ref_out, tol.atol_rms, tol.rtol), ref_lse,
-                     lse_rows);
-}
-
-double output_atol(DType dtype, const std::vector<double>& ref_out) {
-  return tolerance_for(dtype).atol_rms * std::max(rms(ref_out), 1e-6);
-}
-
-CheckResult compare_row_words_with_reference(const Problem& p, size_t rows, const std::vector<double>& ref_out,
-                                             double out_atol, const std::vector<double>& ref_lse,
-                                             const uint16_t* out_words, const std::vector<double>* lse_rows) {
-  return rows_result(
-      p, rows, compare_words("o", out_words, p.dtype, ref_out, out_atol, tolerance_for(p.dtype).rtol, true), ref_lse,
-      lse_rows);
-}
-
 CheckResult compare_with_reference(const Problem& p, const std::vector<RowId>& rows,
                                    const std::vector<double>& ref_out, const std::vector<double>& ref_lse,
                                    const uint16_t* out, const std::vector<float>* lse) {
+  const size_t d = size_t(p.head_dim);
+  std::vector<uint16_t> words(rows.size() * d);  // the rows of O, as the runner copies them back
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const int64_t base = ((rows[r].b * p.heads + rows[r].h) * p.seqlen_q + rows[r].i) * p.head_dim;
+    std::copy(out + base, out + base + p.head_dim, words.begin() + long(r * d));
+  }
   std::vector<double> lse_rows;
   if (lse) {
     const std::vector<int64_t> cu = cu_seqlens(p);
     for (const RowId& r : rows) lse_rows.push_back((*lse)[size_t(stored_row(p, cu, r))]);
   }
-  return compare_rows_with_reference(p, rows, ref_out, ref_lse, gather_rows(p, out, rows), lse ? &lse_rows : nullptr);
+  return compare_row_words_with_reference(p, rows.size(), ref_out, output_atol(p.dtype, ref_out), ref_lse,
+                                          words.data(), lse ? &lse_rows : nullptr);
 }
 
 int64_t stored_row(const Problem& p, const std::vector<int64_t>& cu, const RowId& r) {

@@ -57,28 +57,20 @@ GradientAtols gradient_atols(DType dtype, const std::vector<double>& ref_dq, con
 // Adds a tensor's result to `c`, updating the overall figures (worst over tensors).
 void add_tensor(CheckResult& c, const TensorCheck& t);
 
-// Gathers the O rows (rows.size() × d) of a full BHND tensor of 16-bit words (only those rows
-// of `full` are read).
-std::vector<double> gather_rows(const Problem& p, const uint16_t* full, const std::vector<RowId>& rows);
-
-// Compares O rows (and LSE, when given) of a method with the reference values for `rows`.
+// Compares O rows (and LSE, when given) of a method with the reference values for `rows`: the
+// rows gathered from the whole tensor, then compare_row_words_with_reference.
 CheckResult compare_with_reference(const Problem& p, const std::vector<RowId>& rows,
                                    const std::vector<double>& ref_out, const std::vector<double>& ref_lse,
                                    const uint16_t* out,                    // O of the method, BHND (the rows read)
                                    const std::vector<float>* lse);  // full LSE as stored (packed varlen: [H, T]) or null
 
-// The same comparison from the checked rows alone: O's (rows.size() × d values, in the order of
-// `rows`) and their LSE (or null), as the runner gathers them on the GPU.
-CheckResult compare_rows_with_reference(const Problem& p, const std::vector<RowId>& rows,
-                                        const std::vector<double>& ref_out, const std::vector<double>& ref_lse,
-                                        const std::vector<double>& out_rows, const std::vector<double>* lse_rows);
-
 // O's absolute tolerance over the checked rows: atol_rms of tolerance_for times the RMS of the
-// reference (what compare_rows_with_reference computes each time; once per problem here).
+// reference (a pass over it: the runner makes it once per problem).
 double output_atol(DType dtype, const std::vector<double>& ref_out);
 
-// compare_rows_with_reference from O's checked rows as 16-bit words (rows × d, as the runner
-// copies them back) and O's atol from output_atol: the same figures.
+// The same comparison from the checked rows alone: O's as 16-bit words (rows × d, in the order of
+// the rows, as the runner gathers them on the GPU and copies them back), O's atol from
+// output_atol, and their LSE (or null).
 CheckResult compare_row_words_with_reference(const Problem& p, size_t rows, const std::vector<double>& ref_out,
                                              double out_atol, const std::vector<double>& ref_lse,
                                              const uint16_t* out_words, const std::vector<double>* lse_rows);
