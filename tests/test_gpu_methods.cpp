@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "bench/measure/timing.h"
 #include "kernels/flash2/flash2_params.h"
 #include "tests/gpu_test_util.h"
 
@@ -80,6 +81,54 @@ TEST_P(GpuMethod, MatchesReferenceOnEveryRow) {
 INSTANTIATE_TEST_SUITE_P(Forward, GpuMethod, testing::ValuesIn(all_cases()), case_name);
 
 class GpuFeatures : public GpuTest {};
+
+// time_gpu runs the host work it is given once the warm-up calls are enqueued (the runner's check
+// comparison), and the timed calls only when that work says so; a point's phases stay apart (the
+// comparison's seconds are check, not timed) and add up to at most its total.
+TEST_F(GpuFeatures, TimedCallsFollowTheHostWorkDuringTheWarmUpOnlyWhenItPasses) {
+  DeviceAllocator alloc;
+  DeviceBuffer buf(alloc, size_t(1) << 24);
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  int launches = 0, at_warming = -1;
+  auto launch = [&] {
+    ++launches;
+    FLASHIO_CUDA_CHECK(cudaMemsetAsync(buf.get(), launches, buf.bytes(), s));
+  };
+  const auto refused = time_gpu(launch, 3, 5, nullptr, s, [&] {
+    at_warming = launches;
+    return false;
+  });
+  EXPECT_FALSE(refused.has_value());
+  EXPECT_EQ(at_warming, 3);
+  EXPECT_EQ(launches, 3);
+  EXPECT_EQ(cudaStreamQuery(s), cudaSuccess);  // synchronised: nothing left running
+  launches = 0;
+  const auto timed = time_gpu(launch, 3, 5, nullptr, s, [&] {
+    at_warming = launches;
+    return true;
+  });
+  ASSERT_TRUE(timed.has_value());
+  EXPECT_EQ(at_warming, 3);
+  EXPECT_EQ(launches, 8);
+  EXPECT_EQ(timed->reps, 5);
+  EXPECT_EQ(timed->warmup, 3);
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+
+  Problem p;
+  p.batch = 2;
+  p.heads = 4;
+  p.seqlen_q = 1024;
+  p.head_dim = 64;
+  for (Pass pass : {Pass::Fwd, Pass::FwdBwd}) {
+    const Record r = expect_ok({"flash2", pass, p});
+    ASSERT_TRUE(r.phases.has_value());
+    const PhaseTimes& ph = *r.phases;
+    EXPECT_GT(ph.check_s, 0.0);
+    EXPECT_GT(ph.timed_s, 0.0);
+    EXPECT_LE(ph.inputs_s + ph.reference_s + ph.plan_s + ph.check_s + ph.timed_s + ph.counters_s, ph.total_s * (1 + 1e-9));
+  }
+}
 
 TEST_F(GpuFeatures, KeyPaddingGqaAndUnequalLengths) {
   const std::pair<const char*, const char*> methods[] = {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -31,50 +32,63 @@ namespace flashio {
 
 namespace {
 
-// The checked rows (`d.rows`, as stored) of a device tensor, `row_words` 16-bit words each,
-// gathered on the GPU in the order of the rows and copied back at once into `staging`, which holds
-// them until the next copy: no copy of the whole tensor (a host buffer of its size cost page faults
-// at every check, more with two GPUs' workers).
-const uint16_t* download_rows(const void* buf, int64_t row_words, const DeviceSide& d, DeviceAllocator& scratch,
-                              PinnedBuffer& staging, cudaStream_t stream) {
-  const int64_t nrows = int64_t(d.rows.bytes() / sizeof(int64_t));
-  DeviceBuffer packed(scratch, size_t(nrows * row_words) * 2);
-  launch_gather_rows(static_cast<const uint16_t*>(buf), d.rows.as<int64_t>(), nrows, row_words,
-                     packed.as<uint16_t>(), stream);
-  auto* host = static_cast<uint16_t*>(staging.reserve(packed.bytes()));
-  FLASHIO_CUDA_CHECK(cudaMemcpyAsync(host, packed.get(), packed.bytes(), cudaMemcpyDeviceToHost, stream));
-  FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
-  return host;
-}
+// The words a point's check compares, copied back from the GPU at once into a runner's page-locked
+// `staging` (held until its next copy): O's checked rows (`d.rows`, as stored, gathered on the
+// GPU in the order of the rows: no copy of the whole tensor, whose host buffer cost page faults at
+// every check, more with two GPUs' workers) and their LSE, and for a backward pass dQ's rows and
+// the checked K/V heads of dK and dV (all keys).
+struct CheckedWords {
+  bool backward = false;  // dQ's rows and, where the problem checks any, dK's and dV's heads too
+  const uint16_t* o = nullptr;
+  std::optional<std::vector<double>> lse;  // none: the plan writes no LSE
+  const uint16_t *dq = nullptr, *dk = nullptr, *dv = nullptr;
+};
 
-// The checked rows' LSE (fp32: two 16-bit words a row).
-std::vector<double> download_lse_rows(const DeviceBuffer& lse, const DeviceSide& d, DeviceAllocator& scratch,
-                                      PinnedBuffer& staging, cudaStream_t stream) {
-  const uint16_t* words = download_rows(lse.get(), 2, d, scratch, staging, stream);
-  std::vector<double> out(d.rows.bytes() / sizeof(int64_t));
-  for (size_t r = 0; r < out.size(); ++r) {
-    float v;
-    std::memcpy(&v, words + 2 * r, sizeof(float));
-    out[r] = v;
-  }
-  return out;
-}
-
-// The checked K/V heads (b, hk: all keys) of a [B, Hkv, Nk, d] device tensor, one after the other,
-// copied into `staging` (held until the next copy).
-const uint16_t* download_kv_heads(const DeviceBuffer& buf, const Problem& p,
-                                  const std::vector<std::pair<int64_t, int64_t>>& heads, PinnedBuffer& staging,
-                                  cudaStream_t stream) {
-  const int64_t per_head = p.nk() * p.head_dim;
-  auto* words = static_cast<uint16_t*>(staging.reserve(heads.size() * size_t(per_head) * 2));
-  const auto* src = static_cast<const uint16_t*>(buf.get());
-  for (size_t i = 0; i < heads.size(); ++i) {
-    const int64_t base = (heads[i].first * p.kvh() + heads[i].second) * per_head;
-    FLASHIO_CUDA_CHECK(cudaMemcpyAsync(words + i * size_t(per_head), src + base, size_t(per_head) * 2,
-                                       cudaMemcpyDeviceToHost, stream));
+CheckedWords copy_checked_words(const Problem& p, const Plan& plan, const DeviceSide& d, const DeviceBuffer& o,
+                                const DeviceBuffer& lse, const DeviceBuffer& dq, const DeviceBuffer& dk,
+                                const DeviceBuffer& dv, bool backward,
+                                const std::vector<std::pair<int64_t, int64_t>>* kv_heads, DeviceAllocator& scratch,
+                                PinnedBuffer& staging, cudaStream_t stream) {
+  const size_t nrows = d.rows.bytes() / sizeof(int64_t), row = size_t(p.head_dim);
+  const size_t head = size_t(p.nk() * p.head_dim), heads = kv_heads ? kv_heads->size() : 0;
+  const bool with_lse = plan.writes_lse();
+  const size_t words = nrows * (row + (with_lse ? 2 : 0) + (backward ? row : 0)) + 2 * heads * head;
+  uint16_t* next = static_cast<uint16_t*>(staging.reserve(words * 2));
+  std::vector<DeviceBuffer> packed;  // the gathered rows, until they are copied
+  auto rows_of = [&](const void* buf, size_t row_words) {
+    packed.emplace_back(scratch, nrows * row_words * 2);
+    launch_gather_rows(static_cast<const uint16_t*>(buf), d.rows.as<int64_t>(), int64_t(nrows), int64_t(row_words),
+                       packed.back().as<uint16_t>(), stream);
+    FLASHIO_CUDA_CHECK(cudaMemcpyAsync(next, packed.back().get(), packed.back().bytes(), cudaMemcpyDeviceToHost, stream));
+    return std::exchange(next, next + nrows * row_words);
+  };
+  auto heads_of = [&](const DeviceBuffer& buf) {  // [B, Hkv, Nk, d]
+    const auto* src = static_cast<const uint16_t*>(buf.get());
+    for (size_t i = 0; i < heads; ++i) {
+      const int64_t first = ((*kv_heads)[i].first * p.kvh() + (*kv_heads)[i].second) * int64_t(head);
+      FLASHIO_CUDA_CHECK(cudaMemcpyAsync(next + i * head, src + first, head * 2, cudaMemcpyDeviceToHost, stream));
+    }
+    return std::exchange(next, next + heads * head);
+  };
+  CheckedWords w;
+  w.backward = backward;
+  w.o = rows_of(o.get(), row);
+  const uint16_t* lse_words = with_lse ? rows_of(lse.get(), 2) : nullptr;  // fp32: two words a row
+  if (backward) w.dq = rows_of(dq.get(), row);
+  if (heads) {
+    w.dk = heads_of(dk);
+    w.dv = heads_of(dv);
   }
   FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
-  return words;
+  if (lse_words) {
+    w.lse.emplace(nrows);
+    for (size_t r = 0; r < nrows; ++r) {
+      float v;
+      std::memcpy(&v, lse_words + 2 * r, sizeof(float));
+      (*w.lse)[r] = v;
+    }
+  }
+  return w;
 }
 
 // Adds the seconds from its construction to its destruction to `into` (PhaseTimes).
@@ -238,8 +252,11 @@ struct Runner::State {
     buf.dk = dk.get();
     buf.dv = dv.get();
 
-    // Check first: poison the outputs (0xFF.. is NaN in fp16, bf16 and fp32), run once,
-    // compare with the reference. A failed check gets no timing.
+    // Check first: poison the outputs (0xFF.. is NaN in fp16, bf16 and fp32), run once, copy the
+    // checked words back, compare them with the reference. A failed check gets no timing. On a
+    // GPU timed here (time_gpu), the comparison runs while the GPU runs the warm-up calls, and the
+    // timed ones follow once it has passed: the host's part of a check no longer holds the GPU idle
+    // (issue 22, docs/sweep-time.md step 17). Its seconds count as check, not timed.
     std::optional<PhaseClock> check_clock(std::in_place, ph.check_s);
     for (DeviceBuffer* out : {&o, &lse, &dq, &dk, &dv})
       if (out->bytes()) FLASHIO_CUDA_CHECK(cudaMemsetAsync(out->get(), 0xFF, out->bytes(), stream));
@@ -254,16 +271,22 @@ struct Runner::State {
     };
     check_run([&] { plan->forward(buf, stream); }, pt.pass != Pass::Bwd);
     if (backward) check_run([&] { plan->backward(buf, stream); }, true);
-    FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const CheckedWords first = copy_checked(p, *plan, o, lse, dq, dk, dv, backward);
     const int64_t workspace = alloc.peak_bytes() - before;
     rec.memory = MemoryStats{in_bytes, out_bytes, workspace, in_bytes + out_bytes + workspace,
                              alloc.external_peak_bytes() - external_before};
-    rec.check = check_outputs(p, *plan, o, lse, dq, dk, dv, backward);
-    if (!rec.check->passed) {
+    double compared_s = 0;  // the first comparison's seconds
+    auto compare_first = [&] {
+      PhaseClock clock(compared_s);
+      rec.check = compare_checked(p, first);
+      return rec.check->passed;
+    };
+    auto check_failed = [&] {
       rec.status = Status::Error;
       rec.reason = fmt::format("correctness check failed (|err|/tol per tensor:{}); not timed", failing(*rec.check));
-      return;
-    }
+    };
+    const bool overlap = !timer && method.info().where != "cpu";
+    if (!overlap && !compare_first()) return check_failed();
     check_clock.reset();
 
     std::function<void()> launch;
@@ -280,13 +303,18 @@ struct Runner::State {
       } else if (method.info().where == "cpu") {
         rec.time = time_host(launch, 0, std::min(opt.reps, 3));
       } else {
-        rec.time = time_gpu(launch, opt.warmup, opt.reps, opt.flush_l2 ? flusher.get() : nullptr, stream);
+        rec.time = time_gpu(launch, opt.warmup, opt.reps, opt.flush_l2 ? flusher.get() : nullptr, stream, compare_first);
       }
+    }
+    if (overlap) {
+      ph.check_s += compared_s;
+      ph.timed_s -= compared_s;
+      if (!rec.check->passed) return check_failed();
     }
     // The outputs of the last repetition must still be right: catches a pass that is not
     // repeatable (an accumulator not reset) and races that show only under repetition.
     check_clock.emplace(ph.check_s);
-    const CheckResult after = check_outputs(p, *plan, o, lse, dq, dk, dv, backward);
+    const CheckResult after = compare_checked(p, copy_checked(p, *plan, o, lse, dq, dk, dv, backward));
     check_clock.reset();
     if (!after.passed) {
       rec.status = Status::Error;
@@ -430,29 +458,30 @@ struct Runner::State {
     return counters_unavailable(counters_why);
   }
 
-  // O (and LSE), and for backward passes dQ on the checked rows and dK, dV on the checked heads.
-  CheckResult check_outputs(const Problem& p, const Plan& plan, const DeviceBuffer& o,
-                            const DeviceBuffer& lse, const DeviceBuffer& dq, const DeviceBuffer& dk,
-                            const DeviceBuffer& dv, bool backward) {
+  // A check in two steps: the words it compares copied back (the checked run's errors surface
+  // here), then compared with the reference. O (and LSE), and for backward passes dQ on the
+  // checked rows and dK, dV on the checked heads.
+  CheckedWords copy_checked(const Problem& p, const Plan& plan, const DeviceBuffer& o, const DeviceBuffer& lse,
+                            const DeviceBuffer& dq, const DeviceBuffer& dk, const DeviceBuffer& dv, bool backward) {
     FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const bool heads = backward && !gradients->kv_heads.empty();
+    return copy_checked_words(p, plan, *device, o, lse, dq, dk, dv, backward, heads ? &gradients->kv_heads : nullptr,
+                              scratch, staging, stream);
+  }
+
+  CheckResult compare_checked(const Problem& p, const CheckedWords& w) {
     const HostForward& d = *host;
     if (!out_atol) out_atol = output_atol(p.dtype, d.ref_out);
-    std::vector<double> lse_rows;
-    if (plan.writes_lse()) lse_rows = download_lse_rows(lse, *device, scratch, staging, stream);
-    CheckResult c = compare_row_words_with_reference(
-        p, d.rows.size(), d.ref_out, *out_atol, d.ref_lse,
-        download_rows(o.get(), p.head_dim, *device, scratch, staging, stream), plan.writes_lse() ? &lse_rows : nullptr);
-    if (backward) {
+    CheckResult c = compare_row_words_with_reference(p, d.rows.size(), d.ref_out, *out_atol, d.ref_lse, w.o,
+                                                     w.lse ? &*w.lse : nullptr);
+    if (w.backward) {
       const HostGradients& g = *gradients;
       if (!grad_atols) grad_atols = gradient_atols(p.dtype, g.ref_dq, g.ref_dk, g.ref_dv);
       const double rtol = gradient_tolerance_for(p.dtype).rtol;
-      add_tensor(c, compare_words("dq", download_rows(dq.get(), p.head_dim, *device, scratch, staging, stream),
-                                  p.dtype, g.ref_dq, grad_atols->dq, rtol, true));
-      if (!g.kv_heads.empty()) {
-        add_tensor(c, compare_words("dk", download_kv_heads(dk, p, g.kv_heads, staging, stream), p.dtype, g.ref_dk,
-                                    grad_atols->dk, rtol, true));
-        add_tensor(c, compare_words("dv", download_kv_heads(dv, p, g.kv_heads, staging, stream), p.dtype, g.ref_dv,
-                                    grad_atols->dv, rtol, true));
+      add_tensor(c, compare_words("dq", w.dq, p.dtype, g.ref_dq, grad_atols->dq, rtol, true));
+      if (w.dk) {
+        add_tensor(c, compare_words("dk", w.dk, p.dtype, g.ref_dk, grad_atols->dk, rtol, true));
+        add_tensor(c, compare_words("dv", w.dv, p.dtype, g.ref_dv, grad_atols->dv, rtol, true));
       }
       c.grad_scope = g.grad_scope;
     }

@@ -40,9 +40,22 @@ TimeStats summarize(std::vector<double> s, int warmup, bool flushed, const char*
   return t;
 }
 
-TimeStats time_gpu(const std::function<void()>& launch, int warmup, int reps, const L2Flusher* flusher,
-                   cudaStream_t stream) {
+std::optional<TimeStats> time_gpu(const std::function<void()>& launch, int warmup, int reps, const L2Flusher* flusher,
+                                  cudaStream_t stream, const std::function<bool()>& warming) {
   for (int i = 0; i < warmup; ++i) launch();
+  if (warming) {
+    bool go_on = false;
+    try {
+      go_on = warming();
+    } catch (...) {
+      cudaStreamSynchronize(stream);
+      throw;
+    }
+    if (!go_on) {
+      FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
+      return std::nullopt;
+    }
+  }
   std::vector<cudaEvent_t> start(static_cast<size_t>(reps)), stop(static_cast<size_t>(reps));
   for (int i = 0; i < reps; ++i) {
     FLASHIO_CUDA_CHECK(cudaEventCreate(&start[size_t(i)]));
