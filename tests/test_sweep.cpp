@@ -40,11 +40,6 @@ TEST(Sweep, AGroupRunsItsForwardPointsFirst) {
   s.passes = {Pass::FwdBwd};
   EXPECT_EQ(run_order(expand(s)), (std::vector<size_t>{0, 1}));
   EXPECT_TRUE(run_order({}).empty());
-  // standard's first start being made (a sweep's first group): its points after flash2's of
-  // their pass, the forward ones still before the backward ones.
-  EXPECT_EQ(run_order(points, {"standard"}), (std::vector<size_t>{2, 0, 3, 1}));
-  EXPECT_EQ(run_order(points, {"flash2"}), (std::vector<size_t>{0, 2, 1, 3}));
-  EXPECT_EQ(run_order(points, {"standard", "flash2"}), (std::vector<size_t>{0, 2, 1, 3}));
 }
 
 TEST(Sweep, TheProblemKeyIgnoresDeterministicOnly) {

@@ -5,8 +5,8 @@
 // for the methods that call cuBLAS (MethodInfo::cublas); that GPU's worker times and counts nothing
 // while it is made (its one small GEMM must not fall into a measurement). A worker whose
 // first group holds such a method while its start is being made runs the group's other points
-// of each pass first (run_order) and the method's warm-up just before the method's first point,
-// when it is cheap (Runner::deferred_methods). Every other first start (a method's kernels' modules: a cost of each
+// first and the method's warm-up just before the method's first point, when it is cheap
+// (Runner::deferred_methods). Every other first start (a method's kernels' modules: a cost of each
 // GPU's context) each worker makes itself, in its runner's start.
 #pragma once
 #include <condition_variable>

@@ -67,7 +67,7 @@ class Runner {
   // Methods of `first` whose warm-up was left for later because the sweep's own thread was making
   // their first start in the process (cuBLAS's, for `standard`: first_starts.h): run() warms each
   // up before its first point, after waiting for that start. A sweep runs the first group's other
-  // points of each pass first (run_order).
+  // points first.
   std::set<std::string> deferred_methods() const;
   // "counters: full set on GH100 (hopper), 8 metrics, 1 replay pass…" or why there are none.
   std::string counters_description() const;

@@ -165,12 +165,10 @@ SweepOutcome run_sweep(const SweepJob& job) {
       return;
     }
     // The first group's points of a method whose start the sweep's thread is making (cuBLAS's, for
-    // `standard`) run after the group's other points of their pass (run_order).
-    if (const std::set<std::string> later = runner->deferred_methods(); !later.empty()) {
-      Group reordered;
-      for (size_t k : run_order(group_points(current), later)) reordered.push_back(current[k]);
-      current = std::move(reordered);
-    }
+    // `standard`) run after the group's others, which need not wait for it.
+    if (const std::set<std::string> later = runner->deferred_methods(); !later.empty())
+      std::stable_partition(current.begin(), current.end(),
+                            [&](size_t pos) { return later.count(points[job.todo[pos]].method) == 0; });
     {
       std::lock_guard<std::mutex> lock(mu);
       started();

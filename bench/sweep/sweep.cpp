@@ -30,13 +30,11 @@ std::string problem_key(const Problem& p) {
   return inputs_of.name() + fmt::format("/seed:{}", p.seed);
 }
 
-std::vector<size_t> run_order(const std::vector<Point>& group, const std::set<std::string>& deferred) {
+std::vector<size_t> run_order(const std::vector<Point>& group) {
   std::vector<size_t> order;
   for (bool forward : {true, false})
-    for (bool later : {false, true})
-      for (size_t i = 0; i < group.size(); ++i)
-        if ((group[i].pass == Pass::Fwd) == forward && (deferred.count(group[i].method) > 0) == later)
-          order.push_back(i);
+    for (size_t i = 0; i < group.size(); ++i)
+      if ((group[i].pass == Pass::Fwd) == forward) order.push_back(i);
   return order;
 }
 

@@ -4,7 +4,6 @@
 #pragma once
 #include <cstdint>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -67,13 +66,8 @@ std::string problem_key(const Problem& p);
 // The order in which a runner runs the points of one problem group (positions into `group`):
 // those of the forward pass first, then the others, each kind in the order given. The forward
 // points need only the forward part of the problem's host work (bench/measure/host_side.h), so
-// they run while its gradients' reference is being made. The points of the `deferred` methods
-// (a sweep's first group: those whose first start its own thread is making, first_starts.h) come
-// after the others of their kind: the others need not wait for that start, and while a forward
-// point waits for it the host makes the gradients' part, which the backward points after it need
-// (a GPU waits for both at once; with those points last, the second GPU of two waited for the
-// gradients, then for cuBLAS: docs/sweep-time.md step 17).
-std::vector<size_t> run_order(const std::vector<Point>& group, const std::set<std::string>& deferred = {});
+// they run while its gradients' reference is being made.
+std::vector<size_t> run_order(const std::vector<Point>& group);
 
 // Throws std::invalid_argument naming the first impossible value (d = 0, tokens not
 // divisible by seqlen, heads not divisible by kv-heads, ...).
