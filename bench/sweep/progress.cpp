@@ -20,7 +20,12 @@ namespace {
 double kernel_flops_per_s(const std::string& method, Pass pass) {
   if (method == "flash1") return 85e12;                                // fwd+bwd median 91 TFLOP/s
   if (method == "flash2") return pass == Pass::Fwd ? 350e12 : 300e12;  // fwd median 367, fwd+bwd 302-316
-  return 90e12;                                                        // standard: medians 92-137; peers, new methods
+  // standard: its GEMMs (cuBLAS); its time is the scores' HBM passes (estimate_seconds): the b90f9e5
+  // sweep's N 8192 fwd+bwd points took 25 ms (d 64) and 13 ms (d 128) a launch against 27 and 13 ms
+  // from those passes, where 90e12 for the whole pass gave 43 ms for both (standard's medians of
+  // 92-137 TFLOP/s were over d 64 and 128 together)
+  if (method == "standard" || method == "standard_fused") return 300e12;
+  return 90e12;  // peers, new methods
 }
 constexpr double kHbmBytesPerS = 3.2e12;      // the materialized scores of `standard` (medians 3.23e12-3.42e12)
 constexpr double kReferenceBudgetMacs = 4e9;  // RunOptions::check_budget_macs
@@ -28,15 +33,15 @@ constexpr double kCpuMethodFlopsPerS = 3e9;   // the `reference` method timed on
 constexpr double kOverheadS = 0.001;          // plan, allocation (0.0004-0.0007 s since blocks are kept: 0d6ef67;
                                               // under 0.0001 s with blocks kept across problems: a1406be)
 // Host work, from the records' phases_s of results/crosscheck/issue22-scaling (two H200s,
-// 32 host cores, d1f52c7, 0d6ef67, a1406be, d2af9ae and ed87ba6; docs/sweep-time.md):
+// 32 host cores, d1f52c7, 0d6ef67, a1406be, d2af9ae, ed87ba6 and b90f9e5; docs/sweep-time.md):
 constexpr double kReferenceMacsPerCoreS = 2e9;    // float64 reference, multiply-adds per core (0d6ef67: the
                                                   // N 8192 forward parts, 3.8e9 in 0.062-0.065 s on 32 cores)
 constexpr double kInputsS = 0.01;                 // a problem's inputs: on the GPU, checked heads on the host (0.009 s)
 constexpr double kCheckFwdS = 0.007;              // a forward point's checked runs and compares (medians
                                                   // 0.013 s at 0d6ef67, 0.011 s at a1406be, 0.008 s at d2af9ae,
-                                                  // 0.006-0.007 s at ed87ba6)
+                                                  // 0.006-0.007 s at ed87ba6, 0.005-0.006 s at b90f9e5)
 constexpr double kCheckBwdS = 0.016;              // with gradients (medians 0.029-0.032 s, 0.027-0.033 s,
-                                                  // 0.020-0.024 s, 0.016 s)
+                                                  // 0.020-0.024 s, 0.016 s, 0.013-0.016 s)
 
 // Query rows the check compares (bench/measure/check.cpp's rows_to_check): all of them within
 // the budget, else about budget / (cost of a row) over four sampled heads.
