@@ -80,3 +80,30 @@ TEST(Inputs, HeadsMadeAtTheirPlacesAreTheWholeTensorsWords) {
   fill_normal(tail.data(), 123456, tail.size(), DType::BF16, 9, InputTensor::V);
   EXPECT_TRUE(std::equal(tail.begin(), tail.end(), whole.begin() + 123456));
 }
+
+TEST(Inputs, ChunksCopiedFromTheCacheAreTheGeneratorsWords) {
+  // Two whole chunks and parts of the two beside them, made twice: the second time the whole
+  // chunks are copied from the cache the first kept; every word is input_word's either way.
+  const size_t chunk = size_t(1) << kInputChunkBits, first = 5 * chunk - 1000, count = 2 * chunk + 3000;
+  const uint64_t seed = 0xC0FFEE;  // a seed no other test uses: its chunks are not kept yet
+  for (int round = 0; round < 2; ++round) {
+    const InputCacheStats before = input_cache_stats();
+    std::vector<uint16_t> words(count);
+    fill_normal(words.data(), first, count, DType::F16, seed, InputTensor::dO);
+    const InputCacheStats after = input_cache_stats();
+    EXPECT_EQ(after.hits - before.hits, round == 0 ? 0u : 2u) << "round " << round;
+    EXPECT_EQ(after.misses - before.misses, round == 0 ? 2u : 0u) << "round " << round;
+    EXPECT_LE(after.bytes, kInputCacheBytes);
+    size_t wrong = 0;
+    for (size_t i = 0; i < count; ++i) wrong += words[i] != input_word(DType::F16, seed, InputTensor::dO, first + i);
+    EXPECT_EQ(wrong, 0u) << "round " << round;
+  }
+  // Another dtype, tensor or seed is another chunk: not a hit.
+  const InputCacheStats before = input_cache_stats();
+  std::vector<uint16_t> words(chunk);
+  fill_normal(words.data(), 5 * chunk, chunk, DType::BF16, seed, InputTensor::dO);
+  fill_normal(words.data(), 5 * chunk, chunk, DType::F16, seed, InputTensor::Q);
+  fill_normal(words.data(), 5 * chunk, chunk, DType::F16, seed + 1, InputTensor::dO);
+  EXPECT_EQ(input_cache_stats().hits, before.hits);
+  EXPECT_EQ(words[17], input_word(DType::F16, seed + 1, InputTensor::dO, 5 * chunk + 17));
+}

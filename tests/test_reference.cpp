@@ -119,6 +119,30 @@ TEST(Reference, ResultDoesNotDependOnThreadCount) {
   EXPECT_EQ(al, bl);
 }
 
+// The decoded heads' memory is the calling thread's, kept between calls (reference.cpp): a
+// problem's reference after a larger one's, with other copies of its heads, is the same as before.
+TEST(Reference, SameResultWhateverTheThreadComputedBefore) {
+  Problem p;
+  p.batch = 2; p.heads = 2; p.seqlen_q = 40; p.head_dim = 32; p.causal = true;
+  const HostInputs in = make_inputs(p, true);
+  HostTensors t{in.q.data(), in.k.data(), in.v.data(), nullptr};
+  std::vector<double> a, al, b, bl, dka, dva, dkb, dvb;
+  reference_rows(p, t, all_rows(p), a, al, 1);
+  reference_dkdv_head(p, t, in.d_o.data(), 1, 1, dka, dva, 1);
+  Problem big;
+  big.batch = 1; big.heads = 3; big.seqlen_q = 20; big.seqlen_k = 700; big.head_dim = 128;
+  const HostInputs bin = make_inputs(big, true);
+  HostTensors bt{bin.q.data(), bin.k.data(), bin.v.data(), nullptr};
+  std::vector<double> dq;
+  reference_dq_rows(big, bt, bin.d_o.data(), all_rows(big), dq, 1);
+  reference_rows(p, t, all_rows(p), b, bl, 1);
+  reference_dkdv_head(p, t, in.d_o.data(), 1, 1, dkb, dvb, 1);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(al, bl);
+  EXPECT_EQ(dka, dkb);
+  EXPECT_EQ(dva, dvb);
+}
+
 // ---- dropout --------------------------------------------------------------------------
 
 namespace {

@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "bench/core/parallel.h"
-#include "bench/core/sparsity.h"
 #include "bench/core/philox.h"
+#include "bench/core/sparsity.h"
 
 namespace flashio {
 
@@ -36,9 +36,8 @@ namespace {
 // Keys per block of the transposed layout.
 constexpr int64_t kKeyBlock = 16;
 
-// Doubles a vector does not zero when it grows: a decoded head is written whole (its transposed
-// copies' padding keys explicitly), and value-initialising it would first zero tens of MB on one
-// thread.
+// Doubles a vector does not zero when it grows: decoded heads are written whole (their transposed
+// copies' padding keys explicitly), and value-initialising them would first zero hundreds of MB.
 template <typename T>
 struct Uninitialised : std::allocator<T> {
   template <typename U>
@@ -62,48 +61,79 @@ using Doubles = std::vector<double, Uninitialised<double>>;
 // double), so the row loops neither convert an element once per query row nor widen it in their
 // inner loops; also transposed by blocks of kKeyBlock keys, (Nk / 16, d, 16) with the last block
 // zero-padded, for the sums over d (dot_keys): a block's d × 16 values lie together in memory.
+// Each copy is made only where its caller reads it (null otherwise): the forward reads Kᵀ and V,
+// dQ's rows Kᵀ, Vᵀ and K, dK and dV Kᵀ and Vᵀ.
 struct DecodedHead {
-  Doubles k, v;    // (Nk, d)
-  Doubles kt, vt;  // (ceil(Nk / 16), d, 16)
+  const double* k = nullptr;   // (Nk, d)
+  const double* v = nullptr;   // (Nk, d)
+  const double* kt = nullptr;  // (ceil(Nk / 16), d, 16)
+  const double* vt = nullptr;  // (ceil(Nk / 16), d, 16)
 };
+enum Copies : unsigned { kK = 1, kV = 2, kKt = 4, kVt = 8 };
 
-// Bytes of one decoded head: about Nk × d × 32 (1 GiB at Nk = 128k, d = 256).
+// Bytes of one decoded head with all four copies: about Nk × d × 32 (1 GiB at Nk = 128k, d = 256).
 double decoded_head_bytes(const Problem& p) {
   const int64_t blocks = (p.nk() + kKeyBlock - 1) / kKeyBlock;
   return 16.0 * double(p.nk() * p.head_dim + blocks * kKeyBlock * p.head_dim);
 }
 
-// The heads (b, hk) decoded, all of them in one pool of threads, each taking the next run of 256
-// keys of any head: a few heads of a long sequence keep every core busy.
+// The heads (b, hk) decoded into the copies `copies` names, all of them in one pool of threads,
+// each taking the next run of 256 keys of any head: a few heads of a long sequence keep every
+// core busy. The copies live in memory the calling thread keeps for its next calls (grown, never
+// shrunk: at most what kDecodedBudgetBytes lets one batch of heads take), so they are valid until
+// the thread calls again. Fresh memory for each batch cost as much as the decoding itself (its
+// pages faulted in one by one: a third of the host's work for issue 22's 64-point sweep on a
+// virtual machine of 2 cores).
 std::vector<DecodedHead> decode_heads(const Problem& p, const HostTensors& t,
-                                      const std::vector<std::pair<int64_t, int64_t>>& heads, int threads) {
+                                      const std::vector<std::pair<int64_t, int64_t>>& heads, unsigned copies,
+                                      int threads) {
   const int64_t d = p.head_dim, nk = p.nk(), per_head = nk * d;
-  const int64_t blocks = (nk + kKeyBlock - 1) / kKeyBlock;
+  const int64_t blocks = (nk + kKeyBlock - 1) / kKeyBlock, per_blocked = blocks * kKeyBlock * d;
+  const size_t per_decoded = size_t(((copies & kK) ? per_head : 0) + ((copies & kV) ? per_head : 0) +
+                                    ((copies & kKt) ? per_blocked : 0) + ((copies & kVt) ? per_blocked : 0));
+  thread_local Doubles kept;
+  if (kept.size() < per_decoded * heads.size()) {
+    kept = Doubles();
+    kept.resize(per_decoded * heads.size());
+  }
   std::vector<DecodedHead> out(heads.size());
-  for (auto& h : out) {
-    h.k.resize(size_t(per_head));
-    h.v.resize(size_t(per_head));
-    h.kt.resize(size_t(blocks * d * kKeyBlock));
-    h.vt.resize(size_t(blocks * d * kKeyBlock));
+  struct Writable {
+    double *k, *v, *kt, *vt;
+  };
+  std::vector<Writable> to(heads.size());
+  for (size_t i = 0; i < heads.size(); ++i) {
+    double* at = kept.data() + i * per_decoded;
+    auto take = [&](unsigned copy, int64_t size) -> double* {
+      if (!(copies & copy)) return nullptr;
+      double* taken = at;
+      at += size;
+      return taken;
+    };
+    to[i].k = take(kK, per_head);
+    to[i].v = take(kV, per_head);
+    to[i].kt = take(kKt, per_blocked);
+    to[i].vt = take(kVt, per_blocked);
+    out[i] = {to[i].k, to[i].v, to[i].kt, to[i].vt};
   }
   constexpr int64_t kBlocksPerRun = 16;
   const int64_t runs = (blocks + kBlocksPerRun - 1) / kBlocksPerRun, items = runs * int64_t(heads.size());
   for_each_item(size_t(items), threads, [&](int, size_t item) {
     const size_t i = item / size_t(runs);
     const int64_t run = int64_t(item % size_t(runs));
-    DecodedHead& h = out[i];
+    const Writable& h = to[i];
     const uint16_t* k = t.k + (heads[i].first * p.kvh() + heads[i].second) * per_head;
     const uint16_t* v = t.v + (heads[i].first * p.kvh() + heads[i].second) * per_head;
     const int64_t end = std::min(blocks, (run + 1) * kBlocksPerRun) * kKeyBlock;  // padding keys included
     for (int64_t j = run * kBlocksPerRun * kKeyBlock; j < end; ++j)
       for (int64_t c = 0; c < d; ++c) {
         const size_t e = size_t(j * d + c), et = size_t(((j / kKeyBlock) * d + c) * kKeyBlock + j % kKeyBlock);
+        const double kw = j < nk ? to_float(p.dtype, k[e]) : 0.0, vw = j < nk ? to_float(p.dtype, v[e]) : 0.0;
         if (j < nk) {
-          h.k[e] = h.kt[et] = to_float(p.dtype, k[e]);
-          h.v[e] = h.vt[et] = to_float(p.dtype, v[e]);
-        } else {  // the last block's padding
-          h.kt[et] = h.vt[et] = 0.0;
+          if (h.k) h.k[e] = kw;
+          if (h.v) h.v[e] = vw;
         }
+        if (h.kt) h.kt[et] = kw;  // the last block's padding keys: 0
+        if (h.vt) h.vt[et] = vw;
       }
   });
   return out;
@@ -272,8 +302,8 @@ int64_t chunk_keys(int64_t d) {
 
 // out_m[j] = x_m · T_j for j in [j0, min(j1, ends[m])) of each of the n rows, two rows at a time
 // where both have the whole range.
-void dot_tile(const double* t, int64_t d, int64_t j0, int64_t j1, size_t n, const double* const* x,
-              const int64_t* ends, double* const* out) {
+void dot_tile(const double* t, int64_t d, int64_t j0, int64_t j1, size_t n, const double* const* x, const int64_t* ends,
+              double* const* out) {
   size_t waiting = n;  // a row with the whole range, not yet paired
   for (size_t m = 0; m < n; ++m) {
     const int64_t end = std::min(j1, ends[m]);
@@ -397,7 +427,7 @@ void forward_tile(const Problem& p, const HostTensors& t, const DecodedHead& kv,
     longest = std::max(longest, keys);
   }
   const int64_t chunk = chunk_keys(d);
-  for (int64_t j0 = 0; j0 < longest; j0 += chunk) dot_tile(kv.kt.data(), d, j0, j0 + chunk, n, x, visible, scores);
+  for (int64_t j0 = 0; j0 < longest; j0 += chunk) dot_tile(kv.kt, d, j0, j0 + chunk, n, x, visible, scores);
 
   const double scale = p.scale();
   const double keep_scale = dropout ? dropout_scale(p.dropout) : 1.0;
@@ -436,8 +466,7 @@ void forward_tile(const Problem& p, const HostTensors& t, const DecodedHead& kv,
   }
 
   if (!dropout) {
-    for (int64_t j0 = 0; j0 < longest; j0 += chunk)
-      accumulate_tile(kv.v.data(), d, j0, j0 + chunk, n, scores, weights, out);
+    for (int64_t j0 = 0; j0 < longest; j0 += chunk) accumulate_tile(kv.v, d, j0, j0 + chunk, n, scores, weights, out);
     return;
   }
   int64_t done[kTileRows] = {};  // weights of each row added so far
@@ -446,7 +475,7 @@ void forward_tile(const Problem& p, const HostTensors& t, const DecodedHead& kv,
       const int32_t* kept = s.kept.data() + m * size_t(nk);
       int64_t end = done[m];
       while (end < weights[m] && kept[end] < j0 + chunk) ++end;
-      accumulate_listed_rows(scores[m] + done[m], kv.v.data(), kept + done[m], end - done[m], d, out[m]);
+      accumulate_listed_rows(scores[m] + done[m], kv.v, kept + done[m], end - done[m], d, out[m]);
       done[m] = end;
     }
 }
@@ -489,15 +518,15 @@ void backward_tile(const Problem& p, const HostTensors& t, const DecodedHead& kv
     g[m].keep.assign(size_t(g[m].visible), 1.0);
     g[m].ds.assign(size_t(g[m].visible), 0.0);
     prob[m] = g[m].prob.data();
-    dp[m] = g[m].ds.data();  // dP = dO·Vᵀ first, then dS in place
+    dp[m] = g[m].ds.data();                                // dP = dO·Vᵀ first, then dS in place
     if (!any_allowed(mask, r[m], g[m].visible)) continue;  // P = 0: zero gradients
     scored[m] = g[m].visible;
     longest = std::max(longest, scored[m]);
   }
   const int64_t chunk = chunk_keys(d);
   for (int64_t j0 = 0; j0 < longest; j0 += chunk) {
-    dot_tile(kv.kt.data(), d, j0, j0 + chunk, n, q, scored, prob);
-    dot_tile(kv.vt.data(), d, j0, j0 + chunk, n, dorow, scored, dp);
+    dot_tile(kv.kt, d, j0, j0 + chunk, n, q, scored, prob);
+    dot_tile(kv.vt, d, j0, j0 + chunk, n, dorow, scored, dp);
   }
   const double scale = p.scale();
   for (size_t m = 0; m < n; ++m) {
@@ -534,13 +563,14 @@ void backward_tile(const Problem& p, const HostTensors& t, const DecodedHead& kv
 constexpr double kDecodedBudgetBytes = double(int64_t(1) << 30);
 
 // Calls f(tid, kv, tile, n) for tiles of up to kTileRows rows (indices into `rows`) of one K/V
-// head each, kv that head decoded. The heads are decoded a batch at a time (as many as
+// head each, kv that head decoded into `copies`. The heads are decoded a batch at a time (as many as
 // kDecodedBudgetBytes hold); the tiles of a batch's heads go to the threads as they come free (a
 // shared counter), so a few heads of a few hundred rows keep every core busy and a thread the
 // machine holds back delays no one. Each row's result is the same whichever thread and tile take
 // it. At most thread_count(rows.size(), threads) threads: tid indexes a scratch array of that size.
 template <typename F>
-void for_each_head_tile(const Problem& p, const HostTensors& t, const std::vector<RowId>& rows, int threads, F f) {
+void for_each_head_tile(const Problem& p, const HostTensors& t, const std::vector<RowId>& rows, unsigned copies,
+                        int threads, F f) {
   const auto groups = rows_by_kv_head(p, rows);
   const size_t batch = size_t(std::max(1.0, std::floor(kDecodedBudgetBytes / decoded_head_bytes(p))));
   for (size_t g0 = 0; g0 < groups.size(); g0 += batch) {
@@ -555,7 +585,7 @@ void for_each_head_tile(const Problem& p, const HostTensors& t, const std::vecto
       for (size_t m = 0; m < groups[g].second.size(); m += kTileRows)
         tiles.push_back({g - g0, m, std::min(kTileRows, groups[g].second.size() - m)});
     }
-    const std::vector<DecodedHead> kv = decode_heads(p, t, heads, threads);
+    const std::vector<DecodedHead> kv = decode_heads(p, t, heads, copies, threads);
     for_each_item(tiles.size(), threads, [&](int tid, size_t i) {
       const Tile& tile = tiles[i];
       const std::vector<size_t>& members = groups[g0 + tile.head].second;
@@ -580,27 +610,29 @@ void reference_dq_rows(const Problem& p, const HostTensors& t, const uint16_t* d
     std::vector<double> qrows, dorows;
   };
   std::vector<Scratch> scratch(size_t(thread_count(rows.size(), threads)));
-  for_each_head_tile(p, t, rows, threads, [&](int tid, const DecodedHead& kv, const size_t* tile, size_t n) {
-    RowId r[kTileRows];
-    RowGrad* g = scratch[size_t(tid)].g;
-    std::vector<double>& qrows = scratch[size_t(tid)].qrows;
-    std::vector<double>& dorows = scratch[size_t(tid)].dorows;
-    qrows.resize(kTileRows * size_t(d));
-    dorows.resize(kTileRows * size_t(d));
-    const double* w[kTileRows];
-    double* out[kTileRows];
-    int64_t keys[kTileRows], longest = 0;
-    for (size_t m = 0; m < n; ++m) r[m] = rows[tile[m]];
-    backward_tile(p, t, kv, d_o, mask ? &*mask : nullptr, r, n, g, qrows.data(), dorows.data());
-    for (size_t m = 0; m < n; ++m) {
-      for (auto& ds : g[m].ds) ds *= scale;  // dQ = Σ_j (scale·dS_j)·K_j
-      w[m] = g[m].ds.data();
-      out[m] = dq.data() + tile[m] * size_t(d);
-      keys[m] = g[m].visible;
-      longest = std::max(longest, keys[m]);
-    }
-    for (int64_t j0 = 0; j0 < longest; j0 += chunk) accumulate_tile(kv.k.data(), d, j0, j0 + chunk, n, w, keys, out);
-  });
+  for_each_head_tile(p, t, rows, kKt | kVt | kK, threads,
+                     [&](int tid, const DecodedHead& kv, const size_t* tile, size_t n) {
+                       RowId r[kTileRows];
+                       RowGrad* g = scratch[size_t(tid)].g;
+                       std::vector<double>& qrows = scratch[size_t(tid)].qrows;
+                       std::vector<double>& dorows = scratch[size_t(tid)].dorows;
+                       qrows.resize(kTileRows * size_t(d));
+                       dorows.resize(kTileRows * size_t(d));
+                       const double* w[kTileRows];
+                       double* out[kTileRows];
+                       int64_t keys[kTileRows], longest = 0;
+                       for (size_t m = 0; m < n; ++m) r[m] = rows[tile[m]];
+                       backward_tile(p, t, kv, d_o, mask ? &*mask : nullptr, r, n, g, qrows.data(), dorows.data());
+                       for (size_t m = 0; m < n; ++m) {
+                         for (auto& ds : g[m].ds) ds *= scale;  // dQ = Σ_j (scale·dS_j)·K_j
+                         w[m] = g[m].ds.data();
+                         out[m] = dq.data() + tile[m] * size_t(d);
+                         keys[m] = g[m].visible;
+                         longest = std::max(longest, keys[m]);
+                       }
+                       for (int64_t j0 = 0; j0 < longest; j0 += chunk)
+                         accumulate_tile(kv.k, d, j0, j0 + chunk, n, w, keys, out);
+                     });
 }
 
 void reference_dkdv_head(const Problem& p, const HostTensors& t, const uint16_t* d_o, int64_t b, int64_t hk,
@@ -614,7 +646,7 @@ void reference_dkdv_head(const Problem& p, const HostTensors& t, const uint16_t*
   // Each thread accumulates its own dK, dV; summed at the end (deterministic order).
   threads = thread_count(rows.size(), threads);
   std::vector<std::vector<double>> part_k(static_cast<size_t>(threads)), part_v(static_cast<size_t>(threads));
-  const DecodedHead kv = std::move(decode_heads(p, t, {{b, hk}}, threads).front());
+  const DecodedHead kv = decode_heads(p, t, {{b, hk}}, kKt | kVt, threads).front();
   // A thread takes its rows (tid, tid + threads, ...) a block at a time and adds the block's
   // rows key by key, in row order: each element's additions come in the same order as row by
   // row (the same bits), while a key's dK, dV rows stay in cache across the block.
@@ -665,14 +697,14 @@ double reference_dkdv_cost(const Problem& p) {
   return 4.0 * double(p.heads / p.kvh()) * double(p.seqlen_q) * double(p.nk()) * double(p.head_dim);
 }
 
-void reference_rows(const Problem& p, const HostTensors& t, const std::vector<RowId>& rows,
-                    std::vector<double>& out, std::vector<double>& lse, int threads) {
+void reference_rows(const Problem& p, const HostTensors& t, const std::vector<RowId>& rows, std::vector<double>& out,
+                    std::vector<double>& lse, int threads) {
   const int64_t d = p.head_dim;
   out.assign(rows.size() * size_t(d), 0.0);
   lse.assign(rows.size(), 0.0);
   const auto mask = mask_of(p);
   std::vector<TileScratch> scratch(size_t(thread_count(rows.size(), threads)));
-  for_each_head_tile(p, t, rows, threads, [&](int tid, const DecodedHead& kv, const size_t* tile, size_t n) {
+  for_each_head_tile(p, t, rows, kKt | kV, threads, [&](int tid, const DecodedHead& kv, const size_t* tile, size_t n) {
     RowId r[kTileRows];
     double* o[kTileRows];
     double* l[kTileRows];
