@@ -120,8 +120,8 @@ void fill_normal(uint16_t* out, size_t first, size_t count, DType dtype, uint64_
   fill_ranges(out, first, {{first, count}}, dtype, seed, tensor);
 }
 
-void fill_normal_heads(uint16_t* out, int64_t head_words, const std::vector<int64_t>& heads, DType dtype, uint64_t seed,
-                       InputTensor tensor) {
+void fill_normal_heads(uint16_t* out, int64_t head_words, const std::vector<int64_t>& heads, DType dtype,
+                       uint64_t seed, InputTensor tensor) {
   std::vector<std::pair<size_t, size_t>> ranges;
   for (int64_t h : heads) ranges.push_back({size_t(h * head_words), size_t(head_words)});
   fill_ranges(out, 0, ranges, dtype, seed, tensor);

@@ -53,7 +53,7 @@ InputCacheStats input_cache_stats();
 void fill_normal(uint16_t* out, size_t first, size_t count, DType dtype, uint64_t seed, InputTensor tensor);
 // The heads `heads` of a tensor laid out [heads][head_words], into `out` at their places, on every
 // core (one pool for all of them: a few heads keep every core busy).
-void fill_normal_heads(uint16_t* out, int64_t head_words, const std::vector<int64_t>& heads, DType dtype, uint64_t seed,
-                       InputTensor tensor);
+void fill_normal_heads(uint16_t* out, int64_t head_words, const std::vector<int64_t>& heads, DType dtype,
+                       uint64_t seed, InputTensor tensor);
 
 }  // namespace flashio

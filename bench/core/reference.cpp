@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "bench/core/parallel.h"
-#include "bench/core/philox.h"
 #include "bench/core/sparsity.h"
+#include "bench/core/philox.h"
 
 namespace flashio {
 
@@ -61,15 +61,16 @@ using Doubles = std::vector<double, Uninitialised<double>>;
 // double), so the row loops neither convert an element once per query row nor widen it in their
 // inner loops; also transposed by blocks of kKeyBlock keys, (Nk / 16, d, 16) with the last block
 // zero-padded, for the sums over d (dot_keys): a block's d × 16 values lie together in memory.
-// Each copy is made only where its caller reads it (null otherwise): the forward reads Kᵀ and V,
-// dQ's rows Kᵀ, Vᵀ and K, dK and dV Kᵀ and Vᵀ.
+// Each copy is made only where its caller reads it (null otherwise).
 struct DecodedHead {
-  const double* k = nullptr;   // (Nk, d)
-  const double* v = nullptr;   // (Nk, d)
-  const double* kt = nullptr;  // (ceil(Nk / 16), d, 16)
-  const double* vt = nullptr;  // (ceil(Nk / 16), d, 16)
+  double* k = nullptr;   // (Nk, d)
+  double* v = nullptr;   // (Nk, d)
+  double* kt = nullptr;  // (ceil(Nk / 16), d, 16)
+  double* vt = nullptr;  // (ceil(Nk / 16), d, 16)
 };
-enum Copies : unsigned { kK = 1, kV = 2, kKt = 4, kVt = 8 };
+enum Copies : unsigned { kK = 1 << 0, kV = 1 << 1, kKt = 1 << 2, kVt = 1 << 3 };  // bit c: DecodedHead's c-th copy
+// The copies each part of the reference reads: O and LSE (the forward), dQ, dK and dV.
+constexpr unsigned kOCopies = kKt | kV, kDqCopies = kKt | kVt | kK, kDkDvCopies = kKt | kVt;
 
 // Bytes of one decoded head with all four copies: about Nk × d × 32 (1 GiB at Nk = 128k, d = 256).
 double decoded_head_bytes(const Problem& p) {
@@ -89,38 +90,30 @@ std::vector<DecodedHead> decode_heads(const Problem& p, const HostTensors& t,
                                       int threads) {
   const int64_t d = p.head_dim, nk = p.nk(), per_head = nk * d;
   const int64_t blocks = (nk + kKeyBlock - 1) / kKeyBlock, per_blocked = blocks * kKeyBlock * d;
-  const size_t per_decoded = size_t(((copies & kK) ? per_head : 0) + ((copies & kV) ? per_head : 0) +
-                                    ((copies & kKt) ? per_blocked : 0) + ((copies & kVt) ? per_blocked : 0));
+  const int64_t sizes[4] = {per_head, per_head, per_blocked, per_blocked};  // of kK, kV, kKt, kVt
+  int64_t per_decoded = 0;
+  for (int c = 0; c < 4; ++c) per_decoded += (copies >> c & 1) ? sizes[c] : 0;
   thread_local Doubles kept;
-  if (kept.size() < per_decoded * heads.size()) {
+  if (kept.size() < size_t(per_decoded) * heads.size()) {
     kept = Doubles();
-    kept.resize(per_decoded * heads.size());
+    kept.resize(size_t(per_decoded) * heads.size());
   }
   std::vector<DecodedHead> out(heads.size());
-  struct Writable {
-    double *k, *v, *kt, *vt;
-  };
-  std::vector<Writable> to(heads.size());
   for (size_t i = 0; i < heads.size(); ++i) {
-    double* at = kept.data() + i * per_decoded;
-    auto take = [&](unsigned copy, int64_t size) -> double* {
-      if (!(copies & copy)) return nullptr;
-      double* taken = at;
-      at += size;
-      return taken;
-    };
-    to[i].k = take(kK, per_head);
-    to[i].v = take(kV, per_head);
-    to[i].kt = take(kKt, per_blocked);
-    to[i].vt = take(kVt, per_blocked);
-    out[i] = {to[i].k, to[i].v, to[i].kt, to[i].vt};
+    double* at = kept.data() + i * size_t(per_decoded);
+    double** fields[4] = {&out[i].k, &out[i].v, &out[i].kt, &out[i].vt};
+    for (int c = 0; c < 4; ++c) {
+      if (!(copies >> c & 1)) continue;
+      *fields[c] = at;
+      at += sizes[c];
+    }
   }
   constexpr int64_t kBlocksPerRun = 16;
   const int64_t runs = (blocks + kBlocksPerRun - 1) / kBlocksPerRun, items = runs * int64_t(heads.size());
   for_each_item(size_t(items), threads, [&](int, size_t item) {
     const size_t i = item / size_t(runs);
     const int64_t run = int64_t(item % size_t(runs));
-    const Writable& h = to[i];
+    const DecodedHead& h = out[i];
     const uint16_t* k = t.k + (heads[i].first * p.kvh() + heads[i].second) * per_head;
     const uint16_t* v = t.v + (heads[i].first * p.kvh() + heads[i].second) * per_head;
     const int64_t end = std::min(blocks, (run + 1) * kBlocksPerRun) * kKeyBlock;  // padding keys included
@@ -302,8 +295,8 @@ int64_t chunk_keys(int64_t d) {
 
 // out_m[j] = x_m · T_j for j in [j0, min(j1, ends[m])) of each of the n rows, two rows at a time
 // where both have the whole range.
-void dot_tile(const double* t, int64_t d, int64_t j0, int64_t j1, size_t n, const double* const* x, const int64_t* ends,
-              double* const* out) {
+void dot_tile(const double* t, int64_t d, int64_t j0, int64_t j1, size_t n, const double* const* x,
+              const int64_t* ends, double* const* out) {
   size_t waiting = n;  // a row with the whole range, not yet paired
   for (size_t m = 0; m < n; ++m) {
     const int64_t end = std::min(j1, ends[m]);
@@ -466,7 +459,8 @@ void forward_tile(const Problem& p, const HostTensors& t, const DecodedHead& kv,
   }
 
   if (!dropout) {
-    for (int64_t j0 = 0; j0 < longest; j0 += chunk) accumulate_tile(kv.v, d, j0, j0 + chunk, n, scores, weights, out);
+    for (int64_t j0 = 0; j0 < longest; j0 += chunk)
+      accumulate_tile(kv.v, d, j0, j0 + chunk, n, scores, weights, out);
     return;
   }
   int64_t done[kTileRows] = {};  // weights of each row added so far
@@ -518,7 +512,7 @@ void backward_tile(const Problem& p, const HostTensors& t, const DecodedHead& kv
     g[m].keep.assign(size_t(g[m].visible), 1.0);
     g[m].ds.assign(size_t(g[m].visible), 0.0);
     prob[m] = g[m].prob.data();
-    dp[m] = g[m].ds.data();                                // dP = dO·Vᵀ first, then dS in place
+    dp[m] = g[m].ds.data();  // dP = dO·Vᵀ first, then dS in place
     if (!any_allowed(mask, r[m], g[m].visible)) continue;  // P = 0: zero gradients
     scored[m] = g[m].visible;
     longest = std::max(longest, scored[m]);
@@ -610,29 +604,27 @@ void reference_dq_rows(const Problem& p, const HostTensors& t, const uint16_t* d
     std::vector<double> qrows, dorows;
   };
   std::vector<Scratch> scratch(size_t(thread_count(rows.size(), threads)));
-  for_each_head_tile(p, t, rows, kKt | kVt | kK, threads,
-                     [&](int tid, const DecodedHead& kv, const size_t* tile, size_t n) {
-                       RowId r[kTileRows];
-                       RowGrad* g = scratch[size_t(tid)].g;
-                       std::vector<double>& qrows = scratch[size_t(tid)].qrows;
-                       std::vector<double>& dorows = scratch[size_t(tid)].dorows;
-                       qrows.resize(kTileRows * size_t(d));
-                       dorows.resize(kTileRows * size_t(d));
-                       const double* w[kTileRows];
-                       double* out[kTileRows];
-                       int64_t keys[kTileRows], longest = 0;
-                       for (size_t m = 0; m < n; ++m) r[m] = rows[tile[m]];
-                       backward_tile(p, t, kv, d_o, mask ? &*mask : nullptr, r, n, g, qrows.data(), dorows.data());
-                       for (size_t m = 0; m < n; ++m) {
-                         for (auto& ds : g[m].ds) ds *= scale;  // dQ = Σ_j (scale·dS_j)·K_j
-                         w[m] = g[m].ds.data();
-                         out[m] = dq.data() + tile[m] * size_t(d);
-                         keys[m] = g[m].visible;
-                         longest = std::max(longest, keys[m]);
-                       }
-                       for (int64_t j0 = 0; j0 < longest; j0 += chunk)
-                         accumulate_tile(kv.k, d, j0, j0 + chunk, n, w, keys, out);
-                     });
+  for_each_head_tile(p, t, rows, kDqCopies, threads, [&](int tid, const DecodedHead& kv, const size_t* tile, size_t n) {
+    RowId r[kTileRows];
+    RowGrad* g = scratch[size_t(tid)].g;
+    std::vector<double>& qrows = scratch[size_t(tid)].qrows;
+    std::vector<double>& dorows = scratch[size_t(tid)].dorows;
+    qrows.resize(kTileRows * size_t(d));
+    dorows.resize(kTileRows * size_t(d));
+    const double* w[kTileRows];
+    double* out[kTileRows];
+    int64_t keys[kTileRows], longest = 0;
+    for (size_t m = 0; m < n; ++m) r[m] = rows[tile[m]];
+    backward_tile(p, t, kv, d_o, mask ? &*mask : nullptr, r, n, g, qrows.data(), dorows.data());
+    for (size_t m = 0; m < n; ++m) {
+      for (auto& ds : g[m].ds) ds *= scale;  // dQ = Σ_j (scale·dS_j)·K_j
+      w[m] = g[m].ds.data();
+      out[m] = dq.data() + tile[m] * size_t(d);
+      keys[m] = g[m].visible;
+      longest = std::max(longest, keys[m]);
+    }
+    for (int64_t j0 = 0; j0 < longest; j0 += chunk) accumulate_tile(kv.k, d, j0, j0 + chunk, n, w, keys, out);
+  });
 }
 
 void reference_dkdv_head(const Problem& p, const HostTensors& t, const uint16_t* d_o, int64_t b, int64_t hk,
@@ -646,7 +638,7 @@ void reference_dkdv_head(const Problem& p, const HostTensors& t, const uint16_t*
   // Each thread accumulates its own dK, dV; summed at the end (deterministic order).
   threads = thread_count(rows.size(), threads);
   std::vector<std::vector<double>> part_k(static_cast<size_t>(threads)), part_v(static_cast<size_t>(threads));
-  const DecodedHead kv = decode_heads(p, t, {{b, hk}}, kKt | kVt, threads).front();
+  const DecodedHead kv = decode_heads(p, t, {{b, hk}}, kDkDvCopies, threads).front();
   // A thread takes its rows (tid, tid + threads, ...) a block at a time and adds the block's
   // rows key by key, in row order: each element's additions come in the same order as row by
   // row (the same bits), while a key's dK, dV rows stay in cache across the block.
@@ -697,14 +689,14 @@ double reference_dkdv_cost(const Problem& p) {
   return 4.0 * double(p.heads / p.kvh()) * double(p.seqlen_q) * double(p.nk()) * double(p.head_dim);
 }
 
-void reference_rows(const Problem& p, const HostTensors& t, const std::vector<RowId>& rows, std::vector<double>& out,
-                    std::vector<double>& lse, int threads) {
+void reference_rows(const Problem& p, const HostTensors& t, const std::vector<RowId>& rows,
+                    std::vector<double>& out, std::vector<double>& lse, int threads) {
   const int64_t d = p.head_dim;
   out.assign(rows.size() * size_t(d), 0.0);
   lse.assign(rows.size(), 0.0);
   const auto mask = mask_of(p);
   std::vector<TileScratch> scratch(size_t(thread_count(rows.size(), threads)));
-  for_each_head_tile(p, t, rows, kKt | kV, threads, [&](int tid, const DecodedHead& kv, const size_t* tile, size_t n) {
+  for_each_head_tile(p, t, rows, kOCopies, threads, [&](int tid, const DecodedHead& kv, const size_t* tile, size_t n) {
     RowId r[kTileRows];
     double* o[kTileRows];
     double* l[kTileRows];
