@@ -41,6 +41,7 @@ RunOptions small_budget() {
   RunOptions opt;
   opt.check_budget_macs = 1e8;  // all rows: 1.4e8; one K/V head's dK, dV: 4.6e7
   opt.host_threads = 2;
+  opt.reference_on_gpu = false;  // the host's parts with their reference (left to the GPU: below)
   return opt;
 }
 
@@ -151,6 +152,35 @@ TEST(HostSide, ThePartsHoldTheReferenceOfTheWholeTensors) {
   EXPECT_EQ(g.grad_scope, "dq: sampled rows; dk, dv: 2 of 6 K/V heads");
   EXPECT_GT(forward->reference_s, 0.0);
   EXPECT_GT(g.reference_s, 0.0);
+}
+
+// With the reference left to the GPU the parts hold the same rows, heads and inputs and no
+// reference; a problem the GPU's reference does not cover (block-sparse) still gets the host's.
+TEST(HostSide, TheReferenceIsLeftToTheGpuWhereItCoversTheProblem) {
+  const Problem p = sampled_problem();
+  RunOptions opt = small_budget();
+  const auto host = std::make_shared<const HostForward>(make_forward(p, opt));
+  const HostGradients host_g = make_gradients(host, opt);
+  opt.reference_on_gpu = true;
+  const auto gpu = std::make_shared<const HostForward>(make_forward(p, opt));
+  const HostGradients gpu_g = make_gradients(gpu, opt);
+  EXPECT_FALSE(host->reference_on_gpu);
+  EXPECT_TRUE(gpu->reference_on_gpu);
+  EXPECT_TRUE(gpu->ref_out.empty() && gpu->ref_lse.empty() && gpu_g.ref_dq.empty() && gpu_g.ref_dk.empty());
+  EXPECT_EQ(gpu->reference_s, 0.0);
+  EXPECT_EQ(gpu_g.reference_s, 0.0);
+  EXPECT_EQ(gpu->rows.size(), host->rows.size());
+  EXPECT_EQ(heads_of(gpu->k), heads_of(host->k));
+  EXPECT_EQ(gpu_g.kv_heads, host_g.kv_heads);
+  EXPECT_EQ(gpu_g.grad_scope, host_g.grad_scope);
+
+  Problem sparse = p;
+  sparse.pattern = "local";
+  sparse.sparse_block = 16;
+  EXPECT_FALSE(device_reference_covers(sparse));
+  const HostForward made = make_forward(sparse, opt);
+  EXPECT_FALSE(made.reference_on_gpu);
+  EXPECT_EQ(made.ref_out.size(), made.rows.size() * size_t(sparse.head_dim));
 }
 
 TEST(HostSide, TheGradientsAddHeadsToCopiesNeverToTheForward) {

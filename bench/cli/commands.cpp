@@ -399,6 +399,7 @@ struct RunArgs {
   std::string out, preset, sweep, resume, devices, shard;
   std::string csv_out, md_out;  // --csv, --md: the records beside the JSON (bench/cli/run_outputs.h)
   std::string counters = "full";
+  std::string reference = "gpu";
 };
 
 // The sweeps to run: a preset, a sweep file or the axes over the default sweep; axes given
@@ -564,6 +565,8 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
   if (a.warmup < 0) throw BadInput("--warmup must be >= 0");
   const auto counter_set = parse_counter_set(a.counters);
   if (!counter_set) throw BadInput(fmt::format("--counters: '{}' is not one of off, dram, full", a.counters));
+  if (a.reference != "gpu" && a.reference != "host")
+    throw BadInput(fmt::format("--reference: '{}' is not one of gpu, host", a.reference));
   std::vector<Point> points;
   try {
     points = expand_all(run_sweeps(a));
@@ -714,6 +717,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv) {
   job.options.warmup = a.warmup;
   job.options.flush_l2 = !a.no_flush;
   job.options.counters = *counter_set;
+  job.options.reference_on_gpu = a.reference == "gpu";
   job.stop = &g_stop_signal;
   const auto sweep_start = std::chrono::steady_clock::now();
   job.start = sweep_start;
@@ -818,6 +822,10 @@ int flashio_main(const std::vector<std::string>& args) {
   run->add_flag("--verbose,-v", run_args.verbose, "also print the counter set, its metrics and replay passes");
   run->add_option("--counters", run_args.counters,
                   "hardware counters after timing: off, dram (DRAM bytes, duration), full (both traffic levels; default)")
+      ->check(kNonEmpty);
+  run->add_option("--reference", run_args.reference,
+                  "where the checks' float64 reference is made: gpu (on each point's GPU, between its timed runs; "
+                  "default) or host (on the host's cores); packed, paged and block-sparse problems always on the host")
       ->check(kNonEmpty);
   run->add_option("--preset", run_args.preset, "run a paper's experiment (flashio presets lists them)")->check(kNonEmpty);
   run->add_option("--sweep", run_args.sweep, "run the sweep of a JSON sweep file (format: docs/sweeps.md)")

@@ -59,6 +59,7 @@ json to_json(const Record& r) {
                   {"rows_checked", c.rows_checked}, {"rows_total", c.rows_total},
                   {"lse_checked", c.lse_checked}, {"scope", c.scope}};
     if (!c.grad_scope.empty()) j["check"]["grad_scope"] = c.grad_scope;
+    if (!c.reference.empty()) j["check"]["reference"] = c.reference;
     json tensors = json::object();
     for (const auto& t : c.tensors)
       tensors[t.name] = {{"max_abs_err", t.max_abs_err}, {"max_rel_err", t.max_rel_err}, {"worst_ratio", t.worst_ratio},
@@ -156,6 +157,7 @@ Record record_from_json(const json& j) {
       cr.lse_checked = c.value("lse_checked", false);
       cr.scope = c.value("scope", std::string());
       cr.grad_scope = c.value("grad_scope", std::string());
+      cr.reference = c.value("reference", std::string());
       if (c.contains("tensors"))
         for (auto it = c["tensors"].begin(); it != c["tensors"].end(); ++it) {
           TensorCheck t;

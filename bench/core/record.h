@@ -56,6 +56,7 @@ struct CheckResult {
   bool lse_checked = false;
   std::string scope;          // "all rows" or "sampled rows"
   std::string grad_scope;     // backward passes: which gradients were checked, and where
+  std::string reference;      // where the float64 reference was made: "gpu" or "host" (empty: files before it was said)
   std::vector<TensorCheck> tensors;
 };
 

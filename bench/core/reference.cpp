@@ -685,6 +685,10 @@ void reference_dkdv_head(const Problem& p, const HostTensors& t, const uint16_t*
   }
 }
 
+bool device_reference_covers(const Problem& p) {
+  return !p.packed() && !p.paged() && !p.sparse() && p.head_dim <= 256;
+}
+
 double reference_dkdv_cost(const Problem& p) {
   return 4.0 * double(p.heads / p.kvh()) * double(p.seqlen_q) * double(p.nk()) * double(p.head_dim);
 }

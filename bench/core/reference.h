@@ -62,4 +62,9 @@ void reference_dkdv_head(const Problem& p, const HostTensors& t, const uint16_t*
 // Multiply-adds of reference_dkdv_head for one K/V head.
 double reference_dkdv_cost(const Problem& p);
 
+// Whether the GPU's float64 reference (bench/cuda/device_reference.h) covers `p`: dense
+// [B, H, N, d] layouts (not packed, not paged), no block-sparse mask, d <= 256. The others are
+// made on the host.
+bool device_reference_covers(const Problem& p);
+
 }  // namespace flashio

@@ -110,6 +110,8 @@ HostForward make_forward(const Problem& p, const RunOptions& opt) {
   h.key_lengths = key_lengths(p);
   if (p.paged()) h.pages = kv_pages_of(p);
   h.inputs_s += seconds_since(start);
+  h.reference_on_gpu = opt.reference_on_gpu && device_reference_covers(p);
+  if (h.reference_on_gpu) return h;
   start = std::chrono::steady_clock::now();
   reference_rows(p, h.tensors(), h.rows, h.ref_out, h.ref_lse, opt.host_threads);
   h.reference_s += seconds_since(start);
@@ -140,16 +142,18 @@ HostGradients make_gradients(std::shared_ptr<const HostForward> forward, const R
   g.d_o.make(p, InputTensor::dO, queries);
   g.inputs_s += seconds_since(start);
 
-  start = std::chrono::steady_clock::now();
-  const HostTensors t = g.tensors();
-  reference_dq_rows(p, t, g.d_o.words.get(), f.rows, g.ref_dq, opt.host_threads);
-  for (auto [b, hk] : g.kv_heads) {
-    std::vector<double> dk, dv;
-    reference_dkdv_head(p, t, g.d_o.words.get(), b, hk, dk, dv, opt.host_threads);
-    g.ref_dk.insert(g.ref_dk.end(), dk.begin(), dk.end());
-    g.ref_dv.insert(g.ref_dv.end(), dv.begin(), dv.end());
+  if (!f.reference_on_gpu) {
+    start = std::chrono::steady_clock::now();
+    const HostTensors t = g.tensors();
+    reference_dq_rows(p, t, g.d_o.words.get(), f.rows, g.ref_dq, opt.host_threads);
+    for (auto [b, hk] : g.kv_heads) {
+      std::vector<double> dk, dv;
+      reference_dkdv_head(p, t, g.d_o.words.get(), b, hk, dk, dv, opt.host_threads);
+      g.ref_dk.insert(g.ref_dk.end(), dk.begin(), dk.end());
+      g.ref_dv.insert(g.ref_dv.end(), dv.begin(), dv.end());
+    }
+    g.reference_s += seconds_since(start);
   }
-  g.reference_s += seconds_since(start);
   g.grad_scope =
       fmt::format("dq: {} rows; dk, dv: ", f.rows.size() == size_t(p.batch * p.heads * p.seqlen_q) ? "all" : "sampled");
   g.grad_scope += g.kv_heads.empty()

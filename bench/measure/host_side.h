@@ -63,6 +63,9 @@ struct HostForward {
   std::vector<int32_t> key_lengths;
   KvPages pages;  // a paged problem's block table (Problem::kv_page), else empty
   std::vector<RowId> rows;
+  // Made here, or left to the GPU that runs the problem (RunOptions::reference_on_gpu, for the
+  // problems device_reference_covers): then empty, and the runner makes them there.
+  bool reference_on_gpu = false;
   std::vector<double> ref_out, ref_lse;
   double inputs_s = 0, reference_s = 0;  // host seconds spent making it
 
@@ -75,6 +78,7 @@ struct HostGradients {
   // The forward's Q, K, V heads and those of the checked K/V heads' query groups, where the latter
   // add heads (else empty: the forward's are read); dO of all of them.
   HostTensor q, k, v, d_o;
+  // As the forward's: empty when forward->reference_on_gpu.
   std::vector<double> ref_dq;          // rows × d
   std::vector<double> ref_dk, ref_dv;  // kv_heads × Nk × d
   std::string grad_scope;
@@ -86,9 +90,10 @@ struct HostGradients {
   const HostTensor& v_of() const { return v.words ? v : forward->v; }
 };
 
-// The checked rows, their inputs and forward reference.
+// The checked rows, their inputs and forward reference (not the reference where the GPU makes it).
 HostForward make_forward(const Problem& p, const RunOptions& opt);
-// dO and the reference dQ of the forward's rows, and dK, dV of the K/V heads the budget allows.
+// dO and the reference dQ of the forward's rows, and dK, dV of the K/V heads the budget allows
+// (which heads, and not their reference where the GPU makes it).
 HostGradients make_gradients(std::shared_ptr<const HostForward> forward, const RunOptions& opt);
 
 // What the host must make for `points`, one problem group, run on `dev`: nothing (nullopt: no

@@ -18,6 +18,7 @@
 
 #include "bench/core/method.h"
 #include "bench/core/reference.h"
+#include "bench/cuda/device_reference.h"
 #include "bench/cuda/cuda_check.h"
 #include "bench/cuda/device_inputs.h"
 #include "bench/cuda/device_memory.h"
@@ -135,6 +136,11 @@ struct Runner::State {
   std::shared_ptr<const HostForward> host;
   std::shared_ptr<const HostGradients> gradients;
   std::unique_ptr<DeviceSide> device;
+  // The current problem's float64 reference where its GPU made it (HostForward::reference_on_gpu):
+  // O and LSE of the checked rows, dQ of them, dK and dV of the checked heads.
+  struct GpuReference {
+    std::vector<double> out, lse, dq, dk, dv;
+  } gpu_ref;
   // The host halves of the problems asked for (Runner::prefetch, or the sweep's), made in turn on
   // the host's cores while the GPU runs the current points.
   std::shared_ptr<HostSideMaker> maker;
@@ -189,9 +195,16 @@ struct Runner::State {
         ph.inputs_s += host->inputs_s;
         ph.reference_s += host->reference_s;
       }
-      PhaseClock clock(ph.inputs_s);
-      device = std::make_unique<DeviceSide>(make_device_side(*host, alloc, stream));
-      verify_inputs(*host, *device);
+      {
+        PhaseClock clock(ph.inputs_s);
+        device = std::make_unique<DeviceSide>(make_device_side(*host, alloc, stream));
+        verify_inputs(*host, *device);
+      }
+      gpu_ref = {};
+      if (host->reference_on_gpu) {
+        PhaseClock clock(ph.reference_s);
+        device_reference_rows(p, device_tensors(), host->rows, gpu_ref.out, gpu_ref.lse, scratch, stream);
+      }
     }
     if (with_grad && !gradients) {
       const auto start = std::chrono::steady_clock::now();
@@ -202,10 +215,28 @@ struct Runner::State {
         ph.inputs_s += gradients->inputs_s;
         ph.reference_s += gradients->reference_s;
       }
-      PhaseClock clock(ph.inputs_s);
-      add_device_gradients(p, *device, alloc, stream);
-      verify_inputs(*gradients, *device);  // dO, and the heads the gradients added
+      {
+        PhaseClock clock(ph.inputs_s);
+        add_device_gradients(p, *device, alloc, stream);
+        verify_inputs(*gradients, *device);  // dO, and the heads the gradients added
+      }
+      if (host->reference_on_gpu) {
+        PhaseClock clock(ph.reference_s);
+        const DeviceTensors t = device_tensors();
+        device_reference_dq_rows(p, t, host->rows, gpu_ref.dq, scratch, stream);
+        for (auto [b, hk] : gradients->kv_heads) {
+          std::vector<double> dk, dv;
+          device_reference_dkdv_head(p, t, b, hk, dk, dv, scratch, stream);
+          gpu_ref.dk.insert(gpu_ref.dk.end(), dk.begin(), dk.end());
+          gpu_ref.dv.insert(gpu_ref.dv.end(), dv.begin(), dv.end());
+        }
+      }
     }
+  }
+
+  DeviceTensors device_tensors() const {
+    const DeviceSide& d = *device;
+    return {d.q.as<uint16_t>(), d.k.as<uint16_t>(), d.v.as<uint16_t>(), d.d_o.as<uint16_t>(), d.key_lengths.as<int32_t>()};
   }
 
   void measure(const Method& method, const Point& pt, Record& rec, const Runner::Timer& timer, PhaseTimes& ph) {
@@ -471,20 +502,26 @@ struct Runner::State {
 
   CheckResult compare_checked(const Problem& p, const CheckedWords& w) {
     const HostForward& d = *host;
-    if (!out_atol) out_atol = output_atol(p.dtype, d.ref_out);
-    CheckResult c = compare_row_words_with_reference(p, d.rows.size(), d.ref_out, *out_atol, d.ref_lse, w.o,
-                                                     w.lse ? &*w.lse : nullptr);
+    const bool on_gpu = d.reference_on_gpu;
+    const std::vector<double>& ref_out = on_gpu ? gpu_ref.out : d.ref_out;
+    if (!out_atol) out_atol = output_atol(p.dtype, ref_out);
+    CheckResult c = compare_row_words_with_reference(p, d.rows.size(), ref_out, *out_atol,
+                                                     on_gpu ? gpu_ref.lse : d.ref_lse, w.o, w.lse ? &*w.lse : nullptr);
     if (w.backward) {
       const HostGradients& g = *gradients;
-      if (!grad_atols) grad_atols = gradient_atols(p.dtype, g.ref_dq, g.ref_dk, g.ref_dv);
+      const std::vector<double>& ref_dq = on_gpu ? gpu_ref.dq : g.ref_dq;
+      const std::vector<double>& ref_dk = on_gpu ? gpu_ref.dk : g.ref_dk;
+      const std::vector<double>& ref_dv = on_gpu ? gpu_ref.dv : g.ref_dv;
+      if (!grad_atols) grad_atols = gradient_atols(p.dtype, ref_dq, ref_dk, ref_dv);
       const double rtol = gradient_tolerance_for(p.dtype).rtol;
-      add_tensor(c, compare_words("dq", w.dq, p.dtype, g.ref_dq, grad_atols->dq, rtol, true));
+      add_tensor(c, compare_words("dq", w.dq, p.dtype, ref_dq, grad_atols->dq, rtol, true));
       if (w.dk) {
-        add_tensor(c, compare_words("dk", w.dk, p.dtype, g.ref_dk, grad_atols->dk, rtol, true));
-        add_tensor(c, compare_words("dv", w.dv, p.dtype, g.ref_dv, grad_atols->dv, rtol, true));
+        add_tensor(c, compare_words("dk", w.dk, p.dtype, ref_dk, grad_atols->dk, rtol, true));
+        add_tensor(c, compare_words("dv", w.dv, p.dtype, ref_dv, grad_atols->dv, rtol, true));
       }
       c.grad_scope = g.grad_scope;
     }
+    c.reference = on_gpu ? "gpu" : "host";
     return c;
   }
 

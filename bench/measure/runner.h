@@ -26,6 +26,9 @@ struct RunOptions {
   // Host threads of the float64 reference: 0 = every core (also with several GPU workers: their
   // host work seldom overlaps, and where it does the scheduler shares the cores).
   int host_threads = 0;
+  // Where the float64 reference is made: on the point's GPU for the problems it covers
+  // (device_reference_covers), the host for the rest; or always on the host.
+  bool reference_on_gpu = true;
 };
 
 class L2Flusher;
