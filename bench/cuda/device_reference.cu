@@ -1,8 +1,6 @@
 #include "bench/cuda/device_reference.h"
 
-#include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -298,23 +296,6 @@ struct RowsOnDevice {
   size_t count = 0, tile_count = 0;
 };
 
-// Device memory of the reference's own, its size rounded up to a power of two (at least 64 KiB), so
-// that the allocator's kept blocks (device_memory.h) serve the next problems' calls: a fresh
-// cudaMalloc for each problem's sizes cost more than the sums themselves at N 1024.
-DeviceBuffer workspace(DeviceAllocator& alloc, size_t bytes) {
-  size_t rounded = size_t(1) << 16;
-  while (rounded < bytes) rounded *= 2;
-  return DeviceBuffer(alloc, rounded);
-}
-
-// Page-locked host memory for the copies to and from the GPU (a pageable copy is staged by the
-// driver), kept by the thread for its next calls.
-template <typename T>
-T* pinned(size_t count) {
-  thread_local PinnedBuffer buffer;
-  return static_cast<T*>(buffer.reserve(std::max<size_t>(count, 1) * sizeof(T)));
-}
-
 RowsOnDevice rows_on_device(const Problem& p, const std::vector<RowId>& rows, DeviceAllocator& alloc,
                             cudaStream_t stream) {
   std::vector<int64_t> flat;
@@ -329,15 +310,11 @@ RowsOnDevice rows_on_device(const Problem& p, const std::vector<RowId>& rows, De
   RowsOnDevice out;
   out.count = rows.size();
   out.tile_count = tiles.size() / kTileRows;
-  const size_t row_bytes = flat.size() * sizeof(int64_t), tile_bytes = tiles.size() * sizeof(int32_t);
-  out.rows = workspace(alloc, row_bytes);
-  out.tiles = workspace(alloc, tile_bytes);
-  char* staged = pinned<char>(row_bytes + tile_bytes);
-  std::memcpy(staged, flat.data(), row_bytes);
-  std::memcpy(staged + row_bytes, tiles.data(), tile_bytes);
-  FLASHIO_CUDA_CHECK(cudaMemcpyAsync(out.rows.get(), staged, row_bytes, cudaMemcpyHostToDevice, stream));
-  FLASHIO_CUDA_CHECK(cudaMemcpyAsync(out.tiles.get(), staged + row_bytes, tile_bytes, cudaMemcpyHostToDevice, stream));
-  FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));  // the staged copies
+  out.rows = DeviceBuffer(alloc, flat.size() * sizeof(int64_t));
+  out.tiles = DeviceBuffer(alloc, tiles.size() * sizeof(int32_t));
+  FLASHIO_CUDA_CHECK(cudaMemcpyAsync(out.rows.get(), flat.data(), out.rows.bytes(), cudaMemcpyHostToDevice, stream));
+  FLASHIO_CUDA_CHECK(cudaMemcpyAsync(out.tiles.get(), tiles.data(), out.tiles.bytes(), cudaMemcpyHostToDevice, stream));
+  FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));  // `flat`, `tiles`
   return out;
 }
 
@@ -351,11 +328,11 @@ void launch_tiles(const Geometry& g, const DeviceTensors& t, const RowsOnDevice&
 }
 
 std::vector<double> copied_back(const DeviceBuffer& buf, size_t count, cudaStream_t stream) {
-  double* staged = pinned<double>(count);
+  std::vector<double> out(count);
   if (count)
-    FLASHIO_CUDA_CHECK(cudaMemcpyAsync(staged, buf.get(), count * sizeof(double), cudaMemcpyDeviceToHost, stream));
+    FLASHIO_CUDA_CHECK(cudaMemcpyAsync(out.data(), buf.get(), count * sizeof(double), cudaMemcpyDeviceToHost, stream));
   FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));
-  return std::vector<double>(staged, staged + count);
+  return out;
 }
 
 void require_covered(const Problem& p) {
@@ -376,8 +353,7 @@ void device_reference_rows(const Problem& p, const DeviceTensors& t, const std::
   DeviceTensors forward = t;
   forward.d_o = nullptr;
   const RowsOnDevice on_device = rows_on_device(p, rows, alloc, stream);
-  DeviceBuffer l = workspace(alloc, rows.size() * sizeof(double));
-  DeviceBuffer o = workspace(alloc, rows.size() * size_t(p.head_dim) * sizeof(double));
+  DeviceBuffer l(alloc, rows.size() * sizeof(double)), o(alloc, rows.size() * size_t(p.head_dim) * sizeof(double));
   launch_tiles<RowPass::Stats>(g, forward, on_device, l, nullptr, nullptr, stream);
   launch_tiles<RowPass::Out>(g, forward, on_device, l, nullptr, &o, stream);
   out = copied_back(o, rows.size() * size_t(p.head_dim), stream);
@@ -392,8 +368,8 @@ void device_reference_dq_rows(const Problem& p, const DeviceTensors& t, const st
   if (rows.empty()) return;
   const Geometry g = geometry_of(p);
   const RowsOnDevice on_device = rows_on_device(p, rows, alloc, stream);
-  DeviceBuffer l = workspace(alloc, rows.size() * sizeof(double)), ds = workspace(alloc, rows.size() * sizeof(double));
-  DeviceBuffer out = workspace(alloc, rows.size() * size_t(p.head_dim) * sizeof(double));
+  DeviceBuffer l(alloc, rows.size() * sizeof(double)), ds(alloc, rows.size() * sizeof(double));
+  DeviceBuffer out(alloc, rows.size() * size_t(p.head_dim) * sizeof(double));
   launch_tiles<RowPass::Stats>(g, t, on_device, l, &ds, nullptr, stream);
   launch_tiles<RowPass::Dq>(g, t, on_device, l, &ds, &out, stream);
   dq = copied_back(out, rows.size() * size_t(p.head_dim), stream);
@@ -413,10 +389,9 @@ void device_reference_dkdv_head(const Problem& p, const DeviceTensors& t, int64_
   dv.assign(size_t(nk * d), 0.0);
   if (rows.empty() || nk == 0) return;
   const RowsOnDevice on_device = rows_on_device(p, rows, alloc, stream);
-  DeviceBuffer l = workspace(alloc, rows.size() * sizeof(double)), ds = workspace(alloc, rows.size() * sizeof(double));
+  DeviceBuffer l(alloc, rows.size() * sizeof(double)), ds(alloc, rows.size() * sizeof(double));
   launch_tiles<RowPass::Stats>(g, t, on_device, l, &ds, nullptr, stream);
-  DeviceBuffer k_out = workspace(alloc, size_t(nk * d) * sizeof(double));
-  DeviceBuffer v_out = workspace(alloc, size_t(nk * d) * sizeof(double));
+  DeviceBuffer k_out(alloc, size_t(nk * d) * sizeof(double)), v_out(alloc, size_t(nk * d) * sizeof(double));
   const size_t smem = size_t(2 * (kKeyTile + kRowTile) * (d + 2)) * sizeof(uint16_t);
   dkdv_kernel<<<unsigned((nk + kKeyTile - 1) / kKeyTile), kThreads, smem, stream>>>(
       g, t, b, hk, l.as<double>(), ds.as<double>(), k_out.as<double>(), v_out.as<double>());
