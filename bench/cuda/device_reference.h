@@ -3,7 +3,7 @@
 // a row that sees no key: O = 0, LSE = -inf, zero gradients), every product and sum in float64,
 // each sum over its terms in a fixed order, so the result is the same on every run of any GPU of
 // one architecture. It agrees with the host's to rounding, not to the bit (the exponential and the
-// order of the sums differ): tests/test_device_reference.cpp holds it to 1e-12 of each tensor's
+// order of the sums differ): tests/test_gpu_reference.cpp holds it to 1e-12 of each tensor's
 // largest value on random problems. Only the problems device_reference_covers() names (dense
 // [B, H, N, d] layouts); the others keep the host's.
 //
