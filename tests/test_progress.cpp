@@ -108,7 +108,7 @@ TEST(Progress, SweepEstimateTracksAMeasuredSweep) {
       read_result_file(std::string(FLASHIO_SOURCE_DIR) + "/results/crosscheck/issue22-scaling/sweep-0-1.json");
   std::vector<Point> points;
   for (const Record& r : f.records) points.push_back({r.method, r.pass, r.problem});
-  const auto est = estimate_sweep_seconds(points, 5, 2, 32);
+  const auto est = estimate_sweep_seconds(points, 5, 2, 32, false);  // the reference on the host
   // Points 0-3 share a problem: the first waits for the forward part of its host half (inputs,
   // forward reference); the gradients' part is made while the forward points run, which covers it
   // at N = 1024 (the others wait for nothing).
@@ -119,8 +119,34 @@ TEST(Progress, SweepEstimateTracksAMeasuredSweep) {
   // Fewer host cores, longer host work.
   double on_32 = 0, on_two = 0;
   for (double e : est) on_32 += e;
-  for (double e : estimate_sweep_seconds(points, 5, 2, 2)) on_two += e;
+  for (double e : estimate_sweep_seconds(points, 5, 2, 2, false)) on_two += e;
   EXPECT_GT(on_two, on_32);
+}
+
+// The reference made on the GPU (run --reference gpu): the host makes only the inputs, so the
+// host's cores no longer matter; the group's first point carries the forward reference's GPU time,
+// its first backward point the gradients', and a block-sparse problem (the host's reference) waits
+// for the host as before.
+TEST(Progress, TheGpusReferenceIsGpuTimeOfTheFirstPoints) {
+  SweepSpec s;
+  s.methods = {"flash2"};
+  s.passes = {Pass::Fwd, Pass::FwdBwd};
+  s.batch = {2};
+  s.heads = {32};
+  s.seqlen = {8192};
+  const auto points = expand(s);  // fwd, fwdbwd
+  const double solo_fwd = estimate_seconds(points[0], 5, 2), solo_bwd = estimate_seconds(points[1], 5, 2);
+  const auto one_core = estimate_sweep_seconds(points, 5, 2, 1, true), many = estimate_sweep_seconds(points, 5, 2, 64, true);
+  EXPECT_EQ(one_core, many);
+  const auto host = estimate_sweep_seconds(points, 5, 2, 1, false);
+  const double inputs = 0.01;  // kInputsS
+  const double forward_gpu = one_core[0] - solo_fwd - inputs, gradients_gpu = one_core[1] - solo_bwd;
+  EXPECT_GT(forward_gpu, 0.0);
+  EXPECT_GT(gradients_gpu, forward_gpu);  // dQ's passes over the keys: three forwards' worth here
+  EXPECT_LT(one_core[0] + one_core[1], host[0] + host[1]);  // the host's one core was slower
+  Point sparse = points[0];
+  sparse.problem.pattern = "local";
+  EXPECT_EQ(estimate_sweep_seconds({sparse}, 5, 2, 1, true), estimate_sweep_seconds({sparse}, 5, 2, 1, false));
 }
 
 // The host half in two parts (bench/measure/host_side.h): a group runs its forward points first,
@@ -137,7 +163,7 @@ TEST(Progress, ForwardPointsDoNotWaitForTheGradients) {
   const auto points = expand(s);  // standard fwd, standard fwdbwd, flash2 fwd, flash2 fwdbwd
   std::vector<double> solo;
   for (const auto& pt : points) solo.push_back(estimate_seconds(pt, 5, 2));
-  const auto est = estimate_sweep_seconds(points, 5, 2, 1);  // one core: the host work is long
+  const auto est = estimate_sweep_seconds(points, 5, 2, 1, false);  // the host's reference on one core: long
   const double forward_wait = est[0] - solo[0], gradients_wait = est[1] - solo[1];
   EXPECT_GT(forward_wait, 0.5);
   EXPECT_NEAR(est[2], solo[2], 1e-12);  // the second forward point: nothing left to wait for
@@ -147,6 +173,6 @@ TEST(Progress, ForwardPointsDoNotWaitForTheGradients) {
   // With every point a backward pass, the first waits for both parts.
   s.passes = {Pass::FwdBwd};
   const auto backward = expand(s);
-  const auto est_backward = estimate_sweep_seconds(backward, 5, 2, 1);
+  const auto est_backward = estimate_sweep_seconds(backward, 5, 2, 1, false);
   EXPECT_NEAR(est_backward[0] - estimate_seconds(backward[0], 5, 2), inputs + 4 * (forward_wait - inputs), 1e-9);
 }

@@ -514,7 +514,7 @@ extern "C" void on_stop_signal(int sig) {
 std::vector<double> todo_estimates(const std::vector<Point>& points, const std::vector<size_t>& todo, const RunArgs& a) {
   std::vector<Point> run;
   for (size_t i : todo) run.push_back(points[i]);
-  return estimate_sweep_seconds(run, a.reps, a.warmup);
+  return estimate_sweep_seconds(run, a.reps, a.warmup, 0, a.reference == "gpu");
 }
 
 nlohmann::json dry_run_json(const std::vector<Point>& points, const std::vector<size_t>& todo,

@@ -33,7 +33,8 @@ SweepOutcome run_sweep(const SweepJob& job) {
   if (workers > 1) {
     // Several workers: the longest groups first (by estimate_sweep_seconds), so that no GPU is left
     // with a long group while the others idle at the end. One GPU keeps the sweep's order.
-    const std::vector<double> cost = estimate_sweep_seconds(todo_points, job.options.reps, job.options.warmup);
+    const std::vector<double> cost =
+        estimate_sweep_seconds(todo_points, job.options.reps, job.options.warmup, 0, job.options.reference_on_gpu);
     auto group_cost = [&](const std::pair<size_t, size_t>& g) {
       double c = 0;
       for (size_t i = g.first; i < g.second; ++i) c += cost[i];

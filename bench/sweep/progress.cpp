@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/core/reference.h"
 #include "bench/sweep/shard.h"
 #include "bench/sweep/table.h"
 
@@ -36,6 +37,9 @@ constexpr double kOverheadS = 0.001;          // plan, allocation (0.0004-0.0007
 // 32 host cores, d1f52c7, 0d6ef67, a1406be, d2af9ae, ed87ba6 and b90f9e5; docs/sweep-time.md):
 constexpr double kReferenceMacsPerCoreS = 2e9;    // float64 reference, multiply-adds per core (0d6ef67: the
                                                   // N 8192 forward parts, 3.8e9 in 0.062-0.065 s on 32 cores)
+constexpr double kGpuReferenceMacsPerS = 3e11;    // the float64 reference on the GPU (bench/cuda/device_reference.h),
+                                                  // in reference_macs' multiply-adds with its copies (678d4e8 on an
+                                                  // H200: the N 8192, d 128 parts, 1.9e9 and 5.8e9 in 6.4 and 18.7 ms)
 constexpr double kInputsS = 0.01;                 // a problem's inputs: on the GPU, checked heads on the host (0.009 s)
 constexpr double kCheckFwdS = 0.007;              // a forward point's checked runs and compares (medians
                                                   // 0.013 s at 0d6ef67, 0.011 s at a1406be, 0.008 s at d2af9ae,
@@ -53,19 +57,19 @@ double checked_rows(const Problem& p) {
   return std::min(total, 4.0 * per_head);
 }
 
-// The reference of a problem's checked rows: the forward, or (grad) dQ of those rows and dK, dV
-// of the K/V heads the budget allows (bench/measure/host_side.cpp's make_forward, make_gradients).
-double reference_seconds(const Problem& p, bool grad, double cores) {
+// The reference of a problem's checked rows, in multiply-adds: the forward, or (grad) dQ of those
+// rows and dK, dV of the K/V heads the budget allows (bench/measure/host_side.cpp's make_forward,
+// make_gradients).
+double reference_macs(const Problem& p, bool grad) {
   const double visible = p.causal ? 0.5 : 1.0;
-  const double rate = kReferenceMacsPerCoreS * cores;
   const double row_macs = double(p.nk()) * double(p.head_dim) * visible;
-  if (!grad) return checked_rows(p) * row_macs / rate;
+  if (!grad) return checked_rows(p) * row_macs;
   double macs = 3.0 * checked_rows(p) * row_macs;  // P, dP and dQ over the keys of each row
   const double head = 4.0 * double(p.heads / p.kvh()) * double(p.seqlen_q) * double(p.nk()) * double(p.head_dim);
   const double heads = double(p.batch) * double(p.kvh());
   if (head * heads <= kReferenceBudgetMacs) macs += head * heads * visible;
   else if (2.0 * head <= kReferenceBudgetMacs) macs += std::min(2.0, heads) * head * visible;
-  return macs / rate;
+  return macs;
 }
 
 }  // namespace
@@ -91,7 +95,8 @@ double estimate_seconds(const Point& pt, int reps, int warmup) {
   return kOverheadS + launches * kernel + (pt.pass == Pass::Fwd ? kCheckFwdS : kCheckBwdS);
 }
 
-std::vector<double> estimate_sweep_seconds(const std::vector<Point>& points, int reps, int warmup, int host_cores) {
+std::vector<double> estimate_sweep_seconds(const std::vector<Point>& points, int reps, int warmup, int host_cores,
+                                           bool reference_on_gpu) {
   const double cores = host_cores > 0 ? host_cores : double(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<double> out(points.size());
   for (size_t i = 0; i < points.size(); ++i) out[i] = estimate_seconds(points[i], reps, warmup);
@@ -99,7 +104,11 @@ std::vector<double> estimate_sweep_seconds(const std::vector<Point>& points, int
   // then its gradients' part (when a point of the group is a backward pass), one part at a time,
   // starting when the group before it starts on the GPU (the first two at once); the group runs
   // its forward points first (run_order). The first forward point waits for what of the forward
-  // part is not made yet, the first other point for what of the gradients' part is not.
+  // part is not made yet, the first other point for what of the gradients' part is not. Where the
+  // GPU makes the reference (device_reference_covers), the host makes only the inputs, and the
+  // group's first point carries the forward reference's GPU time, its first other point the
+  // gradients'.
+  const double host_rate = kReferenceMacsPerCoreS * cores;
   double gpu = 0, host = 0;    // when the GPU and the host are free
   double previous_start = 0;   // when the group before this one started on the GPU
   const auto groups = problem_groups(points);
@@ -108,12 +117,14 @@ std::vector<double> estimate_sweep_seconds(const std::vector<Point>& points, int
     const Problem& p = group.front().problem;
     bool grad = false;
     for (const Point& pt : group) grad = grad || pt.pass != Pass::Fwd;
+    const bool on_gpu = reference_on_gpu && device_reference_covers(p);
+    const double forward_macs = reference_macs(p, false), gradients_macs = grad ? reference_macs(p, true) : 0.0;
     host = std::max(host, previous_start);
-    const double forward_ready = host + kInputsS + reference_seconds(p, false, cores);
-    const double gradients_ready = forward_ready + (grad ? reference_seconds(p, true, cores) : 0.0);
+    const double forward_ready = host + kInputsS + (on_gpu ? 0.0 : forward_macs / host_rate);
+    const double gradients_ready = forward_ready + (on_gpu ? 0.0 : gradients_macs / host_rate);
     host = gradients_ready;
     previous_start = gpu;
-    bool first_forward = true, first_other = true;
+    bool first_point = true, first_forward = true, first_other = true;
     for (size_t k : run_order(group)) {
       const size_t i = begin + k;
       const bool forward = points[i].pass == Pass::Fwd;
@@ -121,8 +132,11 @@ std::vector<double> estimate_sweep_seconds(const std::vector<Point>& points, int
       if (first) {
         const double wait = std::max(0.0, (forward ? forward_ready : gradients_ready) - gpu);
         out[i] += wait;
+        if (on_gpu) out[i] += (first_point ? forward_macs : 0.0) / kGpuReferenceMacsPerS +
+                              (forward ? 0.0 : gradients_macs / kGpuReferenceMacsPerS);
         first = false;
       }
+      first_point = false;
       gpu += out[i];
     }
   }

@@ -27,9 +27,12 @@ double estimate_seconds(const Point& p, int reps, int warmup);
 // gradients' reference when a point of it is a backward pass; on `host_cores` cores, 0 = this
 // machine's) is made while the group before it runs, its forward points run first and wait only
 // for the forward part, its other points for what of the gradients' part their GPU time did not
-// cover. Rates measured from the records' phases_s (docs/sweep-time.md). `--dry-run`'s total, the
-// ETA and the multi-GPU group order use it.
-std::vector<double> estimate_sweep_seconds(const std::vector<Point>& points, int reps, int warmup, int host_cores = 0);
+// cover. With `reference_on_gpu` (run --reference gpu) the problems the GPU's reference covers get
+// it as GPU time of their first points instead, the host making only their inputs. Rates measured
+// from the records' phases_s (docs/sweep-time.md). `--dry-run`'s total, the ETA and the multi-GPU
+// group order use it.
+std::vector<double> estimate_sweep_seconds(const std::vector<Point>& points, int reps, int warmup, int host_cores = 0,
+                                           bool reference_on_gpu = true);
 
 std::string format_duration(double seconds);  // 42s, 3m05s, 2h07m
 
