@@ -15,11 +15,12 @@ namespace flashio {
 
 namespace {
 
-constexpr int kThreads = 128;                        // of every block below
-// Each thread owns at most two columns of d in the kernels' sums: d <= 256 (device_reference_covers).
-constexpr int kKeyTile = 16, kRowTile = kThreads / kKeyTile;  // dK/dV: a block's keys, rows per step
+// Threads of every block below; each owns at most two columns of d in the kernels' sums, so
+// d <= 256 (device_reference_covers).
+constexpr int kThreads = 128;
+constexpr int kKeyTile = 16, kRowTile = kThreads / kKeyTile;    // dK/dV: a block's keys, rows per step
 constexpr int kTileRows = 4, kTileKeys = kThreads / kTileRows;  // rows: a block's rows, keys per step
-constexpr uint64_t kDropoutOffset = 0;               // as the host's (reference.cpp)
+constexpr uint64_t kDropoutOffset = 0;                          // as the host's (reference.cpp)
 
 // What the kernels need of a Problem (which holds host vectors).
 struct Geometry {
@@ -76,21 +77,6 @@ __device__ double keep_factor(const Geometry& g, int64_t b, int64_t h, int64_t i
   return dropout_keeps(g.seed, kDropoutOffset, g.dropout, uint32_t(b), uint32_t(h), uint32_t(i), uint32_t(j))
              ? dropout_scale(g.dropout)
              : 0.0;
-}
-
-// The block's sum (or maximum) of one value per thread, in a fixed order; every thread gets it.
-template <bool Max>
-__device__ double block_reduce(double v, double* scratch) {
-  for (int offset = 16; offset > 0; offset /= 2) {
-    const double o = __shfl_down_sync(0xffffffffu, v, offset);
-    v = Max ? fmax(v, o) : v + o;
-  }
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
-  __syncthreads();
-  double r = scratch[0];
-  for (int w = 1; w < kThreads / 32; ++w) r = Max ? fmax(r, scratch[w]) : r + scratch[w];
-  __syncthreads();  // scratch is reused
-  return r;
 }
 
 enum class RowPass { Stats, Out, Dq };
