@@ -4,6 +4,7 @@
 // in each check which one it compared with. Skips without a GPU.
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "bench/cuda/device_reference.h"
@@ -75,6 +76,8 @@ TEST_F(DeviceReferenceGpu, AgreesWithTheHostsOnRandomProblems) {
       {1, 2, 2, 1, 1, 96, DType::BF16, false, Padding::None, 0.1},     // N = 1
       {1, 4, 4, 9, 1013, 64, DType::BF16, false, Padding::Random, 0.0},  // a long key sequence
       {2, 2, 2, 70, 30, 128, DType::F16, true, Padding::Random, 0.2},  // Nq > Nk: rows past Nk see all keys
+      {1, 4, 1, 200, 1100, 64, DType::F16, false, Padding::None, 0.1},  // rows and keys in several runs
+      {1, 3, 1, 700, 700, 128, DType::BF16, true, Padding::Random, 0.0},  // causal steps skipped, runs
   };
   DeviceAllocator alloc;
   for (const Case& c : cases) {
@@ -107,20 +110,29 @@ TEST_F(DeviceReferenceGpu, AgreesWithTheHostsOnRandomProblems) {
     device_reference_dq_rows(p, dev_t, rows, gpu_dq, alloc, nullptr);
     EXPECT_LE(relative_gap(gpu_dq, dq), 1e-12) << "dQ";
 
-    for (int64_t b = 0; b < p.batch; ++b)
-      for (int64_t hk = 0; hk < p.kvh(); ++hk) {
-        std::vector<double> dk, dv, gpu_dk, gpu_dv;
-        reference_dkdv_head(p, host_t, d_o.host.data(), b, hk, dk, dv);
-        device_reference_dkdv_head(p, dev_t, b, hk, gpu_dk, gpu_dv, alloc, nullptr);
-        EXPECT_LE(relative_gap(gpu_dk, dk), 1e-12) << "dK of head " << b << "," << hk;
-        EXPECT_LE(relative_gap(gpu_dv, dv), 1e-12) << "dV of head " << b << "," << hk;
-      }
+    std::vector<std::pair<int64_t, int64_t>> heads;  // every K/V head, last first: one call, any order
+    for (int64_t b = p.batch; b-- > 0;)
+      for (int64_t hk = p.kvh(); hk-- > 0;) heads.push_back({b, hk});
+    std::vector<double> gpu_dk, gpu_dv;
+    device_reference_dkdv_heads(p, dev_t, heads, gpu_dk, gpu_dv, alloc, nullptr);
+    const size_t per_head = size_t(p.nk() * p.head_dim);
+    ASSERT_EQ(gpu_dk.size(), heads.size() * per_head);
+    for (size_t n = 0; n < heads.size(); ++n) {
+      const auto [b, hk] = heads[n];
+      std::vector<double> dk, dv;
+      reference_dkdv_head(p, host_t, d_o.host.data(), b, hk, dk, dv);
+      const auto slice = [&](const std::vector<double>& all) {
+        return std::vector<double>(all.begin() + long(n * per_head), all.begin() + long((n + 1) * per_head));
+      };
+      EXPECT_LE(relative_gap(slice(gpu_dk), dk), 1e-12) << "dK of head " << b << "," << hk;
+      EXPECT_LE(relative_gap(slice(gpu_dv), dv), 1e-12) << "dV of head " << b << "," << hk;
+    }
   }
 }
 
 // A sampled subset of rows in any order gives each row what the whole set gives it.
 TEST_F(DeviceReferenceGpu, ARowsResultDoesNotDependOnTheOtherRowsAsked) {
-  const Problem p = problem_of({2, 4, 2, 50, 50, 64, DType::F16, true, Padding::None, 0.0});
+  const Problem p = problem_of({2, 4, 2, 50, 1100, 64, DType::F16, false, Padding::Random, 0.0});  // key runs
   DeviceAllocator alloc;
   const Tensor q(p, InputTensor::Q, p.q_elements(), alloc), k(p, InputTensor::K, p.kv_elements(), alloc),
       v(p, InputTensor::V, p.kv_elements(), alloc), d_o(p, InputTensor::dO, p.q_elements(), alloc);

@@ -22,7 +22,6 @@ constexpr int kWarp = 32;
 constexpr unsigned kFullWarp = 0xffffffffu;
 constexpr int kVecBytes = 16;  // one uint4 load or store
 constexpr int kScalarGroup = int(kDropoutColumnsPerDraw);  // columns per group without vector loads
-constexpr uint64_t kDropoutOffset = 0;  // every method draws its mask at Philox offset 0 (see philox.h)
 constexpr int64_t kMaxGridRows = 0x7fffffffLL;  // gridDim.x limit: one block per row at most
 
 template <typename T> __device__ __forceinline__ float to_f(T x);

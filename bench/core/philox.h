@@ -19,7 +19,7 @@
 // One Philox call serves the eight consecutive columns 8·⌊j/8⌋ … 8·⌊j/8⌋+7, 16 bits each: the
 // column pair (2c, 2c+1) of a group is word c. b, h, i and j/8 must each fit in 32 bits. h is
 // the *query* head (with GQA/MQA the key/value head is shared, the mask is not). The offset
-// advances every row's position alike, as curand's offset does; the methods use offset 0 (a
+// advances every row's position alike, as curand's offset does; the methods use offset 0, kDropoutOffset (a
 // fresh mask comes from a fresh seed).
 //
 // Keep rule: keep iff value >= threshold, threshold = dropout_threshold(p) = ⌊p · 2^16⌋,
@@ -37,6 +37,10 @@
 #include "bench/core/host_device.h"
 
 namespace flashio {
+
+// The Philox offset every method, baseline and reference draws its mask at (a fresh mask comes
+// from a fresh seed; Problem has no offset field).
+constexpr uint64_t kDropoutOffset = 0;
 
 // Philox4x32 constants (Random123's PHILOX_M4x32_0/1 and PHILOX_W32_0/1).
 constexpr uint32_t kPhiloxM0 = 0xD2511F53u;  // round multiplier of counter word 0

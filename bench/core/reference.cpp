@@ -351,10 +351,6 @@ std::vector<std::pair<std::pair<int64_t, int64_t>, std::vector<size_t>>> rows_by
   return groups;
 }
 
-// Every method draws its dropout mask at Philox offset 0 (a fresh mask comes from a fresh
-// seed); Problem has no offset field.
-constexpr uint64_t kDropoutOffset = 0;
-
 // The problem's block mask, or none when dense (Algorithm 5's M, expanded to elements on use).
 std::optional<BlockMask> mask_of(const Problem& p) {
   if (!p.sparse()) return std::nullopt;
@@ -370,12 +366,9 @@ bool any_allowed(const BlockMask* mask, const RowId& r, int64_t visible) {
   return false;
 }
 
-// `scores` and `kept` (used with dropout) hold Nk each.
 // Keys a query row sees before the block mask: its sequence's keys (padding), the causal limit.
 int64_t visible_keys(const Problem& p, const HostTensors& t, const RowId& r) {
-  int64_t visible = t.key_lengths ? std::min<int64_t>(p.nk(), t.key_lengths[r.b]) : p.nk();
-  if (p.causal) visible = std::min<int64_t>(visible, r.i + 1);
-  return std::max<int64_t>(visible, 0);
+  return keys_seen(p.nk(), t.key_lengths, p.causal, r.b, r.i);
 }
 
 const uint16_t* query_row(const Problem& p, const uint16_t* q, const RowId& r) {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "bench/core/host_device.h"
 #include "bench/core/problem.h"
 
 namespace flashio {
@@ -29,6 +30,15 @@ struct HostTensors {
   const uint16_t* v = nullptr;  // [B, Hkv, Nk, d]
   const int32_t* key_lengths = nullptr;  // [B] or null
 };
+
+// Keys query row i of sequence b sees before any block mask: its sequence's keys (key_lengths[b]
+// with key padding, else all nk), then the causal limit (top-left: keys j <= i). The host's
+// reference and the GPU's (bench/cuda/device_reference.cu) both ask here.
+FLASHIO_HOST_DEVICE int64_t keys_seen(int64_t nk, const int32_t* key_lengths, bool causal, int64_t b, int64_t i) {
+  int64_t visible = key_lengths && key_lengths[b] < nk ? int64_t(key_lengths[b]) : nk;
+  if (causal && i + 1 < visible) visible = i + 1;
+  return visible > 0 ? visible : 0;
+}
 
 // O rows (rows.size() × d, row-major) and their log-sum-exp (natural log, of the scaled
 // scores). Threads share the rows; the result does not depend on `threads`.

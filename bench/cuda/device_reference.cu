@@ -20,7 +20,13 @@ namespace {
 constexpr int kThreads = 128;
 constexpr int kKeyTile = 16, kRowTile = kThreads / kKeyTile;    // dK/dV: a block's keys, rows per step
 constexpr int kTileRows = 4, kTileKeys = kThreads / kTileRows;  // rows: a block's rows, keys per step
-constexpr uint64_t kDropoutOffset = 0;                          // as the host's (reference.cpp)
+// A row's keys are split into runs of kSplitKeys, a K/V head's query rows into runs of kSplitRows,
+// each run a block of its own whose partial sums a second kernel adds in run order. The runs sit
+// at fixed places, so a row's result does not depend on which other rows were asked; without them
+// a sweep's grids held a block per four rows or per 16 keys and left four fifths of an H200 idle.
+constexpr int64_t kSplitKeys = 16 * kTileKeys;
+constexpr int64_t kSplitRows = 64 * kRowTile;
+constexpr int kCombineThreads = 256;
 
 // What the kernels need of a Problem (which holds host vectors).
 struct Geometry {
@@ -35,6 +41,8 @@ struct Geometry {
 Geometry geometry_of(const Problem& p) {
   return {p.heads, p.kvh(), p.seqlen_q, p.nk(), p.head_dim, p.dtype, p.scale(), p.causal, p.dropout, p.seed};
 }
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // A 16-bit element as double (exact), by the hardware's conversions.
 __device__ double widen(const Geometry& g, uint16_t w) {
@@ -64,11 +72,8 @@ __device__ void stage_rows(uint16_t* to, const uint16_t* from, int64_t n, int64_
     for (int64_t c = threadIdx.x % 32; c < d; c += 32) to[row * (d + 2) + c] = from[row * d + c];
 }
 
-// Keys query row i of sequence b sees: its sequence's keys (padding), then the causal limit.
 __device__ int64_t visible_keys(const Geometry& g, const int32_t* key_lengths, int64_t b, int64_t i) {
-  int64_t visible = key_lengths ? min(g.nk, int64_t(key_lengths[b])) : g.nk;
-  if (g.causal) visible = min(visible, i + 1);
-  return max(visible, int64_t(0));
+  return keys_seen(g.nk, key_lengths, g.causal, b, i);
 }
 
 // Z_ij: 1/(1-p) where dropout keeps the element, 0 where it drops it, 1 without dropout.
@@ -87,20 +92,23 @@ size_t tile_kernel_smem(int64_t d) {
   return size_t(kTileRows * d) * sizeof(double) + size_t((kTileRows + 2 * kTileKeys) * (d + 2)) * sizeof(uint16_t);
 }
 
-// One block per tile of up to kTileRows query rows (indices into `rows`, three int64 (b, h, i)
-// each) that read the same K/V head, the keys kTileKeys at a time: thread (row, key) makes that
-// pair's dot products, so each staged key serves the tile's rows.
-// - Stats: lse[r] = m + log Σ_j e_j with e_j = exp(s_j - m), m = max_j s_j, s_j = scale·q·k_j, and,
-//   with dO, dsum[r] = D_i = Σ_j P_ij·dP_ij·Z_ij, dP_ij = dO_i·v_j (-inf and 0 when no key is seen);
-//   each thread keeps a running maximum and its sums rescaled to it, the row's threads combine them;
-// - Out:   out[r] = Σ_j P_ij·Z_ij·v_j with P_ij = exp(s_j - lse[r]);
-// - Dq:    out[r] = Σ_j scale·P_ij·(dP_ij·Z_ij - D_i)·k_j.
+// Block (x, y): tile x of up to kTileRows query rows (indices into `rows`, three int64 (b, h, i)
+// each) that read the same K/V head, over run y of their keys (keys y·kSplitKeys ..), kTileKeys
+// keys a step: thread (row, key) makes that pair's dot products, so each staged key serves the
+// tile's rows. Its partial sums go to `part` at run y (row_count rows a run):
+// - Stats: (m, Σ_j e_j, Σ_j e_j·dP_ij·Z_ij) per row with e_j = exp(s_j - m), m = max_j s_j,
+//   s_j = scale·q·k_j, dP_ij = dO_i·v_j (the third only with dO; -inf, 0, 0 when the run has no key
+//   the row sees); each thread keeps a running maximum and its sums rescaled to it, the row's
+//   threads combine them; combine_stats makes LSE and D_i of the runs;
+// - Out:   Σ_j P_ij·Z_ij·v_j (d per row) with P_ij = exp(s_j - lse[r]);
+// - Dq:    Σ_j scale·P_ij·(dP_ij·Z_ij - D_i)·k_j.
 // Out and Dq write each pair's weight to shared memory, then each thread adds the step's terms to
-// its columns of every row of the tile, keys in order.
+// its columns of every row of the tile, keys in order; combine_sums adds the runs.
 template <RowPass Pass>
 __global__ void __launch_bounds__(kThreads) tile_kernel(Geometry g, DeviceTensors t, const int64_t* __restrict__ rows,
-                                                        const int32_t* __restrict__ tiles, double* __restrict__ lse,
-                                                        double* __restrict__ dsum, double* __restrict__ out) {
+                                                        const int32_t* __restrict__ tiles, int64_t row_count,
+                                                        const double* __restrict__ lse, const double* __restrict__ dsum,
+                                                        double* __restrict__ part) {
   extern __shared__ double smem[];
   __shared__ double w[kTileRows][kTileKeys];
   __shared__ int64_t row_h[kTileRows], row_i[kTileRows], row_visible[kTileRows];
@@ -123,12 +131,14 @@ __global__ void __launch_bounds__(kThreads) tile_kernel(Geometry g, DeviceTensor
   __syncthreads();
   int64_t longest = 0;
   for (int m = 0; m < kTileRows; ++m) longest = max(longest, row_visible[m]);
-  for (int64_t e = threadIdx.x; e < kTileRows * d; e += kThreads) {
-    const int m = int(e / d);
-    const int64_t at = ((b * g.heads + row_h[m]) * g.nq + row_i[m]) * d + e % d;
-    x[e] = row_index[m] < 0 ? 0.0 : widen(g, t.q[at]);
-    if (with_dp) y[m * ds + e % d] = row_index[m] < 0 ? 0 : t.d_o[at];
-  }
+  const int64_t first = int64_t(blockIdx.y) * kSplitKeys, last = min(first + kSplitKeys, longest);
+  if (first < last)
+    for (int64_t e = threadIdx.x; e < kTileRows * d; e += kThreads) {
+      const int m = int(e / d);
+      const int64_t at = ((b * g.heads + row_h[m]) * g.nq + row_i[m]) * d + e % d;
+      x[e] = row_index[m] < 0 ? 0.0 : widen(g, t.q[at]);
+      if (with_dp) y[m * ds + e % d] = row_index[m] < 0 ? 0 : t.d_o[at];
+    }
   const uint16_t* k = t.k + (b * g.kv_heads + hk) * g.nk * d;
   const uint16_t* v = t.v + (b * g.kv_heads + hk) * g.nk * d;
   const int pair_row = threadIdx.x / kTileKeys, pair_key = threadIdx.x % kTileKeys;
@@ -138,14 +148,14 @@ __global__ void __launch_bounds__(kThreads) tile_kernel(Geometry g, DeviceTensor
   const double row_lse = Pass != RowPass::Stats && my_index >= 0 ? lse[my_index] : 0.0;
   const double row_d = Pass == RowPass::Dq && my_index >= 0 ? dsum[my_index] : 0.0;
   double acc[2][kTileRows] = {};  // Out, Dq: columns threadIdx.x and threadIdx.x + kThreads of each row
-  for (int64_t j0 = 0; j0 < longest; j0 += kTileKeys) {
-    const int64_t n = min(int64_t(kTileKeys), longest - j0);
+  for (int64_t j0 = first; j0 < last; j0 += kTileKeys) {
+    const int64_t n = min(int64_t(kTileKeys), last - j0);
     __syncthreads();  // the rows written; the previous step's keys and weights read
     stage_rows(k_s, k + j0 * d, n, d);
     if (stage_v) stage_rows(v_s, v + j0 * d, n, d);
     __syncthreads();
     const int64_t j = j0 + pair_key;
-    const bool seen = j < my_visible;
+    const bool seen = j < my_visible && pair_key < n;
     double s = 0.0, dp = 0.0;
     if (seen) {
       const double* xr = x + pair_row * d;
@@ -193,30 +203,67 @@ __global__ void __launch_bounds__(kThreads) tile_kernel(Geometry g, DeviceTensor
       total_dp += __shfl_xor_sync(0xffffffffu, total_dp, lane);
     }
     if (pair_key == 0 && my_index >= 0) {
-      lse[my_index] = my_visible > 0 ? row_max + log(total) : -INFINITY;
-      if (dsum) dsum[my_index] = my_visible > 0 ? total_dp / total : 0.0;
+      double* at = part + (int64_t(blockIdx.y) * row_count + my_index) * 3;
+      at[0] = row_max;
+      at[1] = total;
+      at[2] = total_dp;
     }
   } else {
     for (int cc = 0; cc < 2; ++cc) {
       const int64_t c = threadIdx.x + cc * kThreads;
       if (c >= d) break;
       for (int r = 0; r < kTileRows; ++r)
-        if (row_index[r] >= 0) out[int64_t(row_index[r]) * d + c] = acc[cc][r];
+        if (row_index[r] >= 0) part[(int64_t(blockIdx.y) * row_count + row_index[r]) * d + c] = acc[cc][r];
     }
   }
 }
 
-// dK and dV of kKeyTile keys of K/V head (b, hk) per block, over every query row of the head's
-// group (heads hk·group .. , rows 0 .. Nq), kRowTile rows a step: thread (row, key) of the step's
-// pairs makes that pair's weights, then each thread adds them to its columns of the tile's keys,
-// the rows in order (h, then i). lse, dsum: the group's rows' Stats, indexed (h - h0)·Nq + i.
-__global__ void __launch_bounds__(kThreads) dkdv_kernel(Geometry g, DeviceTensors t, int64_t b, int64_t hk,
+// Each row's LSE (and D_i, when dsum) from its key runs' (m, Σ e, Σ e·dP·Z), runs in order:
+// M = max m, total = Σ Σe·exp(m - M); LSE = M + log total, D_i = Σ (Σe·dP·Z)·exp(m - M) / total
+// (-inf and 0 for a row that sees no key).
+__global__ void combine_stats(const double* __restrict__ part, int64_t row_count, int64_t runs,
+                              double* __restrict__ lse, double* __restrict__ dsum) {
+  const int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= row_count) return;
+  double top = -INFINITY;
+  for (int64_t s = 0; s < runs; ++s) top = fmax(top, part[(s * row_count + r) * 3]);
+  double total = 0.0, total_dp = 0.0;
+  for (int64_t s = 0; s < runs && top != -INFINITY; ++s) {
+    const double* at = part + (s * row_count + r) * 3;
+    if (at[0] == -INFINITY) continue;
+    const double rescale = exp(at[0] - top);
+    total += at[1] * rescale;
+    total_dp += at[2] * rescale;
+  }
+  lse[r] = top == -INFINITY ? -INFINITY : top + log(total);
+  if (dsum) dsum[r] = top == -INFINITY ? 0.0 : total_dp / total;
+}
+
+// out[q·per_group + e] = Σ_s part[(q·runs + s)·per_group + e], runs in order, for q < groups.
+__global__ void combine_sums(const double* __restrict__ part, int64_t groups, int64_t per_group, int64_t runs,
+                             double* __restrict__ out) {
+  const int64_t at = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (at >= groups * per_group) return;
+  const int64_t q = at / per_group, e = at % per_group;
+  double total = 0.0;
+  for (int64_t s = 0; s < runs; ++s) total += part[(q * runs + s) * per_group + e];
+  out[at] = total;
+}
+
+// Block (x, y, z): dK and dV of kKeyTile keys (x) of K/V head z ((b, hk) = heads[2z], heads[2z + 1])
+// over run y of the head's group's query rows (heads hk·group .. , rows 0 .. Nq, in (h, i) order:
+// rows y·kSplitRows ..), kRowTile rows a step; a step none of whose pairs sees a key (causal) is
+// skipped. Thread (row, key) of the step's pairs makes that pair's weights, then each thread adds
+// them to its columns of the tile's keys, the rows in order. lse, dsum: the heads' rows' Stats,
+// indexed (z·group + h - h0)·Nq + i. Partial sums to part_k, part_v at (z, y), Nk × d each.
+__global__ void __launch_bounds__(kThreads) dkdv_kernel(Geometry g, DeviceTensors t, const int64_t* __restrict__ heads,
                                                         const double* __restrict__ lse,
-                                                        const double* __restrict__ dsum, double* __restrict__ dk,
-                                                        double* __restrict__ dv) {
+                                                        const double* __restrict__ dsum, double* __restrict__ part_k,
+                                                        double* __restrict__ part_v) {
   __shared__ double wv[kRowTile][kKeyTile], wk[kRowTile][kKeyTile];
   extern __shared__ uint16_t tiles[];  // K, V tiles (kKeyTile × d), then the step's Q, dO rows (kRowTile × d)
-  const int64_t d = g.d, group = g.heads / g.kv_heads, h0 = hk * group, j0 = int64_t(blockIdx.x) * kKeyTile;
+  const int64_t d = g.d, group = g.heads / g.kv_heads, j0 = int64_t(blockIdx.x) * kKeyTile;
+  const int64_t b = heads[2 * blockIdx.z], hk = heads[2 * blockIdx.z + 1], h0 = hk * group;
   const int64_t keys = min(int64_t(kKeyTile), g.nk - j0);
   const int64_t ds = d + 2;  // each tile row padded by a word: a warp's 16 keys fall in 16 banks
   uint16_t *k_tile = tiles, *v_tile = k_tile + kKeyTile * ds, *q_rows = v_tile + kKeyTile * ds,
@@ -226,13 +273,18 @@ __global__ void __launch_bounds__(kThreads) dkdv_kernel(Geometry g, DeviceTensor
   stage_rows(k_tile, k, keys, d);
   stage_rows(v_tile, v, keys, d);
   double acc_k[2][kKeyTile] = {}, acc_v[2][kKeyTile] = {};
-  const int64_t rows = group * g.nq;
+  const int64_t rows = group * g.nq, first = int64_t(blockIdx.y) * kSplitRows, last = min(first + kSplitRows, rows);
+  const double* head_lse = lse + int64_t(blockIdx.z) * rows;
+  const double* head_dsum = dsum + int64_t(blockIdx.z) * rows;
   const int pair_key = threadIdx.x % kKeyTile, pair_row = threadIdx.x / kKeyTile;
-  for (int64_t r0 = 0; r0 < rows; r0 += kRowTile) {
-    const int64_t n = min(int64_t(kRowTile), rows - r0);
-    __syncthreads();  // the previous step's rows and weights are read
+  for (int64_t r0 = first; r0 < last; r0 += kRowTile) {
+    const int64_t n = min(int64_t(kRowTile), last - r0);
+    const int64_t r = r0 + pair_row, h = h0 + r / g.nq, i = r % g.nq, j = j0 + pair_key;
+    const bool seen = pair_row < n && pair_key < keys && j < visible_keys(g, t.key_lengths, b, i);
+    // Also the barrier before this step's rows and weights overwrite the previous step's.
+    if (!__syncthreads_or(seen)) continue;
     for (int64_t m = threadIdx.x / 32; m < n; m += kThreads / 32) {  // rows r0 .. r0 + n: (h, i) in order
-      const int64_t r = r0 + m, at = ((b * g.heads + h0 + r / g.nq) * g.nq + r % g.nq) * d;
+      const int64_t rm = r0 + m, at = ((b * g.heads + h0 + rm / g.nq) * g.nq + rm % g.nq) * d;
       for (int64_t c = threadIdx.x % 32; c < d; c += 32) {
         q_rows[m * ds + c] = t.q[at + c];
         do_rows[m * ds + c] = t.d_o[at + c];
@@ -240,14 +292,13 @@ __global__ void __launch_bounds__(kThreads) dkdv_kernel(Geometry g, DeviceTensor
     }
     __syncthreads();
     double pv = 0.0, pk = 0.0;
-    const int64_t r = r0 + pair_row, h = h0 + r / g.nq, i = r % g.nq, j = j0 + pair_key;
-    if (pair_row < n && pair_key < keys && j < visible_keys(g, t.key_lengths, b, i)) {
+    if (seen) {
       const auto wide = [&](uint16_t x) { return widen(g, x); };
       const double s = dot4(q_rows + pair_row * ds, k_tile + pair_key * ds, d, wide, wide);
       const double dp = dot4(do_rows + pair_row * ds, v_tile + pair_key * ds, d, wide, wide);
-      const double p = exp(g.scale * s - lse[r]), z = keep_factor(g, b, h, i, j);
+      const double p = exp(g.scale * s - head_lse[r]), z = keep_factor(g, b, h, i, j);
       pv = p * z;
-      pk = g.scale * p * (dp * z - dsum[r]);
+      pk = g.scale * p * (dp * z - head_dsum[r]);
     }
     wv[pair_row][pair_key] = pv;
     wk[pair_row][pair_key] = pk;
@@ -265,12 +316,13 @@ __global__ void __launch_bounds__(kThreads) dkdv_kernel(Geometry g, DeviceTensor
       }
     }
   }
+  const int64_t at = (int64_t(blockIdx.z) * gridDim.y + blockIdx.y) * g.nk * d;
   for (int cc = 0; cc < 2; ++cc) {
     const int64_t c = threadIdx.x + cc * kThreads;
     if (c >= d) break;
     for (int64_t jj = 0; jj < keys; ++jj) {
-      dk[(j0 + jj) * d + c] = acc_k[cc][jj];
-      dv[(j0 + jj) * d + c] = acc_v[cc][jj];
+      part_k[at + (j0 + jj) * d + c] = acc_k[cc][jj];
+      part_v[at + (j0 + jj) * d + c] = acc_v[cc][jj];
     }
   }
 }
@@ -298,18 +350,40 @@ RowsOnDevice rows_on_device(const Problem& p, const std::vector<RowId>& rows, De
   out.tile_count = tiles.size() / kTileRows;
   out.rows = DeviceBuffer(alloc, flat.size() * sizeof(int64_t));
   out.tiles = DeviceBuffer(alloc, tiles.size() * sizeof(int32_t));
+  // From pageable memory: each call returns once `flat` and `tiles` are read.
   FLASHIO_CUDA_CHECK(cudaMemcpyAsync(out.rows.get(), flat.data(), out.rows.bytes(), cudaMemcpyHostToDevice, stream));
   FLASHIO_CUDA_CHECK(cudaMemcpyAsync(out.tiles.get(), tiles.data(), out.tiles.bytes(), cudaMemcpyHostToDevice, stream));
-  FLASHIO_CUDA_CHECK(cudaStreamSynchronize(stream));  // `flat`, `tiles`
   return out;
 }
 
+unsigned combine_blocks(int64_t count) { return unsigned(ceil_div(count, kCombineThreads)); }
+
+// LSE of the rows (and D_i into *dsum when t.d_o): tile_kernel's Stats over every key run, then
+// combine_stats.
+void row_stats(const Geometry& g, const DeviceTensors& t, const RowsOnDevice& rows, DeviceBuffer& lse,
+               DeviceBuffer* dsum, DeviceAllocator& alloc, cudaStream_t stream) {
+  const int64_t runs = std::max<int64_t>(1, ceil_div(g.nk, kSplitKeys)), count = int64_t(rows.count);
+  DeviceBuffer part(alloc, size_t(runs * count * 3) * sizeof(double));
+  tile_kernel<RowPass::Stats><<<dim3(unsigned(rows.tile_count), unsigned(runs)), kThreads, tile_kernel_smem(g.d), stream>>>(
+      g, t, rows.rows.as<int64_t>(), rows.tiles.as<int32_t>(), count, nullptr, nullptr, part.as<double>());
+  FLASHIO_CHECK_LAUNCH();
+  combine_stats<<<combine_blocks(count), kCombineThreads, 0, stream>>>(part.as<double>(), count, runs, lse.as<double>(),
+                                                                       dsum ? dsum->as<double>() : nullptr);
+  FLASHIO_CHECK_LAUNCH();
+}
+
+// O (Pass Out) or dQ (Pass Dq) of the rows into `out` (count × d), given their Stats.
 template <RowPass Pass>
-void launch_tiles(const Geometry& g, const DeviceTensors& t, const RowsOnDevice& rows, DeviceBuffer& lse,
-                  DeviceBuffer* dsum, DeviceBuffer* out, cudaStream_t stream) {
-  tile_kernel<Pass><<<unsigned(rows.tile_count), kThreads, tile_kernel_smem(g.d), stream>>>(
-      g, t, rows.rows.as<int64_t>(), rows.tiles.as<int32_t>(), lse.as<double>(), dsum ? dsum->as<double>() : nullptr,
-      out ? out->as<double>() : nullptr);
+void row_sums(const Geometry& g, const DeviceTensors& t, const RowsOnDevice& rows, const DeviceBuffer& lse,
+              const DeviceBuffer* dsum, DeviceBuffer& out, DeviceAllocator& alloc, cudaStream_t stream) {
+  const int64_t runs = std::max<int64_t>(1, ceil_div(g.nk, kSplitKeys)), count = int64_t(rows.count);
+  DeviceBuffer part(alloc, size_t(runs * count * g.d) * sizeof(double));
+  tile_kernel<Pass><<<dim3(unsigned(rows.tile_count), unsigned(runs)), kThreads, tile_kernel_smem(g.d), stream>>>(
+      g, t, rows.rows.as<int64_t>(), rows.tiles.as<int32_t>(), count, lse.as<double>(),
+      dsum ? dsum->as<double>() : nullptr, part.as<double>());
+  FLASHIO_CHECK_LAUNCH();
+  combine_sums<<<combine_blocks(count * g.d), kCombineThreads, 0, stream>>>(part.as<double>(), 1, count * g.d, runs,
+                                                                            out.as<double>());
   FLASHIO_CHECK_LAUNCH();
 }
 
@@ -340,8 +414,8 @@ void device_reference_rows(const Problem& p, const DeviceTensors& t, const std::
   forward.d_o = nullptr;
   const RowsOnDevice on_device = rows_on_device(p, rows, alloc, stream);
   DeviceBuffer l(alloc, rows.size() * sizeof(double)), o(alloc, rows.size() * size_t(p.head_dim) * sizeof(double));
-  launch_tiles<RowPass::Stats>(g, forward, on_device, l, nullptr, nullptr, stream);
-  launch_tiles<RowPass::Out>(g, forward, on_device, l, nullptr, &o, stream);
+  row_stats(g, forward, on_device, l, nullptr, alloc, stream);
+  row_sums<RowPass::Out>(g, forward, on_device, l, nullptr, o, alloc, stream);
   out = copied_back(o, rows.size() * size_t(p.head_dim), stream);
   lse = copied_back(l, rows.size(), stream);
 }
@@ -356,34 +430,51 @@ void device_reference_dq_rows(const Problem& p, const DeviceTensors& t, const st
   const RowsOnDevice on_device = rows_on_device(p, rows, alloc, stream);
   DeviceBuffer l(alloc, rows.size() * sizeof(double)), ds(alloc, rows.size() * sizeof(double));
   DeviceBuffer out(alloc, rows.size() * size_t(p.head_dim) * sizeof(double));
-  launch_tiles<RowPass::Stats>(g, t, on_device, l, &ds, nullptr, stream);
-  launch_tiles<RowPass::Dq>(g, t, on_device, l, &ds, &out, stream);
+  row_stats(g, t, on_device, l, &ds, alloc, stream);
+  row_sums<RowPass::Dq>(g, t, on_device, l, &ds, out, alloc, stream);
   dq = copied_back(out, rows.size() * size_t(p.head_dim), stream);
 }
 
-void device_reference_dkdv_head(const Problem& p, const DeviceTensors& t, int64_t b, int64_t hk,
-                                std::vector<double>& dk, std::vector<double>& dv, DeviceAllocator& alloc,
-                                cudaStream_t stream) {
+void device_reference_dkdv_heads(const Problem& p, const DeviceTensors& t,
+                                 const std::vector<std::pair<int64_t, int64_t>>& heads, std::vector<double>& dk,
+                                 std::vector<double>& dv, DeviceAllocator& alloc, cudaStream_t stream) {
   require_covered(p);
-  if (!t.d_o) throw std::logic_error("device_reference_dkdv_head needs dO");
+  if (!t.d_o) throw std::logic_error("device_reference_dkdv_heads needs dO");
   const Geometry g = geometry_of(p);
-  const int64_t group = p.heads / p.kvh(), d = p.head_dim, nk = p.nk();
-  std::vector<RowId> rows;
-  for (int64_t h = hk * group; h < (hk + 1) * group; ++h)
-    for (int64_t i = 0; i < p.seqlen_q; ++i) rows.push_back({b, h, i});
-  dk.assign(size_t(nk * d), 0.0);
-  dv.assign(size_t(nk * d), 0.0);
-  if (rows.empty() || nk == 0) return;
+  const int64_t group = p.heads / p.kvh(), d = p.head_dim, nk = p.nk(), count = int64_t(heads.size());
+  dk.assign(size_t(count * nk * d), 0.0);
+  dv.assign(size_t(count * nk * d), 0.0);
+  const int64_t rows_per_head = group * p.seqlen_q;
+  if (count == 0 || rows_per_head == 0 || nk == 0) return;
+  std::vector<RowId> rows;  // every head's group rows, (h, i) in order
+  std::vector<int64_t> flat_heads;
+  for (auto [b, hk] : heads) {
+    for (int64_t h = hk * group; h < (hk + 1) * group; ++h)
+      for (int64_t i = 0; i < p.seqlen_q; ++i) rows.push_back({b, h, i});
+    flat_heads.insert(flat_heads.end(), {b, hk});
+  }
   const RowsOnDevice on_device = rows_on_device(p, rows, alloc, stream);
+  DeviceBuffer heads_on_gpu(alloc, flat_heads.size() * sizeof(int64_t));
+  FLASHIO_CUDA_CHECK(cudaMemcpyAsync(heads_on_gpu.get(), flat_heads.data(), heads_on_gpu.bytes(),
+                                     cudaMemcpyHostToDevice, stream));
   DeviceBuffer l(alloc, rows.size() * sizeof(double)), ds(alloc, rows.size() * sizeof(double));
-  launch_tiles<RowPass::Stats>(g, t, on_device, l, &ds, nullptr, stream);
-  DeviceBuffer k_out(alloc, size_t(nk * d) * sizeof(double)), v_out(alloc, size_t(nk * d) * sizeof(double));
+  row_stats(g, t, on_device, l, &ds, alloc, stream);
+  const int64_t runs = ceil_div(rows_per_head, kSplitRows), per_head = nk * d;
+  DeviceBuffer part_k(alloc, size_t(count * runs * per_head) * sizeof(double));
+  DeviceBuffer part_v(alloc, size_t(count * runs * per_head) * sizeof(double));
   const size_t smem = size_t(2 * (kKeyTile + kRowTile) * (d + 2)) * sizeof(uint16_t);
-  dkdv_kernel<<<unsigned((nk + kKeyTile - 1) / kKeyTile), kThreads, smem, stream>>>(
-      g, t, b, hk, l.as<double>(), ds.as<double>(), k_out.as<double>(), v_out.as<double>());
+  dkdv_kernel<<<dim3(unsigned(ceil_div(nk, kKeyTile)), unsigned(runs), unsigned(count)), kThreads, smem, stream>>>(
+      g, t, heads_on_gpu.as<int64_t>(), l.as<double>(), ds.as<double>(), part_k.as<double>(), part_v.as<double>());
   FLASHIO_CHECK_LAUNCH();
-  dk = copied_back(k_out, size_t(nk * d), stream);
-  dv = copied_back(v_out, size_t(nk * d), stream);
+  DeviceBuffer k_out(alloc, size_t(count * per_head) * sizeof(double)), v_out(alloc, k_out.bytes());
+  combine_sums<<<combine_blocks(count * per_head), kCombineThreads, 0, stream>>>(part_k.as<double>(), count, per_head,
+                                                                                 runs, k_out.as<double>());
+  FLASHIO_CHECK_LAUNCH();
+  combine_sums<<<combine_blocks(count * per_head), kCombineThreads, 0, stream>>>(part_v.as<double>(), count, per_head,
+                                                                                 runs, v_out.as<double>());
+  FLASHIO_CHECK_LAUNCH();
+  dk = copied_back(k_out, size_t(count * per_head), stream);
+  dv = copied_back(v_out, size_t(count * per_head), stream);
 }
 
 }  // namespace flashio

@@ -13,6 +13,7 @@
 // run between points, never while one is timed.
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "bench/core/reference.h"
@@ -43,9 +44,10 @@ void device_reference_rows(const Problem& p, const DeviceTensors& t, const std::
 void device_reference_dq_rows(const Problem& p, const DeviceTensors& t, const std::vector<RowId>& rows,
                               std::vector<double>& dq, DeviceAllocator& alloc, cudaStream_t stream);
 
-// dK and dV of K/V head `hk` of sequence `b` (each Nk × d), as reference_dkdv_head.
-void device_reference_dkdv_head(const Problem& p, const DeviceTensors& t, int64_t b, int64_t hk,
-                                std::vector<double>& dk, std::vector<double>& dv, DeviceAllocator& alloc,
-                                cudaStream_t stream);
+// dK and dV of the K/V heads `heads` ((b, hk) pairs), each Nk × d, one head after the other in
+// the order given, as reference_dkdv_head of each.
+void device_reference_dkdv_heads(const Problem& p, const DeviceTensors& t,
+                                 const std::vector<std::pair<int64_t, int64_t>>& heads, std::vector<double>& dk,
+                                 std::vector<double>& dv, DeviceAllocator& alloc, cudaStream_t stream);
 
 }  // namespace flashio

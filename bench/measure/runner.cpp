@@ -224,12 +224,7 @@ struct Runner::State {
         PhaseClock clock(ph.reference_s);
         const DeviceTensors t = device_tensors();
         device_reference_dq_rows(p, t, host->rows, gpu_ref.dq, scratch, stream);
-        for (auto [b, hk] : gradients->kv_heads) {
-          std::vector<double> dk, dv;
-          device_reference_dkdv_head(p, t, b, hk, dk, dv, scratch, stream);
-          gpu_ref.dk.insert(gpu_ref.dk.end(), dk.begin(), dk.end());
-          gpu_ref.dv.insert(gpu_ref.dv.end(), dv.begin(), dv.end());
-        }
+        device_reference_dkdv_heads(p, t, gradients->kv_heads, gpu_ref.dk, gpu_ref.dv, scratch, stream);
       }
     }
   }

@@ -25,8 +25,6 @@ int64_t Flash1HbmTraffic::writes() const {
 
 namespace {
 
-// Every method draws its dropout mask at Philox offset 0 (as baselines/reference does).
-constexpr uint64_t kDropoutOffset = 0;
 constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
 
 void validate(const Problem& p, int block_r, int block_c) {
