@@ -173,6 +173,27 @@ TEST_F(BlocksparseFeatures, PatternBlockSmallerThanTheTileIsSkippedWithAReason) 
   EXPECT_NE(dense.reason.find("block-sparse"), std::string::npos) << dense.reason;
 }
 
+// The backward kernel's tiles in the record (what `flashio analyze` models the backward from): flash2's
+// mma.sync backward tile, whose kernel it is, with dQ added in pairs; a forward record has none.
+TEST_F(BlocksparseFeatures, RecordsTheBackwardKernelsTiles) {
+  Problem p;
+  p.batch = 2;
+  p.heads = 2;
+  p.seqlen_q = 1013;
+  p.pattern = "random";
+  p.sparse_density = 0.5;
+  EXPECT_FALSE(expect_ok({"blocksparse_flash", Pass::Fwd, p}).tiles_bwd.has_value());
+  const Record r = expect_ok({"blocksparse_flash", Pass::FwdBwd, p});
+  Problem dense = p;
+  dense.pattern = "";
+  dense.mma = "mma.sync";
+  const Record d = expect_ok({"flash2", Pass::FwdBwd, dense});
+  ASSERT_TRUE(r.tiles_bwd.has_value());
+  ASSERT_TRUE(d.tiles_bwd.has_value());
+  EXPECT_EQ(r.tiles_bwd->to_json(), d.tiles_bwd->to_json());
+  EXPECT_EQ(r.tiles_bwd->dq_adds, "pairs");
+}
+
 // density 1.0: the same kernel code visiting every tile in the dense order, so O, LSE, dK and
 // dV are bitwise those of flash2; dQ is accumulated with fp32 atomics in a run-dependent
 // order (in flash2 as well), so it is compared to within that rounding.

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "bench/core/method.h"
@@ -37,7 +38,7 @@ struct DeviceLists {
 class BlocksparseFlashPlan final : public Plan {
  public:
   BlocksparseFlashPlan(const Problem& p, Pass pass, KernelTile fwd, KernelTile bwd, DeviceAllocator& alloc)
-      : p_(p), tile_(fwd) {
+      : p_(p), tile_(fwd), bwd_tile_(bwd), backward_(pass != Pass::Fwd) {
     const BlockMask mask = make_block_mask(p);
     fwd_lists_ = DeviceLists(by_rows(tile_mask(mask, p.seqlen_q, p.nk(), fwd.block_r, fwd.block_c)), alloc);
     if (pass != Pass::Fwd) {
@@ -48,6 +49,15 @@ class BlocksparseFlashPlan final : public Plan {
   }
   Tiles tiles() const override {
     return {tile_.block_r, tile_.block_c, tile_.warps, tile_.stages, tile_.smem_bytes, 0, "mma.sync", "padded"};
+  }
+  // flash2's mma.sync backward kernel over the column lists: its one compiled tile, dQ added in
+  // pairs (atomic_add2) as flash2's.
+  std::optional<Tiles> backward_tiles() const override {
+    if (!backward_) return std::nullopt;
+    Tiles out{bwd_tile_.block_r, bwd_tile_.block_c, bwd_tile_.warps, bwd_tile_.stages, bwd_tile_.smem_bytes, 0,
+              "mma.sync", "padded"};
+    out.dq_adds = "pairs";
+    return out;
   }
   bool writes_lse() const override { return true; }
 
@@ -66,7 +76,8 @@ class BlocksparseFlashPlan final : public Plan {
 
  private:
   Problem p_;
-  KernelTile tile_;
+  KernelTile tile_, bwd_tile_;
+  bool backward_;
   DeviceLists fwd_lists_, bwd_lists_;
   DeviceBuffer d_sum_, dq_accum_;
 };
