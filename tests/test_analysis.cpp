@@ -1057,6 +1057,7 @@ TEST(AnalyzeCommand, CommittedFilesFailOnlyTheirKnownMissesWithTheirRatios) {
       {"nvidia-h100-memory.json", {19, 19}},
       {"nvidia-h100-varlen-prefill-uniform.json", {8, 8}},
       {"nvidia-h100-varlen-prefill.json", {16, 16}},
+      {"nvidia-h200-blocksparse-fig2.json", {22, 22}},
       {"nvidia-h200-d256.json", {36, 36}},
       {"nvidia-h200-decode.json", {12, 12}},
       {"nvidia-h200-dram-drift-fwd-64x64.json", {4, 4}},
