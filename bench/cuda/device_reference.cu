@@ -195,7 +195,8 @@ __global__ void __launch_bounds__(kThreads) tile_kernel(Geometry g, DeviceTensor
   if constexpr (Pass == RowPass::Stats) {
     // The row's kTileKeys threads (consecutive lanes of one warp): its maximum, then its sums at it.
     double row_max = m;
-    for (int lane = 1; lane < kTileKeys; lane *= 2) row_max = fmax(row_max, __shfl_xor_sync(0xffffffffu, row_max, lane));
+    for (int lane = 1; lane < kTileKeys; lane *= 2)
+      row_max = fmax(row_max, __shfl_xor_sync(0xffffffffu, row_max, lane));
     const double rescale = m == -INFINITY ? 0.0 : exp(m - row_max);
     double total = sum * rescale, total_dp = e_dp * rescale;
     for (int lane = 1; lane < kTileKeys; lane *= 2) {  // the same sums on every thread of the row
@@ -364,7 +365,8 @@ void row_stats(const Geometry& g, const DeviceTensors& t, const RowsOnDevice& ro
                DeviceBuffer* dsum, DeviceAllocator& alloc, cudaStream_t stream) {
   const int64_t runs = std::max<int64_t>(1, ceil_div(g.nk, kSplitKeys)), count = int64_t(rows.count);
   DeviceBuffer part(alloc, size_t(runs * count * 3) * sizeof(double));
-  tile_kernel<RowPass::Stats><<<dim3(unsigned(rows.tile_count), unsigned(runs)), kThreads, tile_kernel_smem(g.d), stream>>>(
+  const dim3 grid(unsigned(rows.tile_count), unsigned(runs));
+  tile_kernel<RowPass::Stats><<<grid, kThreads, tile_kernel_smem(g.d), stream>>>(
       g, t, rows.rows.as<int64_t>(), rows.tiles.as<int32_t>(), count, nullptr, nullptr, part.as<double>());
   FLASHIO_CHECK_LAUNCH();
   combine_stats<<<combine_blocks(count), kCombineThreads, 0, stream>>>(part.as<double>(), count, runs, lse.as<double>(),
@@ -378,7 +380,8 @@ void row_sums(const Geometry& g, const DeviceTensors& t, const RowsOnDevice& row
               const DeviceBuffer* dsum, DeviceBuffer& out, DeviceAllocator& alloc, cudaStream_t stream) {
   const int64_t runs = std::max<int64_t>(1, ceil_div(g.nk, kSplitKeys)), count = int64_t(rows.count);
   DeviceBuffer part(alloc, size_t(runs * count * g.d) * sizeof(double));
-  tile_kernel<Pass><<<dim3(unsigned(rows.tile_count), unsigned(runs)), kThreads, tile_kernel_smem(g.d), stream>>>(
+  const dim3 grid(unsigned(rows.tile_count), unsigned(runs));
+  tile_kernel<Pass><<<grid, kThreads, tile_kernel_smem(g.d), stream>>>(
       g, t, rows.rows.as<int64_t>(), rows.tiles.as<int32_t>(), count, lse.as<double>(),
       dsum ? dsum->as<double>() : nullptr, part.as<double>());
   FLASHIO_CHECK_LAUNCH();
@@ -397,7 +400,8 @@ std::vector<double> copied_back(const DeviceBuffer& buf, size_t count, cudaStrea
 
 void require_covered(const Problem& p) {
   if (!device_reference_covers(p))
-    throw std::logic_error("the GPU's float64 reference does not cover this problem's layout (device_reference_covers)");
+    throw std::logic_error(
+        "the GPU's float64 reference does not cover this problem's layout (device_reference_covers)");
 }
 
 }  // namespace

@@ -39,7 +39,8 @@ constexpr double kReferenceMacsPerCoreS = 2e9;    // float64 reference, multiply
                                                   // N 8192 forward parts, 3.8e9 in 0.062-0.065 s on 32 cores)
 constexpr double kGpuReferenceMacsPerS = 7e11;    // the float64 reference on the GPU (bench/cuda/device_reference.h),
                                                   // in reference_macs' multiply-adds with its copies (96ef4df on an
-                                                  // H200: the N 8192, d 128 parts, 1.9e9 and 5.8e9 in 5.0 and 5.3-5.5 ms)
+                                                  // H200: the N 8192, d 128 parts, 1.9e9 and 5.8e9 in 5.0 and
+                                                  // 5.3-5.5 ms)
 constexpr double kInputsS = 0.01;                 // a problem's inputs: on the GPU, checked heads on the host (0.009 s)
 constexpr double kCheckFwdS = 0.007;              // a forward point's checked runs and compares (medians
                                                   // 0.013 s at 0d6ef67, 0.011 s at a1406be, 0.008 s at d2af9ae,
