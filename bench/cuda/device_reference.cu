@@ -1,5 +1,6 @@
 #include "bench/cuda/device_reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -43,6 +44,8 @@ Geometry geometry_of(const Problem& p) {
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t key_runs(const Geometry& g) { return std::max<int64_t>(1, ceil_div(g.nk, kSplitKeys)); }
 
 // A 16-bit element as double (exact), by the hardware's conversions.
 __device__ double widen(const Geometry& g, uint16_t w) {
@@ -363,7 +366,7 @@ unsigned combine_blocks(int64_t count) { return unsigned(ceil_div(count, kCombin
 // combine_stats.
 void row_stats(const Geometry& g, const DeviceTensors& t, const RowsOnDevice& rows, DeviceBuffer& lse,
                DeviceBuffer* dsum, DeviceAllocator& alloc, cudaStream_t stream) {
-  const int64_t runs = std::max<int64_t>(1, ceil_div(g.nk, kSplitKeys)), count = int64_t(rows.count);
+  const int64_t runs = key_runs(g), count = int64_t(rows.count);
   DeviceBuffer part(alloc, size_t(runs * count * 3) * sizeof(double));
   const dim3 grid(unsigned(rows.tile_count), unsigned(runs));
   tile_kernel<RowPass::Stats><<<grid, kThreads, tile_kernel_smem(g.d), stream>>>(
@@ -378,7 +381,7 @@ void row_stats(const Geometry& g, const DeviceTensors& t, const RowsOnDevice& ro
 template <RowPass Pass>
 void row_sums(const Geometry& g, const DeviceTensors& t, const RowsOnDevice& rows, const DeviceBuffer& lse,
               const DeviceBuffer* dsum, DeviceBuffer& out, DeviceAllocator& alloc, cudaStream_t stream) {
-  const int64_t runs = std::max<int64_t>(1, ceil_div(g.nk, kSplitKeys)), count = int64_t(rows.count);
+  const int64_t runs = key_runs(g), count = int64_t(rows.count);
   DeviceBuffer part(alloc, size_t(runs * count * g.d) * sizeof(double));
   const dim3 grid(unsigned(rows.tile_count), unsigned(runs));
   tile_kernel<Pass><<<grid, kThreads, tile_kernel_smem(g.d), stream>>>(
@@ -446,10 +449,12 @@ void device_reference_dkdv_heads(const Problem& p, const DeviceTensors& t,
   if (!t.d_o) throw std::logic_error("device_reference_dkdv_heads needs dO");
   const Geometry g = geometry_of(p);
   const int64_t group = p.heads / p.kvh(), d = p.head_dim, nk = p.nk(), count = int64_t(heads.size());
-  dk.assign(size_t(count * nk * d), 0.0);
-  dv.assign(size_t(count * nk * d), 0.0);
   const int64_t rows_per_head = group * p.seqlen_q;
-  if (count == 0 || rows_per_head == 0 || nk == 0) return;
+  if (count == 0 || rows_per_head == 0 || nk == 0) {  // no head, or no term in any sum
+    dk.assign(size_t(count * nk * d), 0.0);
+    dv.assign(size_t(count * nk * d), 0.0);
+    return;
+  }
   std::vector<RowId> rows;  // every head's group rows, (h, i) in order
   std::vector<int64_t> flat_heads;
   for (auto [b, hk] : heads) {

@@ -66,7 +66,7 @@ double reference_macs(const Problem& p, bool grad) {
   const double row_macs = double(p.nk()) * double(p.head_dim) * visible;
   if (!grad) return checked_rows(p) * row_macs;
   double macs = 3.0 * checked_rows(p) * row_macs;  // P, dP and dQ over the keys of each row
-  const double head = 4.0 * double(p.heads / p.kvh()) * double(p.seqlen_q) * double(p.nk()) * double(p.head_dim);
+  const double head = reference_dkdv_cost(p);
   const double heads = double(p.batch) * double(p.kvh());
   if (head * heads <= kReferenceBudgetMacs) macs += head * heads * visible;
   else if (2.0 * head <= kReferenceBudgetMacs) macs += std::min(2.0, heads) * head * visible;

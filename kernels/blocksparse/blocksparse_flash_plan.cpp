@@ -38,10 +38,11 @@ struct DeviceLists {
 class BlocksparseFlashPlan final : public Plan {
  public:
   BlocksparseFlashPlan(const Problem& p, Pass pass, KernelTile fwd, KernelTile bwd, DeviceAllocator& alloc)
-      : p_(p), tile_(fwd), bwd_tile_(bwd), backward_(pass != Pass::Fwd) {
+      : p_(p), tile_(fwd) {
     const BlockMask mask = make_block_mask(p);
     fwd_lists_ = DeviceLists(by_rows(tile_mask(mask, p.seqlen_q, p.nk(), fwd.block_r, fwd.block_c)), alloc);
     if (pass != Pass::Fwd) {
+      bwd_tile_ = bwd;
       bwd_lists_ = DeviceLists(by_cols(tile_mask(mask, p.seqlen_q, p.nk(), bwd.block_r, bwd.block_c)), alloc);
       d_sum_ = DeviceBuffer(alloc, size_t(p.batch * p.heads * p.seqlen_q) * sizeof(float));
       dq_accum_ = DeviceBuffer(alloc, size_t(p.q_elements()) * sizeof(float));
@@ -53,9 +54,9 @@ class BlocksparseFlashPlan final : public Plan {
   // flash2's mma.sync backward kernel over the column lists: its one compiled tile, dQ added in
   // pairs (atomic_add2) as flash2's.
   std::optional<Tiles> backward_tiles() const override {
-    if (!backward_) return std::nullopt;
-    Tiles out{bwd_tile_.block_r, bwd_tile_.block_c, bwd_tile_.warps, bwd_tile_.stages, bwd_tile_.smem_bytes, 0,
-              "mma.sync", "padded"};
+    if (!bwd_tile_) return std::nullopt;
+    const KernelTile& t = *bwd_tile_;
+    Tiles out{t.block_r, t.block_c, t.warps, t.stages, t.smem_bytes, 0, "mma.sync", "padded"};
     out.dq_adds = "pairs";
     return out;
   }
@@ -76,8 +77,8 @@ class BlocksparseFlashPlan final : public Plan {
 
  private:
   Problem p_;
-  KernelTile tile_, bwd_tile_;
-  bool backward_;
+  KernelTile tile_;
+  std::optional<KernelTile> bwd_tile_;  // a plan for a backward pass
   DeviceLists fwd_lists_, bwd_lists_;
   DeviceBuffer d_sum_, dq_accum_;
 };
