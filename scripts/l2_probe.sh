@@ -6,6 +6,7 @@
 # time of fp32 reductions into one shared tile against a tile per block.
 #
 #   scripts/l2_probe.sh [OUT_DIR]        (default out/l2-probe; needs nvcc and ncu on PATH)
+#   FLASHIO_PROBE_MODES="r w a m" and FLASHIO_PROBE_FRACS="0.125 … 2.0" (shares of the L2) narrow it.
 #
 # ncu runs with --cache-control none (no flush between the kernels: the probe's point) and
 # --replay-mode application (each metric pass reruns the program, so the L2 state a kernel sees
@@ -22,14 +23,15 @@ l2_mib=$((l2_mib / 1048576))
 echo "L2: ${l2_mib} MiB"
 metrics="dram__bytes_read.sum,dram__bytes_write.sum"
 printf "%8s %7s %5s %12s %12s %10s\n" "MiB" "blocks" "mode" "pass DRAM rd" "next DRAM wr" "share"
-for frac in 0.125 0.25 0.375 0.45 0.5 0.55 0.625 0.75 0.875 0.95 1.0 1.05 1.25 1.5 2.0; do
+for frac in ${FLASHIO_PROBE_FRACS:-0.125 0.25 0.375 0.45 0.5 0.55 0.625 0.75 0.875 0.95 1.0 1.05 1.25 1.5 2.0}; do
   mib=$(python3 -c "print(round($frac * $l2_mib, 2))")
   for blocks in 0 1; do
-    for mode in r w; do
+    for mode in ${FLASHIO_PROBE_MODES:-r w a m}; do
       csv="$out/probe-${mib}-${blocks}-${mode}.csv"
       ncu --cache-control none --clock-control none --replay-mode application --print-units base --metrics "$metrics" \
         -k regex:'probe_' --csv --log-file "$csv" "$out/l2_probe" "$mib" "$blocks" "$mode" >/dev/null
-      # Launch order: flush, then (r) read, read or (w) write, flush. The measured launch is the 3rd.
+      # Launch order: flush, then (r) read, read; (w) write, flush; (a) write, read; (m) rmw, rmw.
+      # The measured launch is the 3rd.
       python3 - "$csv" "$mib" "$blocks" "$mode" <<'EOF'
 import csv, sys
 path, mib, blocks, mode = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
@@ -43,13 +45,14 @@ ids = sorted(by_launch)
 third = by_launch[ids[2]]
 rd, wr = third.get("dram__bytes_read.sum", 0), third.get("dram__bytes_write.sum", 0)
 buf = mib * 1048576
-share = (rd if mode == "r" else wr) / buf
+share = (wr if mode == "w" else rd) / buf
 print(f"{mib:8.2f} {('all' if blocks == '0' else 'one'):>7} {mode:>5} {rd:12.0f} {wr:12.0f} {share:10.3f}")
 EOF
     done
   done
 done | tee "$out/table.txt"
-echo "table: $out/table.txt (read mode: share = 2nd pass DRAM reads / buffer; write mode: share = dirty bytes written back / buffer)"
+echo "table: $out/table.txt (share: r = 2nd pass DRAM reads / buffer; w = dirty bytes written back / buffer;"
+echo "  a = DRAM reads of the read after the write / buffer; m = 2nd read-modify-write's DRAM reads / buffer)"
 # Reduction contention (tests/gpu_red_probe.cu): the same blocks adding into one shared dQ-sized
 # tile, two per tile, or a tile each.
 "$out/red_probe" | tee "$out/red.txt"

@@ -10,6 +10,12 @@
 //   probe_read    (pass 2) reads it again: DRAM bytes = what pass 1 left that L2 lost
 //   probe_write   (mode w only) overwrites the buffer, then probe_flush's read of the other
 //                 buffer: its DRAM writes = the dirty bytes the L2 still held
+//   mode a        (read after write) probe_write, then probe_read: its DRAM reads = the written
+//                 lines the L2 no longer holds — a dirty line written back past the dirty limit
+//                 either stays (clean: no read) or leaves with its write-back (read again)
+//   mode m        (read-modify-write, as flash1's fp32 O accumulator) probe_rmw twice: the
+//                 second's DRAM reads = the lines the first left that the L2 lost, its DRAM
+//                 writes = the dirty lines written back while it ran
 // `blocks`: 0 = 4 blocks per SM (every SM reads, both partitions), 1 = one block (one SM: one
 // side). Loads are ld.global.cg (__ldcg: L2 only, no L1), 16 bytes per thread per iteration,
 // addresses in order, block b taking the b-th contiguous slice (a cyclic stream, LRU's worst case).
@@ -53,6 +59,16 @@ __global__ void probe_write(int4* __restrict__ buf, size_t n) {
   for (size_t i = from + threadIdx.x; i < to; i += blockDim.x) __stcg(buf + i, make_int4(int(i), 1, 2, 3));
 }
 
+__global__ void probe_rmw(int4* __restrict__ buf, size_t n) {
+  const size_t per_block = (n + gridDim.x - 1) / gridDim.x;
+  const size_t from = size_t(blockIdx.x) * per_block, to = min(n, from + per_block);
+  for (size_t i = from + threadIdx.x; i < to; i += blockDim.x) {
+    int4 v = __ldcg(buf + i);
+    v.x += 1;
+    __stcg(buf + i, v);
+  }
+}
+
 __global__ void probe_flush(const int4* __restrict__ buf, size_t n, unsigned* sink) {
   int acc = 0;
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
@@ -64,12 +80,16 @@ __global__ void probe_flush(const int4* __restrict__ buf, size_t n, unsigned* si
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s MiB blocks [r|w]   (blocks 0: 4 per SM; 1: one SM)\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MiB blocks [r|w|a|m]   (blocks 0: 4 per SM; 1: one SM)\n", argv[0]);
     return 2;
   }
   const double mib = std::atof(argv[1]);
   int blocks = std::atoi(argv[2]);
-  const bool write_mode = argc > 3 && std::string(argv[3]) == "w";
+  const std::string mode = argc > 3 ? argv[3] : "r";
+  if (mode != "r" && mode != "w" && mode != "a" && mode != "m") {
+    std::fprintf(stderr, "unknown mode %s: r, w, a or m\n", mode.c_str());
+    return 2;
+  }
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
   if (blocks <= 0) blocks = 4 * prop.multiProcessorCount;
@@ -85,9 +105,15 @@ int main(int argc, char** argv) {
   CHECK(cudaDeviceSynchronize());
   const int flush_blocks = 4 * prop.multiProcessorCount;
   probe_flush<<<flush_blocks, 256>>>(other, flush_n, sink);
-  if (write_mode) {
+  if (mode == "w") {
     probe_write<<<blocks, 256>>>(buf, n);
     probe_flush<<<flush_blocks, 256>>>(other, flush_n, sink);  // its DRAM writes: the dirty bytes held
+  } else if (mode == "a") {
+    probe_write<<<blocks, 256>>>(buf, n);
+    probe_read<<<blocks, 256>>>(buf, n, sink);  // its DRAM reads: the written lines lost
+  } else if (mode == "m") {
+    probe_rmw<<<blocks, 256>>>(buf, n);
+    probe_rmw<<<blocks, 256>>>(buf, n);  // its DRAM reads: lines lost; writes: written back
   } else {
     probe_read<<<blocks, 256>>>(buf, n, sink);  // pass 1
     probe_read<<<blocks, 256>>>(buf, n, sink);  // pass 2
@@ -95,6 +121,6 @@ int main(int argc, char** argv) {
   CHECK(cudaGetLastError());
   CHECK(cudaDeviceSynchronize());
   std::printf("device %s, L2 %d bytes, %d SMs; buffer %zu bytes, %d blocks, mode %s\n", prop.name, prop.l2CacheSize,
-              prop.multiProcessorCount, bytes, blocks, write_mode ? "w" : "r");
+              prop.multiProcessorCount, bytes, blocks, mode.c_str());
   return 0;
 }
