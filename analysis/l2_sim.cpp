@@ -200,8 +200,16 @@ void L2Model::access(const SimAccess& a, int sm) {
     if (&near != &home) insert(near, id, false);
     return;
   }
-  // Writes and reductions are performed at the home partition; a copy on the other side is stale.
-  if (&near != &home && near.in[i]) remove(near, id);
+  // Writes and reductions are performed at the home partition. A write from the far side passes
+  // through the writer's partition, and a copy held there stays (up to date, clean there; the probe's
+  // read-modify-write mode: a buffer read and written back by the same SMs occupies both partitions
+  // as a read-only one does); a reduction's copy on the writer's side is stale (not measured).
+  if (&near != &home && near.in[i]) {
+    if (a.op == SimOp::Write)
+      touch(near, id);
+    else
+      remove(near, id);
+  }
   if (home.in[i]) {
     touch(home, id);
     mark_dirty(home, id);

@@ -14,7 +14,11 @@
 // * replacement: least recently used per partition (the micro-benchmark in
 //   tests/gpu_l2_probe.cu, scripts/l2_probe.sh, tests this on the GPU);
 // * writes: a whole chunk written (tile stores of whole rows, 32-byte sectors) is allocated
-//   dirty in its home partition without a DRAM read; a reduction (dQ atomics, a
+//   dirty in its home partition without a DRAM read; a copy the writer's own partition holds
+//   (a chunk it read from the far side, then writes: flash1's fp32 O, a read-modify-write) stays
+//   there — the probe's read-modify-write mode on the H200 loses what its read mode loses, one
+//   SM or every SM, where dropping the copy would keep the whole buffer up to the L2's size;
+//   a reduction (dQ atomics, a
 //   read-modify-write) reads its chunk from DRAM on a miss and leaves it dirty; a dirty chunk
 //   is written back when evicted, or — where the device's dirty share is known (GH100:
 //   kGh100L2DirtyShare, measured) — when the partition's dirty chunks exceed that share of it
