@@ -11,6 +11,7 @@
 #include "bench/cuda/cuda_check.h"
 #include "bench/cuda/device_memory.h"
 #include "kernels/blocksparse/blocksparse_params.h"
+#include "kernels/common/record_tiles.h"
 #include "kernels/flash2/flash2_call_params.h"
 
 namespace flashio {
@@ -48,15 +49,12 @@ class BlocksparseFlashPlan final : public Plan {
       dq_accum_ = DeviceBuffer(alloc, size_t(p.q_elements()) * sizeof(float));
     }
   }
-  Tiles tiles() const override {
-    return {tile_.block_r, tile_.block_c, tile_.warps, tile_.stages, tile_.smem_bytes, 0, "mma.sync", "padded"};
-  }
+  Tiles tiles() const override { return kernels::record_tiles(tile_); }
   // flash2's mma.sync backward kernel over the column lists: its one compiled tile, dQ added in
   // pairs (atomic_add2) as flash2's.
   std::optional<Tiles> backward_tiles() const override {
     if (!bwd_tile_) return std::nullopt;
-    const KernelTile& t = *bwd_tile_;
-    Tiles out{t.block_r, t.block_c, t.warps, t.stages, t.smem_bytes, 0, "mma.sync", "padded"};
+    Tiles out = kernels::record_tiles(*bwd_tile_);
     out.dq_adds = "pairs";
     return out;
   }

@@ -5,6 +5,7 @@
 
 #include "bench/cuda/device_memory.h"
 #include "kernels/common/problem_params.h"
+#include "kernels/common/record_tiles.h"
 #include "kernels/flash1/flash1_method.h"
 
 namespace flashio {
@@ -44,14 +45,11 @@ class Flash1Plan final : public Plan {
     row_sum_ = DeviceBuffer(alloc, rows * sizeof(float));
     if (pass != Pass::Fwd) dq_accum_ = DeviceBuffer(alloc, size_t(p.q_elements()) * sizeof(float));
   }
-  Tiles tiles() const override {
-    return {tile_.block_r,    tile_.block_c, tile_.warps, tile_.stages,
-            tile_.smem_bytes, fwd_splits_,   "mma.sync",  "padded"};
-  }
+  Tiles tiles() const override { return kernels::record_tiles(tile_, fwd_splits_); }
   std::optional<Tiles> backward_tiles() const override {
     kernels::KernelTile t{};
     if (!kernels::flash1_bwd_tile(int(p_.head_dim), &t)) return std::nullopt;
-    Tiles out{t.block_r, t.block_c, t.warps, t.stages, t.smem_bytes, bwd_splits_, "mma.sync", "padded"};
+    Tiles out = kernels::record_tiles(t, bwd_splits_);
     out.dq_adds = "pairs";  // float2 read-modify-write (S = 1), atomic_add2 (S > 1)
     return out;
   }

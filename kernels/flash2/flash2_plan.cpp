@@ -7,6 +7,7 @@
 #include <string>
 
 #include "bench/cuda/device_memory.h"
+#include "kernels/common/record_tiles.h"
 #include "kernels/flash2/flash2_call_params.h"
 #include "kernels/flash2/flash2_method.h"
 
@@ -28,21 +29,10 @@ class Flash2Plan final : public Plan {
             size_t(p.batch * p.heads * ((p.seqlen_q + bwd_tile_->block_r - 1) / bwd_tile_->block_r)) * sizeof(int));
     }
   }
-  Tiles tiles() const override {
-    return {tile_.block_r,
-            tile_.block_c,
-            tile_.warps,
-            tile_.stages,
-            tile_.smem_bytes,
-            0,
-            tile_.wgmma ? "wgmma" : "mma.sync",
-            tile_.wgmma ? "swizzle128" : "padded"};
-  }
+  Tiles tiles() const override { return kernels::record_tiles(tile_); }
   std::optional<Tiles> backward_tiles() const override {
     if (!bwd_tile_) return std::nullopt;
-    const KernelTile& t = *bwd_tile_;
-    Tiles out{t.block_r, t.block_c, t.warps, t.stages, t.smem_bytes, 0,
-              t.wgmma ? "wgmma" : "mma.sync", t.wgmma ? "swizzle128" : "padded"};
+    Tiles out = kernels::record_tiles(*bwd_tile_);
     out.dq_adds = "pairs";  // atomic_add2 (both kernels), ld/st.cg float2 (deterministic)
     return out;
   }

@@ -7,6 +7,7 @@
 
 #include "bench/cuda/device_memory.h"
 #include "kernels/common/problem_params.h"
+#include "kernels/common/record_tiles.h"
 #include "kernels/flash2/flash2_call_params.h"
 #include "kernels/flash3/flash3_dq_layout.h"
 #include "kernels/flash3/flash3_method.h"
@@ -33,13 +34,10 @@ class Flash3Plan final : public Plan {
           alloc, size_t(kernels::flash3_dq_accum_floats(p.batch, p.heads, p.seqlen_q, p.head_dim)) * sizeof(float));
     }
   }
-  Tiles tiles() const override {
-    return {tile_.block_r, tile_.block_c, tile_.warps, tile_.stages, tile_.smem_bytes, 0, "wgmma", "swizzle128"};
-  }
+  Tiles tiles() const override { return kernels::record_tiles(tile_); }
   std::optional<Tiles> backward_tiles() const override {
     if (!bwd_tile_) return std::nullopt;
-    const KernelTile& t = *bwd_tile_;
-    Tiles out{t.block_r, t.block_c, t.warps, t.stages, t.smem_bytes, 0, "wgmma", "swizzle128"};
+    Tiles out = kernels::record_tiles(*bwd_tile_);
     out.dq_adds = "tiles";  // bulk reductions of whole 64-row dQ tiles (flash3_dq_layout.h)
     return out;
   }
