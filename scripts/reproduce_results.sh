@@ -35,9 +35,14 @@
 #        5:1, d = 64, 128, 256, causal off/on, Nq ≠ Nk — for flash1, flash2 (default kernels) and
 #        flash3, forward and fwd+bwd, with counters. Judged by `flashio analyze`, reported apart
 #        (docs/io-model.md, "Out of sample").
+#   oos2 A second out-of-sample set, chosen after the L2 simulation's writer's-copy rule (the
+#        H200 L2 probe's read-modify-write mode): flash1, whose fp32 O (and unsplit dQ
+#        accumulator) is read-modify-written at every K/V tile, at shapes whose O stream spans
+#        0.2-0.7 of the L2 (d 64 and 128, causal off/on, fwd and fwd+bwd), and flash2's
+#        deterministic backward (its dQ accumulator read-modify-written), with counters.
 # Every flashio run reads hardware counters after timing (--counters full, the default).
 set -euo pipefail
-out="${1:?usage: scripts/reproduce_results.sh OUT_DIR [fa2|d256|flash3|flash3bwd|fa1|memory|io|drift|oos|all]}"
+out="${1:?usage: scripts/reproduce_results.sh OUT_DIR [fa2|d256|flash3|flash3bwd|fa1|memory|io|drift|oos|oos2|all]}"
 what="${2:-all}"
 cd "$(dirname "$0")/.."
 bin="${FLASHIO_BIN:-build/flashio}"
@@ -156,5 +161,22 @@ if [ "$what" = oos ] || [ "$what" = all ]; then
    "pass": ["fwd", "fwdbwd"]}]}
 JSON
   "$bin" run --sweep "$sweep" --reps 5 --warmup 2 -q --out "$out/$gpu-dram-oos.json"
+  rm -f "$sweep"
+fi
+
+if [ "$what" = oos2 ] || [ "$what" = all ]; then
+  sweep="$out/oos2-sweep.json"
+  cat >"$sweep" <<'JSON'
+{"description": "issue 19's second out-of-sample DRAM set: read-modify-write streams, chosen after the writer's-copy rule",
+ "sweeps": [
+  {"method": "flash1", "batch": 2, "heads": 10, "head_dim": 64, "seqlen": 2600, "causal": [false, true], "pass": ["fwd", "fwdbwd"]},
+  {"method": "flash1", "batch": 5, "heads": 7, "head_dim": 64, "seqlen": 3300, "causal": [false, true], "pass": ["fwd", "fwdbwd"]},
+  {"method": "flash1", "batch": 2, "heads": 9, "head_dim": 64, "seqlen": 7000, "causal": [false, true], "pass": ["fwd", "fwdbwd"]},
+  {"method": "flash1", "batch": 6, "heads": 5, "head_dim": 64, "seqlen": 5200, "causal": [false, true], "pass": ["fwd", "fwdbwd"]},
+  {"method": "flash1", "batch": 3, "heads": 5, "head_dim": 128, "seqlen": 3300, "causal": [false, true], "pass": ["fwd", "fwdbwd"]},
+  {"method": "flash2", "batch": 3, "heads": 10, "head_dim": 64, "seqlen": 3300, "causal": [false, true], "pass": "bwd",
+   "deterministic": true}]}
+JSON
+  "$bin" run --sweep "$sweep" --reps 5 --warmup 2 -q --out "$out/$gpu-dram-oos2.json"
   rm -f "$sweep"
 fi
