@@ -16,6 +16,10 @@
 //   mode m        (read-modify-write, as flash1's fp32 O accumulator) probe_rmw twice: the
 //                 second's DRAM reads = the lines the first left that the L2 lost, its DRAM
 //                 writes = the dirty lines written back while it ran
+//   mode d        (dirty lines left idle) probe_write, then probe_spin (one thread waits
+//                 `spin_us` microseconds, touching nothing): its DRAM writes = the dirty lines the
+//                 L2 wrote back on its own while nothing ran — a background cleaner below the
+//                 dirty limit writes some back, a limit enforced only on allocation writes none
 // `blocks`: 0 = 4 blocks per SM (every SM reads, both partitions), 1 = one block (one SM: one
 // side). Loads are ld.global.cg (__ldcg: L2 only, no L1), 16 bytes per thread per iteration,
 // addresses in order, block b taking the b-th contiguous slice (a cyclic stream, LRU's worst case).
@@ -69,6 +73,14 @@ __global__ void probe_rmw(int4* __restrict__ buf, size_t n) {
   }
 }
 
+__global__ void probe_spin(unsigned long long ns) {
+  unsigned long long t0 = 0, t = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+
 __global__ void probe_flush(const int4* __restrict__ buf, size_t n, unsigned* sink) {
   int acc = 0;
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
@@ -80,16 +92,17 @@ __global__ void probe_flush(const int4* __restrict__ buf, size_t n, unsigned* si
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s MiB blocks [r|w|a|m]   (blocks 0: 4 per SM; 1: one SM)\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MiB blocks [r|w|a|m|d [spin_us]]   (blocks 0: 4 per SM; 1: one SM)\n", argv[0]);
     return 2;
   }
   const double mib = std::atof(argv[1]);
   int blocks = std::atoi(argv[2]);
   const std::string mode = argc > 3 ? argv[3] : "r";
-  if (mode != "r" && mode != "w" && mode != "a" && mode != "m") {
-    std::fprintf(stderr, "unknown mode %s: r, w, a or m\n", mode.c_str());
+  if (mode != "r" && mode != "w" && mode != "a" && mode != "m" && mode != "d") {
+    std::fprintf(stderr, "unknown mode %s: r, w, a, m or d\n", mode.c_str());
     return 2;
   }
+  const double spin_us = argc > 4 ? std::atof(argv[4]) : 100.0;
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
   if (blocks <= 0) blocks = 4 * prop.multiProcessorCount;
@@ -111,6 +124,10 @@ int main(int argc, char** argv) {
   } else if (mode == "a") {
     probe_write<<<blocks, 256>>>(buf, n);
     probe_read<<<blocks, 256>>>(buf, n, sink);  // its DRAM reads: the written lines lost
+  } else if (mode == "d") {
+    probe_write<<<blocks, 256>>>(buf, n);
+    probe_spin<<<1, 1>>>((unsigned long long)(spin_us * 1000.0));       // its DRAM writes: cleaned while idle
+    probe_flush<<<flush_blocks, 256>>>(other, flush_n, sink);             // the dirty bytes still held
   } else if (mode == "m") {
     probe_rmw<<<blocks, 256>>>(buf, n);
     probe_rmw<<<blocks, 256>>>(buf, n);  // its DRAM reads: lines lost; writes: written back
