@@ -32,7 +32,7 @@ for frac in ${FLASHIO_PROBE_FRACS:-0.125 0.25 0.375 0.45 0.5 0.55 0.625 0.75 0.8
       ncu --cache-control none --clock-control none --replay-mode application --print-units base --metrics "$metrics" \
         -k regex:'probe_' --csv --log-file "$csv" "$out/l2_probe" "$mib" "$blocks" "${mode%%:*}" $spin >/dev/null
       # Launch order: flush, then (r) read, read; (w) write, flush; (a) write, read; (m) rmw, rmw;
-      # (d) write, wait, flush. The measured launch is the 3rd; for d the 4th's DRAM writes follow
+      # (v) rmw, reversed rmw; (d) write, wait, flush. The measured launch is the 3rd; for d the 4th's DRAM writes follow
       # (the dirty bytes still held after the wait).
       python3 - "$csv" "$mib" "$blocks" "${mode/:/}" <<'EOF'
 import csv, sys
@@ -55,7 +55,7 @@ EOF
   done
 done | tee "$out/table.txt"
 echo "table: $out/table.txt (share: r = 2nd pass DRAM reads / buffer; w = dirty bytes written back / buffer;"
-echo "  a = DRAM reads of the read after the write / buffer; m = 2nd read-modify-write's DRAM reads / buffer;"
+echo "  a = DRAM reads of the read after the write / buffer; m, v = 2nd read-modify-write's DRAM reads / buffer (v: in reverse);"
 echo "  dUS = DRAM writes while the GPU waited US microseconds after the write / buffer, then the dirty bytes still held)"
 # Reduction contention (tests/gpu_red_probe.cu): the same blocks adding into one shared dQ-sized
 # tile, two per tile, or a tile each.

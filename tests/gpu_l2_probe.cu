@@ -16,6 +16,10 @@
 //   mode m        (read-modify-write, as flash1's fp32 O accumulator) probe_rmw twice: the
 //                 second's DRAM reads = the lines the first left that the L2 lost, its DRAM
 //                 writes = the dirty lines written back while it ran
+//   mode v        as m, the second pass in reverse order (each block from the end of its slice):
+//                 a dirty limit that writes back the least recently written line of a full set
+//                 spills only the excess then, where in a cyclic order it spills every line of
+//                 such a set; a limit that picks its victims otherwise spills alike in both orders
 //   mode d        (dirty lines left idle) probe_write, then probe_spin (one thread waits
 //                 `spin_us` microseconds, touching nothing): its DRAM writes = the dirty lines the
 //                 L2 wrote back on its own while nothing ran — a background cleaner below the
@@ -73,6 +77,19 @@ __global__ void probe_rmw(int4* __restrict__ buf, size_t n) {
   }
 }
 
+// probe_rmw with each block walking its slice from the end: the lines written last are written first.
+__global__ void probe_rmw_reversed(int4* __restrict__ buf, size_t n) {
+  const size_t per_block = (n + gridDim.x - 1) / gridDim.x;
+  const size_t from = size_t(blockIdx.x) * per_block, to = min(n, from + per_block);
+  if (from >= to) return;
+  for (size_t k = threadIdx.x; k < to - from; k += blockDim.x) {
+    const size_t i = to - 1 - k;
+    int4 v = __ldcg(buf + i);
+    v.x += 1;
+    __stcg(buf + i, v);
+  }
+}
+
 __global__ void probe_spin(unsigned long long ns) {
   unsigned long long t0 = 0, t = 0;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
@@ -92,14 +109,14 @@ __global__ void probe_flush(const int4* __restrict__ buf, size_t n, unsigned* si
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s MiB blocks [r|w|a|m|d [spin_us]]   (blocks 0: 4 per SM; 1: one SM)\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MiB blocks [r|w|a|m|v|d [spin_us]]   (blocks 0: 4 per SM; 1: one SM)\n", argv[0]);
     return 2;
   }
   const double mib = std::atof(argv[1]);
   int blocks = std::atoi(argv[2]);
   const std::string mode = argc > 3 ? argv[3] : "r";
-  if (mode != "r" && mode != "w" && mode != "a" && mode != "m" && mode != "d") {
-    std::fprintf(stderr, "unknown mode %s: r, w, a, m or d\n", mode.c_str());
+  if (mode != "r" && mode != "w" && mode != "a" && mode != "m" && mode != "v" && mode != "d") {
+    std::fprintf(stderr, "unknown mode %s: r, w, a, m, v or d\n", mode.c_str());
     return 2;
   }
   const double spin_us = argc > 4 ? std::atof(argv[4]) : 100.0;
@@ -128,6 +145,9 @@ int main(int argc, char** argv) {
     probe_write<<<blocks, 256>>>(buf, n);
     probe_spin<<<1, 1>>>((unsigned long long)(spin_us * 1000.0));       // its DRAM writes: cleaned while idle
     probe_flush<<<flush_blocks, 256>>>(other, flush_n, sink);             // the dirty bytes still held
+  } else if (mode == "v") {
+    probe_rmw<<<blocks, 256>>>(buf, n);
+    probe_rmw_reversed<<<blocks, 256>>>(buf, n);  // its DRAM writes: written back in reverse order
   } else if (mode == "m") {
     probe_rmw<<<blocks, 256>>>(buf, n);
     probe_rmw<<<blocks, 256>>>(buf, n);  // its DRAM reads: lines lost; writes: written back
