@@ -4,6 +4,7 @@
 // lane per taker (several GPUs' parts at once, one GPU's one at a time).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -84,6 +85,14 @@ struct Gate {
   // Waits until `parts` parts have started (a runner waiting for a part would make it next).
   void wait_for(size_t parts) {
     while (order().size() < parts) std::this_thread::yield();
+  }
+  // Waits until the part `name` ("<seqlen>/fwd" or "<seqlen>/grad") has started.
+  void wait_for(const std::string& name) {
+    for (;;) {
+      const std::vector<std::string> o = order();
+      if (std::find(o.begin(), o.end(), name) != o.end()) return;
+      std::this_thread::yield();
+    }
   }
 };
 
@@ -325,6 +334,7 @@ TEST(HostSideMaker, TwoTakersMakeTwoPartsAtOnce) {
   EXPECT_EQ(maker.lanes(), 2);
   maker.ask(with_seqlen(11), false);
   maker.ask(with_seqlen(12), false);
+  gate.wait_for("11/fwd");  // held by one lane (on a loaded machine the other may have started first)
   auto second = std::async(std::launch::async, [&] { return maker.take_forward(problem_key(with_seqlen(12))); });
   const bool made_beside = second.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
   EXPECT_TRUE(made_beside) << "the second part waited for the first";
