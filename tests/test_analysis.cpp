@@ -1137,8 +1137,9 @@ TEST(AnalyzeCommand, CommittedFilesFailOnlyTheirKnownMissesWithTheirRatios) {
       "a mask (its backward kernel 134 of the pass's 158 MB), 1.47 causal; not traced";
   const char* oos2_sm_l2 =
       "out of sample (oos2): flash1's causal forward at N 2600 (d 64) and 3300 (d 128) with S 13 and 8 blocks per "
-      "head: SM<->L2 reads 6-7 % under the model (writes exact; the non-causal twins 0.985-0.994): the padded "
-      "rows' 1.5x delivery of the cp.async copies, an empirical rule, seems smaller here; not traced";
+      "head: SM<->L2 reads 6-7 % under the model (writes exact): its fp32 O, l, m re-reads hit L1 when a block's "
+      "few Q tiles fit there (Nsight Compute's L1 load hits, 25.5 and 79.4 MB, are the model's excess, 25.7 and "
+      "79.3 MB; results/crosscheck/issue19-flash1-l1); the model has no L1";
   const char* first_small =
       "flash2 forward at N 1024, d 128 (b 16, h 16) in the peer-bytes run: 1.56x the simulation, a measurement "
       "artefact: the same kernel in the next record (fwd+bwd) has the same L2 bytes and time and writes 58.4 MB "
