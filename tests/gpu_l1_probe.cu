@@ -13,14 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define CHECK(x)                                                                                 \
-  do {                                                                                           \
-    cudaError_t err_ = (x);                                                                      \
-    if (err_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(err_)); \
-      std::exit(1);                                                                              \
-    }                                                                                            \
-  } while (0)
+#include "gpu_probe_check.h"
 
 __global__ void probe_l1_rmw(float2* __restrict__ buf, size_t per_block, int passes) {
   extern __shared__ float unused[];

@@ -41,14 +41,7 @@
 #include <cstdlib>
 #include <string>
 
-#define CHECK(x)                                                                                 \
-  do {                                                                                           \
-    cudaError_t err_ = (x);                                                                      \
-    if (err_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(err_)); \
-      std::exit(1);                                                                              \
-    }                                                                                            \
-  } while (0)
+#include "gpu_probe_check.h"
 
 __global__ void probe_read(const int4* __restrict__ buf, size_t n, unsigned* sink) {
   const size_t per_block = (n + gridDim.x - 1) / gridDim.x;

@@ -18,14 +18,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(x)                                                                                 \
-  do {                                                                                           \
-    cudaError_t err_ = (x);                                                                      \
-    if (err_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(err_)); \
-      std::exit(1);                                                                              \
-    }                                                                                            \
-  } while (0)
+#include "gpu_probe_check.h"
 
 __global__ void add_tiles(float2* base, int tile_pairs, int blocks_per_tile, int iters) {
   float2* tile = base + size_t(blockIdx.x / blocks_per_tile) * tile_pairs;
