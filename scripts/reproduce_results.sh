@@ -56,6 +56,16 @@ for k in sys.argv[2:]: d=d[k]
 print(d)' "$@"
 }
 
+# A sweep file, read from standard input, run into $out/$gpu-NAME.json (the file removed after).
+#   run_sweep NAME RUN_ARGS...   <<'JSON' ... JSON
+run_sweep() {
+  local name=$1 sweep="$out/$1-sweep.json"
+  shift
+  cat >"$sweep"
+  "$bin" run --sweep "$sweep" "$@" -q --out "$out/$gpu-$name.json"
+  rm -f "$sweep"
+}
+
 # One experiment in FlashAttention-2's setting (16k tokens, model dim 2048, 20 repetitions after 3
 # warm-ups): METHODS on the axes into $out/$gpu-NAME.json, then SDPA's BACKENDS on the same points
 # under that run's id and revision ($out/$gpu-NAME-sdpa.json); with a TABLE method, its ratios to
@@ -76,8 +86,8 @@ fa2_setting_with_peers() {
 
 if [ "$what" = fa2 ] || [ "$what" = all ]; then
   axes=(--seqlen 512,1024,2048,4096,8192,16384 --head-dim 64,128 --causal false,true --pass fwd,fwdbwd)
-  sweep="$out/fa2-sweep.json"  # standard and flash2 (default kernels), then flash2's mma.sync kernels
-  cat >"$sweep" <<'JSON'
+  # standard and flash2 (default kernels), then flash2's mma.sync kernels
+  run_sweep fa2 --reps 20 --warmup 3 <<'JSON'
 {"description": "FlashAttention-2 setting: standard and flash2, then flash2 --mma mma.sync",
  "sweeps": [
   {"method": ["standard", "flash2"], "seqlen": [512, 1024, 2048, 4096, 8192, 16384], "head_dim": [64, 128],
@@ -85,8 +95,6 @@ if [ "$what" = fa2 ] || [ "$what" = all ]; then
   {"method": "flash2", "mma": "mma.sync", "seqlen": [512, 1024, 2048, 4096, 8192, 16384], "head_dim": [64, 128],
    "causal": [false, true], "pass": ["fwd", "fwdbwd"], "tokens": 16384, "model_dim": 2048}]}
 JSON
-  "$bin" run --sweep "$sweep" --reps 20 --warmup 3 -q --out "$out/$gpu-fa2.json"
-  rm -f "$sweep"
   run_id=$(json_field "$out/$gpu-fa2.json" run_id)
   rev=$(json_field "$out/$gpu-fa2.json" build git_revision)
   python3 scripts/peers_sdpa.py --flashio "$bin" "${axes[@]}" --backend flash,cudnn,efficient --tokens 16384 --model-dim 2048 \
@@ -147,8 +155,7 @@ if [ "$what" = drift ] || [ "$what" = all ]; then
 fi
 
 if [ "$what" = oos ] || [ "$what" = all ]; then
-  sweep="$out/oos-sweep.json"
-  cat >"$sweep" <<'JSON'
+  run_sweep dram-oos --reps 5 --warmup 2 <<'JSON'
 {"description": "issue 19's out-of-sample DRAM set: shapes no committed experiment has, chosen after the model",
  "sweeps": [
   {"method": ["flash1", "flash2", "flash3"], "batch": 3, "heads": 12, "head_dim": 64, "seqlen": [3000, 12288],
@@ -160,13 +167,10 @@ if [ "$what" = oos ] || [ "$what" = all ]; then
   {"method": ["flash2", "flash3"], "batch": 4, "heads": 16, "head_dim": 128, "seqlen": 1024, "seqlen_k": 16384,
    "pass": ["fwd", "fwdbwd"]}]}
 JSON
-  "$bin" run --sweep "$sweep" --reps 5 --warmup 2 -q --out "$out/$gpu-dram-oos.json"
-  rm -f "$sweep"
 fi
 
 if [ "$what" = oos2 ] || [ "$what" = all ]; then
-  sweep="$out/oos2-sweep.json"
-  cat >"$sweep" <<'JSON'
+  run_sweep dram-oos2 --reps 5 --warmup 2 <<'JSON'
 {"description": "issue 19's second out-of-sample DRAM set: read-modify-write streams, chosen after the writer's-copy rule",
  "sweeps": [
   {"method": "flash1", "batch": 2, "heads": 10, "head_dim": 64, "seqlen": 2600, "causal": [false, true], "pass": ["fwd", "fwdbwd"]},
@@ -177,6 +181,4 @@ if [ "$what" = oos2 ] || [ "$what" = all ]; then
   {"method": "flash2", "batch": 3, "heads": 10, "head_dim": 64, "seqlen": 3300, "causal": [false, true], "pass": "bwd",
    "deterministic": true}]}
 JSON
-  "$bin" run --sweep "$sweep" --reps 5 --warmup 2 -q --out "$out/$gpu-dram-oos2.json"
-  rm -f "$sweep"
 fi
