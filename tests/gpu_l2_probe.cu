@@ -136,8 +136,8 @@ int main(int argc, char** argv) {
     probe_read<<<blocks, 256>>>(buf, n, sink);  // its DRAM reads: the written lines lost
   } else if (mode == "d") {
     probe_write<<<blocks, 256>>>(buf, n);
-    probe_spin<<<1, 1>>>((unsigned long long)(spin_us * 1000.0));       // its DRAM writes: cleaned while idle
-    probe_flush<<<flush_blocks, 256>>>(other, flush_n, sink);             // the dirty bytes still held
+    probe_spin<<<1, 1>>>((unsigned long long)(spin_us * 1000.0));  // its DRAM writes: cleaned while idle
+    probe_flush<<<flush_blocks, 256>>>(other, flush_n, sink);      // the dirty bytes still held
   } else if (mode == "v") {
     probe_rmw<<<blocks, 256>>>(buf, n);
     probe_rmw_reversed<<<blocks, 256>>>(buf, n);  // its DRAM writes: written back in reverse order
