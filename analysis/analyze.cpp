@@ -19,6 +19,7 @@
 
 #include "analysis/model_bounds.h"
 #include "analysis/models/model.h"
+#include "analysis/models/model_parts.h"
 #include "analysis/tables.h"
 #include "bench/core/sparsity.h"
 
@@ -306,6 +307,12 @@ RecordModel model_point_of(const json& rec, const json& file, DqAdds dq_adds) {
     return out;
   }
   out.kernels = streaming_kernels_of(rec);
+  if (m.fwd_tiles) {  // the L1 beside the forward kernel's carve-out, for its resident blocks
+    const json device = file.value("device", json::object());
+    const int blocks =
+        parts::resident_blocks(m.fwd_tiles->warps * 32, out.fwd_smem, limits_of(device), out.kernels.fwd);
+    m.fwd_l1 = l1_reuse_of(device.value("name", std::string()), out.fwd_smem, blocks);
+  }
   for (const auto& [name, r] : kernel_resources_of(rec))
     if (r.local_bytes_per_thread > 0) out.local.push_back({name, r.local_bytes_per_thread, r.registers_per_thread});
   out.point = m;

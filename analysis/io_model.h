@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/l1_reuse.h"
 #include "bench/core/method.h"
 #include "bench/core/problem.h"
 #include "bench/core/tile_shape.h"
@@ -160,6 +161,7 @@ struct ModelPoint {
   int sm_arch = 90;               // the architecture the kernels were compiled as (__CUDA_ARCH__ / 10)
   bool dq_scalar_kernel = false;  // produced by the kernels before 9077f49 (scalar dQ adds)
   Fa2Variant fa2;                 // a peer's kernels (peers.cpp); flash2's own: the defaults
+  L1Reuse fwd_l1;                 // the L1 the forward kernel's blocks share (l1_reuse.h; flash1 reads it)
   DqWidth dq() const { return dq_width(sm_arch, dq_scalar_kernel); }
 };
 
@@ -183,7 +185,8 @@ enum class KvTileLoads { CutAtKeyLength, WholeTiles };
 Traffic flash2_fwd_traffic(const Problem& p, const ModelTiles& t, const BlockMask& mask,
                            KvTileLoads loads = KvTileLoads::CutAtKeyLength);
 Traffic flash2_bwd_traffic(const Problem& p, const ModelTiles& t, const BlockMask& mask, DqWidth dq = {});
-Traffic flash1_fwd_traffic(const Problem& p, const ModelTiles& t);
+// flash1's forward with `l1`: its O, ℓ, m re-reads that the L1 serves are not counted (l1_reuse.h).
+Traffic flash1_fwd_traffic(const Problem& p, const ModelTiles& t, const L1Reuse& l1 = {});
 Traffic flash1_bwd_traffic(const Problem& p, const ModelTiles& t, DqWidth dq = {});
 Traffic standard_fwd_traffic(const Problem& p, Elementwise k);
 Traffic standard_bwd_traffic(const Problem& p, Elementwise k);

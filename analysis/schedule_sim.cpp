@@ -346,7 +346,7 @@ Traffic simulate_flash2_bwd(const Problem& p, const ModelTiles& t, const BlockMa
   return c.traffic;
 }
 
-Traffic simulate_flash1_fwd(const Problem& p, const ModelTiles& t) {
+Traffic simulate_flash1_fwd(const Problem& p, const ModelTiles& t, const L1Reuse& l1) {
   check(t, "flash1 forward");
   Counter c;
   const int64_t d = p.head_dim, e = bytes_of(p.dtype), nq = p.seqlen_q, nkmax = p.nk();
@@ -383,6 +383,8 @@ Traffic simulate_flash1_fwd(const Problem& p, const ModelTiles& t) {
           }
           continue;
         }
+        // The block's O, ℓ, m visits so far: (Q tile, sectors touched), for what the L1 keeps.
+        std::vector<std::pair<int64_t, int64_t>> visited;
         for (int64_t j = 0; j < n_blocks; ++j) {
           const int64_t n0 = j * bc, i_first = p.causal ? std::min(n0 / br, m_blocks) : 0;
           const int64_t first = own_from(i_first);
@@ -397,6 +399,13 @@ Traffic simulate_flash1_fwd(const Problem& p, const ModelTiles& t) {
             const int64_t m0 = i * br;
             const int64_t last_j = p.causal ? std::min(n_blocks - 1, (m0 + br - 1) / bc) : n_blocks - 1;
             const bool last = j == last_j;
+            Counter reread;                             // this visit's O, ℓ, m loads
+            std::set<std::pair<int, int64_t>> touched;  // the O, ℓ, m sectors it reads or writes
+            auto rmw = [&](Counter::Op op, const std::string& term, const std::vector<Access>& lanes) {
+              for (const auto& a : lanes)
+                if (a.buf == kOAcc || a.buf == kRowMax || a.buf == kRowSum) touched.insert({a.buf, a.byte / kSector});
+              (op == Counter::Read ? reread : c).instr(op, term, lanes);
+            };
             for (int64_t w = 0; w < t.warps; ++w)
               for (int64_t hr = 0; hr < 2; ++hr) {
                 // Lanes (g, t): row m0 + warp_row + g + 8·hr, columns nt·8 + 2t of every n8 tile.
@@ -417,8 +426,8 @@ Traffic simulate_flash1_fwd(const Problem& p, const ModelTiles& t) {
                 const auto m_lanes = vec(kRowMax), l_lanes = vec(kRowSum), lse_lanes = vec(kLse);
                 if (m_lanes.empty()) continue;
                 if (j > 0) {
-                  c.instr(Counter::Read, "O, l, m re-read", m_lanes);
-                  c.instr(Counter::Read, "O, l, m re-read", l_lanes);
+                  rmw(Counter::Read, "O, l, m re-read", m_lanes);
+                  rmw(Counter::Read, "O, l, m re-read", l_lanes);
                 }
                 for (int64_t nt = 0; nt < d / 8; ++nt) {
                   auto at = [&](int buf, int64_t elem) {
@@ -426,18 +435,27 @@ Traffic simulate_flash1_fwd(const Problem& p, const ModelTiles& t) {
                       l.push_back({buf, ((head + r) * d + nt * 8 + 2 * tq) * elem});
                     });
                   };
-                  if (j > 0) c.instr(Counter::Read, "O, l, m re-read", at(kOAcc, 4));
+                  if (j > 0) rmw(Counter::Read, "O, l, m re-read", at(kOAcc, 4));
                   if (last) {
-                    c.instr(Counter::Write, "O, L, l, m final write", at(kO, e));
+                    rmw(Counter::Write, "O, L, l, m final write", at(kO, e));
                   } else {
-                    c.instr(Counter::Write, "O, l, m write-back", at(kOAcc, 4));
+                    rmw(Counter::Write, "O, l, m write-back", at(kOAcc, 4));
                   }
                 }
                 const std::string term = last ? "O, L, l, m final write" : "O, l, m write-back";
-                if (last) c.instr(Counter::Write, term, lse_lanes);
-                c.instr(Counter::Write, term, m_lanes);
-                c.instr(Counter::Write, term, l_lanes);
+                if (last) rmw(Counter::Write, term, lse_lanes);
+                rmw(Counter::Write, term, m_lanes);
+                rmw(Counter::Write, term, l_lanes);
               }
+            // What the L1 kept: the block's O, ℓ, m sectors since its last visit of tile i, this one's included.
+            int64_t window = 0;
+            for (auto v = visited.rbegin(); v != visited.rend(); ++v) {
+              window += v->second * kSector;
+              if (v->first == i) break;
+            }
+            const int64_t loaded = reread.traffic.read / kSector;
+            if (loaded > 0) c.traffic.add("O, l, m re-read", l1_missed_sectors(loaded, window, l1) * kSector, 0);
+            visited.push_back({i, int64_t(touched.size())});
           }
         }
       }

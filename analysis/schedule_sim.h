@@ -11,7 +11,7 @@ namespace flashio::analysis {
 Traffic simulate_flash2_fwd(const Problem& p, const ModelTiles& t, const BlockMask& mask,
                             KvTileLoads loads = KvTileLoads::CutAtKeyLength);
 Traffic simulate_flash2_bwd(const Problem& p, const ModelTiles& t, const BlockMask& mask, DqWidth dq = {});
-Traffic simulate_flash1_fwd(const Problem& p, const ModelTiles& t);
+Traffic simulate_flash1_fwd(const Problem& p, const ModelTiles& t, const L1Reuse& l1 = {});
 Traffic simulate_flash1_bwd(const Problem& p, const ModelTiles& t, DqWidth dq = {});
 // flash_decode's kernel (kernels/flash_decode/flash_decode_kernel.cuh) with the split count
 // t.splits — the splits, their tickets and the last split's combine — its Q, K and V copies taking

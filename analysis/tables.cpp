@@ -583,7 +583,9 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
             m.bwd_tiles = pt.bwd;
             fwd_smem = pt.fwd_smem, bwd_smem = pt.bwd_smem;
             tile = text_cell(fmt::format("{}×{}", ft.block_r, ft.block_c));
-            const bool fwd_fits = blocks_per_sm(ft.warps * 32, fwd_smem, lim) > 0;
+            const int fwd_blocks = blocks_per_sm(ft.warps * 32, fwd_smem, lim);
+            const bool fwd_fits = fwd_blocks > 0;
+            m.fwd_l1 = l1_reuse_of(g.name, fwd_smem, fwd_blocks);
             const bool bwd_fits = bwd_smem <= g.smem_per_block_optin_bytes && pt.bwd_kernel &&
                                   blocks_per_sm(pt.bwd.warps * 32, bwd_smem, lim) > 0;
             if (!fwd_fits) {

@@ -16,13 +16,42 @@ namespace flashio::analysis {
 
 using namespace parts;
 
+namespace {
+
+// The forward's O, ℓ, m re-read bytes that reach the L2 (flash1_fwd_traffic's L1 term): block z owns
+// the Q tiles i ≡ z (mod S) and at K/V tile j ≥ 1 re-reads (`reread[i]` bytes, as its instructions
+// count them) those from `i_first(j)` on, each after a stream of all of them (`footprint[i]`: the
+// distinct sectors of tile i's O, ℓ, m).
+template <class FirstTile>
+int64_t l1_missed_rereads(const std::vector<int64_t>& reread, const std::vector<int64_t>& footprint, int64_t splits,
+                          int64_t n_blocks, FirstTile i_first, const L1Reuse& l1) {
+  const int64_t m_blocks = int64_t(reread.size());
+  int64_t out = 0;
+  for (int64_t z = 0; z < std::min(splits, m_blocks); ++z) {
+    std::vector<int64_t> from(static_cast<size_t>(m_blocks + 1), 0);  // from[i]: footprint of own tiles i' >= i
+    for (int64_t i = m_blocks - 1; i >= 0; --i)
+      from[size_t(i)] = from[size_t(i + 1)] + (i % splits == z ? footprint[size_t(i)] : 0);
+    for (int64_t j = 1; j < n_blocks; ++j) {
+      const int64_t first = i_first(j), window = from[size_t(first)];
+      for (int64_t i = first + ((z - first % splits) % splits + splits) % splits; i < m_blocks; i += splits)
+        out += l1_missed_sectors(reread[size_t(i)] / kSector, window, l1) * kSector;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 // flash1 forward (grid (heads, batch, S): block z of a head takes the Q tiles i ≡ z (mod S);
 // outer loop over K/V tiles j, inner over its Q tiles i ≥ i_first(j)): K_j, V_j once per block
 // that has a Q tile for j (rows < seqlen_k; S = 1 loads them even when it has none, as the
 // kernel without splits does), Q_i once per visit, and per visited (i, j): m_i, ℓ_i, O_i (fp32)
 // read when j > 0; written back, or on the last visit O (element type, 16 of 32 bytes per
-// sector) and L instead of the fp32 O. Everything per (i, j) is independent of S.
-Traffic flash1_fwd_traffic(const Problem& p, const ModelTiles& t) {
+// sector) and L instead of the fp32 O. Everything per (i, j) is independent of S, except what the
+// L1 keeps (`l1`, l1_reuse.h): block z's rows between two visits of Q tile i at K/V tiles j − 1 and
+// j are those of every own tile it visits at j (the tiles that finished at j − 1 lie below i and
+// came before it), so a re-read at j reaches the L2 as that stream's L1 share says.
+Traffic flash1_fwd_traffic(const Problem& p, const ModelTiles& t, const L1Reuse& l1) {
   check_tiles(t, "flash1 forward");
   require(t.splits >= 1, "flash1 forward: splits must be >= 1");
   const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, nkmax = p.nk(), row_bytes = d * e;
@@ -56,17 +85,25 @@ Traffic flash1_fwd_traffic(const Problem& p, const ModelTiles& t) {
       // K/V tile j visits Q tile i iff j <= last_j(i) (i >= i_first(j) = ⌊j·Bc/Br⌋ ⇔ j·Bc <= i·Br + Br − 1):
       // v_i visits; the first writes back without reading, the last writes O, L (and l, m).
       int64_t q = 0, reread = 0, writeback = 0, final_write = 0;
+      // Q tile i's O, ℓ, m bytes read per visit, and its distinct sectors (what the L1 holds of it).
+      std::vector<int64_t> rmw(static_cast<size_t>(m_blocks)), footprint(static_cast<size_t>(m_blocks));
       for (int64_t i = 0; i < m_blocks; ++i) {
         const int64_t m0 = i * br, rows = std::min(br, nq - m0);
         const int64_t last_j = p.causal ? std::min(n_blocks - 1, (m0 + br - 1) / bc) : n_blocks - 1;
         const int64_t visits = last_j + 1;
         const int64_t vec = tile_vector_bytes(head, m0, rows, 8);
         const int64_t o_fp32 = rows * d * kF32;  // one sector per row per 8 columns (float2 × 4 lanes)
+        rmw[size_t(i)] = o_fp32 + 2 * vec;
+        footprint[size_t(i)] = o_fp32 + 2 * tile_vector_bytes(head, m0, rows, rows);
         q += visits * smem_row_deliveries(rows, t.smem_layout) * row_bytes;
-        reread += (visits - 1) * (o_fp32 + 2 * vec);
-        writeback += (visits - 1) * (o_fp32 + 2 * vec);
+        reread += (visits - 1) * rmw[size_t(i)];
+        writeback += (visits - 1) * rmw[size_t(i)];
         final_write += rows * (d / 8) * kSector + 3 * vec;  // O in the element type: 16 of 32 bytes per sector
       }
+      if (l1.l1_bytes > 0)
+        reread = l1_missed_rereads(
+            rmw, footprint, splits, n_blocks,
+            [&](int64_t j) { return p.causal ? std::min(j * bc / br, m_blocks) : int64_t(0); }, l1);
       out.add("Q tiles", q, 0);
       out.add("O, l, m re-read", reread, 0);
       out.add("O, L, l, m final write", 0, final_write);
@@ -140,7 +177,7 @@ class Flash1Model final : public IoModel {
     const bool fwd = m.pass != Pass::Bwd, bwd = m.pass != Pass::Fwd;
     require(m.mask.empty() && m.bwd_mask.empty(), "flash1: no block-sparse schedule");
     Traffic out;
-    if (fwd) out += flash1_fwd_traffic(m.problem, need_tiles(m.fwd_tiles, m, "forward"));
+    if (fwd) out += flash1_fwd_traffic(m.problem, need_tiles(m.fwd_tiles, m, "forward"), m.fwd_l1);
     if (bwd) out += flash1_bwd_traffic(m.problem, need_tiles(m.bwd_tiles, m, "backward"), m.dq());
     return out;
   }
@@ -148,7 +185,7 @@ class Flash1Model final : public IoModel {
   Traffic simulate_sm_l2(const ModelPoint& m) const override {
     const bool fwd = m.pass != Pass::Bwd, bwd = m.pass != Pass::Fwd;
     Traffic out;
-    if (fwd) out += simulate_flash1_fwd(m.problem, m.fwd_tiles.value());
+    if (fwd) out += simulate_flash1_fwd(m.problem, m.fwd_tiles.value(), m.fwd_l1);
     if (bwd) out += simulate_flash1_bwd(m.problem, m.bwd_tiles.value(), m.dq());
     return out;
   }
