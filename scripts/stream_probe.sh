@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The stream probe (issue 20): tests/gpu_stream_probe.cu — K and V streamed by flash_decode's grid at
+# GQA 32:8, d 128 (one block per (batch, K/V head), 4 warps, 16 keys each per 64-key tile, 4 stages),
+# by load mechanism, without arithmetic: the DRAM rate each mechanism reaches.
+#   scripts/stream_probe.sh [OUT_DIR]    (needs nvcc on PATH; sm_90a)
+# FLASHIO_PROBE_SHAPES ("PLANES KEYS;...", default batch 8 and 32 × 8 K/V heads at 8k and 32k keys)
+# and FLASHIO_PROBE_MODES pick other runs.
+set -euo pipefail
+out="${1:-out/stream-probe}"
+mkdir -p "$out"
+here="$(cd "$(dirname "$0")/.." && pwd)"
+nvcc -O3 -std=c++17 -arch=sm_90a -I"$here" -o "$out/stream_probe" "$here/tests/gpu_stream_probe.cu"
+IFS=';' read -ra shapes <<< "${FLASHIO_PROBE_SHAPES:-64 8192;64 32768;256 8192;256 32768}"
+for round in 1 2; do
+  for shape in "${shapes[@]}"; do
+    for mode in ${FLASHIO_PROBE_MODES:-cpasync_ca cpasync_cg tma bulk ldg}; do
+      "$out/stream_probe" "$mode" $shape 30
+    done
+  done
+done | tee "$out/table.txt"
