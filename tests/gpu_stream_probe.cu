@@ -13,7 +13,12 @@
 //               boxes, 128-byte swizzle, an mbarrier per stage): 4 instructions per stage
 //   bulk        per warp one 1-D bulk copy (cp.async.bulk) of each contiguous 4 KiB slice: 2 per stage
 //   ldg         16-byte loads straight to registers, one stage's 16 per lane in flight, no shared memory
-// Prints the median over the launches of the K + V bytes over the time (CUDA events).
+//   ca:S:W:own|interleaved[:SMEM_KIB[:SPIN]]  cp.async.ca with S stages and W warps per block (W·16-key
+//               tiles), each warp its own slice or the warps' copies interleaved in 2 KiB runs, with
+//               SMEM_KIB of shared memory per block (0: the ring's; more blocks per SM when it is
+//               small) and SPIN cycles of busy wait per slice (the arithmetic a decode does on it)
+// The L2 is cleaned before every launch by a read-only sweep, as flashio's timing does. Prints the
+// median over the launches of the K + V bytes over the time (CUDA events).
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
@@ -32,6 +37,7 @@ using namespace flashio::kernels;
 namespace {
 
 constexpr int kD = 128, kRowBytes = kD * 2, kWarps = 4, kSliceRows = 16, kTileRows = kWarps * kSliceRows, kStages = 4;
+constexpr int kMaxSmemBytes = 227 * 1024;  // the opt-in maximum per block on sm_90
 constexpr int kSliceBytes = kSliceRows * kRowBytes;   // 4 KiB
 constexpr int kPaddedRow = kRowBytes + 16;            // flash_decode's padded shared rows
 constexpr int kStageBytes = 2 * kSliceRows * kPaddedRow;  // K and V slices of one warp, padded
@@ -130,6 +136,59 @@ __global__ void __launch_bounds__(kWarps * 32) stream(const uint4* __restrict__ 
   if (acc == 0x12345678u) sink[0] = acc;  // keeps the loads
 }
 
+// flash_decode's copies (cp.async.ca, padded rows) with other stage counts, warps per block and
+// copy patterns: `interleaved` — the block's warps together copy each 64-key tile's K and V as
+// contiguous 2 KiB runs per instruction (warp w the w-th 512 bytes of each run) instead of each
+// warp its own contiguous 4 KiB slice; every warp still waits only for its own copies.
+template <int kStagesT, int kWarpsT, bool kInterleaved>
+__global__ void __launch_bounds__(kWarpsT * 32) stream_ca(const uint4* __restrict__ k, const uint4* __restrict__ v,
+                                                         int n, unsigned* sink, int spin) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  constexpr int kTile = kWarpsT * kSliceRows, kChunksPerTile = kTile * kRowBytes / 16;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, plane = blockIdx.x, tiles = n / kTile;
+  const size_t plane_rows = size_t(plane) * n;
+  unsigned acc = 0;
+  unsigned char* ring = smem + warp * kStagesT * kStageBytes;
+  auto issue = [&](int t) {
+    if (t >= tiles) return cp_async_commit();
+    unsigned char* st = ring + (t % kStagesT) * kStageBytes;
+    const size_t tile0 = plane_rows + size_t(t) * kTile;
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      // the chunk of the tile this lane copies: its own slice's c-th run, or the block-wide runs'
+      const int chunk = kInterleaved ? (c * kWarpsT + warp) * 32 + lane : warp * 256 + c * 32 + lane;
+      const int row = chunk / 16, col = chunk % 16, srow = (c * 32 + lane) / 16;
+      cp_async_16_l1(st + srow * kPaddedRow + col * 16, k + (tile0 + row) * (kRowBytes / 16) + col, true);
+      cp_async_16_l1(st + (kSliceRows + srow) * kPaddedRow + col * 16, v + (tile0 + row) * (kRowBytes / 16) + col,
+                     true);
+    }
+    cp_async_commit();
+  };
+  static_assert(kChunksPerTile == kWarpsT * 256, "a warp copies 256 chunks of each tile");
+  for (int t = 0; t < kStagesT - 1; ++t) issue(t);
+  for (int t = 0; t < tiles; ++t) {
+    issue(t + kStagesT - 1);
+    cp_async_wait<kStagesT - 1>();
+    const unsigned char* st = ring + (t % kStagesT) * kStageBytes;
+    acc ^= *reinterpret_cast<const unsigned*>(st + (lane / 16) * kPaddedRow + (lane % 16) * 16);
+    if (spin > 0) {  // the slice's arithmetic, as a busy wait of `spin` cycles
+      const long long until = clock64() + spin;
+      while (clock64() < until) {
+      }
+    }
+  }
+  if (acc == 0x12345678u) sink[0] = acc;
+}
+
+// Cleans the L2 between launches with a read-only pass (as flashio's timing does: a memset would
+// leave dirty lines for the next launch to write back).
+__global__ void read_sweep(const uint4* __restrict__ p, size_t n, unsigned* sink) {
+  unsigned acc = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    acc ^= p[i].x;
+  if (acc == 0x12345678u) sink[0] = acc;
+}
+
 PFN_cuTensorMapEncodeTiled_v12000 encoder() {
   void* fn = nullptr;
   cudaDriverEntryPointQueryResult found{};
@@ -159,7 +218,10 @@ CUtensorMap map_of(const void* base, int n, int planes) {
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s cpasync_ca|cpasync_cg|tma|bulk|ldg PLANES KEYS [launches]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s cpasync_ca|cpasync_cg|tma|bulk|ldg|ca:STAGES:WARPS:own|interleaved[:SMEM_KIB[:SPIN_CYCLES]] PLANES KEYS "
+                 "[launches]\n",
+                 argv[0]);
     return 2;
   }
   const std::string mode = argv[1];
@@ -174,6 +236,7 @@ int main(int argc, char** argv) {
   CHECK(cudaMemset(v, 2, bytes));
   const size_t flush_bytes = 256u << 20;  // cleans the L2 between launches
   CHECK(cudaMalloc(&flush, flush_bytes));
+  CHECK(cudaMemset(flush, 3, flush_bytes));
   const CUtensorMap km = map_of(k, n, planes), vm = map_of(v, n, planes);
   auto launch = [&] {
     auto go = [&](auto kernel) {
@@ -185,7 +248,30 @@ int main(int argc, char** argv) {
     else if (mode == "tma") go(stream<Tma>);
     else if (mode == "bulk") go(stream<Bulk>);
     else if (mode == "ldg") go(stream<Ldg>);
-    else {
+    else if (mode.rfind("ca:", 0) == 0) {
+      int stages = 0, warps = 0, smem_kib = 0;
+      char pattern[16] = {};
+      int spin = 0;
+      if (std::sscanf(mode.c_str(), "ca:%d:%d:%15[a-z]:%d:%d", &stages, &warps, pattern, &smem_kib, &spin) < 3) {
+        std::fprintf(stderr, "bad mode %s\n", mode.c_str());
+        std::exit(2);
+      }
+      const bool inter = std::string(pattern) == "interleaved";
+      const int smem = smem_kib > 0 ? smem_kib * 1024 : std::max(warps * stages * kStageBytes, 1);
+      auto go_ca = [&](auto kernel, int threads) {
+        CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmemBytes));
+        kernel<<<planes, threads, smem>>>(k, v, n, sink, spin);
+      };
+#define CA_CASE(S, W)                                                        \
+  if (stages == S && warps == W) {                                           \
+    if (inter) go_ca(stream_ca<S, W, true>, W * 32); else go_ca(stream_ca<S, W, false>, W * 32); \
+    return;                                                                  \
+  }
+      CA_CASE(2, 4) CA_CASE(3, 4) CA_CASE(4, 4) CA_CASE(6, 4) CA_CASE(2, 8) CA_CASE(4, 8)
+#undef CA_CASE
+      std::fprintf(stderr, "no kernel for %s\n", mode.c_str());
+      std::exit(2);
+    } else {
       std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
       std::exit(2);
     }
@@ -195,7 +281,7 @@ int main(int argc, char** argv) {
   CHECK(cudaEventCreate(&b));
   std::vector<float> ms;
   for (int i = 0; i < launches + 3; ++i) {
-    CHECK(cudaMemset(flush, i, flush_bytes));
+    read_sweep<<<1024, 256>>>(flush, flush_bytes / 16, sink);
     CHECK(cudaEventRecord(a));
     launch();
     CHECK(cudaEventRecord(b));
