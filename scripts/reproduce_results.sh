@@ -40,9 +40,12 @@
 #        accumulator) is read-modify-written at every K/V tile, at shapes whose O stream spans
 #        0.2-0.7 of the L2 (d 64 and 128, causal off/on, fwd and fwd+bwd), and flash2's
 #        deterministic backward (its dQ accumulator read-modify-written), with counters.
+#   oos3 A third out-of-sample set, chosen after the SM↔L2 model's L1 term (flash1's O, ℓ, m
+#        re-reads served by L1): flash1's forward where blocks own few Q tiles, at every compiled
+#        head dim (d 32, 64, 96, 128: other shared memory, another L1 beside it), causal off/on.
 # Every flashio run reads hardware counters after timing (--counters full, the default).
 set -euo pipefail
-out="${1:?usage: scripts/reproduce_results.sh OUT_DIR [fa2|d256|flash3|flash3bwd|fa1|memory|io|drift|oos|oos2|all]}"
+out="${1:?usage: scripts/reproduce_results.sh OUT_DIR [fa2|d256|flash3|flash3bwd|fa1|memory|io|drift|oos|oos2|oos3|all]}"
 what="${2:-all}"
 cd "$(dirname "$0")/.."
 bin="${FLASHIO_BIN:-build/flashio}"
@@ -180,5 +183,16 @@ if [ "$what" = oos2 ] || [ "$what" = all ]; then
   {"method": "flash1", "batch": 3, "heads": 5, "head_dim": 128, "seqlen": 3300, "causal": [false, true], "pass": ["fwd", "fwdbwd"]},
   {"method": "flash2", "batch": 3, "heads": 10, "head_dim": 64, "seqlen": 3300, "causal": [false, true], "pass": "bwd",
    "deterministic": true}]}
+JSON
+fi
+
+if [ "$what" = oos3 ] || [ "$what" = all ]; then
+  run_sweep dram-oos3 --reps 5 --warmup 2 <<'JSON'
+{"description": "issue 19's third out-of-sample set: flash1's forward where its O, l, m re-reads may hit L1, chosen after the L1 term",
+ "sweeps": [
+  {"method": "flash1", "batch": 1, "heads": 14, "head_dim": 32, "seqlen": 3500, "causal": [false, true], "pass": "fwd"},
+  {"method": "flash1", "batch": 3, "heads": 4, "head_dim": 96, "seqlen": 2900, "causal": [false, true], "pass": "fwd"},
+  {"method": "flash1", "batch": 2, "heads": 6, "head_dim": 128, "seqlen": 1800, "causal": [false, true], "pass": "fwd"},
+  {"method": "flash1", "batch": 1, "heads": 9, "head_dim": 64, "seqlen": 6100, "causal": [false, true], "pass": "fwd"}]}
 JSON
 fi
