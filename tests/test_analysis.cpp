@@ -1109,6 +1109,7 @@ TEST(AnalyzeCommand, CommittedFilesFailOnlyTheirKnownMissesWithTheirRatios) {
       {"nvidia-h200-dram-level.json", {18, 18}},
       {"nvidia-h200-dram-oos.json", {60, 60}},
       {"nvidia-h200-dram-oos2.json", {22, 22}},
+      {"nvidia-h200-dram-oos3.json", {8, 8}},
       {"nvidia-h200-fa1.json", {96, 96}},
       {"nvidia-h200-fa2.json", {96, 96}},
       {"nvidia-h200-figure2-left.json", {2, 2}},
