@@ -56,6 +56,8 @@ Traffic flash1_fwd_traffic(const Problem& p, const ModelTiles& t, const L1Reuse&
   require(t.splits >= 1, "flash1 forward: splits must be >= 1");
   const int64_t e = bytes_of(p.dtype), d = p.head_dim, nq = p.seqlen_q, nkmax = p.nk(), row_bytes = d * e;
   const int64_t br = t.block_r, bc = t.block_c, m_blocks = ceil_div(nq, br), splits = t.splits;
+  // The first Q tile K/V tile j visits (causal: the diagonal's).
+  auto i_first = [&](int64_t j) { return p.causal ? std::min(j * bc / br, m_blocks) : int64_t(0); };
   const auto lens = key_lengths(p);
   Traffic out;
   for (int64_t b = 0; b < p.batch; ++b) {
@@ -77,8 +79,7 @@ Traffic flash1_fwd_traffic(const Problem& p, const ModelTiles& t, const L1Reuse&
       }
       int64_t kv_rows = 0;
       for (int64_t j = 0; j < n_blocks; ++j) {
-        const int64_t i_first = p.causal ? std::min(j * bc / br, m_blocks) : 0;
-        const int64_t loaders = splits == 1 ? 1 : std::min(splits, m_blocks - i_first);  // blocks with a Q tile
+        const int64_t loaders = splits == 1 ? 1 : std::min(splits, m_blocks - i_first(j));  // blocks with a Q tile
         kv_rows += loaders * smem_row_deliveries(std::min(bc, nkmax - j * bc), t.smem_layout);
       }
       out.add("K,V tiles", 2 * kv_rows * row_bytes, 0);
@@ -100,10 +101,7 @@ Traffic flash1_fwd_traffic(const Problem& p, const ModelTiles& t, const L1Reuse&
         writeback += (visits - 1) * rmw[size_t(i)];
         final_write += rows * (d / 8) * kSector + 3 * vec;  // O in the element type: 16 of 32 bytes per sector
       }
-      if (l1.l1_bytes > 0)
-        reread = l1_missed_rereads(
-            rmw, footprint, splits, n_blocks,
-            [&](int64_t j) { return p.causal ? std::min(j * bc / br, m_blocks) : int64_t(0); }, l1);
+      if (l1.l1_bytes > 0) reread = l1_missed_rereads(rmw, footprint, splits, n_blocks, i_first, l1);
       out.add("Q tiles", q, 0);
       out.add("O, l, m re-read", reread, 0);
       out.add("O, L, l, m final write", 0, final_write);
