@@ -416,7 +416,9 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
   const std::string dram_model =
       opt.wave_model ? fmt::format("the wave model (usable L2 = {:.0f} % of L2, co-resident drift {:.2f})",
                                    opt.l2_usable_fraction * 100, opt.drift)
-                     : std::string("the L2 simulation of the schedule (analysis/l2_sim.h; no fitted constant)");
+                     : std::string(
+                           "the L2 simulation of the schedule (analysis/l2_sim.h; no constant fitted to results, its "
+                           "GH100 dirty rule to the L2 probe)");
   md += fmt::format(
       "Verdicts: SM↔L2 against the exact schedule model within ±{:.0f} % (fused kernels), DRAM against {} within "
       "±{:.0f} %, sweep exponents within ±{:.2f} of the model's.\n\n",
@@ -452,8 +454,11 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
     gpu.wave_model = opt.wave_model;
     gpu.l2_partitions =
         opt.l2_partitions > 0 ? opt.l2_partitions : l2_partitions_of(device.value("name", std::string()));
-    gpu.l2_dirty_share =
-        opt.l2_dirty_share >= 0 ? opt.l2_dirty_share : l2_dirty_share_of(device.value("name", std::string()));
+    gpu.l2_dirty = l2_dirty_rule_of(device.value("name", std::string()));
+    if (opt.l2_dirty_share >= 0) {  // the cap alone; a band that would lie above it is dropped
+      gpu.l2_dirty.share = opt.l2_dirty_share;
+      if (gpu.l2_dirty.band_from >= opt.l2_dirty_share) gpu.l2_dirty.band_from = gpu.l2_dirty.band_rate = 0;
+    }
     json recs = json::array();
     md += fmt::format("## {} — {} ({} records)\n\n", path, device.value("name", std::string("unknown device")),
                       doc.value("records", json::array()).size());

@@ -80,7 +80,8 @@ class Commands final : public AnalysisCommands {
     analyze_
         ->add_option("--l2-dirty-share", opt_.l2_dirty_share,
                      "DRAM simulation: the share of an L2 partition that may hold dirty lines, 0 for no limit "
-                     "(default: 0.46 on H100/H200, measured by scripts/l2_probe.sh; none elsewhere)")
+                     "(default: 0.455 on H100/H200, measured by scripts/l2_probe.sh; none elsewhere); the "
+                     "victim window and cleaning band stay the device's")
         ->check(CLI::Range(0.0, 1.0));
     analyze_
         ->add_option("--dq-adds", opt_.dq_adds,

@@ -59,7 +59,7 @@ void simulate_pass(const ModelPoint& m, const IoModel& model, const DramContext&
   if (out.coarse > 1) trace = *model.dram_trace(m, ctx, out.coarse);
   out.l2_partitions = gpu.l2_partitions > 0 ? gpu.l2_partitions : 1;
   const L2SimResult r =
-      simulate_l2(trace.buffers, trace.kernels, {gpu.l2_bytes, out.l2_partitions, gpu.sm_count, gpu.l2_dirty_share});
+      simulate_l2(trace.buffers, trace.kernels, {gpu.l2_bytes, out.l2_partitions, gpu.sm_count, gpu.l2_dirty});
   out.model = "L2 simulation";
   out.predicted = r.dram_read + r.dram_write;
   out.sim_steps = r.steps;
@@ -91,7 +91,7 @@ void simulate_pass(const ModelPoint& m, const IoModel& model, const DramContext&
   out.footprint = pass_footprint(m, model);
   out.resident = out.footprint <= gpu.l2_bytes;
   out.note = "L2 simulation; dominant: " + out.dominant;
-  if (gpu.l2_dirty_share <= 0) out.note += "; no L2 dirty limit (measured on GH100 only)";
+  if (gpu.l2_dirty.share <= 0) out.note += "; no L2 dirty limit (measured on GH100 only)";
 }
 
 }  // namespace
@@ -136,7 +136,7 @@ bool is_gh100(const std::string& name) {
   return false;
 }
 
-double l2_dirty_share_of(const std::string& name) { return is_gh100(name) ? kGh100L2DirtyShare : 0.0; }
+L2DirtyRule l2_dirty_rule_of(const std::string& name) { return is_gh100(name) ? kGh100L2Dirty : L2DirtyRule{}; }
 
 int blocks_per_sm(int threads, int64_t smem_bytes, const GpuLimits& gpu, int registers_per_thread) {
   if (gpu.blocks_per_sm_override > 0) return gpu.blocks_per_sm_override;

@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "analysis/io_model.h"
+#include "analysis/l2_sim.h"
 #include "bench/core/counters.h"
 
 namespace flashio::analysis {
@@ -68,7 +69,7 @@ struct GpuLimits {
   double drift = kDefaultCoResidentDrift;  // co-resident drift (see above); 0 = layers in lock-step
   bool drift_all_kernels = false;          // apply it also to kernels recorded without local memory
   int l2_partitions = 0;                   // the simulation's L2 partitions; 0: l2_partitions_of the device
-  double l2_dirty_share = 0;               // the simulation's dirty limit (l2_sim.h); 0: none (l2_dirty_share_of)
+  L2DirtyRule l2_dirty;                    // the simulation's dirty rule (l2_sim.h); none by default (l2_dirty_rule_of)
   bool wave_model = false;                 // predict with the wave model instead of the L2 simulation
 };
 
@@ -77,10 +78,10 @@ struct GpuLimits {
 // the GPCs directly connected to it), one otherwise.
 int l2_partitions_of(const std::string& device_name);
 
-// The share of each L2 partition that may hold dirty lines, by the GPU's name: kGh100L2DirtyShare
-// on GH100 (H100, H200, H800, GH200: measured by scripts/l2_probe.sh on an H100), 0 (no limit:
-// not measured) elsewhere.
-double l2_dirty_share_of(const std::string& device_name);
+// How an L2 partition writes dirty lines back, by the GPU's name: kGh100L2Dirty on GH100 (H100,
+// H200, H800, GH200: measured by scripts/l2_probe.sh on both), none (no limit: not measured)
+// elsewhere.
+L2DirtyRule l2_dirty_rule_of(const std::string& device_name);
 bool is_gh100(const std::string& device_name);
 
 // The simulation's step budget: a pass with more tile iterations is coarsened (above).

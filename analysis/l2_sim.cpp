@@ -56,16 +56,23 @@ L2Model::L2Model(const std::vector<SimBuffer>& buffers, const L2SimConfig& cfg) 
       buffer_of_[size_t(base_[b] + c)] = int32_t(b);
       bytes_[size_t(base_[b] + c)] = buffers_[b].chunk_bytes(c);
     }
-  if (cfg.dirty_share < 0 || cfg.dirty_share > 1)
-    throw std::invalid_argument("L2 simulation: the dirty share must lie in [0, 1]");
+  const L2DirtyRule& rule = cfg.dirty;
+  auto share = [](double x) { return x >= 0 && x <= 1; };
+  if (!share(rule.share) || !share(rule.victim_window) || !share(rule.band_from) || !share(rule.band_rate) ||
+      (rule.band_rate > 0 && rule.band_from >= rule.share))
+    throw std::invalid_argument("L2 simulation: the dirty rule's shares must lie in [0, 1], its band below its cap");
+  dirty_ = rule;
   parts_.resize(size_t(cfg.partitions));
   for (auto& p : parts_) {
     p.capacity = cfg.l2_bytes / cfg.partitions;
     p.prev.assign(size_t(n), -1), p.next.assign(size_t(n), -1);
     p.in.assign(size_t(n), 0), p.dirty.assign(size_t(n), 0);
-    if (cfg.dirty_share > 0) {
-      p.dirty_capacity = int64_t(cfg.dirty_share * double(p.capacity));
-      p.dprev.assign(size_t(n), -1), p.dnext.assign(size_t(n), -1);
+    if (rule.share > 0) {
+      p.dirty_capacity = int64_t(rule.share * double(p.capacity));
+      p.band_from = int64_t(rule.band_from * double(p.capacity));
+      p.dstamp.assign(size_t(n), 0);
+      p.stamp_chunk.assign(size_t(2 * n + 64) + 1, -1);  // twice the chunks: a restamp every n writes at most
+      p.fenwick.assign(p.stamp_chunk.size(), 0);
     }
   }
   read_of_.assign(buffers_.size(), 0), write_of_.assign(buffers_.size(), 0);
@@ -80,19 +87,63 @@ int L2Model::home_of(int64_t id) const {
   return int(z % parts_.size());
 }
 
+void L2Model::add_stamp(Part& p, int64_t stamp, int64_t bytes) {
+  for (size_t k = size_t(stamp); k < p.fenwick.size(); k += k & (~k + 1)) p.fenwick[k] += bytes;
+}
+
 void L2Model::unlink_dirty(Part& p, int64_t id) {
   const size_t i = size_t(id);
   if (p.dirty_capacity <= 0 || !p.dirty[i]) return;
-  if (p.dprev[i] >= 0)
-    p.dnext[size_t(p.dprev[i])] = p.dnext[i];
-  else
-    p.dhead = p.dnext[i];
-  if (p.dnext[i] >= 0)
-    p.dprev[size_t(p.dnext[i])] = p.dprev[i];
-  else
-    p.dtail = p.dprev[i];
-  p.dprev[i] = p.dnext[i] = -1;
+  add_stamp(p, p.dstamp[i], -bytes_[i]);
+  p.stamp_chunk[size_t(p.dstamp[i])] = -1;
   p.dirty_used -= bytes_[i];
+}
+
+// The stamps run out: the live ones renumbered 1, 2, ... in write order, the tree rebuilt.
+void L2Model::restamp(Part& p) {
+  int64_t live = 0;
+  for (int64_t s = 1; s <= p.now; ++s) {
+    const int64_t id = p.stamp_chunk[size_t(s)];
+    if (id < 0) continue;
+    p.stamp_chunk[size_t(s)] = -1;
+    p.stamp_chunk[size_t(++live)] = id;
+    p.dstamp[size_t(id)] = live;
+  }
+  p.now = live;
+  std::fill(p.fenwick.begin(), p.fenwick.end(), 0);
+  for (size_t k = 1; k < p.fenwick.size(); ++k) {
+    if (k <= size_t(live)) p.fenwick[k] += bytes_[size_t(p.stamp_chunk[k])];
+    const size_t up = k + (k & (~k + 1));
+    if (up < p.fenwick.size()) p.fenwick[up] += p.fenwick[k];
+  }
+}
+
+// The next victim: the dirty chunk holding byte rank u · victim_window · dirty bytes counted from
+// the least recently written, u the partition's next draw of a golden-ratio (Weyl) sequence —
+// uniform and deterministic; the oldest where that is `id`, the chunk being written; −1 when `id`
+// is the only dirty chunk.
+int64_t L2Model::draw_victim(const Part& p, int64_t id) const {
+  const double u = double((p.draws * 0x9e3779b97f4a7c15ull) >> 11) * 0x1p-53;
+  auto at_rank = [&](int64_t rank) {  // Fenwick descent: the first stamp whose prefix exceeds rank
+    size_t pos = 0;
+    for (size_t step = size_t(1) << (63 - __builtin_clzll(p.fenwick.size() - 1)); step > 0; step >>= 1)
+      if (pos + step < p.fenwick.size() && p.fenwick[pos + step] <= rank) {
+        pos += step;
+        rank -= p.fenwick[pos];
+      }
+    return p.stamp_chunk[pos + 1];
+  };
+  const int64_t rank = std::min(p.dirty_used - 1, int64_t(u * dirty_.victim_window * double(p.dirty_used)));
+  int64_t victim = at_rank(rank);
+  if (victim == id) victim = at_rank(0);
+  return victim == id ? -1 : victim;
+}
+
+void L2Model::clean(Part& p, int64_t victim) {
+  write_back(victim);
+  unlink_dirty(p, victim);
+  p.dirty[size_t(victim)] = 0;
+  ++p.draws;
 }
 
 void L2Model::write_back(int64_t id) {
@@ -101,23 +152,30 @@ void L2Model::write_back(int64_t id) {
   write_of_[size_t(buffer_of_[size_t(id)])] += bytes_[size_t(id)];
 }
 
-// A chunk written (or reduced into): dirty, the most recently written. Past the partition's
-// dirty capacity, the least recently written dirty chunks are written back and stay, clean.
+// A chunk written (or reduced into): dirty, the most recently written. Past the partition's dirty
+// capacity, victims (draw_victim) are written back until it holds again; within it but past the
+// band, the write owes its bytes × the band's rate of write-back, paid in whole victims. Victims
+// stay, clean.
 void L2Model::mark_dirty(Part& p, int64_t id) {
   const size_t i = size_t(id);
   unlink_dirty(p, id);
   p.dirty[i] = 1;
   if (p.dirty_capacity <= 0) return;
-  p.dprev[i] = -1, p.dnext[i] = p.dhead;
-  if (p.dhead >= 0) p.dprev[size_t(p.dhead)] = id;
-  p.dhead = id;
-  if (p.dtail < 0) p.dtail = id;
+  if (p.now + 1 >= int64_t(p.stamp_chunk.size())) restamp(p);
+  p.dstamp[i] = ++p.now;
+  p.stamp_chunk[size_t(p.now)] = id;
+  add_stamp(p, p.now, bytes_[i]);
   p.dirty_used += bytes_[i];
-  while (p.dirty_used > p.dirty_capacity && p.dtail >= 0 && p.dtail != id) {
-    const int64_t victim = p.dtail;
-    write_back(victim);
-    unlink_dirty(p, victim);
-    p.dirty[size_t(victim)] = 0;
+  if (p.dirty_used > p.dirty_capacity) {
+    for (int64_t victim; p.dirty_used > p.dirty_capacity && (victim = draw_victim(p, id)) >= 0;) clean(p, victim);
+    return;
+  }
+  if (dirty_.band_rate <= 0 || p.dirty_used <= p.band_from) return;
+  p.band_due += double(bytes_[i]) * dirty_.band_rate *
+                std::min(1.0, double(p.dirty_used - p.band_from) / double(p.dirty_capacity - p.band_from));
+  for (int64_t victim; (victim = draw_victim(p, id)) >= 0 && p.band_due >= double(bytes_[size_t(victim)]);) {
+    p.band_due -= double(bytes_[size_t(victim)]);
+    clean(p, victim);
   }
 }
 

@@ -20,10 +20,10 @@
 //   SM or every SM, where dropping the copy would keep the whole buffer up to the L2's size;
 //   a reduction (dQ atomics, a
 //   read-modify-write) reads its chunk from DRAM on a miss and leaves it dirty; a dirty chunk
-//   is written back when evicted, or — where the device's dirty share is known (GH100:
-//   kGh100L2DirtyShare, measured) — when the partition's dirty chunks exceed that share of it
-//   (the least recently written first; it stays, clean). Dirty chunks left at the end stay in L2 (the counters' ranges
-//   end with the last kernel);
+//   is written back when evicted, or before, by the device's dirty rule (GH100: kGh100L2Dirty,
+//   measured; below): past a share of the partition, and in a band below it. A chunk written
+//   back stays, clean. Dirty chunks left at the end stay in L2 (the counters' ranges end with
+//   the last kernel);
 // * counting: DRAM bytes are counted while a `counted` kernel runs (the counters' per-kernel
 //   ranges; cudaMemsetAsync is no kernel of them, its evictions are not counted, the dirty
 //   lines it leaves are).
@@ -100,22 +100,41 @@ struct SimTrace {
   std::vector<SimKernel> kernels;
 };
 
-// The share of each partition that may hold dirty chunks (0: no limit, every chunk may stay dirty
-// until it is evicted). GH100, measured by scripts/l2_probe.sh (tests/gpu_l2_probe.cu, write mode:
-// a kernel writes a buffer of S, the next reads 3 × L2 and its DRAM writes are the dirty bytes the
-// L2 still held): on the H100 (50 MiB L2, 2026-11-26,
-// results/crosscheck/issue19-l2-probe/nvidia-h100-l2-probe.txt) every S up to 0.375 of the L2
-// comes back whole, every S from 0.55 to 2 × the L2 leaves 23.6–24.5 MB dirty, 0.45–0.47 of the
-// L2 (median 0.46), from one SM or from all; tests/test_l2_sim.cpp checks the constant against
-// that table. Beyond it, the least recently written dirty chunk of the partition is written back
-// (and stays, clean). Measured on GH100 only: other chips get no limit (l2_dirty_share_of).
-inline constexpr double kGh100L2DirtyShare = 0.46;
+// How a partition's dirty chunks are written back before they are evicted (GH100: measured by
+// scripts/l2_probe.sh, tests/gpu_l2_probe.cu; the fit to every probe row is
+// results/crosscheck/issue19-l2-probe/soft-dirty-fit/REPORT.md):
+// * share: the cap. Past this share of the partition, dirty chunks are written back (and stay,
+//   clean) until the dirty bytes are within it again. 0: no limit, every chunk stays dirty until
+//   it is evicted. The probe's write mode (a kernel writes a buffer of S, the next reads 3 × L2,
+//   its DRAM writes are the dirty bytes the L2 still held): every S from 0.55 to 2 × L2 leaves
+//   0.446–0.468 of the L2 dirty, from one SM or from all (median 0.457 on the H200, 0.464 on the
+//   H100; tests/test_l2_sim.cpp checks the constant against both tables);
+// * victim_window: the chunk written back is drawn from this oldest share of the dirty bytes
+//   (counted in write order; 0: the least recently written). A cyclic read-modify-write of 1.1 ×
+//   the cap writes back half its lines per pass (0.50 measured), not all of them (strict least
+//   recently written) nor 0.18 (a uniformly random victim): 0.25 fits 0.5–0.75 × L2;
+// * band_from, band_rate: the cleaning band. Once a write leaves the partition's dirty bytes past
+//   band_from of it (but within the cap), that write also writes back `rate` of its bytes, the
+//   rate rising linearly from 0 at band_from to band_rate at the cap, victims drawn as above:
+//   a cyclic read-modify-write at 0.375 of the L2 writes back 0.012 of its bytes per pass, at
+//   0.42 already 0.135 (a single write there loses only 0.01–0.02).
+// The draws are deterministic (a golden-ratio sequence per partition). Unfitted, stated in the
+// report: write-backs during a pure read right after a write near the cap (`a` mode), one SM's
+// read-modify-write with its near partition full (0.04–0.16 more than simulated), a reversed
+// pass inside the band (0.04–0.08 less). Measured on GH100 only: other chips get no limit
+// (l2_dirty_rule_of).
+struct L2DirtyRule {
+  double share = 0;
+  double victim_window = 0;
+  double band_from = 0, band_rate = 0;
+};
+inline constexpr L2DirtyRule kGh100L2Dirty{0.455, 0.25, 0.37, 0.25};
 
 struct L2SimConfig {
   int64_t l2_bytes = 0;
   int partitions = 1;
   int sm_count = 0;
-  double dirty_share = 0;
+  L2DirtyRule dirty;
 };
 
 struct L2SimResult {
@@ -151,14 +170,23 @@ class L2Model {
     int64_t head = -1, tail = -1;  // most / least recently used
     std::vector<int64_t> prev, next;
     std::vector<uint8_t> in, dirty;
-    // The dirty limit (dirty_capacity > 0): dirty chunks, most / least recently written.
-    int64_t dirty_capacity = 0, dirty_used = 0;
-    int64_t dhead = -1, dtail = -1;
-    std::vector<int64_t> dprev, dnext;
+    // The dirty rule (dirty_capacity > 0): the dirty chunks in write order, as a Fenwick tree
+    // over write stamps holding each live stamp's bytes (victims are found by byte rank).
+    int64_t dirty_capacity = 0, dirty_used = 0, band_from = 0;
+    std::vector<int64_t> dstamp;       // chunk → stamp of its last write (while dirty)
+    std::vector<int64_t> stamp_chunk;  // stamp → chunk, −1: no longer live
+    std::vector<int64_t> fenwick;      // over stamps 1..size: bytes of the live ones
+    int64_t now = 0;                   // stamps used
+    double band_due = 0;               // bytes of write-back the band owes
+    uint64_t draws = 0;                // victims drawn
   };
   void touch(Part& p, int64_t id);
   void mark_dirty(Part& p, int64_t id);
   void unlink_dirty(Part& p, int64_t id);
+  void add_stamp(Part& p, int64_t stamp, int64_t bytes);
+  void restamp(Part& p);
+  int64_t draw_victim(const Part& p, int64_t id) const;
+  void clean(Part& p, int64_t victim);
   void write_back(int64_t id);
   void insert(Part& p, int64_t id, bool dirty);
   void remove(Part& p, int64_t id);
@@ -169,6 +197,7 @@ class L2Model {
   std::vector<int32_t> buffer_of_;  // global id → buffer
   std::vector<int64_t> bytes_;      // global id → chunk bytes
   std::vector<Part> parts_;
+  L2DirtyRule dirty_;
   bool counting_ = true;
   int64_t read_ = 0, write_ = 0;
   std::vector<int64_t> read_of_, write_of_;

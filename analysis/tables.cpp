@@ -535,7 +535,7 @@ std::vector<Table> predict_tables(const PredictRequest& r) {
   for (const GpuFigures& g : gpus) {
     GpuLimits lim{g.sm_count, g.smem_per_sm_bytes, g.l2_bytes, g.max_threads_per_sm};
     lim.l2_partitions = l2_partitions_of(g.name);
-    lim.l2_dirty_share = l2_dirty_share_of(g.name);
+    lim.l2_dirty = l2_dirty_rule_of(g.name);
     lim.wave_model = r.wave_model;
     Table t{fmt::format(
                 "{}: {} SMs, {} KiB shared memory/SM, L2 {} MiB, {:.0f} GB/s, {:.0f} TFLOP/s fp16 — b {} · h {} · "

@@ -9,7 +9,7 @@ namespace flashio::testing_util {
 inline analysis::GpuLimits test_h100_limits() {
   analysis::GpuLimits g;
   g.sm_count = 132, g.smem_per_sm_bytes = 233472, g.l2_bytes = 52428800, g.l2_partitions = 2;
-  g.l2_dirty_share = analysis::kGh100L2DirtyShare;
+  g.l2_dirty = analysis::kGh100L2Dirty;
   return g;
 }
 
