@@ -26,14 +26,14 @@ printf "%8s %7s %5s %12s %12s %10s\n" "MiB" "blocks" "mode" "pass DRAM rd" "next
 for frac in ${FLASHIO_PROBE_FRACS:-0.125 0.25 0.375 0.45 0.5 0.55 0.625 0.75 0.875 0.95 1.0 1.05 1.25 1.5 2.0}; do
   mib=$(python3 -c "print(round($frac * $l2_mib, 2))")
   for blocks in 0 1; do
-    for mode in ${FLASHIO_PROBE_MODES:-r w a m}; do  # d:US = mode d with a wait of US microseconds
-      spin=""; [ "${mode%%:*}" = d ] && spin="${mode#*:}"
+    for mode in ${FLASHIO_PROBE_MODES:-r w a m}; do  # d:US = mode d, a wait of US µs; c:F = mode c, F × L2 filled
+      spin=""; case "${mode%%:*}" in d | c) spin="${mode#*:}" ;; esac
       csv="$out/probe-${mib}-${blocks}-${mode/:/}.csv"
       ncu --cache-control none --clock-control none --replay-mode application --print-units base --metrics "$metrics" \
         -k regex:'probe_' --csv --log-file "$csv" "$out/l2_probe" "$mib" "$blocks" "${mode%%:*}" $spin >/dev/null
       # Launch order: flush, then (r) read, read; (w) write, flush; (a) write, read; (m) rmw, rmw;
-      # (v) rmw, reversed rmw; (d) write, wait, flush. The measured launch is the 3rd; for d the 4th's DRAM writes follow
-      # (the dirty bytes still held after the wait).
+      # (v) rmw, reversed rmw; (d) write, wait, flush; (c) write, partial flush, flush. The measured launch is the
+      # 3rd; for d and c the 4th's DRAM writes follow (the dirty bytes still held after the wait or the fills).
       python3 - "$csv" "$mib" "$blocks" "${mode/:/}" <<'EOF'
 import csv, sys
 path, mib, blocks, mode = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
@@ -47,8 +47,8 @@ ids = sorted(by_launch)
 third = by_launch[ids[2]]
 rd, wr = third.get("dram__bytes_read.sum", 0), third.get("dram__bytes_write.sum", 0)
 buf = mib * 1048576
-share = (wr if mode == "w" or mode.startswith("d") else rd) / buf
-held = f" {by_launch[ids[3]].get('dram__bytes_write.sum', 0):12.0f}" if mode.startswith("d") and len(ids) > 3 else ""
+share = (wr if mode == "w" or mode[0] in "dc" else rd) / buf
+held = f" {by_launch[ids[3]].get('dram__bytes_write.sum', 0):12.0f}" if mode[0] in "dc" and len(ids) > 3 else ""
 print(f"{mib:8.2f} {('all' if blocks == '0' else 'one'):>7} {mode:>5} {rd:12.0f} {wr:12.0f} {share:10.3f}{held}")
 EOF
     done
@@ -56,7 +56,8 @@ EOF
 done | tee "$out/table.txt"
 echo "table: $out/table.txt (share: r = 2nd pass DRAM reads / buffer; w = dirty bytes written back / buffer;"
 echo "  a = DRAM reads of the read after the write / buffer; m, v = 2nd read-modify-write's DRAM reads / buffer (v: in reverse);"
-echo "  dUS = DRAM writes while the GPU waited US microseconds after the write / buffer, then the dirty bytes still held)"
+echo "  dUS = DRAM writes while the GPU waited US microseconds after the write / buffer, then the dirty bytes still held;"
+echo "  cF = DRAM writes while F × L2 of other lines were read after the write / buffer, then the dirty bytes still held)"
 # Reduction contention (tests/gpu_red_probe.cu): the same blocks adding into one shared dQ-sized
 # tile, two per tile, or a tile each.
 "$out/red_probe" | tee "$out/red.txt"

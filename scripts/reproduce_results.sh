@@ -43,9 +43,14 @@
 #   oos3 A third out-of-sample set, chosen after the SM↔L2 model's L1 term (flash1's O, ℓ, m
 #        re-reads served by L1): flash1's forward where blocks own few Q tiles, at every compiled
 #        head dim (d 32, 64, 96, 128: other shared memory, another L1 beside it), causal off/on.
+#   oos4 A fourth out-of-sample set, chosen after the L2 simulation's soft dirty rule (a cap,
+#        victims from the oldest quarter of the dirty bytes, a cleaning band below the cap):
+#        flash1 with its fp32 O at 0.38, 0.43, 0.45 and 0.55 of the H200's L2 (d 64 and 128;
+#        in the band, at the cap, past it), causal off/on, fwd and fwd+bwd, and flash2's
+#        deterministic backward with its dQ accumulator at 0.46 of it.
 # Every flashio run reads hardware counters after timing (--counters full, the default).
 set -euo pipefail
-out="${1:?usage: scripts/reproduce_results.sh OUT_DIR [fa2|d256|flash3|flash3bwd|fa1|memory|io|drift|oos|oos2|oos3|all]}"
+out="${1:?usage: scripts/reproduce_results.sh OUT_DIR [fa2|d256|flash3|flash3bwd|fa1|memory|io|drift|oos|oos2|oos3|oos4|all]}"
 what="${2:-all}"
 cd "$(dirname "$0")/.."
 bin="${FLASHIO_BIN:-build/flashio}"
@@ -194,5 +199,18 @@ if [ "$what" = oos3 ] || [ "$what" = all ]; then
   {"method": "flash1", "batch": 3, "heads": 4, "head_dim": 96, "seqlen": 2900, "causal": [false, true], "pass": "fwd"},
   {"method": "flash1", "batch": 2, "heads": 6, "head_dim": 128, "seqlen": 1800, "causal": [false, true], "pass": "fwd"},
   {"method": "flash1", "batch": 1, "heads": 9, "head_dim": 64, "seqlen": 6100, "causal": [false, true], "pass": "fwd"}]}
+JSON
+fi
+
+if [ "$what" = oos4 ] || [ "$what" = all ]; then
+  run_sweep dram-oos4 --reps 5 --warmup 2 <<'JSON'
+{"description": "issue 19's fourth out-of-sample set: dirty streams in the band, at the cap and past it, chosen after the soft dirty rule",
+ "sweeps": [
+  {"method": "flash1", "batch": 4, "heads": 6, "head_dim": 64, "seqlen": 3900, "causal": [false, true], "pass": ["fwd", "fwdbwd"]},
+  {"method": "flash1", "batch": 2, "heads": 11, "head_dim": 64, "seqlen": 4800, "causal": [false, true], "pass": ["fwd", "fwdbwd"]},
+  {"method": "flash1", "batch": 1, "heads": 7, "head_dim": 128, "seqlen": 7900, "causal": [false, true], "pass": ["fwd", "fwdbwd"]},
+  {"method": "flash1", "batch": 2, "heads": 13, "head_dim": 128, "seqlen": 2600, "causal": [false, true], "pass": ["fwd", "fwdbwd"]},
+  {"method": "flash2", "batch": 2, "heads": 8, "head_dim": 128, "seqlen": 3500, "causal": [false, true], "pass": "bwd",
+   "deterministic": true}]}
 JSON
 fi

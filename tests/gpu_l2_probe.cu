@@ -24,6 +24,13 @@
 //                 `spin_us` microseconds, touching nothing): its DRAM writes = the dirty lines the
 //                 L2 wrote back on its own while nothing ran — a background cleaner below the
 //                 dirty limit writes some back, a limit enforced only on allocation writes none
+//   mode c        (clean fills beside dirty lines) probe_write, then probe_flush over the first
+//                 `share` × L2 of the other buffer (lines long evicted: every one a clean fill, from
+//                 every SM), then the whole flush: the partial read's DRAM writes = the dirty lines
+//                 written back while clean lines were allocated — least-recently-used replacement
+//                 evicts the older clean lines first and writes back nothing until the fills
+//                 outgrow them; a cleaning triggered by allocation into a full partition writes
+//                 back from the first fill — then the flush's DRAM writes, the dirty bytes still held
 // `blocks`: 0 = 4 blocks per SM (every SM reads, both partitions), 1 = one block (one SM: one
 // side). Loads are ld.global.cg (__ldcg: L2 only, no L1), 16 bytes per thread per iteration,
 // addresses in order, block b taking the b-th contiguous slice (a cyclic stream, LRU's worst case).
@@ -37,6 +44,7 @@
 // Build and run: scripts/l2_probe.sh (one command, prints the table).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -102,17 +110,23 @@ __global__ void probe_flush(const int4* __restrict__ buf, size_t n, unsigned* si
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s MiB blocks [r|w|a|m|v|d [spin_us]]   (blocks 0: 4 per SM; 1: one SM)\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MiB blocks [r|w|a|m|v|d [spin_us]|c [share]]   (blocks 0: 4 per SM; 1: one SM)\n",
+                 argv[0]);
     return 2;
   }
   const double mib = std::atof(argv[1]);
   int blocks = std::atoi(argv[2]);
   const std::string mode = argc > 3 ? argv[3] : "r";
-  if (mode != "r" && mode != "w" && mode != "a" && mode != "m" && mode != "v" && mode != "d") {
-    std::fprintf(stderr, "unknown mode %s: r, w, a, m, v or d\n", mode.c_str());
+  if (mode != "r" && mode != "w" && mode != "a" && mode != "m" && mode != "v" && mode != "d" && mode != "c") {
+    std::fprintf(stderr, "unknown mode %s: r, w, a, m, v, d or c\n", mode.c_str());
     return 2;
   }
   const double spin_us = argc > 4 ? std::atof(argv[4]) : 100.0;
+  const double fill_share = argc > 4 ? std::atof(argv[4]) : 0.1;
+  if (mode == "c" && !(fill_share > 0 && fill_share <= 3)) {
+    std::fprintf(stderr, "mode c: the share of the L2 to fill must lie in (0, 3]\n");
+    return 2;
+  }
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
   if (blocks <= 0) blocks = 4 * prop.multiProcessorCount;
@@ -138,6 +152,11 @@ int main(int argc, char** argv) {
     probe_write<<<blocks, 256>>>(buf, n);
     probe_spin<<<1, 1>>>((unsigned long long)(spin_us * 1000.0));  // its DRAM writes: cleaned while idle
     probe_flush<<<flush_blocks, 256>>>(other, flush_n, sink);      // the dirty bytes still held
+  } else if (mode == "c") {
+    probe_write<<<blocks, 256>>>(buf, n);
+    const size_t fill_n = std::min(flush_n, size_t(fill_share * double(prop.l2CacheSize)) / 16);
+    probe_flush<<<flush_blocks, 256>>>(other, fill_n, sink);   // its DRAM writes: cleaned by clean fills
+    probe_flush<<<flush_blocks, 256>>>(other, flush_n, sink);  // the dirty bytes still held
   } else if (mode == "v") {
     probe_rmw<<<blocks, 256>>>(buf, n);
     probe_rmw_reversed<<<blocks, 256>>>(buf, n);  // its DRAM writes: written back in reverse order
