@@ -31,7 +31,7 @@ for frac in ${FLASHIO_PROBE_FRACS:-0.125 0.25 0.375 0.45 0.5 0.55 0.625 0.75 0.8
       csv="$out/probe-${mib}-${blocks}-${mode/:/}.csv"
       ncu --cache-control none --clock-control none --replay-mode application --print-units base --metrics "$metrics" \
         -k regex:'probe_' --csv --log-file "$csv" "$out/l2_probe" "$mib" "$blocks" "${mode%%:*}" $spin >/dev/null
-      # Launch order: flush, then (r) read, read; (w) write, flush; (a) write, read; (m) rmw, rmw;
+      # Launch order: flush, then (r) read, read; (w) write, flush; (a) write, read; (m) rmw, rmw; (k, x) mix, mix;
       # (v) rmw, reversed rmw; (d) write, wait, flush; (c) write, partial flush, flush. The measured launch is the
       # 3rd; for d and c the 4th's DRAM writes follow (the dirty bytes still held after the wait or the fills).
       python3 - "$csv" "$mib" "$blocks" "${mode/:/}" <<'EOF'
@@ -57,7 +57,8 @@ done | tee "$out/table.txt"
 echo "table: $out/table.txt (share: r = 2nd pass DRAM reads / buffer; w = dirty bytes written back / buffer;"
 echo "  a = DRAM reads of the read after the write / buffer; m, v = 2nd read-modify-write's DRAM reads / buffer (v: in reverse);"
 echo "  dUS = DRAM writes while the GPU waited US microseconds after the write / buffer, then the dirty bytes still held;"
-echo "  cF = DRAM writes while F × L2 of other lines were read after the write / buffer, then the dirty bytes still held)"
+echo "  cF = DRAM writes while F × L2 of other lines were read after the write / buffer, then the dirty bytes still held;"
+echo "  k, x = the 2nd pass's DRAM reads / buffer over the buffer (k: read-modify-written, x: read) and a read one of half its size)"
 # Reduction contention (tests/gpu_red_probe.cu): the same blocks adding into one shared dQ-sized
 # tile, two per tile, or a tile each.
 "$out/red_probe" | tee "$out/red.txt"

@@ -31,6 +31,11 @@
 //                 evicts the older clean lines first and writes back nothing until the fills
 //                 outgrow them; a cleaning triggered by allocation into a full partition writes
 //                 back from the first fill — then the flush's DRAM writes, the dirty bytes still held
+//   mode k        (two streams, as flash1's forward: its fp32 O read-modify-written and its Q read at
+//                 every K/V tile) probe_mix twice over the buffer (read-modify-written) and a second
+//                 buffer of half its size (read), each block its slices of both, interleaved: the
+//                 second pass's DRAM reads and writes — against mode m of the same footprint
+//   mode x        as k with the first buffer only read: two read streams, the same footprint
 // `blocks`: 0 = 4 blocks per SM (every SM reads, both partitions), 1 = one block (one SM: one
 // side). Loads are ld.global.cg (__ldcg: L2 only, no L1), 16 bytes per thread per iteration,
 // addresses in order, block b taking the b-th contiguous slice (a cyclic stream, LRU's worst case).
@@ -91,6 +96,31 @@ __global__ void probe_rmw_reversed(int4* __restrict__ buf, size_t n) {
   }
 }
 
+// Block b walks its slice of `a` (read-modify-written, or only read) and, every other element, its
+// slice of `b` (read): two interleaved streams, `b` half the size of `a`.
+__global__ void probe_mix(int4* __restrict__ a, size_t na, const int4* __restrict__ b, size_t nb, bool rmw,
+                          unsigned* sink) {
+  const size_t per_a = (na + gridDim.x - 1) / gridDim.x, per_b = (nb + gridDim.x - 1) / gridDim.x;
+  const size_t from_a = size_t(blockIdx.x) * per_a, to_a = min(na, from_a + per_a);
+  const size_t from_b = size_t(blockIdx.x) * per_b, to_b = min(nb, from_b + per_b);
+  int acc = 0;
+  for (size_t k = threadIdx.x; from_a + k < to_a; k += blockDim.x) {
+    int4 v = __ldcg(a + from_a + k);
+    if (rmw) {
+      v.x += 1;
+      __stcg(a + from_a + k, v);
+    } else {
+      acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    const size_t row = k / blockDim.x, j = from_b + row / 2 * blockDim.x + threadIdx.x;
+    if (row % 2 == 0 && j < to_b) {  // every other row of a: the next row of b
+      const int4 w = __ldcg(b + j);
+      acc ^= w.x ^ w.y ^ w.z ^ w.w;
+    }
+  }
+  if (acc == 0x7fffffff) atomicAdd(sink, 1u);
+}
+
 __global__ void probe_spin(unsigned long long ns) {
   unsigned long long t0 = 0, t = 0;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
@@ -117,8 +147,9 @@ int main(int argc, char** argv) {
   const double mib = std::atof(argv[1]);
   int blocks = std::atoi(argv[2]);
   const std::string mode = argc > 3 ? argv[3] : "r";
-  if (mode != "r" && mode != "w" && mode != "a" && mode != "m" && mode != "v" && mode != "d" && mode != "c") {
-    std::fprintf(stderr, "unknown mode %s: r, w, a, m, v, d or c\n", mode.c_str());
+  if (mode != "r" && mode != "w" && mode != "a" && mode != "m" && mode != "v" && mode != "d" && mode != "c" &&
+      mode != "k" && mode != "x") {
+    std::fprintf(stderr, "unknown mode %s: r, w, a, m, v, d, c, k or x\n", mode.c_str());
     return 2;
   }
   const double spin_us = argc > 4 ? std::atof(argv[4]) : 100.0;
@@ -139,6 +170,10 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&sink, sizeof(unsigned)));
   CHECK(cudaMemset(buf, 1, bytes));
   CHECK(cudaMemset(other, 2, flush_bytes));
+  int4* half = nullptr;  // modes k and x: the second stream, half the buffer
+  const size_t half_n = n / 2;
+  CHECK(cudaMalloc(&half, half_n * 16 + 16));
+  CHECK(cudaMemset(half, 3, half_n * 16 + 16));
   CHECK(cudaDeviceSynchronize());
   const int flush_blocks = 4 * prop.multiProcessorCount;
   probe_flush<<<flush_blocks, 256>>>(other, flush_n, sink);
@@ -157,6 +192,9 @@ int main(int argc, char** argv) {
     const size_t fill_n = std::min(flush_n, size_t(fill_share * double(prop.l2CacheSize)) / 16);
     probe_flush<<<flush_blocks, 256>>>(other, fill_n, sink);   // its DRAM writes: cleaned by clean fills
     probe_flush<<<flush_blocks, 256>>>(other, flush_n, sink);  // the dirty bytes still held
+  } else if (mode == "k" || mode == "x") {
+    probe_mix<<<blocks, 256>>>(buf, n, half, half_n, mode == "k", sink);
+    probe_mix<<<blocks, 256>>>(buf, n, half, half_n, mode == "k", sink);  // its DRAM reads and writes
   } else if (mode == "v") {
     probe_rmw<<<blocks, 256>>>(buf, n);
     probe_rmw_reversed<<<blocks, 256>>>(buf, n);  // its DRAM writes: written back in reverse order
