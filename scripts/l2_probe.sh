@@ -6,7 +6,8 @@
 # time of fp32 reductions into one shared tile against a tile per block.
 #
 #   scripts/l2_probe.sh [OUT_DIR]        (default out/l2-probe; needs nvcc and ncu on PATH)
-#   FLASHIO_PROBE_MODES="r w a m" and FLASHIO_PROBE_FRACS="0.125 … 2.0" (shares of the L2) narrow it.
+#   FLASHIO_PROBE_MODES="r w a m" and FLASHIO_PROBE_FRACS="0.125 … 2.0" (shares of the L2) narrow it;
+#   FLASHIO_PROBE_BLOCKS="0 1" (0: 4 blocks per SM, 1: one block; another count: that many blocks).
 #
 # ncu runs with --cache-control none (no flush between the kernels: the probe's point) and
 # --replay-mode application (each metric pass reruns the program, so the L2 state a kernel sees
@@ -25,7 +26,7 @@ metrics="dram__bytes_read.sum,dram__bytes_write.sum"
 printf "%8s %7s %5s %12s %12s %10s\n" "MiB" "blocks" "mode" "pass DRAM rd" "next DRAM wr" "share"
 for frac in ${FLASHIO_PROBE_FRACS:-0.125 0.25 0.375 0.45 0.5 0.55 0.625 0.75 0.875 0.95 1.0 1.05 1.25 1.5 2.0}; do
   mib=$(python3 -c "print(round($frac * $l2_mib, 2))")
-  for blocks in 0 1; do
+  for blocks in ${FLASHIO_PROBE_BLOCKS:-0 1}; do  # 0: 4 blocks per SM, 1: one SM, N: N blocks
     for mode in ${FLASHIO_PROBE_MODES:-r w a m}; do  # d:US = mode d, a wait of US µs; c:F = mode c, F × L2 filled
       spin=""; case "${mode%%:*}" in d | c) spin="${mode#*:}" ;; esac
       csv="$out/probe-${mib}-${blocks}-${mode/:/}.csv"
@@ -49,7 +50,7 @@ rd, wr = third.get("dram__bytes_read.sum", 0), third.get("dram__bytes_write.sum"
 buf = mib * 1048576
 share = (wr if mode == "w" or mode[0] in "dc" else rd) / buf
 held = f" {by_launch[ids[3]].get('dram__bytes_write.sum', 0):12.0f}" if mode[0] in "dc" and len(ids) > 3 else ""
-print(f"{mib:8.2f} {('all' if blocks == '0' else 'one'):>7} {mode:>5} {rd:12.0f} {wr:12.0f} {share:10.3f}{held}")
+print(f"{mib:8.2f} {({'0': 'all', '1': 'one'}.get(blocks, blocks)):>7} {mode:>5} {rd:12.0f} {wr:12.0f} {share:10.3f}{held}")
 EOF
     done
   done
