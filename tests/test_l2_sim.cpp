@@ -379,8 +379,7 @@ ProbeShares simulate_probe(double mib, bool every_sm, char mode, const L2SimConf
   constexpr int64_t kChunk = 4096;
   const int64_t chunks = int64_t(mib * 1048576) / kChunk, flush = 3 * cfg.l2_bytes / kChunk;
   const int64_t blocks = every_sm ? 4 * cfg.sm_count : 1, per_block = (chunks + blocks - 1) / blocks;
-  L2Model l2({{"buf", 1, chunks, kChunk, 1}, {"other", 1, flush, kChunk, 1}, {"half", 1, chunks / 2, kChunk, 1}},
-             cfg);
+  L2Model l2({{"buf", 1, chunks, kChunk, 1}, {"other", 1, flush, kChunk, 1}, {"half", 1, chunks / 2, kChunk, 1}}, cfg);
   auto stream = [&](int32_t buf, int64_t n, const std::vector<SimOp>& ops, bool grid_stride) {
     const int64_t per = grid_stride ? (n + 4 * cfg.sm_count - 1) / (4 * cfg.sm_count) : per_block;
     const int64_t nb = grid_stride ? 4 * cfg.sm_count : blocks;
