@@ -8,6 +8,7 @@
 
 #include "analysis/l2_sim.h"
 #include "analysis/models/model.h"
+#include "bench/core/smem.h"
 
 namespace flashio::analysis {
 
@@ -141,10 +142,9 @@ L2DirtyRule l2_dirty_rule_of(const std::string& name) { return is_gh100(name) ? 
 int blocks_per_sm(int threads, int64_t smem_bytes, const GpuLimits& gpu, int registers_per_thread) {
   if (gpu.blocks_per_sm_override > 0) return gpu.blocks_per_sm_override;
   constexpr int kMaxBlocksPerSm = 32;
-  constexpr int64_t kReservedSmemPerBlock = 1024;
   int n = kMaxBlocksPerSm;
   if (threads > 0) n = std::min(n, gpu.max_threads_per_sm / threads);
-  if (smem_bytes > 0) n = std::min<int64_t>(n, gpu.smem_per_sm_bytes / (smem_bytes + kReservedSmemPerBlock));
+  if (smem_bytes > 0) n = std::min<int64_t>(n, gpu.smem_per_sm_bytes / (smem_bytes + kSmemReservedPerBlock));
   if (registers_per_thread > 0 && threads > 0) {
     const int per_warp = ceil_div(registers_per_thread * 32, kRegisterAllocationUnit) * kRegisterAllocationUnit;
     const int warps = ceil_div(threads, 32);

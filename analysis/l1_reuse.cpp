@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "analysis/dram_model.h"
+#include "bench/core/smem.h"
 
 namespace flashio::analysis {
 
@@ -12,7 +13,6 @@ namespace {
 
 constexpr int64_t kKiB = 1024;
 constexpr int64_t kGh100L1SmemBytes = 256 * kKiB;  // an SM's unified L1 / shared memory
-constexpr int64_t kReservedSmemPerBlock = 1 * kKiB;
 constexpr int kGh100SmemCarveouts[] = {0, 8, 16, 32, 64, 100, 132, 164, 196, 228};  // KiB
 
 // The L1 probe's curves (scripts/l1_probe.sh on an H200, 4 passes): the resident blocks' stream
@@ -61,7 +61,7 @@ double kept_share(double x, const KeptCurve& c) {
 
 L1Reuse l1_reuse_of(const std::string& device_name, int64_t smem_per_block, int blocks_per_sm) {
   if (!is_gh100(device_name) || blocks_per_sm <= 0 || smem_per_block < 0) return {};
-  const int64_t need = blocks_per_sm * (smem_per_block + kReservedSmemPerBlock);
+  const int64_t need = blocks_per_sm * (smem_per_block + kSmemReservedPerBlock);
   for (int carveout : kGh100SmemCarveouts)
     if (carveout * kKiB >= need) return {kGh100L1SmemBytes - carveout * kKiB, blocks_per_sm};
   return {};

@@ -9,6 +9,7 @@
 
 #include "bench/core/host_device.h"
 #include "bench/core/problem.h"
+#include "bench/core/smem.h"
 
 // The head dims flash_decode is compiled for: the one list CMake's instantiations
 // (kernels/flash_decode/CMakeLists.txt reads this line), the dispatch and info() expand.
@@ -79,7 +80,7 @@ inline DecodeSplit flash_decode_split(const Problem& p, int sm_count, int64_t sm
   const int64_t group_rows = p.heads / p.kvh() * p.seqlen_q;
   s.row_tiles = int((group_rows + kDecodeBlockM - 1) / kDecodeBlockM);
   s.tiles = decode_tiles(p.nk(), p.seqlen_q, p.causal);
-  const int64_t per_block = flash_decode_smem_bytes(int(p.head_dim)) + 1024;  // + the SM's reserve per block
+  const int64_t per_block = flash_decode_smem_bytes(int(p.head_dim)) + kSmemReservedPerBlock;
   s.blocks_per_sm = int(std::clamp<int64_t>(smem_per_sm / per_block, 1, 16));
   const int64_t base = p.kvh() * s.row_tiles;
   const int64_t slots = int64_t(std::max(sm_count, 1)) * s.blocks_per_sm;
