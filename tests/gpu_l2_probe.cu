@@ -170,10 +170,12 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&sink, sizeof(unsigned)));
   CHECK(cudaMemset(buf, 1, bytes));
   CHECK(cudaMemset(other, 2, flush_bytes));
-  int4* half = nullptr;  // modes k and x: the second stream, half the buffer
+  int4* half = nullptr;  // modes k and x: the second stream, half the buffer (before the first flush)
   const size_t half_n = n / 2;
-  CHECK(cudaMalloc(&half, half_n * 16 + 16));
-  CHECK(cudaMemset(half, 3, half_n * 16 + 16));
+  if (mode == "k" || mode == "x") {
+    CHECK(cudaMalloc(&half, half_n * 16 + 16));
+    CHECK(cudaMemset(half, 3, half_n * 16 + 16));
+  }
   CHECK(cudaDeviceSynchronize());
   const int flush_blocks = 4 * prop.multiProcessorCount;
   probe_flush<<<flush_blocks, 256>>>(other, flush_n, sink);
