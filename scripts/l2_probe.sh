@@ -8,6 +8,9 @@
 #   scripts/l2_probe.sh [OUT_DIR]        (default out/l2-probe; needs nvcc and ncu on PATH)
 #   FLASHIO_PROBE_MODES="r w a m" and FLASHIO_PROBE_FRACS="0.125 … 2.0" (shares of the L2) narrow it;
 #   FLASHIO_PROBE_BLOCKS="0 1" (0: 4 blocks per SM, 1: one block; another count: that many blocks).
+#   FLASHIO_PROBE_TIMELINE_DIR=DIR: modes r and x also write each run's timeline (when each block asked for
+#   each part of its slice, both passes: tests/gpu_l2_probe.cu) to DIR/timeline-MiB-blocks-mode.txt.
+#   FLASHIO_PROBE_RED=0 skips the reduction probe.
 #
 # ncu runs with --cache-control none (no flush between the kernels: the probe's point) and
 # --replay-mode application (each metric pass reruns the program, so the L2 state a kernel sees
@@ -30,6 +33,9 @@ for frac in ${FLASHIO_PROBE_FRACS:-0.125 0.25 0.375 0.45 0.5 0.55 0.625 0.75 0.8
     for mode in ${FLASHIO_PROBE_MODES:-r w a m}; do  # d:US = mode d, a wait of US µs; c:F = mode c, F × L2 filled
       spin=""; case "${mode%%:*}" in d | c) spin="${mode#*:}" ;; esac
       csv="$out/probe-${mib}-${blocks}-${mode/:/}.csv"
+      if [ -n "${FLASHIO_PROBE_TIMELINE_DIR:-}" ]; then
+        export FLASHIO_PROBE_TIMELINE="$FLASHIO_PROBE_TIMELINE_DIR/timeline-${mib}-${blocks}-${mode/:/}.txt"
+      fi
       ncu --cache-control none --clock-control none --replay-mode application --print-units base --metrics "$metrics" \
         -k regex:'probe_' --csv --log-file "$csv" "$out/l2_probe" "$mib" "$blocks" "${mode%%:*}" $spin >/dev/null
       # Launch order: flush, then (r) read, read; (w) write, flush; (a) write, read; (m) rmw, rmw; (k, x) mix, mix;
@@ -62,4 +68,4 @@ echo "  cF = DRAM writes while F × L2 of other lines were read after the write 
 echo "  k, x = the 2nd pass's DRAM reads / buffer over the buffer (k: read-modify-written, x: read) and a read one of half its size)"
 # Reduction contention (tests/gpu_red_probe.cu): the same blocks adding into one shared dQ-sized
 # tile, two per tile, or a tile each.
-"$out/red_probe" | tee "$out/red.txt"
+if [ "${FLASHIO_PROBE_RED:-1}" != 0 ]; then "$out/red_probe" | tee "$out/red.txt"; fi

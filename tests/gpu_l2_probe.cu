@@ -36,6 +36,8 @@
 //                 buffer of half its size (read), each block its slices of both, interleaved: the
 //                 second pass's DRAM reads and writes — against mode m of the same footprint
 //   mode x        as k with the first buffer only read: two read streams, the same footprint
+// With FLASHIO_PROBE_TIMELINE=FILE, modes r and x also stamp when each block starts each iteration of
+// both passes and write the timeline to FILE (struct Timeline, below).
 // `blocks`: 0 = 4 blocks per SM (every SM reads, both partitions), 1 = one block (one SM: one
 // side). Loads are ld.global.cg (__ldcg: L2 only, no L1), 16 bytes per thread per iteration,
 // addresses in order, block b taking the b-th contiguous slice (a cyclic stream, LRU's worst case).
@@ -53,17 +55,47 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "gpu_probe_check.h"
 
-__global__ void probe_read(const int4* __restrict__ buf, size_t n, unsigned* sink) {
+// The timeline (FLASHIO_PROBE_TIMELINE=FILE; modes r and x): thread 0 of every block stamps %globaltimer
+// before each iteration of its loop and after the last, and records the block's SM — when each block
+// asked for each part of its slices, so that the L2's requests can be replayed in the order they were
+// made (tests/test_l2_sim.cpp: is the every-SM ramp a replacement effect, or the blocks' timing?). The
+// stamp's "memory" clobber keeps the block's loads on their side of it. stamps[block · (iters + 1) + it];
+// the stamps are 8-byte stores of their own (a share of the footprint the replay counts).
+struct Timeline {
+  unsigned long long* stamps = nullptr;
+  unsigned* smid = nullptr;
+  int iters = 0;
+};
+
+__device__ __forceinline__ void stamp(const Timeline& tl, int it) {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) : : "memory");
+  tl.stamps[size_t(blockIdx.x) * (tl.iters + 1) + it] = t;
+}
+
+__device__ __forceinline__ void record_sm(const Timeline& tl) {
+  unsigned sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  tl.smid[blockIdx.x] = sm;
+}
+
+template <bool kStamp>
+__global__ void probe_read(const int4* __restrict__ buf, size_t n, unsigned* sink, Timeline tl) {
   const size_t per_block = (n + gridDim.x - 1) / gridDim.x;
   const size_t from = size_t(blockIdx.x) * per_block, to = min(n, from + per_block);
-  int acc = 0;
-  for (size_t i = from + threadIdx.x; i < to; i += blockDim.x) {
+  const bool stamps = kStamp && threadIdx.x == 0;
+  if (stamps) record_sm(tl);
+  int acc = 0, it = 0;
+  for (size_t i = from + threadIdx.x; i < to; i += blockDim.x, ++it) {
+    if (stamps) stamp(tl, it);
     const int4 v = __ldcg(buf + i);
     acc ^= v.x ^ v.y ^ v.z ^ v.w;
   }
+  if (stamps) stamp(tl, it);
   if (acc == 0x7fffffff) atomicAdd(sink, 1u);  // keeps the loads
 }
 
@@ -98,13 +130,17 @@ __global__ void probe_rmw_reversed(int4* __restrict__ buf, size_t n) {
 
 // Block b walks its slice of `a` (read-modify-written, or only read) and, every other element, its
 // slice of `b` (read): two interleaved streams, `b` half the size of `a`.
+template <bool kStamp>
 __global__ void probe_mix(int4* __restrict__ a, size_t na, const int4* __restrict__ b, size_t nb, bool rmw,
-                          unsigned* sink) {
+                          unsigned* sink, Timeline tl) {
   const size_t per_a = (na + gridDim.x - 1) / gridDim.x, per_b = (nb + gridDim.x - 1) / gridDim.x;
   const size_t from_a = size_t(blockIdx.x) * per_a, to_a = min(na, from_a + per_a);
   const size_t from_b = size_t(blockIdx.x) * per_b, to_b = min(nb, from_b + per_b);
-  int acc = 0;
-  for (size_t k = threadIdx.x; from_a + k < to_a; k += blockDim.x) {
+  const bool stamps = kStamp && threadIdx.x == 0;
+  if (stamps) record_sm(tl);
+  int acc = 0, it = 0;
+  for (size_t k = threadIdx.x; from_a + k < to_a; k += blockDim.x, ++it) {
+    if (stamps) stamp(tl, it);
     int4 v = __ldcg(a + from_a + k);
     if (rmw) {
       v.x += 1;
@@ -118,6 +154,7 @@ __global__ void probe_mix(int4* __restrict__ a, size_t na, const int4* __restric
       acc ^= w.x ^ w.y ^ w.z ^ w.w;
     }
   }
+  if (stamps) stamp(tl, it);
   if (acc == 0x7fffffff) atomicAdd(sink, 1u);
 }
 
@@ -176,6 +213,20 @@ int main(int argc, char** argv) {
     CHECK(cudaMalloc(&half, half_n * 16 + 16));
     CHECK(cudaMemset(half, 3, half_n * 16 + 16));
   }
+  // The timeline (modes r and x): both passes' stamps and SMs, written to FLASHIO_PROBE_TIMELINE's file.
+  const char* timeline = (mode == "r" || mode == "x") ? std::getenv("FLASHIO_PROBE_TIMELINE") : nullptr;
+  constexpr int kThreads = 256;
+  Timeline passes[2];
+  const size_t per_block = (n + blocks - 1) / blocks;
+  const int iters = int((per_block + kThreads - 1) / kThreads);
+  const size_t stamp_count = size_t(blocks) * (iters + 1);
+  if (timeline)
+    for (Timeline& tl : passes) {
+      tl.iters = iters;
+      CHECK(cudaMalloc(&tl.stamps, stamp_count * sizeof(unsigned long long)));
+      CHECK(cudaMalloc(&tl.smid, blocks * sizeof(unsigned)));
+      CHECK(cudaMemset(tl.stamps, 0, stamp_count * sizeof(unsigned long long)));
+    }
   CHECK(cudaDeviceSynchronize());
   const int flush_blocks = 4 * prop.multiProcessorCount;
   probe_flush<<<flush_blocks, 256>>>(other, flush_n, sink);
@@ -184,7 +235,7 @@ int main(int argc, char** argv) {
     probe_flush<<<flush_blocks, 256>>>(other, flush_n, sink);  // its DRAM writes: the dirty bytes held
   } else if (mode == "a") {
     probe_write<<<blocks, 256>>>(buf, n);
-    probe_read<<<blocks, 256>>>(buf, n, sink);  // its DRAM reads: the written lines lost
+    probe_read<false><<<blocks, 256>>>(buf, n, sink, {});  // its DRAM reads: the written lines lost
   } else if (mode == "d") {
     probe_write<<<blocks, 256>>>(buf, n);
     probe_spin<<<1, 1>>>((unsigned long long)(spin_us * 1000.0));  // its DRAM writes: cleaned while idle
@@ -195,8 +246,11 @@ int main(int argc, char** argv) {
     probe_flush<<<flush_blocks, 256>>>(other, fill_n, sink);   // its DRAM writes: cleaned by clean fills
     probe_flush<<<flush_blocks, 256>>>(other, flush_n, sink);  // the dirty bytes still held
   } else if (mode == "k" || mode == "x") {
-    probe_mix<<<blocks, 256>>>(buf, n, half, half_n, mode == "k", sink);
-    probe_mix<<<blocks, 256>>>(buf, n, half, half_n, mode == "k", sink);  // its DRAM reads and writes
+    for (int pass = 0; pass < 2; ++pass)  // the second's DRAM reads and writes
+      if (timeline)
+        probe_mix<true><<<blocks, kThreads>>>(buf, n, half, half_n, mode == "k", sink, passes[pass]);
+      else
+        probe_mix<false><<<blocks, kThreads>>>(buf, n, half, half_n, mode == "k", sink, {});
   } else if (mode == "v") {
     probe_rmw<<<blocks, 256>>>(buf, n);
     probe_rmw_reversed<<<blocks, 256>>>(buf, n);  // its DRAM writes: written back in reverse order
@@ -204,11 +258,49 @@ int main(int argc, char** argv) {
     probe_rmw<<<blocks, 256>>>(buf, n);
     probe_rmw<<<blocks, 256>>>(buf, n);  // its DRAM reads: lines lost; writes: written back
   } else {
-    probe_read<<<blocks, 256>>>(buf, n, sink);  // pass 1
-    probe_read<<<blocks, 256>>>(buf, n, sink);  // pass 2
+    for (int pass = 0; pass < 2; ++pass)  // the second's DRAM reads: what the first left that L2 lost
+      if (timeline)
+        probe_read<true><<<blocks, kThreads>>>(buf, n, sink, passes[pass]);
+      else
+        probe_read<false><<<blocks, kThreads>>>(buf, n, sink, {});
   }
   CHECK(cudaGetLastError());
   CHECK(cudaDeviceSynchronize());
+  if (timeline) {  // text: a header, then per pass and block its SM and stamps (ns: the first from the
+                   // pass's first stamp, each next one as the difference to the one before)
+    std::FILE* f = std::fopen(timeline, "w");
+    if (!f) {
+      std::fprintf(stderr, "cannot write %s\n", timeline);
+      return 1;
+    }
+    std::fprintf(f,
+                 "# flashio L2-probe timeline (tests/gpu_l2_probe.cu, FLASHIO_PROBE_TIMELINE): %s, %.2f MiB, mode %s\n"
+                 "# per pass and block: pass, block, SM, then thread 0's stamps in ns (before each iteration of its\n"
+                 "# loop and after the last): the first from the pass's first stamp, each next the difference\n"
+                 "timeline %d %d %d\n",
+                 prop.name, mib, mode.c_str(), blocks, iters + 1, kThreads);
+    std::vector<unsigned> sm(blocks);
+    std::vector<unsigned long long> st(stamp_count);
+    for (int pass = 0; pass < 2; ++pass) {
+      CHECK(cudaMemcpy(sm.data(), passes[pass].smid, blocks * sizeof(unsigned), cudaMemcpyDeviceToHost));
+      CHECK(cudaMemcpy(st.data(), passes[pass].stamps, stamp_count * sizeof(unsigned long long),
+                       cudaMemcpyDeviceToHost));
+      unsigned long long first = ~0ull;
+      for (unsigned long long t : st)
+        if (t) first = std::min(first, t);
+      for (int b = 0; b < blocks; ++b) {
+        std::fprintf(f, "%d %d %u", pass, b, sm[size_t(b)]);
+        unsigned long long prev = first;
+        for (int it = 0; it <= iters && st[size_t(b) * (iters + 1) + it]; ++it) {
+          const unsigned long long t = st[size_t(b) * (iters + 1) + it];
+          std::fprintf(f, " %llu", t - prev);
+          prev = t;
+        }
+        std::fprintf(f, "\n");
+      }
+    }
+    std::fclose(f);
+  }
   std::printf("device %s, L2 %d bytes, %d SMs; buffer %zu bytes, %d blocks, mode %s\n", prop.name, prop.l2CacheSize,
               prop.multiProcessorCount, bytes, blocks, mode.c_str());
   return 0;
