@@ -7,6 +7,12 @@
 #include <stdexcept>
 
 namespace flashio::analysis {
+namespace {
+
+// The lowest set bit of k: the step from a Fenwick tree's node to the next one it counts into.
+size_t lowest_bit(size_t k) { return k & (~k + 1); }
+
+}  // namespace
 
 int64_t SimBuffer::chunks_per_head() const {
   if (!seg_chunk0.empty()) return seg_chunk0.back();
@@ -88,7 +94,7 @@ int L2Model::home_of(int64_t id) const {
 }
 
 void L2Model::add_stamp(Part& p, int64_t stamp, int64_t bytes) {
-  for (size_t k = size_t(stamp); k < p.fenwick.size(); k += k & (~k + 1)) p.fenwick[k] += bytes;
+  for (size_t k = size_t(stamp); k < p.fenwick.size(); k += lowest_bit(k)) p.fenwick[k] += bytes;
 }
 
 void L2Model::unlink_dirty(Part& p, int64_t id) {
@@ -113,7 +119,7 @@ void L2Model::restamp(Part& p) {
   std::fill(p.fenwick.begin(), p.fenwick.end(), 0);
   for (size_t k = 1; k < p.fenwick.size(); ++k) {
     if (k <= size_t(live)) p.fenwick[k] += bytes_[size_t(p.stamp_chunk[k])];
-    const size_t up = k + (k & (~k + 1));
+    const size_t up = k + lowest_bit(k);
     if (up < p.fenwick.size()) p.fenwick[up] += p.fenwick[k];
   }
 }
