@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -597,7 +598,9 @@ ProbeTimeline read_timeline(const std::string& path) {
   return tl;
 }
 
-double replay_timeline(const ProbeTimeline& tl, double mib, char mode, bool measured_order, const L2SimConfig& cfg) {
+// side: the L2 partition of each SM (the side probe's map), or empty: SM s on s mod 2, the simulation's rule.
+double replay_timeline(const ProbeTimeline& tl, double mib, char mode, bool measured_order, const L2SimConfig& cfg,
+                       const std::vector<int>& side = {}) {
   constexpr int64_t kElement = 16, kThreads = 256, kChunk = 512, kPerChunk = kChunk / kElement;
   const int64_t n = int64_t(mib * 1048576) / kElement, half = n / 2, blocks = tl.blocks;
   const int64_t per = (n + blocks - 1) / blocks, per_half = (half + blocks - 1) / blocks;
@@ -627,7 +630,8 @@ double replay_timeline(const ProbeTimeline& tl, double mib, char mode, bool meas
   l2.count(false);
   for (const Step& st : steps) {
     if (st.pass == 1) l2.count(true);
-    const int sm = int(tl.sm[st.pass][size_t(st.block)]);
+    const unsigned recorded = tl.sm[st.pass][size_t(st.block)];
+    const int sm = side.empty() ? int(recorded) : side.at(recorded);
     const int64_t from = st.block * per + st.it * kThreads;
     read(0, from, std::min({n, (st.block + 1) * per, from + kThreads}), sm);
     if (mode == 'x' && st.it % 2 == 0) {
@@ -681,6 +685,58 @@ TEST(L2Probe, MeasuredTimelinesReplayTheEverySmRampsMiddle) {
   }
   EXPECT_EQ(replayed, 8);
   EXPECT_LT(order_error, 0.5 * lock_error) << "mean error, measured order against lock-step";
+}
+
+// Which partition an SM reads through (tests/gpu_sm_side_probe.cu, results/crosscheck/issue19-l2-probe/
+// sm-sides-h200/: two SMs each read a buffer of 0.275 × L2 twice; on one side the second pass takes
+// 1130–1160 µs, on two sides 706–743): the H200's 132 SMs split 66/66 in runs that follow the GPCs and
+// TPCs (SMs 0–1, 8–13, 16–17, 24–29, … and 124–131 on one side), not s mod 2 — the same map from three
+// reference SMs and two sizes. It matters where a grid covers few SMs: the probe's timeline of 24 blocks
+// (one per SM; the scheduler dealt them to SMs 124–131, 0, 16, 2, 18, …, 14, 30: 16 on one side, 8 on
+// the other) replays its ramp with the measured map (in the measured order: 0.114, 0.208, 0.492 at 39,
+// 42, 45 MiB, the GPU 0.139, 0.269, 0.491) and not with s mod 2 (0.349, 0.378, 0.400: that rule puts 20
+// of the 24 SMs on one side, whose partition then loses from 36 MiB on). The simulation still deals its
+// slots to SMs s mod 132 on side s mod 2 (docs/io-model.md, "Which side an SM is on").
+std::vector<int> sm_sides(const std::string& path, int* first_side_count = nullptr) {
+  std::ifstream in(path);
+  std::vector<int> side(132, -1);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ls(line);
+    int sm = -1;
+    char c = 0;
+    if (ls >> sm >> c && sm >= 0 && sm < 132) side[size_t(sm)] = c == 'A' ? 0 : 1;
+  }
+  if (first_side_count) *first_side_count = int(std::count(side.begin(), side.end(), 0));
+  return side;
+}
+
+TEST(L2Probe, ASmallGridsSidesAreTheMeasuredMapNotSmModTwo) {
+  const std::string base = std::string(FLASHIO_SOURCE_DIR) + "/results/crosscheck/issue19-l2-probe/";
+  int a_count = 0;
+  const std::vector<int> side = sm_sides(base + "sm-sides-h200/side-16.5-ref0.txt", &a_count);
+  EXPECT_EQ(a_count, 66);
+  EXPECT_EQ(std::count(side.begin(), side.end(), -1), 0) << "every SM placed";
+  for (const char* other : {"side-17.5-ref0.txt", "side-16.5-ref1.txt", "side-16.5-ref124.txt"}) {
+    const std::vector<int> again = sm_sides(base + "sm-sides-h200/" + other);
+    int same = 0;  // the same partition, up to which side is called A
+    for (size_t s = 0; s < side.size(); ++s) same += again[s] == side[s];
+    EXPECT_TRUE(same == 132 || same == 0) << other << " splits the SMs otherwise (" << same << " agree)";
+  }
+  const std::map<double, double> gpu = {{36, 0.049}, {39, 0.139}, {42, 0.269}, {45, 0.491}};  // table-24.txt
+  std::printf("h200 24 blocks:  MiB  measured  sides s mod 2  measured sides\n");
+  for (const auto& [mib, measured] : gpu) {
+    const ProbeTimeline tl = read_timeline(base + fmt::format("timeline-h200/timeline-{:.1f}-24-r.txt", mib));
+    ASSERT_EQ(tl.blocks, 24);
+    const double mod2 = replay_timeline(tl, mib, 'r', true, kProbeH200.config());
+    const double mapped = replay_timeline(tl, mib, 'r', true, kProbeH200.config(), side);
+    std::printf("h200 24 blocks %6.1f %9.3f %14.3f %15.3f\n", mib, measured, mod2, mapped);
+    if (mib >= 39) {
+      EXPECT_NEAR(mapped, measured, 0.07) << mib << " MiB, the measured map";
+      EXPECT_GT(std::abs(mod2 - measured), 0.08) << mib << " MiB, s mod 2";
+    }
+  }
 }
 
 // The dirty cap with no victim window or band (a hard rule): past the share of a partition, the
