@@ -8,7 +8,7 @@
 #   scripts/l2_probe.sh [OUT_DIR]        (default out/l2-probe; needs nvcc and ncu on PATH)
 #   FLASHIO_PROBE_MODES="r w a m" and FLASHIO_PROBE_FRACS="0.125 … 2.0" (shares of the L2) narrow it;
 #   FLASHIO_PROBE_BLOCKS="0 1" (0: 4 blocks per SM, 1: one block; another count: that many blocks).
-#   FLASHIO_PROBE_TIMELINE_DIR=DIR: modes r and x also write each run's timeline (when each block asked for
+#   FLASHIO_PROBE_TIMELINE_DIR=DIR: modes r, k, x and y also write each run's timeline (when each block asked for
 #   each part of its slice, both passes: tests/gpu_l2_probe.cu) to DIR/timeline-MiB-blocks-mode.txt.
 #   FLASHIO_PROBE_RED=0 skips the reduction probe.
 #
@@ -38,7 +38,7 @@ for frac in ${FLASHIO_PROBE_FRACS:-0.125 0.25 0.375 0.45 0.5 0.55 0.625 0.75 0.8
       fi
       ncu --cache-control none --clock-control none --replay-mode application --print-units base --metrics "$metrics" \
         -k regex:'probe_' --csv --log-file "$csv" "$out/l2_probe" "$mib" "$blocks" "${mode%%:*}" $spin >/dev/null
-      # Launch order: flush, then (r) read, read; (w) write, flush; (a) write, read; (m) rmw, rmw; (k, x) mix, mix;
+      # Launch order: flush, then (r) read, read; (w) write, flush; (a) write, read; (m) rmw, rmw; (k, x, y) mix, mix;
       # (v) rmw, reversed rmw; (d) write, wait, flush; (c) write, partial flush, flush. The measured launch is the
       # 3rd; for d and c the 4th's DRAM writes follow (the dirty bytes still held after the wait or the fills).
       python3 - "$csv" "$mib" "$blocks" "${mode/:/}" <<'EOF'
@@ -65,7 +65,8 @@ echo "table: $out/table.txt (share: r = 2nd pass DRAM reads / buffer; w = dirty 
 echo "  a = DRAM reads of the read after the write / buffer; m, v = 2nd read-modify-write's DRAM reads / buffer (v: in reverse);"
 echo "  dUS = DRAM writes while the GPU waited US microseconds after the write / buffer, then the dirty bytes still held;"
 echo "  cF = DRAM writes while F × L2 of other lines were read after the write / buffer, then the dirty bytes still held;"
-echo "  k, x = the 2nd pass's DRAM reads / buffer over the buffer (k: read-modify-written, x: read) and a read one of half its size)"
+echo "  k, x, y = the 2nd pass's DRAM reads / buffer over the buffer (k: read-modify-written, x, y: read) and a read one of half its size"
+echo "  (y: the half right after the buffer in one allocation))"
 # Reduction contention (tests/gpu_red_probe.cu): the same blocks adding into one shared dQ-sized
 # tile, two per tile, or a tile each.
 if [ "${FLASHIO_PROBE_RED:-1}" != 0 ]; then "$out/red_probe" | tee "$out/red.txt"; fi

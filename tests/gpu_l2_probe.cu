@@ -36,7 +36,10 @@
 //                 buffer of half its size (read), each block its slices of both, interleaved: the
 //                 second pass's DRAM reads and writes — against mode m of the same footprint
 //   mode x        as k with the first buffer only read: two read streams, the same footprint
-// With FLASHIO_PROBE_TIMELINE=FILE, modes r and x also stamp when each block starts each iteration of
+//   mode y        as x with the second buffer right after the first in one allocation (x: an allocation
+//                 of its own, 2 MiB-aligned as the first): whether the two streams' placement in the
+//                 address space (their lines in the same L2 sets) is what x loses early
+// With FLASHIO_PROBE_TIMELINE=FILE, modes r, k, x and y also stamp when each block starts each iteration of
 // both passes and write the timeline to FILE (struct Timeline, below).
 // `blocks`: 0 = 4 blocks per SM (every SM reads, both partitions), 1 = one block (one SM: one
 // side). Loads are ld.global.cg (__ldcg: L2 only, no L1), 16 bytes per thread per iteration,
@@ -59,7 +62,7 @@
 
 #include "gpu_probe_check.h"
 
-// The timeline (FLASHIO_PROBE_TIMELINE=FILE; modes r and x): thread 0 of every block stamps %globaltimer
+// The timeline (FLASHIO_PROBE_TIMELINE=FILE; modes r, k, x and y): thread 0 of every block stamps %globaltimer
 // before each iteration of its loop and after the last, and records the block's SM — when each block
 // asked for each part of its slices, so that the L2's requests can be replayed in the order they were
 // made (tests/test_l2_sim.cpp: is the every-SM ramp a replacement effect, or the blocks' timing?). The
@@ -185,8 +188,8 @@ int main(int argc, char** argv) {
   int blocks = std::atoi(argv[2]);
   const std::string mode = argc > 3 ? argv[3] : "r";
   if (mode != "r" && mode != "w" && mode != "a" && mode != "m" && mode != "v" && mode != "d" && mode != "c" &&
-      mode != "k" && mode != "x") {
-    std::fprintf(stderr, "unknown mode %s: r, w, a, m, v, d, c, k or x\n", mode.c_str());
+      mode != "k" && mode != "x" && mode != "y") {
+    std::fprintf(stderr, "unknown mode %s: r, w, a, m, v, d, c, k, x or y\n", mode.c_str());
     return 2;
   }
   const double spin_us = argc > 4 ? std::atof(argv[4]) : 100.0;
@@ -202,19 +205,18 @@ int main(int argc, char** argv) {
   const size_t flush_bytes = size_t(prop.l2CacheSize) * 3, flush_n = flush_bytes / 16;
   int4 *buf = nullptr, *other = nullptr;
   unsigned* sink = nullptr;
-  CHECK(cudaMalloc(&buf, bytes));
+  const size_t half_n = n / 2;  // modes k, x, y: the second stream, half the buffer
+  CHECK(cudaMalloc(&buf, bytes + (mode == "y" ? half_n * 16 + 16 : 0)));
   CHECK(cudaMalloc(&other, flush_bytes));
   CHECK(cudaMalloc(&sink, sizeof(unsigned)));
   CHECK(cudaMemset(buf, 1, bytes));
   CHECK(cudaMemset(other, 2, flush_bytes));
-  int4* half = nullptr;  // modes k and x: the second stream, half the buffer (before the first flush)
-  const size_t half_n = n / 2;
-  if (mode == "k" || mode == "x") {
-    CHECK(cudaMalloc(&half, half_n * 16 + 16));
-    CHECK(cudaMemset(half, 3, half_n * 16 + 16));
-  }
-  // The timeline (modes r and x): both passes' stamps and SMs, written to FLASHIO_PROBE_TIMELINE's file.
-  const char* timeline = (mode == "r" || mode == "x") ? std::getenv("FLASHIO_PROBE_TIMELINE") : nullptr;
+  int4* half = nullptr;  // (filled before the first flush)
+  if (mode == "k" || mode == "x") CHECK(cudaMalloc(&half, half_n * 16 + 16));
+  if (mode == "y") half = buf + n;
+  if (half) CHECK(cudaMemset(half, 3, half_n * 16 + 16));
+  // The timeline (modes r, k, x and y): both passes' stamps and SMs, written to FLASHIO_PROBE_TIMELINE's file.
+  const char* timeline = (mode == "r" || mode == "x" || mode == "y" || mode == "k") ? std::getenv("FLASHIO_PROBE_TIMELINE") : nullptr;
   constexpr int kThreads = 256;
   Timeline passes[2];
   const size_t per_block = (n + blocks - 1) / blocks;
@@ -245,7 +247,7 @@ int main(int argc, char** argv) {
     const size_t fill_n = std::min(flush_n, size_t(fill_share * double(prop.l2CacheSize)) / 16);
     probe_flush<<<flush_blocks, 256>>>(other, fill_n, sink);   // its DRAM writes: cleaned by clean fills
     probe_flush<<<flush_blocks, 256>>>(other, flush_n, sink);  // the dirty bytes still held
-  } else if (mode == "k" || mode == "x") {
+  } else if (mode == "k" || mode == "x" || mode == "y") {
     for (int pass = 0; pass < 2; ++pass)  // the second's DRAM reads and writes
       if (timeline)
         probe_mix<true><<<blocks, kThreads>>>(buf, n, half, half_n, mode == "k", sink, passes[pass]);
