@@ -38,7 +38,7 @@ for frac in ${FLASHIO_PROBE_FRACS:-0.125 0.25 0.375 0.45 0.5 0.55 0.625 0.75 0.8
       fi
       ncu --cache-control none --clock-control none --replay-mode application --print-units base --metrics "$metrics" \
         -k regex:'probe_' --csv --log-file "$csv" "$out/l2_probe" "$mib" "$blocks" "${mode%%:*}" $spin >/dev/null
-      # Launch order: flush, then (r) read, read; (w) write, flush; (a) write, read; (m) rmw, rmw; (k, x, y) mix, mix;
+      # Launch order: flush, then (r) read, read; (w) write, flush; (a) write, read; (m) rmw, rmw; (k, x, y) mix, mix; (z) buffer then half, twice;
       # (v) rmw, reversed rmw; (d) write, wait, flush; (c) write, partial flush, flush. The measured launch is the
       # 3rd; for d and c the 4th's DRAM writes follow (the dirty bytes still held after the wait or the fills).
       python3 - "$csv" "$mib" "$blocks" "${mode/:/}" <<'EOF'
@@ -66,7 +66,7 @@ echo "  a = DRAM reads of the read after the write / buffer; m, v = 2nd read-mod
 echo "  dUS = DRAM writes while the GPU waited US microseconds after the write / buffer, then the dirty bytes still held;"
 echo "  cF = DRAM writes while F × L2 of other lines were read after the write / buffer, then the dirty bytes still held;"
 echo "  k, x, y = the 2nd pass's DRAM reads / buffer over the buffer (k: read-modify-written, x, y: read) and a read one of half its size"
-echo "  (y: the half right after the buffer in one allocation))"
+echo "  (y: the half right after the buffer in one allocation; z: not interleaved, each block's slice of the buffer, then of the half))"
 # Reduction contention (tests/gpu_red_probe.cu): the same blocks adding into one shared dQ-sized
 # tile, two per tile, or a tile each.
 if [ "${FLASHIO_PROBE_RED:-1}" != 0 ]; then "$out/red_probe" | tee "$out/red.txt"; fi

@@ -39,6 +39,8 @@
 //   mode y        as x with the second buffer right after the first in one allocation (x: an allocation
 //                 of its own, 2 MiB-aligned as the first): whether the two streams' placement in the
 //                 address space (their lines in the same L2 sets) is what x loses early
+//   mode z        as x, but each block reads its slice of the first buffer, then its slice of the second
+//                 (not interleaved): whether it is the interleaving that x loses early to
 // With FLASHIO_PROBE_TIMELINE=FILE, modes r, k, x and y also stamp when each block starts each iteration of
 // both passes and write the timeline to FILE (struct Timeline, below).
 // `blocks`: 0 = 4 blocks per SM (every SM reads, both partitions), 1 = one block (one SM: one
@@ -133,6 +135,24 @@ __global__ void probe_rmw_reversed(int4* __restrict__ buf, size_t n) {
 
 // Block b walks its slice of `a` (read-modify-written, or only read) and, every other element, its
 // slice of `b` (read): two interleaved streams, `b` half the size of `a`.
+// Mode z: block b reads its slice of `a`, then its slice of `b` (the same two buffers, not interleaved).
+__global__ void probe_seq(const int4* __restrict__ a, size_t na, const int4* __restrict__ b, size_t nb,
+                          unsigned* sink) {
+  const size_t per_a = (na + gridDim.x - 1) / gridDim.x, per_b = (nb + gridDim.x - 1) / gridDim.x;
+  const size_t from_a = size_t(blockIdx.x) * per_a, to_a = min(na, from_a + per_a);
+  const size_t from_b = size_t(blockIdx.x) * per_b, to_b = min(nb, from_b + per_b);
+  int acc = 0;
+  for (size_t i = from_a + threadIdx.x; i < to_a; i += blockDim.x) {
+    const int4 v = __ldcg(a + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  for (size_t j = from_b + threadIdx.x; j < to_b; j += blockDim.x) {
+    const int4 w = __ldcg(b + j);
+    acc ^= w.x ^ w.y ^ w.z ^ w.w;
+  }
+  if (acc == 0x7fffffff) atomicAdd(sink, 1u);
+}
+
 template <bool kStamp>
 __global__ void probe_mix(int4* __restrict__ a, size_t na, const int4* __restrict__ b, size_t nb, bool rmw,
                           unsigned* sink, Timeline tl) {
@@ -188,8 +208,8 @@ int main(int argc, char** argv) {
   int blocks = std::atoi(argv[2]);
   const std::string mode = argc > 3 ? argv[3] : "r";
   if (mode != "r" && mode != "w" && mode != "a" && mode != "m" && mode != "v" && mode != "d" && mode != "c" &&
-      mode != "k" && mode != "x" && mode != "y") {
-    std::fprintf(stderr, "unknown mode %s: r, w, a, m, v, d, c, k, x or y\n", mode.c_str());
+      mode != "k" && mode != "x" && mode != "y" && mode != "z") {
+    std::fprintf(stderr, "unknown mode %s: r, w, a, m, v, d, c, k, x, y or z\n", mode.c_str());
     return 2;
   }
   const double spin_us = argc > 4 ? std::atof(argv[4]) : 100.0;
@@ -211,8 +231,8 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&sink, sizeof(unsigned)));
   CHECK(cudaMemset(buf, 1, bytes));
   CHECK(cudaMemset(other, 2, flush_bytes));
-  int4* half = nullptr;  // (filled before the first flush)
-  if (mode == "k" || mode == "x") CHECK(cudaMalloc(&half, half_n * 16 + 16));
+  int4* half = nullptr;  // modes k, x, y, z (filled before the first flush)
+  if (mode == "k" || mode == "x" || mode == "z") CHECK(cudaMalloc(&half, half_n * 16 + 16));
   if (mode == "y") half = buf + n;
   if (half) CHECK(cudaMemset(half, 3, half_n * 16 + 16));
   // The timeline (modes r, k, x and y): both passes' stamps and SMs, written to FLASHIO_PROBE_TIMELINE's file.
@@ -253,6 +273,9 @@ int main(int argc, char** argv) {
         probe_mix<true><<<blocks, kThreads>>>(buf, n, half, half_n, mode == "k", sink, passes[pass]);
       else
         probe_mix<false><<<blocks, kThreads>>>(buf, n, half, half_n, mode == "k", sink, {});
+  } else if (mode == "z") {
+    probe_seq<<<blocks, kThreads>>>(buf, n, half, half_n, sink);
+    probe_seq<<<blocks, kThreads>>>(buf, n, half, half_n, sink);  // its DRAM reads
   } else if (mode == "v") {
     probe_rmw<<<blocks, 256>>>(buf, n);
     probe_rmw_reversed<<<blocks, 256>>>(buf, n);  // its DRAM writes: written back in reverse order

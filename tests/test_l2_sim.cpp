@@ -747,8 +747,9 @@ TEST(L2Probe, ASmallGridsSidesAreTheMeasuredMapNotSmModTwo) {
 // written and one of half its size read, as flash1's fp32 O and Q) lose early on the GPU
 // (timeline-h200/table-k.txt: at 0.6 of the L2 of footprint 0.043 of the buffer per pass from 120 blocks,
 // 0.071 from 528; at 0.65, 0.225 and 0.249) where the replay in the measured order on the measured sides
-// loses nothing below 0.65 and under 0.05 at it — nor does their placement (mode y, the second stream right
-// after the first in one allocation, loses as x does: nvidia-h200-l2-probe-placement.txt). Pinned so that
+// loses nothing below 0.65 and under 0.05 at it — nor is it their placement or interleaving (modes y, the
+// second stream right after the first in one allocation, and z, each block's two slices one after the
+// other, lose as x does: nvidia-h200-l2-probe-placement.txt). Pinned so that
 // a model of it has to update this test and docs/io-model.md ("Which side an SM is on").
 TEST(L2Probe, TwoInterleavedStreamsLoseEarlierThanTheMeasuredOrderAndSidesSay) {
   const std::string base = std::string(FLASHIO_SOURCE_DIR) + "/results/crosscheck/issue19-l2-probe/";
