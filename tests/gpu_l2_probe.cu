@@ -63,6 +63,7 @@
 #include <vector>
 
 #include "gpu_probe_check.h"
+#include "gpu_probe_flush.cuh"
 
 // The timeline (FLASHIO_PROBE_TIMELINE=FILE; modes r, k, x and y): thread 0 of every block stamps %globaltimer
 // before each iteration of its loop and after the last, and records the block's SM — when each block
@@ -187,15 +188,6 @@ __global__ void probe_spin(unsigned long long ns) {
   do {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   } while (t - t0 < ns);
-}
-
-__global__ void probe_flush(const int4* __restrict__ buf, size_t n, unsigned* sink) {
-  int acc = 0;
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    const int4 v = __ldcg(buf + i);
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == 0x7fffffff) atomicAdd(sink, 1u);
 }
 
 int main(int argc, char** argv) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "gpu_probe_check.h"
+#include "gpu_probe_flush.cuh"
 
 __global__ void side_read(const int4* __restrict__ a, const int4* __restrict__ b, size_t n, unsigned sm_a,
                           unsigned sm_b, unsigned long long* ns, unsigned* sink) {
@@ -42,15 +43,6 @@ __global__ void side_read(const int4* __restrict__ a, const int4* __restrict__ b
   __syncthreads();
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1) : : "memory");
   if (threadIdx.x == 0) ns[sm == sm_a ? 0 : 1] = t1 - t0;
-  if (acc == 0x7fffffff) atomicAdd(sink, 1u);
-}
-
-__global__ void side_flush(const int4* __restrict__ buf, size_t n, unsigned* sink) {
-  int acc = 0;
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    const int4 v = __ldcg(buf + i);
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
   if (acc == 0x7fffffff) atomicAdd(sink, 1u);
 }
 
@@ -85,7 +77,7 @@ int main(int argc, char** argv) {
     if (unsigned(s) == ref) continue;
     double best = 1e30;
     for (int rep = 0; rep < 3; ++rep) {  // the least of three: a pass disturbed by something else is longer
-      side_flush<<<4 * sms, 256>>>(other, flush_n, sink);
+      probe_flush<<<4 * sms, 256>>>(other, flush_n, sink);
       side_read<<<sms, 256, smem>>>(a, b, n, ref, unsigned(s), ns, sink);  // pass 1: from DRAM
       ns[0] = ns[1] = 0;
       side_read<<<sms, 256, smem>>>(a, b, n, ref, unsigned(s), ns, sink);  // pass 2: what the L2 kept
