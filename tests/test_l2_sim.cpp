@@ -556,10 +556,11 @@ TEST(L2Probe, TwoInterleavedStreamsRampWhereTheSimulationSteps) {
 // The every-SM ramp replayed in the order the GPU made its requests (the probe's timeline,
 // results/crosscheck/issue19-l2-probe/timeline-h200/: per block of 528, the %globaltimer stamp of each
 // 4 KiB iteration of both passes and its SM; the table beside them from the same runs). Each block's
-// iterations read their elements' 512-byte chunks (and at even iterations, in mode x, the half buffer's)
-// (in mode k read-modify-write them) and write their 8-byte stamp, at the stamp's time, through the same
-// L2Model — against the lock-step
-// order (every block's iteration k before any block's k + 1) on the same SMs:
+// iteration reads its elements' 512-byte chunks (mode k: read-modify-writes them; modes x and k: at even
+// iterations also reads the half buffer's) and writes its 8-byte stamp, at the stamp's time, through the
+// same L2Model — against the lock-step order (every block's iteration k before any block's k + 1), on the
+// recorded SMs, each on side s mod 2 (the simulation's rule; the measured map, below, moves these rows by
+// at most 0.06):
 // * lock-step: nothing lost below 2/3 of the L2 of footprint, (almost) everything past it (the step);
 // * the measured order moves the step to about 0.70 of the L2 and widens it: the blocks part (the first
 //   pass's blocks end up to 1.3× apart, the second's up to 2.3×), so the lines' reuse distances spread
