@@ -41,6 +41,8 @@
 //                 address space (their lines in the same L2 sets) is what x loses early
 //   mode z        as x, but each block reads its slice of the first buffer, then its slice of the second
 //                 (not interleaved): whether it is the interleaving that x loses early to
+//   mode n        (ranges) as r with the buffer cut into `ranges` equal parts, each block reading its slice
+//                 of each part in turn: one buffer, `ranges` ranges per block (1: mode r)
 // With FLASHIO_PROBE_TIMELINE=FILE, modes r, k, x and y also stamp when each block starts each iteration of
 // both passes and write the timeline to FILE (struct Timeline, below).
 // `blocks`: 0 = 4 blocks per SM (every SM reads, both partitions), 1 = one block (one SM: one
@@ -154,6 +156,20 @@ __global__ void probe_seq(const int4* __restrict__ a, size_t na, const int4* __r
   if (acc == 0x7fffffff) atomicAdd(sink, 1u);
 }
 
+// Mode n: the buffer cut into `ranges` parts; block b reads its slice of part 0, then of part 1, ...
+__global__ void probe_ranges(const int4* __restrict__ buf, size_t n, int ranges, unsigned* sink) {
+  const size_t part = n / size_t(ranges), per = (part + gridDim.x - 1) / gridDim.x;
+  int acc = 0;
+  for (int r = 0; r < ranges; ++r) {
+    const size_t from = size_t(r) * part + size_t(blockIdx.x) * per, to = min(size_t(r + 1) * part, from + per);
+    for (size_t i = from + threadIdx.x; i < to; i += blockDim.x) {
+      const int4 v = __ldcg(buf + i);
+      acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+  }
+  if (acc == 0x7fffffff) atomicAdd(sink, 1u);
+}
+
 template <bool kStamp>
 __global__ void probe_mix(int4* __restrict__ a, size_t na, const int4* __restrict__ b, size_t nb, bool rmw,
                           unsigned* sink, Timeline tl) {
@@ -200,12 +216,17 @@ int main(int argc, char** argv) {
   int blocks = std::atoi(argv[2]);
   const std::string mode = argc > 3 ? argv[3] : "r";
   if (mode != "r" && mode != "w" && mode != "a" && mode != "m" && mode != "v" && mode != "d" && mode != "c" &&
-      mode != "k" && mode != "x" && mode != "y" && mode != "z") {
-    std::fprintf(stderr, "unknown mode %s: r, w, a, m, v, d, c, k, x, y or z\n", mode.c_str());
+      mode != "k" && mode != "x" && mode != "y" && mode != "z" && mode != "n") {
+    std::fprintf(stderr, "unknown mode %s: r, w, a, m, v, d, c, k, x, y, z or n\n", mode.c_str());
     return 2;
   }
   const double spin_us = argc > 4 ? std::atof(argv[4]) : 100.0;
   const double fill_share = argc > 4 ? std::atof(argv[4]) : 0.1;
+  const int ranges = argc > 4 ? std::atoi(argv[4]) : 2;
+  if (mode == "n" && !(ranges >= 1 && ranges <= 64)) {
+    std::fprintf(stderr, "mode n: the ranges per block must lie in [1, 64]\n");
+    return 2;
+  }
   if (mode == "c" && !(fill_share > 0 && fill_share <= 3)) {
     std::fprintf(stderr, "mode c: the share of the L2 to fill must lie in (0, 3]\n");
     return 2;
@@ -265,6 +286,9 @@ int main(int argc, char** argv) {
         probe_mix<true><<<blocks, kThreads>>>(buf, n, half, half_n, mode == "k", sink, passes[pass]);
       else
         probe_mix<false><<<blocks, kThreads>>>(buf, n, half, half_n, mode == "k", sink, {});
+  } else if (mode == "n") {
+    probe_ranges<<<blocks, kThreads>>>(buf, n, ranges, sink);
+    probe_ranges<<<blocks, kThreads>>>(buf, n, ranges, sink);  // its DRAM reads
   } else if (mode == "z") {
     probe_seq<<<blocks, kThreads>>>(buf, n, half, half_n, sink);
     probe_seq<<<blocks, kThreads>>>(buf, n, half, half_n, sink);  // its DRAM reads
