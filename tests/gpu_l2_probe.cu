@@ -238,7 +238,7 @@ int main(int argc, char** argv) {
   const size_t flush_bytes = size_t(prop.l2CacheSize) * 3, flush_n = flush_bytes / 16;
   int4 *buf = nullptr, *other = nullptr;
   unsigned* sink = nullptr;
-  const size_t half_n = n / 2;  // modes k, x, y: the second stream, half the buffer
+  const size_t half_n = n / 2;  // modes k, x, y, z: the second stream, half the buffer
   CHECK(cudaMalloc(&buf, bytes + (mode == "y" ? half_n * 16 + 16 : 0)));
   CHECK(cudaMalloc(&other, flush_bytes));
   CHECK(cudaMalloc(&sink, sizeof(unsigned)));
@@ -249,7 +249,8 @@ int main(int argc, char** argv) {
   if (mode == "y") half = buf + n;
   if (half) CHECK(cudaMemset(half, 3, half_n * 16 + 16));
   // The timeline (modes r, k, x and y): both passes' stamps and SMs, written to FLASHIO_PROBE_TIMELINE's file.
-  const char* timeline = (mode == "r" || mode == "x" || mode == "y" || mode == "k") ? std::getenv("FLASHIO_PROBE_TIMELINE") : nullptr;
+  const char* timeline =
+      (mode == "r" || mode == "x" || mode == "y" || mode == "k") ? std::getenv("FLASHIO_PROBE_TIMELINE") : nullptr;
   constexpr int kThreads = 256;
   Timeline passes[2];
   const size_t per_block = (n + blocks - 1) / blocks;
@@ -324,8 +325,8 @@ int main(int argc, char** argv) {
     std::vector<unsigned long long> st(stamp_count);
     for (int pass = 0; pass < 2; ++pass) {
       CHECK(cudaMemcpy(sm.data(), passes[pass].smid, blocks * sizeof(unsigned), cudaMemcpyDeviceToHost));
-      CHECK(cudaMemcpy(st.data(), passes[pass].stamps, stamp_count * sizeof(unsigned long long),
-                       cudaMemcpyDeviceToHost));
+      CHECK(
+          cudaMemcpy(st.data(), passes[pass].stamps, stamp_count * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
       unsigned long long first = ~0ull;
       for (unsigned long long t : st)
         if (t) first = std::min(first, t);

@@ -103,9 +103,10 @@ int main(int argc, char** argv) {
   const double split = 0.5 * (sorted[cut - 1] + sorted[cut]);
   std::printf("# %s, L2 %d bytes, %d SMs; two buffers of %.2f MiB, SM %u paired with each other SM\n", prop.name,
               prop.l2CacheSize, sms, mib, ref);
-  std::printf("# second pass (µs, the later block of the pair, least of 3): fast %.1f-%.1f, slow %.1f-%.1f; "
-              "split at %.1f\n",
-              sorted.front(), sorted[cut - 1], sorted[cut], sorted.back(), split);
+  std::printf(
+      "# second pass (µs, the later block of the pair, least of 3): fast %.1f-%.1f, slow %.1f-%.1f; "
+      "split at %.1f\n",
+      sorted.front(), sorted[cut - 1], sorted[cut], sorted.back(), split);
   std::printf("# sm side us  (side A: SM %u's — the slow pairs; B: the other)\n", ref);
   std::printf("%d A -\n", int(ref));
   int a_count = 1;
