@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -592,7 +593,8 @@ ProbeTimeline read_timeline(const std::string& path) {
     }
     int pass = 0, block = 0;
     unsigned sm = 0;
-    ls >> pass >> block >> sm;
+    if (!(ls >> pass >> block >> sm) || pass < 0 || pass > 1 || block < 0 || block >= tl.blocks)
+      throw std::runtime_error(path + ": a line that is no pass, block and SM of the header's blocks: " + line);
     tl.sm[pass][size_t(block)] = sm;
     int64_t t = 0, d = 0;
     while (ls >> d) tl.stamps[pass][size_t(block)].push_back(t += d);
