@@ -8,7 +8,7 @@
 #   scripts/l2_probe.sh [OUT_DIR]        (default out/l2-probe; needs nvcc and ncu on PATH)
 #   FLASHIO_PROBE_MODES="r w a m" and FLASHIO_PROBE_FRACS="0.125 … 2.0" (shares of the L2) narrow it;
 #   FLASHIO_PROBE_BLOCKS="0 1" (0: 4 blocks per SM, 1: one block; another count: that many blocks).
-#   FLASHIO_PROBE_TIMELINE_DIR=DIR: modes r, k, x and y also write each run's timeline (when each block asked for
+#   FLASHIO_PROBE_TIMELINE_DIR=DIR: modes r, k, x, y and n also write each run's timeline (when each block asked for
 #   each part of its slice, both passes: tests/gpu_l2_probe.cu) to DIR/timeline-MiB-blocks-mode.txt.
 #   FLASHIO_PROBE_RED=0 skips the reduction probe.
 #

@@ -43,7 +43,7 @@
 //                 (not interleaved): whether it is the interleaving that x loses early to
 //   mode n        (ranges) as r with the buffer cut into `ranges` equal parts, each block reading its slice
 //                 of each part in turn: one buffer, `ranges` ranges per block (1: mode r)
-// With FLASHIO_PROBE_TIMELINE=FILE, modes r, k, x and y also stamp when each block starts each iteration of
+// With FLASHIO_PROBE_TIMELINE=FILE, modes r, k, x, y and n also stamp when each block starts each iteration of
 // both passes and write the timeline to FILE (struct Timeline, below).
 // `blocks`: 0 = 4 blocks per SM (every SM reads, both partitions), 1 = one block (one SM: one
 // side). Loads are ld.global.cg (__ldcg: L2 only, no L1), 16 bytes per thread per iteration,
@@ -67,7 +67,7 @@
 #include "gpu_probe_check.h"
 #include "gpu_probe_flush.cuh"
 
-// The timeline (FLASHIO_PROBE_TIMELINE=FILE; modes r, k, x and y): thread 0 of every block stamps %globaltimer
+// The timeline (FLASHIO_PROBE_TIMELINE=FILE; modes r, k, x, y and n): thread 0 of every block stamps %globaltimer
 // before each iteration of its loop and after the last, and records the block's SM — when each block
 // asked for each part of its slices, so that the L2's requests can be replayed in the order they were
 // made (tests/test_l2_sim.cpp: is the every-SM ramp a replacement effect, or the blocks' timing?). The
@@ -157,15 +157,23 @@ __global__ void probe_seq(const int4* __restrict__ a, size_t na, const int4* __r
 }
 
 // Mode n: the buffer cut into `ranges` parts; block b reads its slice of part 0, then of part 1, ...
-__global__ void probe_ranges(const int4* __restrict__ buf, size_t n, int ranges, unsigned* sink) {
+// (timeline: the iterations numbered on across the parts, each part's ⌈slice / blockDim⌉ of them).
+template <bool kStamp>
+__global__ void probe_ranges(const int4* __restrict__ buf, size_t n, int ranges, unsigned* sink, Timeline tl) {
   const size_t part = n / size_t(ranges), per = (part + gridDim.x - 1) / gridDim.x;
+  const int part_iters = int((per + blockDim.x - 1) / blockDim.x);
+  const bool stamps = kStamp && threadIdx.x == 0;
+  if (stamps) record_sm(tl);
   int acc = 0;
   for (int r = 0; r < ranges; ++r) {
     const size_t from = size_t(r) * part + size_t(blockIdx.x) * per, to = min(size_t(r + 1) * part, from + per);
-    for (size_t i = from + threadIdx.x; i < to; i += blockDim.x) {
+    int it = r * part_iters;
+    for (size_t i = from + threadIdx.x; i < to; i += blockDim.x, ++it) {
+      if (stamps) stamp(tl, it);
       const int4 v = __ldcg(buf + i);
       acc ^= v.x ^ v.y ^ v.z ^ v.w;
     }
+    if (stamps && r + 1 == ranges) stamp(tl, it);
   }
   if (acc == 0x7fffffff) atomicAdd(sink, 1u);
 }
@@ -248,13 +256,15 @@ int main(int argc, char** argv) {
   if (mode == "k" || mode == "x" || mode == "z") CHECK(cudaMalloc(&half, half_n * 16 + 16));
   if (mode == "y") half = buf + n;
   if (half) CHECK(cudaMemset(half, 3, half_n * 16 + 16));
-  // The timeline (modes r, k, x and y): both passes' stamps and SMs, written to FLASHIO_PROBE_TIMELINE's file.
-  const char* timeline =
-      (mode == "r" || mode == "x" || mode == "y" || mode == "k") ? std::getenv("FLASHIO_PROBE_TIMELINE") : nullptr;
+  // The timeline (modes r, k, x, y and n): both passes' stamps and SMs, written to FLASHIO_PROBE_TIMELINE's file.
+  const char* timeline = (mode == "r" || mode == "x" || mode == "y" || mode == "k" || mode == "n")
+                             ? std::getenv("FLASHIO_PROBE_TIMELINE")
+                             : nullptr;
   constexpr int kThreads = 256;
   Timeline passes[2];
-  const size_t per_block = (n + blocks - 1) / blocks;
-  const int iters = int((per_block + kThreads - 1) / kThreads);
+  const size_t per_block = (n + blocks - 1) / blocks, per_part = (n / size_t(ranges) + blocks - 1) / blocks;
+  const int iters = mode == "n" ? ranges * int((per_part + kThreads - 1) / kThreads)
+                                : int((per_block + kThreads - 1) / kThreads);
   const size_t stamp_count = size_t(blocks) * (iters + 1);
   if (timeline)
     for (Timeline& tl : passes) {
@@ -288,8 +298,11 @@ int main(int argc, char** argv) {
       else
         probe_mix<false><<<blocks, kThreads>>>(buf, n, half, half_n, mode == "k", sink, {});
   } else if (mode == "n") {
-    probe_ranges<<<blocks, kThreads>>>(buf, n, ranges, sink);
-    probe_ranges<<<blocks, kThreads>>>(buf, n, ranges, sink);  // its DRAM reads
+    for (int pass = 0; pass < 2; ++pass)  // the second's DRAM reads
+      if (timeline)
+        probe_ranges<true><<<blocks, kThreads>>>(buf, n, ranges, sink, passes[pass]);
+      else
+        probe_ranges<false><<<blocks, kThreads>>>(buf, n, ranges, sink, {});
   } else if (mode == "z") {
     probe_seq<<<blocks, kThreads>>>(buf, n, half, half_n, sink);
     probe_seq<<<blocks, kThreads>>>(buf, n, half, half_n, sink);  // its DRAM reads

@@ -603,8 +603,9 @@ ProbeTimeline read_timeline(const std::string& path) {
 }
 
 // side: the L2 partition of each SM (the side probe's map), or empty: SM s on s mod 2, the simulation's rule.
+// ranges: mode n's parts (its iterations numbered on across them, ⌈slice / 256⌉ a part).
 double replay_timeline(const ProbeTimeline& tl, double mib, char mode, bool measured_order, const L2SimConfig& cfg,
-                       const std::vector<int>& side = {}) {
+                       const std::vector<int>& side = {}, int ranges = 1) {
   constexpr int64_t kElement = 16, kThreads = 256, kChunk = 512, kPerChunk = kChunk / kElement;
   const int64_t n = int64_t(mib * 1048576) / kElement, half = n / 2, blocks = tl.blocks;
   const int64_t per = (n + blocks - 1) / blocks, per_half = (half + blocks - 1) / blocks;
@@ -639,8 +640,15 @@ double replay_timeline(const ProbeTimeline& tl, double mib, char mode, bool meas
     if (st.pass == 1) l2.count(true);
     const unsigned recorded = tl.sm[st.pass][size_t(st.block)];
     const int sm = side.empty() ? int(recorded) : side.at(recorded);
-    const int64_t from = st.block * per + st.it * kThreads;
-    read(0, from, std::min({n, (st.block + 1) * per, from + kThreads}), sm, mode == 'k');
+    if (mode == 'n') {  // part it / part_iters, its iteration it % part_iters
+      const int64_t part = n / ranges, per_part = (part + blocks - 1) / blocks;
+      const int64_t part_iters = (per_part + kThreads - 1) / kThreads, r = st.it / part_iters;
+      const int64_t first = r * part + st.block * per_part, from = first + st.it % part_iters * kThreads;
+      read(0, from, std::min({(r + 1) * part, first + per_part, from + kThreads}), sm);
+    } else {
+      const int64_t from = st.block * per + st.it * kThreads;
+      read(0, from, std::min({n, (st.block + 1) * per, from + kThreads}), sm, mode == 'k');
+    }
     if ((mode == 'x' || mode == 'k') && st.it % 2 == 0) {
       const int64_t hf = st.block * per_half + st.it / 2 * kThreads;
       read(1, hf, std::min({half, (st.block + 1) * per_half, hf + kThreads}), sm);
@@ -752,9 +760,11 @@ TEST(L2Probe, ASmallGridsSidesAreTheMeasuredMapNotSmModTwo) {
 // 0.071 from 528; at 0.65, 0.225 and 0.249) where the replay in the measured order on the measured sides
 // loses nothing below 0.65 and under 0.05 at it — nor is it their placement or interleaving (modes y, the
 // second stream right after the first in one allocation, and z, each block's two slices one after the
-// other, lose as x does: nvidia-h200-l2-probe-placement.txt). Pinned so that
+// other, lose as x does: nvidia-h200-l2-probe-placement.txt). One buffer read as R ranges per block (mode
+// n, timeline-h200/table-n.txt) shows the same: at 0.65 of the L2 the GPU loses 0.072 (R = 1) and 0.118
+// (R = 8), the replay nothing. Pinned so that
 // a model of it has to update this test and docs/io-model.md ("Which side an SM is on").
-TEST(L2Probe, TwoInterleavedStreamsLoseEarlierThanTheMeasuredOrderAndSidesSay) {
+TEST(L2Probe, RangesPerBlockLoseEarlierThanTheMeasuredOrderAndSidesSay) {
   const std::string base = std::string(FLASHIO_SOURCE_DIR) + "/results/crosscheck/issue19-l2-probe/";
   const std::vector<int> side = sm_sides(base + "sm-sides-h200/side-16.5-ref0.txt");
   struct Row {
@@ -770,6 +780,14 @@ TEST(L2Probe, TwoInterleavedStreamsLoseEarlierThanTheMeasuredOrderAndSidesSay) {
     const double replayed = replay_timeline(tl, r.mib, 'k', true, kProbeH200.config(), side);
     std::printf("h200 k %4.1f MiB %3d blocks: measured %.3f, replayed %.3f\n", r.mib, r.blocks, r.measured, replayed);
     EXPECT_LT(replayed, r.measured - 0.04) << name;
+  }
+  for (const auto& [ranges, measured] : {std::pair{1, 0.072}, std::pair{8, 0.118}}) {
+    const std::string name = fmt::format("timeline-h200/timeline-39.0-0-n{}.txt", ranges);
+    const ProbeTimeline tl = read_timeline(base + name);
+    ASSERT_EQ(tl.blocks, 528) << name;
+    const double replayed = replay_timeline(tl, 39.0, 'n', true, kProbeH200.config(), side, ranges);
+    std::printf("h200 n%d 39.0 MiB: measured %.3f, replayed %.3f\n", ranges, measured, replayed);
+    EXPECT_LT(replayed, measured - 0.05) << name;
   }
 }
 
