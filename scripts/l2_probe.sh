@@ -30,15 +30,15 @@ printf "%8s %7s %5s %12s %12s %10s\n" "MiB" "blocks" "mode" "pass DRAM rd" "next
 for frac in ${FLASHIO_PROBE_FRACS:-0.125 0.25 0.375 0.45 0.5 0.55 0.625 0.75 0.875 0.95 1.0 1.05 1.25 1.5 2.0}; do
   mib=$(python3 -c "print(round($frac * $l2_mib, 2))")
   for blocks in ${FLASHIO_PROBE_BLOCKS:-0 1}; do  # 0: 4 blocks per SM, 1: one SM, N: N blocks
-    for mode in ${FLASHIO_PROBE_MODES:-r w a m}; do  # d:US = mode d, a wait of US µs; c:F = mode c, F × L2 filled; n:R = mode n, R ranges
-      spin=""; case "${mode%%:*}" in d | c | n) spin="${mode#*:}" ;; esac
+    for mode in ${FLASHIO_PROBE_MODES:-r w a m}; do  # d:US = mode d, a wait of US µs; c:F = mode c, F × L2 filled; n:R = mode n, R ranges; h:K = mode h, K KiB chunks (FLASHIO_PROBE_SIDES)
+      spin=""; case "${mode%%:*}" in d | c | n | h) spin="${mode#*:}" ;; esac
       csv="$out/probe-${mib}-${blocks}-${mode/:/}.csv"
       if [ -n "${FLASHIO_PROBE_TIMELINE_DIR:-}" ]; then
         export FLASHIO_PROBE_TIMELINE="$FLASHIO_PROBE_TIMELINE_DIR/timeline-${mib}-${blocks}-${mode/:/}.txt"
       fi
       ncu --cache-control none --clock-control none --replay-mode application --print-units base --metrics "$metrics" \
         -k regex:'probe_' --csv --log-file "$csv" "$out/l2_probe" "$mib" "$blocks" "${mode%%:*}" $spin >/dev/null
-      # Launch order: flush, then (r) read, read; (w) write, flush; (a) write, read; (m) rmw, rmw; (k, x, y) mix, mix; (z) buffer then half, twice; (n) ranges, ranges;
+      # Launch order: flush, then (r) read, read; (w) write, flush; (a) write, read; (m) rmw, rmw; (k, x, y) mix, mix; (z) buffer then half, twice; (n) ranges, ranges; (h) sides, sides;
       # (v) rmw, reversed rmw; (d) write, wait, flush; (c) write, partial flush, flush. The measured launch is the
       # 3rd; for d and c the 4th's DRAM writes follow (the dirty bytes still held after the wait or the fills).
       python3 - "$csv" "$mib" "$blocks" "${mode/:/}" <<'EOF'
@@ -68,6 +68,7 @@ echo "  cF = DRAM writes while F × L2 of other lines were read after the write 
 echo "  k, x, y = the 2nd pass's DRAM reads / buffer over the buffer (k: read-modify-written, x, y: read) and a read one of half its size"
 echo "  (y: the half right after the buffer in one allocation; z: not interleaved, each block's slice of the buffer, then of the half))"
 echo "  nR = as r with R ranges per block (the buffer in R parts, each block its slice of each in turn)"
+echo "  hK = as r with K KiB chunks dealt to the two L2 sides in turn (h0: every SM sweeps the buffer in order)"
 # Reduction contention (tests/gpu_red_probe.cu): the same blocks adding into one shared dQ-sized
 # tile, two per tile, or a tile each.
 if [ "${FLASHIO_PROBE_RED:-1}" != 0 ]; then "$out/red_probe" | tee "$out/red.txt"; fi

@@ -43,6 +43,12 @@
 //                 (not interleaved): whether it is the interleaving that x loses early to
 //   mode n        (ranges) as r with the buffer cut into `ranges` equal parts, each block reading its slice
 //                 of each part in turn: one buffer, `ranges` ranges per block (1: mode r)
+//   mode h        (sides) the buffer in chunks of `chunk` KiB dealt to the two L2 sides in turn (chunk c to
+//                 the SMs of side c mod 2, the side map from FLASHIO_PROBE_SIDES, tests/gpu_sm_side_probe.cu's
+//                 output); each side's blocks take its 4 KiB units in order from a counter of their own, so a
+//                 side reads only its chunks and the near copies it makes are of those; chunk 0: one counter
+//                 for all (every SM sweeps the buffer in order, sides mixed): whether which lines a side
+//                 reads — halves, or fine interleaving — changes what is lost
 // With FLASHIO_PROBE_TIMELINE=FILE, modes r, k, x, y and n also stamp when each block starts each iteration of
 // both passes and write the timeline to FILE (struct Timeline, below).
 // `blocks`: 0 = 4 blocks per SM (every SM reads, both partitions), 1 = one block (one SM: one
@@ -59,6 +65,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -178,6 +185,32 @@ __global__ void probe_ranges(const int4* __restrict__ buf, size_t n, int ranges,
   if (acc == 0x7fffffff) atomicAdd(sink, 1u);
 }
 
+// Mode h: units of 4 KiB (the block's 256 threads × 16 bytes), taken in order per side.
+__global__ void probe_sides(const int4* __restrict__ buf, size_t n, size_t chunk_units, const int* __restrict__ side_of,
+                            unsigned long long* counters, unsigned* sink) {
+  __shared__ unsigned long long unit;
+  unsigned sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  const int side = chunk_units ? side_of[sm] : 0;
+  const size_t units = (n + blockDim.x - 1) / blockDim.x;
+  int acc = 0;
+  for (;;) {
+    if (threadIdx.x == 0) unit = atomicAdd(counters + side, 1ull);
+    __syncthreads();
+    const size_t u = unit;
+    __syncthreads();
+    // this side's u-th unit: chunk 2·(u / chunk_units) + side, unit u mod chunk_units of it
+    const size_t global = chunk_units ? (2 * (u / chunk_units) + size_t(side)) * chunk_units + u % chunk_units : u;
+    if (global >= units) break;
+    const size_t i = global * blockDim.x + threadIdx.x;
+    if (i < n) {
+      const int4 v = __ldcg(buf + i);
+      acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+  }
+  if (acc == 0x7fffffff) atomicAdd(sink, 1u);
+}
+
 template <bool kStamp>
 __global__ void probe_mix(int4* __restrict__ a, size_t na, const int4* __restrict__ b, size_t nb, bool rmw,
                           unsigned* sink, Timeline tl) {
@@ -224,13 +257,18 @@ int main(int argc, char** argv) {
   int blocks = std::atoi(argv[2]);
   const std::string mode = argc > 3 ? argv[3] : "r";
   if (mode != "r" && mode != "w" && mode != "a" && mode != "m" && mode != "v" && mode != "d" && mode != "c" &&
-      mode != "k" && mode != "x" && mode != "y" && mode != "z" && mode != "n") {
-    std::fprintf(stderr, "unknown mode %s: r, w, a, m, v, d, c, k, x, y, z or n\n", mode.c_str());
+      mode != "k" && mode != "x" && mode != "y" && mode != "z" && mode != "n" && mode != "h") {
+    std::fprintf(stderr, "unknown mode %s: r, w, a, m, v, d, c, k, x, y, z, n or h\n", mode.c_str());
     return 2;
   }
   const double spin_us = argc > 4 ? std::atof(argv[4]) : 100.0;
   const double fill_share = argc > 4 ? std::atof(argv[4]) : 0.1;
   const int ranges = argc > 4 ? std::atoi(argv[4]) : 2;
+  const double chunk_kib = argc > 4 ? std::atof(argv[4]) : 0.0;  // mode h
+  if (mode == "h" && !(chunk_kib >= 0 && std::fmod(chunk_kib, 4.0) == 0)) {
+    std::fprintf(stderr, "mode h: the chunk must be a multiple of 4 KiB (0: no sides)\n");
+    return 2;
+  }
   if (mode == "n" && !(ranges >= 1 && ranges <= 64)) {
     std::fprintf(stderr, "mode n: the ranges per block must lie in [1, 64]\n");
     return 2;
@@ -297,6 +335,39 @@ int main(int argc, char** argv) {
         probe_mix<true><<<blocks, kThreads>>>(buf, n, half, half_n, mode == "k", sink, passes[pass]);
       else
         probe_mix<false><<<blocks, kThreads>>>(buf, n, half, half_n, mode == "k", sink, {});
+  } else if (mode == "h") {
+    std::vector<int> side(size_t(prop.multiProcessorCount), 0);
+    if (chunk_kib > 0) {
+      const char* path = std::getenv("FLASHIO_PROBE_SIDES");
+      std::FILE* f = path ? std::fopen(path, "r") : nullptr;
+      if (!f) {
+        std::fprintf(stderr, "mode h: FLASHIO_PROBE_SIDES must name the side probe's output\n");
+        return 2;
+      }
+      char line[256];
+      int placed = 0;
+      while (std::fgets(line, sizeof line, f)) {
+        int sm = -1;
+        char c = 0;
+        if (line[0] != '#' && std::sscanf(line, "%d %c", &sm, &c) == 2 && sm >= 0 && sm < prop.multiProcessorCount)
+          side[size_t(sm)] = c == 'A' ? 0 : 1, ++placed;
+      }
+      std::fclose(f);
+      if (placed != prop.multiProcessorCount) {
+        std::fprintf(stderr, "mode h: %s places %d of %d SMs\n", path, placed, prop.multiProcessorCount);
+        return 2;
+      }
+    }
+    int* side_d = nullptr;
+    unsigned long long* counters = nullptr;
+    CHECK(cudaMalloc(&side_d, side.size() * sizeof(int)));
+    CHECK(cudaMemcpy(side_d, side.data(), side.size() * sizeof(int), cudaMemcpyHostToDevice));
+    CHECK(cudaMalloc(&counters, 2 * sizeof(unsigned long long)));
+    const size_t chunk_units = size_t(chunk_kib) / 4;
+    for (int pass = 0; pass < 2; ++pass) {  // the second's DRAM reads
+      CHECK(cudaMemset(counters, 0, 2 * sizeof(unsigned long long)));
+      probe_sides<<<blocks, kThreads>>>(buf, n, chunk_units, side_d, counters, sink);
+    }
   } else if (mode == "n") {
     for (int pass = 0; pass < 2; ++pass)  // the second's DRAM reads
       if (timeline)
