@@ -7,9 +7,10 @@
 // * capacity: the device's L2 bytes, split into `partitions` equal partitions (GA100, GH100:
 //   two, joined by a fabric). Every chunk has a home partition (a hash of its address); an SM
 //   belongs to partition sm mod partitions (the block scheduler deals consecutive blocks to
-//   GPCs in turn, and GPCs alternate between the partitions — a simplification: on the H200 the
-//   side probe, tests/gpu_sm_side_probe.cu, finds 66 SMs a side in GPC/TPC runs, and the deal's order
-//   depends on the grid; docs/io-model.md, "Which side an SM is on"). A read from the far side looks
+//   GPCs in turn, and GPCs alternate between the partitions — a simplification: the side probe,
+//   tests/gpu_sm_side_probe.cu, finds the SMs split in GPC/TPC runs, 66/66 on one H200 and 64/68 on
+//   another, and the deal's order depends on the grid; docs/io-model.md, "Which side an SM is on"). A
+//   read from the far side looks
 //   up the SM's own partition first, then the home one, and leaves a clean copy in its own
 //   partition (the "point of coherence" copy the A100/H100 whitepapers describe): data read by
 //   SMs of both sides is held twice, data read by one side once;
