@@ -706,12 +706,13 @@ TEST(L2Probe, MeasuredTimelinesReplayTheEverySmRampsMiddle) {
 // sm-sides-h200/: two SMs each read a buffer of 0.275 × L2 twice; on one side the second pass takes
 // 1130–1160 µs, on two sides 706–743): the H200's 132 SMs split 66/66 in runs that follow the GPCs and
 // TPCs (SMs 0–1, 8–13, 16–17, 24–29, … and 124–131 on one side), not s mod 2 — the same map from three
-// reference SMs and two sizes (another H200 has another: the map is the chip's; docs/io-model.md). It matters where a grid covers few SMs: the probe's timeline of 24 blocks
-// (one per SM; the scheduler dealt them to SMs 124–131, 0, 16, 2, 18, …, 14, 30: 16 on one side, 8 on
-// the other) replays its ramp with the measured map (in the measured order: 0.114, 0.208, 0.492 at 39,
-// 42, 45 MiB, the GPU 0.139, 0.269, 0.491) and not with s mod 2 (0.349, 0.378, 0.400: that rule puts 20
-// of the 24 SMs on one side, whose partition then loses from 36 MiB on). The simulation still deals its
-// slots to SMs s mod 132 on side s mod 2 (docs/io-model.md, "Which side an SM is on").
+// reference SMs and two sizes (another H200 has another: the map is the chip's; docs/io-model.md). It
+// matters where a grid covers few SMs: the probe's timeline of 24 blocks (one per SM; the scheduler dealt
+// them to SMs 124–131, 0, 16, 2, 18, …, 14, 30: 16 on one side, 8 on the other) replays its ramp with the
+// measured map (in the measured order: 0.114, 0.208, 0.492 at 39, 42, 45 MiB, the GPU 0.139, 0.269, 0.491)
+// and not with s mod 2 (0.349, 0.378, 0.400: that rule puts 20 of the 24 SMs on one side, whose partition
+// then loses from 36 MiB on). The simulation still deals its slots to SMs s mod 132 on side s mod 2
+// (docs/io-model.md, "Which side an SM is on").
 std::vector<int> sm_sides(const std::string& path, int* first_side_count = nullptr) {
   std::ifstream in(path);
   std::vector<int> side(132, -1);
