@@ -11,8 +11,8 @@
 //   tests/gpu_sm_side_probe.cu, finds the SMs split in GPC/TPC runs, 66/66 on one H200 and 64/68 on
 //   another, and the deal's order depends on the grid; docs/io-model.md, "Which side an SM is on"). A
 //   read from the far side looks up the SM's own partition first, then the home one, and leaves a
-//   clean copy in its own partition (the "point of coherence" copy the A100/H100 whitepapers describe): data read by
-//   SMs of both sides is held twice, data read by one side once;
+//   clean copy in its own partition (the "point of coherence" copy the A100/H100 whitepapers
+//   describe): data read by SMs of both sides is held twice, data read by one side once;
 // * replacement: least recently used per partition (the micro-benchmark in
 //   tests/gpu_l2_probe.cu, scripts/l2_probe.sh, tests this on the GPU);
 // * writes: a whole chunk written (tile stores of whole rows, 32-byte sectors) is allocated

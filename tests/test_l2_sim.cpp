@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
-#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -347,23 +346,34 @@ struct ProbeRow {
   bool every_sm;
   char mode;
   double read, written, share;
+  std::string blocks, mode_name;  // as the table writes them: "all", "one" or a count; "r", "n8", "h64", ...
 };
-std::vector<ProbeRow> probe_table(const ProbeGpu& gpu, const std::string& suffix = "") {
-  std::ifstream in(std::string(FLASHIO_SOURCE_DIR) + "/results/crosscheck/issue19-l2-probe/nvidia-" + gpu.name +
-                   "-l2-probe" + suffix + ".txt");
+// Every row of a table scripts/l2_probe.sh printed (path under results/crosscheck/issue19-l2-probe/).
+std::vector<ProbeRow> probe_rows(const std::string& path) {
+  std::ifstream in(std::string(FLASHIO_SOURCE_DIR) + "/results/crosscheck/issue19-l2-probe/" + path);
   std::vector<ProbeRow> rows;
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream ls(line);
     ProbeRow r{};
-    std::string blocks, mode;
-    if (!(ls >> r.mib >> blocks >> mode >> r.read >> r.written >> r.share) || (blocks != "all" && blocks != "one") ||
-        mode.size() != 1)
-      continue;
-    r.every_sm = blocks == "all", r.mode = mode[0];
+    if (!(ls >> r.mib >> r.blocks >> r.mode_name >> r.read >> r.written >> r.share)) continue;
+    r.every_sm = r.blocks == "all", r.mode = r.mode_name[0];
     rows.push_back(r);
   }
   return rows;
+}
+// The rows of every SM or one SM in the single-letter modes (nvidia-<gpu>-l2-probe<suffix>.txt).
+std::vector<ProbeRow> probe_table(const ProbeGpu& gpu, const std::string& suffix = "") {
+  std::vector<ProbeRow> rows;
+  for (const ProbeRow& r : probe_rows(std::string("nvidia-") + gpu.name + "-l2-probe" + suffix + ".txt"))
+    if ((r.blocks == "all" || r.blocks == "one") && r.mode_name.size() == 1) rows.push_back(r);
+  return rows;
+}
+// The share a table measured for (MiB, blocks, mode); NaN when the table has no such row.
+double probe_share(const std::vector<ProbeRow>& rows, double mib, const std::string& blocks, const std::string& mode) {
+  for (const ProbeRow& r : rows)
+    if (r.mib == mib && r.blocks == blocks && r.mode_name == mode) return r.share;
+  return std::nan("");
 }
 
 // The probe's streams (132 SMs, two partitions) in 4 KiB chunks, each block reading (or writing)
@@ -660,20 +670,7 @@ double replay_timeline(const ProbeTimeline& tl, double mib, char mode, bool meas
 
 TEST(L2Probe, MeasuredTimelinesReplayTheEverySmRampsMiddle) {
   const std::string dir = std::string(FLASHIO_SOURCE_DIR) + "/results/crosscheck/issue19-l2-probe/timeline-h200/";
-  std::vector<ProbeRow> rows;
-  {
-    std::ifstream in(dir + "table-timeline.txt");
-    std::string line;
-    while (std::getline(in, line)) {
-      std::istringstream ls(line);
-      ProbeRow r{};
-      std::string blocks, mode;
-      if (ls >> r.mib >> blocks >> mode >> r.read >> r.written >> r.share && blocks == "all") {
-        r.every_sm = true, r.mode = mode[0];
-        rows.push_back(r);
-      }
-    }
-  }
+  const std::vector<ProbeRow> rows = probe_rows("timeline-h200/table-timeline.txt");
   ASSERT_EQ(rows.size(), 14u) << "the committed timeline table";
   std::printf("h200 timeline:  MiB mode footprint/L2  measured  lock-step  measured order\n");
   double lock_error = 0, order_error = 0;
@@ -740,9 +737,11 @@ TEST(L2Probe, ASmallGridsSidesAreTheMeasuredMapNotSmModTwo) {
     for (size_t s = 0; s < side.size(); ++s) same += again[s] == side[s];
     EXPECT_TRUE(same == 132 || same == 0) << other << " splits the SMs otherwise (" << same << " agree)";
   }
-  const std::map<double, double> gpu = {{36, 0.049}, {39, 0.139}, {42, 0.269}, {45, 0.491}};  // table-24.txt
+  const std::vector<ProbeRow> table = probe_rows("timeline-h200/table-24.txt");
   std::printf("h200 24 blocks:  MiB  measured  sides s mod 2  measured sides\n");
-  for (const auto& [mib, measured] : gpu) {
+  for (const double mib : {36.0, 39.0, 42.0, 45.0}) {
+    const double measured = probe_share(table, mib, "24", "r");
+    ASSERT_FALSE(std::isnan(measured)) << mib << " MiB: no row in table-24.txt";
     const ProbeTimeline tl = read_timeline(base + fmt::format("timeline-h200/timeline-{:.1f}-24-r.txt", mib));
     ASSERT_EQ(tl.blocks, 24);
     const double mod2 = replay_timeline(tl, mib, 'r', true, kProbeH200.config());
@@ -768,22 +767,23 @@ TEST(L2Probe, ASmallGridsSidesAreTheMeasuredMapNotSmModTwo) {
 TEST(L2Probe, RangesPerBlockLoseEarlierThanTheMeasuredOrderAndSidesSay) {
   const std::string base = std::string(FLASHIO_SOURCE_DIR) + "/results/crosscheck/issue19-l2-probe/";
   const std::vector<int> side = sm_sides(base + "sm-sides-h200/side-16.5-ref0.txt");
-  struct Row {
-    double mib;
-    int blocks;
-    double measured;  // table-k.txt
-  };
-  for (const Row& r : {Row{24, 120, 0.043}, Row{24, 528, 0.071}, Row{26, 120, 0.225}, Row{26, 528, 0.249}}) {
-    const std::string name =
-        fmt::format("timeline-h200/timeline-{:.1f}-{}-k.txt", r.mib, r.blocks == 528 ? 0 : r.blocks);
-    const ProbeTimeline tl = read_timeline(base + name);
-    ASSERT_EQ(tl.blocks, r.blocks) << name;
-    const double replayed = replay_timeline(tl, r.mib, 'k', true, kProbeH200.config(), side);
-    std::printf("h200 k %4.1f MiB %3d blocks: measured %.3f, replayed %.3f\n", r.mib, r.blocks, r.measured, replayed);
-    EXPECT_LT(replayed, r.measured - 0.04) << name;
-  }
-  for (const auto& [ranges, measured] : {std::pair{1, 0.072}, std::pair{8, 0.118}}) {
+  const std::vector<ProbeRow> k_table = probe_rows("timeline-h200/table-k.txt");
+  for (const double mib : {24.0, 26.0})
+    for (const int blocks : {120, 528}) {
+      const double measured = probe_share(k_table, mib, blocks == 528 ? "all" : std::to_string(blocks), "k");
+      const std::string name = fmt::format("timeline-h200/timeline-{:.1f}-{}-k.txt", mib, blocks == 528 ? 0 : blocks);
+      ASSERT_FALSE(std::isnan(measured)) << name << ": no row in table-k.txt";
+      const ProbeTimeline tl = read_timeline(base + name);
+      ASSERT_EQ(tl.blocks, blocks) << name;
+      const double replayed = replay_timeline(tl, mib, 'k', true, kProbeH200.config(), side);
+      std::printf("h200 k %4.1f MiB %3d blocks: measured %.3f, replayed %.3f\n", mib, blocks, measured, replayed);
+      EXPECT_LT(replayed, measured - 0.04) << name;
+    }
+  const std::vector<ProbeRow> n_table = probe_rows("timeline-h200/table-n.txt");
+  for (const int ranges : {1, 8}) {
+    const double measured = probe_share(n_table, 39.0, "all", fmt::format("n{}", ranges));
     const std::string name = fmt::format("timeline-h200/timeline-39.0-0-n{}.txt", ranges);
+    ASSERT_FALSE(std::isnan(measured)) << name << ": no row in table-n.txt";
     const ProbeTimeline tl = read_timeline(base + name);
     ASSERT_EQ(tl.blocks, 528) << name;
     const double replayed = replay_timeline(tl, 39.0, 'n', true, kProbeH200.config(), side, ranges);
