@@ -1541,17 +1541,17 @@ TEST(AnalyzeCommand, DramVerdictsCoverOnlyTheModelsScopeAndListTheRest) {
 // reference, blocksparse_standard) get none and say so in words.
 TEST(ModelRegistry, EveryModelledMethodIsRegisteredUnderItsName) {
   const std::vector<std::string> modelled = {
-      "blocksparse_flash", "flash1",     "flash2",         "flash3",     "flash3_no_overlap",
-      "flash3_no_pingpong", "flash_decode", "flex_attention", "sdpa_cudnn", "sdpa_efficient",
-      "sdpa_flash",         "sdpa_math",    "standard",       "standard_fused"};
+      "blocksparse_flash",  "flash1",       "flash2",         "flash3",     "flash3_no_overlap", "flash3_no_pingpong",
+      "flash3_no_warpspec", "flash_decode", "flex_attention", "sdpa_cudnn", "sdpa_efficient",    "sdpa_flash",
+      "sdpa_math",          "standard",     "standard_fused"};
   EXPECT_EQ(builtin_models().names(), modelled);
   for (const auto& name : modelled) {
     const IoModel* m = find_model(name);
     ASSERT_NE(m, nullptr) << name;
     EXPECT_EQ(m->method(), name);
   }
-  for (const char* exact :
-       {"flash1", "flash2", "flash3", "flash3_no_pingpong", "flash3_no_overlap", "blocksparse_flash", "flash_decode"}) {
+  for (const char* exact : {"flash1", "flash2", "flash3", "flash3_no_pingpong", "flash3_no_overlap",
+                            "flash3_no_warpspec", "blocksparse_flash", "flash_decode"}) {
     EXPECT_TRUE(find_model(exact)->exact()) << exact;
     EXPECT_TRUE(has_exact_model(exact)) << exact;
   }

@@ -123,7 +123,7 @@ TEST(Flash3Method, BackwardTileComesFromTheOneTableAndFitsHopper) {
 }
 
 TEST(Flash3Method, AblationsAreRegisteredForTheirHeadDimOnly) {
-  for (const char* name : {"flash3_no_pingpong", "flash3_no_overlap"}) {
+  for (const char* name : {"flash3_no_pingpong", "flash3_no_overlap", "flash3_no_warpspec"}) {
     const Method* m = builtin_registry().find(name);
     ASSERT_NE(m, nullptr) << name << " is not registered";
     const MethodInfo i = m->info();

@@ -150,7 +150,7 @@ TEST_F(Flash3Test, PersistentLoopOverManyItems) {
 // The ablations (FA-3 Table 2) compute the same function: every row against the reference, odd
 // lengths, causal and not, key padding with GQA.
 TEST_F(Flash3Test, AblationsMatchReference) {
-  for (const char* method : {"flash3_no_pingpong", "flash3_no_overlap"})
+  for (const char* method : {"flash3_no_pingpong", "flash3_no_overlap", "flash3_no_warpspec"})
     for (int64_t n : {17, 1013})
       for (bool causal : {false, true}) {
         Problem p;
@@ -165,6 +165,42 @@ TEST_F(Flash3Test, AblationsMatchReference) {
         const Record r = expect_ok({method, Pass::Fwd, p});
         if (r.tiles) EXPECT_EQ(r.tiles->mma, "wgmma") << method;
       }
+}
+
+// Without warp specialisation a consumer thread issues the loads itself, across work items: every
+// d 128 tile (128 × 176 is picked from 2048 keys), several items per thread block (3 · 20 heads ·
+// ⌈N/128⌉ items on one block per SM), a causal mask whose items differ in length, GQA, Nq ≠ Nk,
+// and items of one K/V tile under key padding.
+TEST_F(Flash3Test, WithoutWarpSpecialisationEveryTileAndManyItemsMatchReference) {
+  kernels::KernelTile tiles[8];
+  const int n = kernels::flash3_fwd_tiles(128, tiles, 8);
+  for (int i = 0; i < n; ++i)
+    for (bool causal : {false, true}) {
+      Problem p;
+      p.batch = 3;
+      p.heads = 20;
+      p.kv_heads = causal ? 20 : 5;
+      p.seqlen_q = 2100;
+      p.seqlen_k = causal ? 2100 : 1777;
+      p.head_dim = 128;
+      p.causal = causal;
+      p.dtype = causal ? DType::BF16 : DType::F16;
+      p.block_r = tiles[i].block_r;
+      p.block_c = tiles[i].block_c;
+      const Record r = expect_ok({"flash3_no_warpspec", Pass::Fwd, p});
+      if (r.tiles) {
+        EXPECT_EQ(r.tiles->block_c, tiles[i].block_c);
+        EXPECT_EQ(r.tiles->warps, 8) << "two consumer warpgroups, no producer";
+      }
+    }
+  Problem one;  // one K/V tile per item (at most 100 keys, key padding)
+  one.batch = 4;
+  one.heads = 3;
+  one.seqlen_q = 300;
+  one.seqlen_k = 100;
+  one.head_dim = 128;
+  one.padding = Padding::Random;
+  expect_ok({"flash3_no_warpspec", Pass::Fwd, one});
 }
 
 // ---- Backward (kernels/flash3/flash3_bwd_kernel.cuh) -----------------------------------------

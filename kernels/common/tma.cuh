@@ -46,6 +46,19 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, int parity) {
       : "memory");
 }
 
+// Whether the phase of parity `parity` has completed, without waiting for it.
+__device__ __forceinline__ bool mbar_test(uint64_t* bar, int parity) {
+  uint32_t done;
+  asm volatile(
+      "{\n.reg .pred done;\n"
+      "mbarrier.test_wait.parity.shared::cta.b64 done, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, done;\n}\n"
+      : "=r"(done)
+      : "r"(smem_addr(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+
 // TMA load of one box of a 3-D tensor map at coordinates (c0 innermost, c1, c2) into shared
 // memory; completes `bar`'s transactions by the box's bytes (zero-filled outside the tensor).
 __device__ __forceinline__ void tma_load_3d(void* smem, const void* tensor_map, uint64_t* bar, int c0, int c1, int c2) {

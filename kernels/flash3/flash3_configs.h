@@ -16,6 +16,8 @@
 // registers: 2 · d/2 fp32 per thread, 256 at d = 256, more than a thread's 240). d 256's
 // backward points are `skipped` with that reason.
 #define FLASH3_BWD_HEAD_DIMS(X) X(64) X(128)
+// The head dims with the forward's ablations (FA-3 Table 2) compiled: d 128, to keep the build short.
+#define FLASH3_ABLATION_HEAD_DIMS(X) X(128)
 
 namespace flashio::kernels {
 

@@ -33,6 +33,10 @@
 //    consumer waits for the store to have read the buffer only once it has issued the next
 //    item's first GEMM.
 //
+// The ablations of FA-3 Table 2 compile one of these out: ping-pong, the intra-warpgroup overlap,
+// or warp specialisation (no producer warpgroup: the first consumer thread issues the same loads
+// between its own GEMMs, Flash3InlineLoads).
+//
 // Per K/V tile and consumer warpgroup:
 //   S = Q·K_jᵀ   wgmma m64n{Bc}k16, A = Q, B = K_j, both K-major in shared memory (swizzle128)
 //   P = softmax  kernels/common/online_softmax.h (OnlineSoftmax::update_scores, rescale)
@@ -82,7 +86,8 @@ struct Flash3FwdTraits {
   static constexpr int kBlockN = kBlockN_;  // Bc
   static constexpr int kStages = kStages_;  // K/V ring depth
   static constexpr int kConsumers = kBlockM / 64;  // consumer warpgroups, 64 rows each
-  static constexpr int kThreads = 128 * (kConsumers + 1);
+  static constexpr int kConsumerThreads = 128 * kConsumers;
+  static constexpr int kThreads = kConsumerThreads + 128;   // and the producer warpgroup
   static constexpr int kPanels = kHeadDim / kPanelColumns;  // 64-column panels of a tile row
   static constexpr int kAccS = kBlockN / 2;                 // fp32 S registers per thread: (64, Bc)
   static constexpr int kAccO = kHeadDim / 2;                // fp32 O registers per thread: (64, d)
@@ -239,15 +244,115 @@ __device__ __forceinline__ void flash3_produce(const Flash3FwdArgs& args, const 
   }
 }
 
+// ---- Without warp specialisation (FA-3 Table 2's ablation): no producer warpgroup. The first
+// consumer thread issues the producer's loads itself, in the producer's order (per work item:
+// the hand-over, K_0, Q, V_0, then K_i, V_i), between its own GEMMs: each load as soon as its
+// slot is free when it polls (after issuing its GEMMs), and at the latest when a consumer is
+// about to wait for it. It waits only for slots whose readers (the other consumer included) are
+// past them without needing anything more from it, so the consumers cannot deadlock.
+template <typename Tr, bool kCausal>
+struct Flash3InlineLoads {
+  const Flash3FwdArgs& args;
+  const Flash3Shared<Tr>& sh;
+  int round = 0;          // the work item whose loads come next (its hand-over round)
+  int pos = 0;            // its next load: 0 the hand-over, 1 K_0, 2 Q, 3 V_0, then K_i at 2i + 2, V_i at 2i + 3
+  int kv = 0;             // K/V tiles of the items before it
+  bool finished = false;  // every item handed over, and −1 after them
+  Flash3Item w{};
+  KvTileRange tiles{0};
+
+  static __device__ __forceinline__ int k_pos(int i) { return i == 0 ? 1 : 2 * i + 2; }
+  static __device__ __forceinline__ int v_pos(int i) { return 2 * i + 3; }
+
+  // Issues every load up to and including load `p` of item `r`, waiting for slots as needed.
+  // Both act in the block's first thread only.
+  __device__ __forceinline__ void ensure(int r, int p) {
+    if (threadIdx.x != 0) return;
+    while (!finished && (round < r || (round == r && pos <= p))) step(true);
+  }
+  // Issues the loads whose slots are free now.
+  __device__ __forceinline__ void poll() {
+    if (threadIdx.x != 0) return;
+    while (step(false)) {
+    }
+  }
+
+  // The next load, if `wait` or its slot is free; whether it was issued.
+  __device__ __forceinline__ bool step(bool wait) {
+    if (finished) return false;
+    Flash3Barriers<Tr::kStages, Tr::kQStages>& bar = *sh.bar;
+    const FwdParams& p = args.p;
+    auto slot_free = [&](uint64_t* b, int parity) {
+      if (!wait) return mbar_test(b, parity);
+      mbar_wait(b, parity);
+      return true;
+    };
+    if (pos == 0) {  // the next item, handed over to the consumers
+      if (!slot_free(&bar.item_empty, (round & 1) ^ 1)) return false;
+      const int item = round == 0 ? int(blockIdx.x) : atomicAdd(&args.schedule[0], 1) + int(gridDim.x);
+      finished = item >= args.num_items;
+      if (!finished) {
+        w = flash3_item<kCausal>(item, args.m_blocks, p.heads, args.num_items / args.m_blocks, args.plane_group);
+        tiles = SequenceMask<kCausal>{flash3_key_count(p, w.b)}.kv_tiles(w.m_block, (w.m_block + 1) * Tr::kBlockM,
+                                                                         Tr::kBlockN);
+      }
+      bar.item = finished ? -1 : item;
+      bar.work = w;
+      mbar_arrive(&bar.item_full);
+      pos = tiles.count > 0 ? 1 : 2;
+      // Every item taken: the last block out resets the scheduler (as the producer does).
+      if (finished && atomicAdd(&args.schedule[1], 1) == int(gridDim.x) - 1) {
+        args.schedule[0] = 0;
+        args.schedule[1] = 0;
+      }
+      return true;
+    }
+    if (pos == 2) {  // Q into its buffer
+      const RingSlot qs = ring_slot<Tr::kQStages>(round);
+      if (!slot_free(&bar.q_empty[qs.stage], qs.phase ^ 1)) return false;
+      mbar_arrive_expect_tx(&bar.q_full[qs.stage], Tr::kTileQBytes);
+      unsigned char* q = sh.q + qs.stage * Tr::kTileQBytes;
+      for (int c = 0; c < Tr::kPanels; ++c)
+        tma_load_3d(q + c * Tr::kBlockM * kSwizzleRowBytes, &args.q, &bar.q_full[qs.stage], c * kPanelColumns,
+                    w.m_block * Tr::kBlockM, w.b * p.heads + w.h);
+    } else {  // K_i or V_i into the ring
+      const bool is_k = pos == 1 || pos % 2 == 0;
+      const int i = pos == 1 ? 0 : (pos - 2) / 2;
+      const RingSlot slot = ring_slot<Tr::kStages>(kv + i);
+      uint64_t* empty = is_k ? bar.k_empty : bar.v_empty;
+      uint64_t* full = is_k ? bar.k_full : bar.v_full;
+      if (!slot_free(&empty[slot.stage], slot.phase ^ 1)) return false;
+      mbar_arrive_expect_tx(&full[slot.stage], Tr::kTileKVBytes);
+      unsigned char* dst = (is_k ? sh.k : sh.v) + slot.stage * Tr::kTileKVBytes;
+      const int kv_plane = w.b * p.kv_heads + w.h / (p.heads / p.kv_heads);
+      for (int c = 0; c < Tr::kPanels; ++c)
+        tma_load_3d(dst + c * Tr::kBlockN * kSwizzleRowBytes, is_k ? &args.k : &args.v, &full[slot.stage],
+                    c * kPanelColumns, tiles(i) * Tr::kBlockN, kv_plane);
+    }
+    ++pos;
+    if (pos > (tiles.count > 0 ? v_pos(tiles.count - 1) : 2)) {  // the item's last load: on to the next
+      kv += tiles.count;
+      ++round;
+      pos = 0;
+    }
+    return true;
+  }
+};
+
+// What a warp-specialised block's consumers hold instead: nothing.
+struct Flash3NoInlineLoads {};
+
 // ---- Consumers (FA-3 Algorithm 1, lines 11-20): 64 query rows per warpgroup.
-template <typename Tr, bool kCausal, bool kPingPong, bool kOverlap>
+// kSpecialised: warpgroup 0 produces; otherwise the consumers' first thread loads (Flash3InlineLoads).
+template <typename Tr, bool kCausal, bool kPingPong, bool kOverlap, bool kSpecialised>
 __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const Flash3Shared<Tr>& sh) {
+  static_assert(kSpecialised || (kPingPong && kOverlap), "the ablation without warp specialisation only");
   using T = typename Tr::Element;
   const FwdParams& p = args.p;
   Flash3Barriers<Tr::kStages, Tr::kQStages>& bar = *sh.bar;
   unsigned char* const sK = sh.k;
   unsigned char* const sV = sh.v;
-  const int c = threadIdx.x / 128 - 1;  // this consumer
+  const int c = threadIdx.x / 128 - (kSpecialised ? 1 : 0);  // this consumer
   const int warp = (threadIdx.x % 128) / 32;  // warp within the warpgroup: rows 16·warp …
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   uint32_t q_tile = 0;  // this warpgroup's 64 rows of the current Q buffer
@@ -320,14 +425,35 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
     store_pending = -1;
   };
 
+  // Without a producer: the first thread's loads (ensure: up to the one about to be waited for;
+  // poll: those whose slots are free, after each turn at the tensor cores). Nothing at all with
+  // one, so that the warp-specialised kernels compile as they did before the ablation.
+  [[maybe_unused]] auto loads = [&] {
+    if constexpr (kSpecialised) {
+      return Flash3NoInlineLoads{};
+    } else {
+      return Flash3InlineLoads<Tr, kCausal>{args, sh};
+    }
+  }();
+  if constexpr (!kSpecialised) {
+    if (threadIdx.x == 0) {
+      prefetch_tensor_map(&args.q);
+      prefetch_tensor_map(&args.k);
+      prefetch_tensor_map(&args.v);
+      prefetch_tensor_map(&args.o);
+    }
+  }
+
   int kv = 0;
   for (int round = 0;; ++round) {
+    if constexpr (!kSpecialised) loads.ensure(round, 0);
     mbar_wait(&bar.item_full, round & 1);
     const int item = bar.item;
     const Flash3Item w = bar.work;
     mbar_arrive(&bar.item_empty);  // each thread releases its own reads (one arrival per warp would not)
     if (item < 0) break;  // no work left
     const RingSlot qs = ring_slot<Tr::kQStages>(round);
+    if constexpr (!kSpecialised) loads.ensure(round, 2);  // Q (and K_0)
     mbar_wait(&bar.q_full[qs.stage], qs.phase);
     unsigned char* const sQ = sh.q + qs.stage * Tr::kTileQBytes;
     q_tile = smem_addr(sQ) + c * 64 * kSwizzleRowBytes;
@@ -358,6 +484,7 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
         turn_begin();
         issue_qk(acc_s, slot.stage);
         turn_end();
+        if constexpr (!kSpecialised) loads.poll();
         free_stored();
         wgmma_wait<0>();
         wgmma_fence_operands(acc_s);
@@ -373,12 +500,14 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
         for (int it = 1; it < tiles.count; ++it) {
           const RingSlot prev = slot;
           slot = ring_slot<Tr::kStages>(kv + it);
+          if constexpr (!kSpecialised) loads.ensure(round, loads.k_pos(it));  // K_it (and V_{it-1} before it)
           mbar_wait(&bar.k_full[slot.stage], slot.phase);
           turn_begin();
           issue_qk(acc_s, slot.stage);
           mbar_wait(&bar.v_full[prev.stage], prev.phase);
           issue_pv(acc_o, a_p, prev.stage);
           turn_end();
+          if constexpr (!kSpecialised) loads.poll();
           wgmma_wait<1>();  // S_j
           wgmma_fence_operands(acc_s);
           if (kEarlyQ && it == tiles.count - 1) {
@@ -398,10 +527,12 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
           pack_p(a_p, acc_s);
         }
         // The last P·V.
+        if constexpr (!kSpecialised) loads.ensure(round, loads.v_pos(tiles.count - 1));
         mbar_wait(&bar.v_full[slot.stage], slot.phase);
         turn_begin();
         issue_pv(acc_o, a_p, slot.stage);
         turn_end();
+        if constexpr (!kSpecialised) loads.poll();
         wgmma_wait<0>();
         wgmma_fence_operands(acc_o);
         if constexpr (!kEarlyQ) release(bar.v_empty, slot.stage);
@@ -479,12 +610,19 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
   if (threadIdx.x % 128 == 0) tma_store_wait();
 }
 
+// The threads of a block: the consumer warpgroups, and the producer's when specialised.
+template <typename Tr, bool kSpecialised>
+inline constexpr int kFlash3FwdThreads = kSpecialised ? Tr::kThreads : Tr::kConsumerThreads;
+
 // kPingPong: consumer warpgroups take turns at the tensor cores (named barriers); kOverlap:
-// S_{j+1} = Q·K_{j+1}ᵀ issued with O += P_j·V_j, softmax between. Both on is FlashAttention-3;
-// the others are the ablations of FA-3 Table 2. Warpgroup 0 produces, the others consume; each
-// role is one branch, so the register reallocation applies to it.
-template <typename Tr, bool kCausal, bool kPingPong, bool kOverlap>
-__global__ void __launch_bounds__(Tr::kThreads, 1) flash3_fwd_kernel(const __grid_constant__ Flash3FwdArgs args) {
+// S_{j+1} = Q·K_{j+1}ᵀ issued with O += P_j·V_j, softmax between; kSpecialised: a producer
+// warpgroup loads. All on is FlashAttention-3; the others are the ablations of FA-3 Table 2.
+// Warpgroup 0 produces, the others consume; each role is one branch, so the register
+// reallocation applies to it. Without a producer every warpgroup consumes, at the registers
+// the launch gives (no reallocation).
+template <typename Tr, bool kCausal, bool kPingPong, bool kOverlap, bool kSpecialised>
+__global__ void __launch_bounds__(kFlash3FwdThreads<Tr, kSpecialised>, 1)
+    flash3_fwd_kernel(const __grid_constant__ Flash3FwdArgs args) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   __shared__ Flash3Barriers<Tr::kStages, Tr::kQStages> bar;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -509,12 +647,14 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash3_fwd_kernel(const __gri
     fence_mbar_init();
   }
   __syncthreads();
-  if (threadIdx.x < 128) {
+  if constexpr (!kSpecialised) {
+    flash3_consume<Tr, kCausal, kPingPong, kOverlap, false>(args, sh);
+  } else if (threadIdx.x < 128) {
     warpgroup_reg_dealloc<flash3_producer_registers(Tr::kConsumers)>();
     if (threadIdx.x < 32) flash3_produce<Tr, kCausal>(args, sh);
   } else {
     warpgroup_reg_alloc<Tr::kConsumerRegs>();
-    flash3_consume<Tr, kCausal, kPingPong, kOverlap>(args, sh);
+    flash3_consume<Tr, kCausal, kPingPong, kOverlap, true>(args, sh);
   }
 #else
   __trap();  // compiled for sm_90a only (flash3_compiled() says whether it is)

@@ -61,9 +61,10 @@ Support flash3_choose_bwd_tile(const Problem& p, const DeviceInfo& dev, KernelTi
 
 namespace {
 
-// flash3, or one of its ablations (FlashAttention-3 Table 2): the same kernel with ping-pong or
-// the intra-warpgroup overlap compiled out, registered as methods of their own so a sweep runs
-// them side by side (`--method flash3,flash3_no_pingpong,flash3_no_overlap`).
+// flash3, or one of its ablations (FlashAttention-3 Table 2): the same kernel with ping-pong, the
+// intra-warpgroup overlap or the producer warpgroup compiled out, registered as methods of their
+// own so a sweep runs them side by side
+// (`--method flash3,flash3_no_pingpong,flash3_no_overlap,flash3_no_warpspec`).
 class Flash3 final : public Method {
  public:
   Flash3(std::string name, kernels::Flash3Schedule schedule) : name_(std::move(name)), schedule_(schedule) {}
@@ -82,6 +83,11 @@ class Flash3 final : public Method {
       case kernels::Flash3Schedule::NoOverlap:
         i.summary = "flash3 without intra-warpgroup overlap: S, softmax, P·V one after the other "
                     "(FA-3 Table 2 ablation)";
+        break;
+      case kernels::Flash3Schedule::NoWarpSpecialisation:
+        i.summary =
+            "flash3 without warp specialisation: no producer warpgroup, a consumer thread issues the "
+            "TMA loads between its GEMMs (FA-3 Table 2 ablation)";
         break;
     }
     i.where = "gpu";
@@ -130,6 +136,9 @@ std::unique_ptr<Method> make_flash3_no_pingpong() {
 }
 std::unique_ptr<Method> make_flash3_no_overlap() {
   return std::make_unique<Flash3>("flash3_no_overlap", kernels::Flash3Schedule::NoOverlap);
+}
+std::unique_ptr<Method> make_flash3_no_warpspec() {
+  return std::make_unique<Flash3>("flash3_no_warpspec", kernels::Flash3Schedule::NoWarpSpecialisation);
 }
 
 }  // namespace flashio

@@ -21,9 +21,15 @@ int flash3_fwd_tiles(int head_dim, KernelTile* out, int max);
 bool flash3_fwd_tile_suits(int head_dim, int index, long long keys, bool causal);
 
 // The schedule a launch runs: FlashAttention-3's, or one of its ablations (FA-3 Table 2).
-enum class Flash3Schedule { Full, NoPingPong, NoOverlap };
-// Whether `head_dim` has the ablation variants compiled (d = 128 only, to keep the build short).
-constexpr bool flash3_has_ablations(int head_dim) { return head_dim == 128; }
+enum class Flash3Schedule { Full, NoPingPong, NoOverlap, NoWarpSpecialisation };
+// Whether `head_dim` has the ablation variants compiled (FLASH3_ABLATION_HEAD_DIMS).
+constexpr bool flash3_has_ablations(int head_dim) {
+#define FLASH3_ABLATION_IS(D) \
+  if (head_dim == D) return true;
+  FLASH3_ABLATION_HEAD_DIMS(FLASH3_ABLATION_IS)
+#undef FLASH3_ABLATION_IS
+  return false;
+}
 
 // The tensor maps (CUDA's CUtensorMap, 128 bytes each) of the last buffers a plan launched on:
 // made again only when a buffer moves.
