@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # compute-sanitizer's memcheck, racecheck and synccheck on the flash3 GPU tests (odd sizes, key
-# padding, each head dim and dtype; forward and backward — a backward test runs the forward
+# padding, each head dim and dtype, the ablations; forward and backward — a backward test runs the forward
 # first, whose item hand-off racecheck reports: kernels/flash3/NOTES.md), writing what
 # results/crosscheck/nvidia-*-sanitize-flash3.txt holds: the filters, then each tool's summary
 # lines and any error line. Needs a GPU and a build.
@@ -9,8 +9,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 tests="${FLASHIO_BUILD_DIR:-build}/tests/flashio_gpu_tests"
 out="${1:-/dev/stdout}"
-memcheck_filter='*Flash3Forward*/n1_*:*Flash3Forward*/n17_*:Flash3Test.KeyPadding*:*Flash3Backward*/n1_*:*Flash3Backward*/n17_*:Flash3Test.BackwardKeyPadding*:Flash3Test.EveryCompiledTile*'
-race_filter='*Flash3Forward*/n17_d128_fp16_causal:*Flash3Forward*/n1013_d64_bf16:*Flash3Forward*/n17_d256_bf16_causal:*Flash3Forward*/n1013_d256_fp16:*Flash3Backward*/n17_d128_fp16_causal:*Flash3Backward*/n1013_d64_bf16:*Flash3Backward*/n1013_d128_fp16_causal:Flash3Test.EveryCompiledTile*'
+memcheck_filter='*Flash3Forward*/n1_*:*Flash3Forward*/n17_*:Flash3Test.KeyPadding*:*Flash3Backward*/n1_*:*Flash3Backward*/n17_*:Flash3Test.BackwardKeyPadding*:Flash3Test.EveryCompiledTile*:Flash3Test.AblationsMatchReference:Flash3Test.WithoutWarpSpecialisation*'
+race_filter='*Flash3Forward*/n17_d128_fp16_causal:*Flash3Forward*/n1013_d64_bf16:*Flash3Forward*/n17_d256_bf16_causal:*Flash3Forward*/n1013_d256_fp16:*Flash3Backward*/n17_d128_fp16_causal:*Flash3Backward*/n1013_d64_bf16:*Flash3Backward*/n1013_d128_fp16_causal:Flash3Test.EveryCompiledTile*:Flash3Test.AblationsMatchReference:Flash3Test.WithoutWarpSpecialisation*'
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 status=0
 {
