@@ -2,19 +2,27 @@
 # Moves a build to a GPU machine that cannot build it (the workplace's lent GPUs): `pack` here
 # compresses build/flashio, build/libflashio_inject.so (flashio profile's injection library),
 # build/tests/flashio_gpu_tests and build/tests/flashio_profile_target (the program its GPU tests
-# profile) into .gpu/ (git-ignored; carry it), `unpack` there restores them under build/.
-#   scripts/gpu_bundle.sh pack | unpack
+# profile) into .gpu/ (git-ignored; carry it), `unpack` there restores them under build/. The
+# binaries are stripped of host symbols first. A call carries at most 64 MiB with the tree (about
+# 44 MiB of it tracked files): `pack NAME...` packs only those (e.g. `pack flashio`, or
+# `pack flashio_gpu_tests flashio_profile_target libflashio_inject.so`), about 17 MiB each.
+#   scripts/gpu_bundle.sh pack [NAME...] | unpack
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${FLASHIO_BUILD_DIR:-build}"
 bins=(flashio libflashio_inject.so tests/flashio_gpu_tests tests/flashio_profile_target)
 case "${1:-}" in
   pack)
+    shift
     mkdir -p .gpu
     rm -f .gpu/*.xz
     for b in "${bins[@]}"; do
       [ -f "$build/$b" ] || continue
-      xz -T2 -6 -c "$build/$b" >".gpu/$(basename "$b").xz"
+      if [ $# -gt 0 ] && [[ " $* " != *" $(basename "$b") "* ]]; then continue; fi
+      tmp=$(mktemp)
+      strip -o "$tmp" "$build/$b"
+      xz -T2 -9 -c "$tmp" >".gpu/$(basename "$b").xz"
+      rm -f "$tmp"
     done
     git rev-parse --short HEAD >.gpu/revision
     ls -l .gpu ;;
