@@ -244,13 +244,15 @@ __device__ __forceinline__ void flash3_produce(const Flash3FwdArgs& args, const 
   }
 }
 
-// ---- Without warp specialisation (FA-3 Table 2's ablation): no producer warpgroup. The first
-// consumer thread issues the producer's loads itself between its own GEMMs: per work item the
-// hand-over, Q, and the K and V tiles, each stream in order but K and V independent of each
-// other — each load as soon as its slot is free when the thread polls (after its turns at the
-// tensor cores and after its softmax), and at the latest when a consumer is about to wait for
-// it. It waits only for slots whose readers (the other consumer included) are past them without
-// needing anything more from it, so the consumers cannot deadlock.
+// ---- Without warp specialisation (FA-3 Table 2's ablation): no producer warpgroup. One consumer
+// thread issues the producer's loads itself between its own GEMMs: per work item the hand-over,
+// Q, and the K and V tiles, each stream in order but K and V independent of each other. It is the
+// last consumer's first thread: under ping-pong that consumer reads every slot last, so a slot
+// it has just released is free (or nearly), and it polls right after its releases and turns —
+// each load goes out about when a producer would have issued it, and at the latest when this
+// consumer is about to wait for it itself. The consumers ahead of it wait on the full barriers
+// only. It waits only for slots whose readers are past them without needing anything more from
+// it (the consumers ahead have passed them), so the consumers cannot deadlock.
 enum class Flash3Load { Item, Q, K, V };
 
 template <typename Tr, bool kCausal>
@@ -267,10 +269,12 @@ struct Flash3InlineLoads {
   Flash3Item w{};
   KvTileRange tiles{0};
 
+  static constexpr int kLoader = (Tr::kConsumers - 1) * 128;  // the thread that loads
+
   // Issues, waiting for slots as needed, every load up to what a consumer waits for next:
   // item r's hand-over, its Q, or its K_i or V_i (and the same stream's loads before it).
   __device__ __forceinline__ void ensure(int r, Flash3Load need, int i = 0) {
-    if (threadIdx.x != 0) return;
+    if (threadIdx.x != kLoader) return;
     while (!finished && round <= r) {
       if (!handed) {
         hand_over(true);
@@ -296,7 +300,7 @@ struct Flash3InlineLoads {
   }
   // Issues the loads whose slots are free now, into the next items as they complete.
   __device__ __forceinline__ void poll() {
-    if (threadIdx.x != 0) return;
+    if (threadIdx.x != kLoader) return;
     while (!finished) {
       if (!handed && !hand_over(false)) return;
       if (!q_loaded) load_q(false);
@@ -474,7 +478,7 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
     }
   }();
   if constexpr (!kSpecialised) {
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == Flash3InlineLoads<Tr, kCausal>::kLoader) {
       prefetch_tensor_map(&args.q);
       prefetch_tensor_map(&args.k);
       prefetch_tensor_map(&args.v);
@@ -523,8 +527,8 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
         turn_begin();
         issue_qk(acc_s, slot.stage);
         turn_end();
-        if constexpr (!kSpecialised) loads.poll();
         free_stored();
+        if constexpr (!kSpecialised) loads.poll();
         wgmma_wait<0>();
         wgmma_fence_operands(acc_s);
         if (kEarlyQ && tiles.count == 1) {
@@ -532,6 +536,7 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
         } else {
           release(bar.k_empty, slot.stage);
         }
+        if constexpr (!kSpecialised) loads.poll();
         apply_mask(acc_s, tiles(0));
         softmax.update_scores<QuadRowReduce>(acc_s, p.scale_log2, alpha);  // O is 0: no rescale
         pack_p(a_p, acc_s);
@@ -557,12 +562,13 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
           } else {
             release(bar.k_empty, slot.stage);
           }
+          if constexpr (!kSpecialised) loads.poll();
           apply_mask(acc_s, tiles(it));
           softmax.update_scores<QuadRowReduce>(acc_s, p.scale_log2, alpha);
-          if constexpr (!kSpecialised) loads.poll();
           wgmma_wait<0>();  // P_{j-1}·V_{j-1}
           wgmma_fence_operands(acc_o);
           release(bar.v_empty, prev.stage);
+          if constexpr (!kSpecialised) loads.poll();
           // A warp whose rows all kept their max has alpha = 1 everywhere: its rescale would
           // multiply by one, so skipping it changes no bit (Tr::kSkipUnitRescale).
           if (!Tr::kSkipUnitRescale || !__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f))
@@ -579,6 +585,7 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
         wgmma_wait<0>();
         wgmma_fence_operands(acc_o);
         if constexpr (!kEarlyQ) release(bar.v_empty, slot.stage);
+        if constexpr (!kSpecialised) loads.poll();
       } else {
         // One tile at a time: S_j, softmax (O rescaled at once), O += P_j·V_j.
         for (int it = 0; it < tiles.count; ++it) {
@@ -608,6 +615,7 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
     }
 
     free_stored();  // an item without keys issued no GEMM
+    if constexpr (!kSpecialised) loads.poll();
 
     // Epilogue (line 22): O / ℓ staged in shared memory, one TMA store per 64-column panel, and
     // L = τ·m + ln ℓ per row. Where: with kEarlyQ in the last K/V tile's slots (consumer 0's rows
