@@ -273,8 +273,15 @@ struct Flash3InlineLoads {
 
   // Issues, waiting for slots as needed, every load up to what a consumer waits for next:
   // item r's hand-over, its Q, or its K_i or V_i (and the same stream's loads before it).
+  // Both only act in the loading thread, and are calls (one copy of the loads' code each):
+  // inlined at every site they tripled the kernel's code, and it ran at 0.4 of flash3 (NOTES.md).
   __device__ __forceinline__ void ensure(int r, Flash3Load need, int i = 0) {
-    if (threadIdx.x != kLoader) return;
+    if (threadIdx.x == kLoader) ensure_loads(r, need, i);
+  }
+  __device__ __forceinline__ void poll() {
+    if (threadIdx.x == kLoader) poll_loads();
+  }
+  __device__ __noinline__ void ensure_loads(int r, Flash3Load need, int i) {
     while (!finished && round <= r) {
       if (!handed) {
         hand_over(true);
@@ -299,8 +306,7 @@ struct Flash3InlineLoads {
     }
   }
   // Issues the loads whose slots are free now, into the next items as they complete.
-  __device__ __forceinline__ void poll() {
-    if (threadIdx.x != kLoader) return;
+  __device__ __noinline__ void poll_loads() {
     while (!finished) {
       if (!handed && !hand_over(false)) return;
       if (!q_loaded) load_q(false);
