@@ -1117,6 +1117,7 @@ TEST(AnalyzeCommand, CommittedFilesFailOnlyTheirKnownMissesWithTheirRatios) {
       {"nvidia-h200-figure2-middle.json", {4, 4}},
       {"nvidia-h200-flash1-bwd-2048.json", {8, 8}},
       {"nvidia-h200-flash3.json", {72, 72}},
+      {"nvidia-h200-flash3-ablations.json", {48, 48}},
       {"nvidia-h200-flash3-bwd.json", {96, 96}},
       {"nvidia-h200-llama3-8b-decode-varlen.json", {14, 14}},
       {"nvidia-h200-memory.json", {20, 20}},

@@ -244,145 +244,99 @@ __device__ __forceinline__ void flash3_produce(const Flash3FwdArgs& args, const 
   }
 }
 
-// ---- Without warp specialisation (FA-3 Table 2's ablation): no producer warpgroup. One consumer
-// thread issues the producer's loads itself between its own GEMMs: per work item the hand-over,
-// Q, and the K and V tiles, each stream in order but K and V independent of each other. It is the
-// last consumer's first thread: under ping-pong that consumer reads every slot last, so a slot
-// it has just released is free (or nearly), and it polls right after its releases and turns —
-// each load goes out about when a producer would have issued it, and at the latest when this
-// consumer is about to wait for it itself. The consumers ahead of it wait on the full barriers
-// only. It waits only for slots whose readers are past them without needing anything more from
-// it (the consumers ahead have passed them), so the consumers cannot deadlock.
-enum class Flash3Load { Item, Q, K, V };
-
+// ---- Without warp specialisation (FA-3 Table 2's ablation): no producer warpgroup. The first
+// consumer thread issues the producer's loads itself, in the producer's order (per work item:
+// the hand-over, K_0, Q, V_0, then K_i, V_i), between its own GEMMs: each load as soon as its
+// slot is free when it polls (after issuing its GEMMs), and at the latest when a consumer is
+// about to wait for it. It waits only for slots whose readers (the other consumer included) are
+// past them without needing anything more from it, so the consumers cannot deadlock. Whatever this
+// thread does delays its whole warpgroup at the next wgmma: of four placements measured (NOTES.md,
+// "Without warp specialisation"), this one, with the fewest polls, was the fastest.
 template <typename Tr, bool kCausal>
 struct Flash3InlineLoads {
   const Flash3FwdArgs& args;
   const Flash3Shared<Tr>& sh;
-  int round = 0;          // the work item being loaded (its hand-over round)
-  bool handed = false;    // its hand-over is done
-  bool q_loaded = false;  // its Q is issued
-  int k_next = 0;         // its K tiles issued
-  int v_next = 0;         // its V tiles issued
+  int round = 0;          // the work item whose loads come next (its hand-over round)
+  int pos = 0;            // its next load: 0 the hand-over, 1 K_0, 2 Q, 3 V_0, then K_i at 2i + 2, V_i at 2i + 3
   int kv = 0;             // K/V tiles of the items before it
   bool finished = false;  // every item handed over, and −1 after them
   Flash3Item w{};
   KvTileRange tiles{0};
 
-  static constexpr int kLoader = (Tr::kConsumers - 1) * 128;  // the thread that loads
+  static __device__ __forceinline__ int k_pos(int i) { return i == 0 ? 1 : 2 * i + 2; }
+  static __device__ __forceinline__ int v_pos(int i) { return 2 * i + 3; }
 
-  // Issues, waiting for slots as needed, every load up to what a consumer waits for next:
-  // item r's hand-over, its Q, or its K_i or V_i (and the same stream's loads before it).
-  // Both only act in the loading thread, and are calls (one copy of the loads' code each):
-  // inlined at every site they tripled the kernel's code, and it ran at 0.4 of flash3 (NOTES.md).
-  __device__ __forceinline__ void ensure(int r, Flash3Load need, int i = 0) {
-    if (threadIdx.x == kLoader) ensure_loads(r, need, i);
+  // Issues every load up to and including load `p` of item `r`, waiting for slots as needed.
+  // Both act in the block's first thread only.
+  __device__ __forceinline__ void ensure(int r, int p) {
+    if (threadIdx.x != 0) return;
+    while (!finished && (round < r || (round == r && pos <= p))) step(true);
   }
+  // Issues the loads whose slots are free now.
   __device__ __forceinline__ void poll() {
-    if (threadIdx.x == kLoader) poll_loads();
-  }
-  __device__ __noinline__ void ensure_loads(int r, Flash3Load need, int i) {
-    while (!finished && round <= r) {
-      if (!handed) {
-        hand_over(true);
-      } else if (round < r) {  // the item before: what is left of it, in the consumers' order
-        if (!q_loaded) {
-          load_q(true);
-        } else if (k_next < tiles.count && k_next <= v_next + 1) {
-          load_tile(true, true);
-        } else {
-          load_tile(false, true);
-        }
-      } else if (need == Flash3Load::Q && !q_loaded) {
-        load_q(true);
-      } else if (need == Flash3Load::K && k_next <= i) {
-        load_tile(true, true);
-      } else if (need == Flash3Load::V && v_next <= i) {
-        load_tile(false, true);
-      } else {
-        return;
-      }
-      next_item_if_loaded();
-    }
-  }
-  // Issues the loads whose slots are free now, into the next items as they complete.
-  __device__ __noinline__ void poll_loads() {
-    while (!finished) {
-      if (!handed && !hand_over(false)) return;
-      if (!q_loaded) load_q(false);
-      while (k_next < tiles.count && load_tile(true, false)) {
-      }
-      while (v_next < tiles.count && load_tile(false, false)) {
-      }
-      if (!next_item_if_loaded()) return;
+    if (threadIdx.x != 0) return;
+    while (step(false)) {
     }
   }
 
-  // Whether the phase before `parity`'s next is complete (a slot free); waits for it if `wait`.
-  static __device__ __forceinline__ bool slot_free(uint64_t* b, int parity, bool wait) {
-    if (!wait) return mbar_test(b, parity);
-    mbar_wait(b, parity);
-    return true;
-  }
-  // The next work item, handed over to the consumers (−1 when none is left).
-  __device__ __forceinline__ bool hand_over(bool wait) {
+  // The next load, if `wait` or its slot is free; whether it was issued.
+  __device__ __forceinline__ bool step(bool wait) {
+    if (finished) return false;
     Flash3Barriers<Tr::kStages, Tr::kQStages>& bar = *sh.bar;
     const FwdParams& p = args.p;
-    if (!slot_free(&bar.item_empty, (round & 1) ^ 1, wait)) return false;
-    const int item = round == 0 ? int(blockIdx.x) : atomicAdd(&args.schedule[0], 1) + int(gridDim.x);
-    finished = item >= args.num_items;
-    if (!finished) {
-      w = flash3_item<kCausal>(item, args.m_blocks, p.heads, args.num_items / args.m_blocks, args.plane_group);
-      tiles = SequenceMask<kCausal>{flash3_key_count(p, w.b)}.kv_tiles(w.m_block, (w.m_block + 1) * Tr::kBlockM,
-                                                                       Tr::kBlockN);
+    auto slot_free = [&](uint64_t* b, int parity) {
+      if (!wait) return mbar_test(b, parity);
+      mbar_wait(b, parity);
+      return true;
+    };
+    if (pos == 0) {  // the next item, handed over to the consumers
+      if (!slot_free(&bar.item_empty, (round & 1) ^ 1)) return false;
+      const int item = round == 0 ? int(blockIdx.x) : atomicAdd(&args.schedule[0], 1) + int(gridDim.x);
+      finished = item >= args.num_items;
+      if (!finished) {
+        w = flash3_item<kCausal>(item, args.m_blocks, p.heads, args.num_items / args.m_blocks, args.plane_group);
+        tiles = SequenceMask<kCausal>{flash3_key_count(p, w.b)}.kv_tiles(w.m_block, (w.m_block + 1) * Tr::kBlockM,
+                                                                         Tr::kBlockN);
+      }
+      bar.item = finished ? -1 : item;
+      bar.work = w;
+      mbar_arrive(&bar.item_full);
+      pos = tiles.count > 0 ? 1 : 2;
+      // Every item taken: the last block out resets the scheduler (as the producer does).
+      if (finished && atomicAdd(&args.schedule[1], 1) == int(gridDim.x) - 1) {
+        args.schedule[0] = 0;
+        args.schedule[1] = 0;
+      }
+      return true;
     }
-    bar.item = finished ? -1 : item;
-    bar.work = w;
-    mbar_arrive(&bar.item_full);
-    handed = true;
-    // Every item taken: the last block out resets the scheduler (as the producer does).
-    if (finished && atomicAdd(&args.schedule[1], 1) == int(gridDim.x) - 1) {
-      args.schedule[0] = 0;
-      args.schedule[1] = 0;
+    if (pos == 2) {  // Q into its buffer
+      const RingSlot qs = ring_slot<Tr::kQStages>(round);
+      if (!slot_free(&bar.q_empty[qs.stage], qs.phase ^ 1)) return false;
+      mbar_arrive_expect_tx(&bar.q_full[qs.stage], Tr::kTileQBytes);
+      unsigned char* q = sh.q + qs.stage * Tr::kTileQBytes;
+      for (int c = 0; c < Tr::kPanels; ++c)
+        tma_load_3d(q + c * Tr::kBlockM * kSwizzleRowBytes, &args.q, &bar.q_full[qs.stage], c * kPanelColumns,
+                    w.m_block * Tr::kBlockM, w.b * p.heads + w.h);
+    } else {  // K_i or V_i into the ring
+      const bool is_k = pos == 1 || pos % 2 == 0;
+      const int i = pos == 1 ? 0 : (pos - 2) / 2;
+      const RingSlot slot = ring_slot<Tr::kStages>(kv + i);
+      uint64_t* empty = is_k ? bar.k_empty : bar.v_empty;
+      uint64_t* full = is_k ? bar.k_full : bar.v_full;
+      if (!slot_free(&empty[slot.stage], slot.phase ^ 1)) return false;
+      mbar_arrive_expect_tx(&full[slot.stage], Tr::kTileKVBytes);
+      unsigned char* dst = (is_k ? sh.k : sh.v) + slot.stage * Tr::kTileKVBytes;
+      const int kv_plane = w.b * p.kv_heads + w.h / (p.heads / p.kv_heads);
+      for (int c = 0; c < Tr::kPanels; ++c)
+        tma_load_3d(dst + c * Tr::kBlockN * kSwizzleRowBytes, is_k ? &args.k : &args.v, &full[slot.stage],
+                    c * kPanelColumns, tiles(i) * Tr::kBlockN, kv_plane);
     }
-    return true;
-  }
-  __device__ __forceinline__ bool load_q(bool wait) {
-    Flash3Barriers<Tr::kStages, Tr::kQStages>& bar = *sh.bar;
-    const RingSlot qs = ring_slot<Tr::kQStages>(round);
-    if (!slot_free(&bar.q_empty[qs.stage], qs.phase ^ 1, wait)) return false;
-    mbar_arrive_expect_tx(&bar.q_full[qs.stage], Tr::kTileQBytes);
-    unsigned char* q = sh.q + qs.stage * Tr::kTileQBytes;
-    for (int c = 0; c < Tr::kPanels; ++c)
-      tma_load_3d(q + c * Tr::kBlockM * kSwizzleRowBytes, &args.q, &bar.q_full[qs.stage], c * kPanelColumns,
-                  w.m_block * Tr::kBlockM, w.b * args.p.heads + w.h);
-    q_loaded = true;
-    return true;
-  }
-  // The item's next K (is_k) or V tile into its ring.
-  __device__ __forceinline__ bool load_tile(bool is_k, bool wait) {
-    Flash3Barriers<Tr::kStages, Tr::kQStages>& bar = *sh.bar;
-    const FwdParams& p = args.p;
-    const int i = is_k ? k_next : v_next;
-    const RingSlot slot = ring_slot<Tr::kStages>(kv + i);
-    if (!slot_free(&(is_k ? bar.k_empty : bar.v_empty)[slot.stage], slot.phase ^ 1, wait)) return false;
-    uint64_t* full = &(is_k ? bar.k_full : bar.v_full)[slot.stage];
-    mbar_arrive_expect_tx(full, Tr::kTileKVBytes);
-    unsigned char* dst = (is_k ? sh.k : sh.v) + slot.stage * Tr::kTileKVBytes;
-    const int kv_plane = w.b * p.kv_heads + w.h / (p.heads / p.kv_heads);
-    for (int c = 0; c < Tr::kPanels; ++c)
-      tma_load_3d(dst + c * Tr::kBlockN * kSwizzleRowBytes, is_k ? &args.k : &args.v, full, c * kPanelColumns,
-                  tiles(i) * Tr::kBlockN, kv_plane);
-    ++(is_k ? k_next : v_next);
-    return true;
-  }
-  // Once every load of the item is issued: on to the next; whether it moved.
-  __device__ __forceinline__ bool next_item_if_loaded() {
-    if (finished || !handed || !q_loaded || k_next < tiles.count || v_next < tiles.count) return false;
-    kv += tiles.count;
-    ++round;
-    handed = q_loaded = false;
-    k_next = v_next = 0;
+    ++pos;
+    if (pos > (tiles.count > 0 ? v_pos(tiles.count - 1) : 2)) {  // the item's last load: on to the next
+      kv += tiles.count;
+      ++round;
+      pos = 0;
+    }
     return true;
   }
 };
@@ -484,7 +438,7 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
     }
   }();
   if constexpr (!kSpecialised) {
-    if (threadIdx.x == Flash3InlineLoads<Tr, kCausal>::kLoader) {
+    if (threadIdx.x == 0) {
       prefetch_tensor_map(&args.q);
       prefetch_tensor_map(&args.k);
       prefetch_tensor_map(&args.v);
@@ -494,14 +448,14 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
 
   int kv = 0;
   for (int round = 0;; ++round) {
-    if constexpr (!kSpecialised) loads.ensure(round, Flash3Load::Item);
+    if constexpr (!kSpecialised) loads.ensure(round, 0);
     mbar_wait(&bar.item_full, round & 1);
     const int item = bar.item;
     const Flash3Item w = bar.work;
     mbar_arrive(&bar.item_empty);  // each thread releases its own reads (one arrival per warp would not)
     if (item < 0) break;  // no work left
     const RingSlot qs = ring_slot<Tr::kQStages>(round);
-    if constexpr (!kSpecialised) loads.ensure(round, Flash3Load::Q);
+    if constexpr (!kSpecialised) loads.ensure(round, 2);  // Q (and K_0)
     mbar_wait(&bar.q_full[qs.stage], qs.phase);
     unsigned char* const sQ = sh.q + qs.stage * Tr::kTileQBytes;
     q_tile = smem_addr(sQ) + c * 64 * kSwizzleRowBytes;
@@ -528,13 +482,12 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
       RingSlot slot = ring_slot<Tr::kStages>(kv);
       if constexpr (kOverlap) {
         // The first tile alone: S_0, softmax, P_0.
-        if constexpr (!kSpecialised) loads.ensure(round, Flash3Load::K, 0);
         mbar_wait(&bar.k_full[slot.stage], slot.phase);
         turn_begin();
         issue_qk(acc_s, slot.stage);
         turn_end();
-        free_stored();
         if constexpr (!kSpecialised) loads.poll();
+        free_stored();
         wgmma_wait<0>();
         wgmma_fence_operands(acc_s);
         if (kEarlyQ && tiles.count == 1) {
@@ -542,7 +495,6 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
         } else {
           release(bar.k_empty, slot.stage);
         }
-        if constexpr (!kSpecialised) loads.poll();
         apply_mask(acc_s, tiles(0));
         softmax.update_scores<QuadRowReduce>(acc_s, p.scale_log2, alpha);  // O is 0: no rescale
         pack_p(a_p, acc_s);
@@ -550,10 +502,7 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
         for (int it = 1; it < tiles.count; ++it) {
           const RingSlot prev = slot;
           slot = ring_slot<Tr::kStages>(kv + it);
-          if constexpr (!kSpecialised) {
-            loads.ensure(round, Flash3Load::K, it);
-            loads.ensure(round, Flash3Load::V, it - 1);
-          }
+          if constexpr (!kSpecialised) loads.ensure(round, loads.k_pos(it));  // K_it (and V_{it-1} before it)
           mbar_wait(&bar.k_full[slot.stage], slot.phase);
           turn_begin();
           issue_qk(acc_s, slot.stage);
@@ -568,13 +517,11 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
           } else {
             release(bar.k_empty, slot.stage);
           }
-          if constexpr (!kSpecialised) loads.poll();
           apply_mask(acc_s, tiles(it));
           softmax.update_scores<QuadRowReduce>(acc_s, p.scale_log2, alpha);
           wgmma_wait<0>();  // P_{j-1}·V_{j-1}
           wgmma_fence_operands(acc_o);
           release(bar.v_empty, prev.stage);
-          if constexpr (!kSpecialised) loads.poll();
           // A warp whose rows all kept their max has alpha = 1 everywhere: its rescale would
           // multiply by one, so skipping it changes no bit (Tr::kSkipUnitRescale).
           if (!Tr::kSkipUnitRescale || !__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f))
@@ -582,7 +529,7 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
           pack_p(a_p, acc_s);
         }
         // The last P·V.
-        if constexpr (!kSpecialised) loads.ensure(round, Flash3Load::V, tiles.count - 1);
+        if constexpr (!kSpecialised) loads.ensure(round, loads.v_pos(tiles.count - 1));
         mbar_wait(&bar.v_full[slot.stage], slot.phase);
         turn_begin();
         issue_pv(acc_o, a_p, slot.stage);
@@ -591,7 +538,6 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
         wgmma_wait<0>();
         wgmma_fence_operands(acc_o);
         if constexpr (!kEarlyQ) release(bar.v_empty, slot.stage);
-        if constexpr (!kSpecialised) loads.poll();
       } else {
         // One tile at a time: S_j, softmax (O rescaled at once), O += P_j·V_j.
         for (int it = 0; it < tiles.count; ++it) {
@@ -621,7 +567,6 @@ __device__ __forceinline__ void flash3_consume(const Flash3FwdArgs& args, const 
     }
 
     free_stored();  // an item without keys issued no GEMM
-    if constexpr (!kSpecialised) loads.poll();
 
     // Epilogue (line 22): O / ℓ staged in shared memory, one TMA store per 64-column panel, and
     // L = τ·m + ln ℓ per row. Where: with kEarlyQ in the last K/V tile's slots (consumer 0's rows
