@@ -16,6 +16,9 @@
 #        same points in the same run (one run id); the table of ratios printed at the end.
 #   flash3bwd  flash3's backward in the same setting (d = 64, 128; passes bwd and fwd+bwd):
 #        flash3 and flash2, SDPA's cuDNN and flash back-ends in the same run, and the ratios.
+#   ablations  FlashAttention-3's Table 2 in the same setting (d = 128, forward): flash3 and its
+#        ablations without ping-pong, intra-warpgroup overlap and warp specialisation, with
+#        counters, and each ablation's ratios to flash3.
 #   fa1  FlashAttention's benchmark setting (batch 16, 8 heads, d = 64, fp16,
 #        N = 128 … 16384) for standard, standard_fused and flash1 in the four configurations of its
 #        Tables 14-25 (plain, dropout 0.1, key padding, both), passes fwd, bwd, fwd+bwd.
@@ -50,7 +53,7 @@
 #        deterministic backward with its dQ accumulator at 0.46 of it.
 # Every flashio run reads hardware counters after timing (--counters full, the default).
 set -euo pipefail
-out="${1:?usage: scripts/reproduce_results.sh OUT_DIR [fa2|d256|flash3|flash3bwd|fa1|memory|io|drift|oos|oos2|oos3|oos4|all]}"
+out="${1:?usage: scripts/reproduce_results.sh OUT_DIR [fa2|d256|flash3|flash3bwd|ablations|fa1|memory|io|drift|oos|oos2|oos3|oos4|all]}"
 what="${2:-all}"
 cd "$(dirname "$0")/.."
 bin="${FLASHIO_BIN:-build/flashio}"
@@ -126,6 +129,16 @@ fi
 if [ "$what" = flash3bwd ] || [ "$what" = all ]; then
   fa2_setting_with_peers flash3-bwd flash3,flash2 cudnn,flash flash3 \
     --seqlen 512,1024,2048,4096,8192,16384 --head-dim 64,128 --causal false,true --pass bwd,fwdbwd
+fi
+
+if [ "$what" = ablations ] || [ "$what" = all ]; then
+  file="$out/$gpu-flash3-ablations.json"
+  "$bin" run --method flash3,flash3_no_pingpong,flash3_no_overlap,flash3_no_warpspec \
+    --seqlen 512,1024,2048,4096,8192,16384 --head-dim 128 --causal false,true --pass fwd --tokens 16384 \
+    --model-dim 2048 --reps 20 --warmup 3 -q --out "$file"
+  for variant in flash3_no_pingpong flash3_no_overlap flash3_no_warpspec; do
+    python3 scripts/flash2_vs_sdpa.py "$file" "$file" --method "$variant" --peer flash3
+  done
 fi
 
 if [ "$what" = fa1 ] || [ "$what" = all ]; then
