@@ -73,6 +73,7 @@
 
 #include "gpu_probe_check.h"
 #include "gpu_probe_flush.cuh"
+#include "gpu_sm_sides.h"
 
 // The timeline (FLASHIO_PROBE_TIMELINE=FILE; modes r, k, x, y and n): thread 0 of every block stamps %globaltimer
 // before each iteration of its loop and after the last, and records the block's SM — when each block
@@ -339,20 +340,12 @@ int main(int argc, char** argv) {
     std::vector<int> side(size_t(prop.multiProcessorCount), 0);
     if (chunk_kib > 0) {
       const char* path = std::getenv("FLASHIO_PROBE_SIDES");
-      std::FILE* f = path ? std::fopen(path, "r") : nullptr;
-      if (!f) {
+      if (!path) {
         std::fprintf(stderr, "mode h: FLASHIO_PROBE_SIDES must name the side probe's output\n");
         return 2;
       }
-      char line[256];
-      int placed = 0;
-      while (std::fgets(line, sizeof line, f)) {
-        int sm = -1;
-        char c = 0;
-        if (line[0] != '#' && std::sscanf(line, "%d %c", &sm, &c) == 2 && sm >= 0 && sm < prop.multiProcessorCount)
-          side[size_t(sm)] = c == 'A' ? 0 : 1, ++placed;
-      }
-      std::fclose(f);
+      side = read_sm_sides(path, prop.multiProcessorCount);
+      const int placed = int(side.size()) - int(std::count(side.begin(), side.end(), -1));
       if (placed != prop.multiProcessorCount) {
         std::fprintf(stderr, "mode h: %s places %d of %d SMs\n", path, placed, prop.multiProcessorCount);
         return 2;

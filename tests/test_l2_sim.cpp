@@ -18,6 +18,7 @@
 #include "analysis/io_model.h"
 #include "analysis/l2_sim.h"
 #include "analysis/models/model.h"
+#include "tests/gpu_sm_sides.h"
 #include "tests/l2_test_util.h"
 
 namespace flashio::analysis {
@@ -711,16 +712,7 @@ TEST(L2Probe, MeasuredTimelinesReplayTheEverySmRampsMiddle) {
 // then loses from 36 MiB on). The simulation still deals its slots to SMs s mod 132 on side s mod 2
 // (docs/io-model.md, "Which side an SM is on").
 std::vector<int> sm_sides(const std::string& path, int* first_side_count = nullptr) {
-  std::ifstream in(path);
-  std::vector<int> side(132, -1);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream ls(line);
-    int sm = -1;
-    char c = 0;
-    if (ls >> sm >> c && sm >= 0 && sm < 132) side[size_t(sm)] = c == 'A' ? 0 : 1;
-  }
+  const std::vector<int> side = read_sm_sides(path, 132);
   if (first_side_count) *first_side_count = int(std::count(side.begin(), side.end(), 0));
   return side;
 }
