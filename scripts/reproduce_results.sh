@@ -132,11 +132,11 @@ if [ "$what" = flash3bwd ] || [ "$what" = all ]; then
 fi
 
 if [ "$what" = ablations ] || [ "$what" = all ]; then
-  file="$out/$gpu-flash3-ablations.json"
-  "$bin" run --method flash3,flash3_no_pingpong,flash3_no_overlap,flash3_no_warpspec \
+  file="$out/$gpu-flash3-ablations.json" variants=(flash3_no_pingpong flash3_no_overlap flash3_no_warpspec)
+  "$bin" run --method "flash3$(printf ',%s' "${variants[@]}")" \
     --seqlen 512,1024,2048,4096,8192,16384 --head-dim 128 --causal false,true --pass fwd --tokens 16384 \
     --model-dim 2048 --reps 20 --warmup 3 -q --out "$file"
-  for variant in flash3_no_pingpong flash3_no_overlap flash3_no_warpspec; do
+  for variant in "${variants[@]}"; do
     python3 scripts/flash2_vs_sdpa.py "$file" "$file" --method "$variant" --peer flash3
   done
 fi

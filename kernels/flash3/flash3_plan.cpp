@@ -75,7 +75,7 @@ std::unique_ptr<Plan> plan_flash3_schedule(const Problem& p, Pass pass, const De
                                            kernels::Flash3Schedule schedule) {
   KernelTile t{};
   flash3_choose_tile(p, dev, &t);
-  if (schedule == kernels::Flash3Schedule::NoWarpSpecialisation) t.warps = 4 * (t.block_r / 64);  // consumers only
+  if (schedule == kernels::Flash3Schedule::NoWarpSpecialisation) t.warps -= 4;  // no producer warpgroup
   std::optional<KernelTile> bwd;
   if (KernelTile b{}; pass != Pass::Fwd && flash3_choose_bwd_tile(p, dev, &b)) bwd = b;
   return std::make_unique<Flash3Plan>(p, t, bwd, schedule, dev.sm_count, alloc);
