@@ -300,6 +300,22 @@ L2SimResult simulate_l2(const std::vector<SimBuffer>& buffers, const std::vector
     if (k.blocks_per_sm <= 0) throw std::invalid_argument("L2 simulation: " + k.name + " has no resident block");
     l2.count(k.counted);
     const int64_t r0 = l2.dram_read(), w0 = l2.dram_write();
+    if (!k.replay.empty()) {
+      std::vector<int64_t> at(static_cast<size_t>(k.blocks), 0);
+      std::vector<SimAccess> issued;
+      for (const SimEvent& e : k.replay) {
+        if (e.block < 0 || e.block >= k.blocks || e.sm < 0)
+          throw std::invalid_argument("L2 simulation: " + k.name + " replays a block or SM out of range");
+        issued.clear();
+        k.step(e.block, at[size_t(e.block)]++, issued);
+        out.accesses += int64_t(issued.size());
+        ++out.steps;
+        for (const SimAccess& x : issued) l2.access(x, e.sm);
+      }
+      out.kernel_read.push_back(l2.dram_read() - r0);
+      out.kernel_write.push_back(l2.dram_write() - w0);
+      continue;
+    }
     const int64_t slots = std::min<int64_t>(k.blocks, int64_t(k.blocks_per_sm) * cfg.sm_count);
     std::vector<int64_t> block(static_cast<size_t>(slots)), at(static_cast<size_t>(slots), 0),
         steps(static_cast<size_t>(slots));

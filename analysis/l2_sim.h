@@ -86,6 +86,12 @@ struct SimAccess {
 // block is last is decided by the schedule, not by launch order: the group's block that ends its
 // steps(b) steps last (in one time unit, the later slot) runs one step more, step index steps(b),
 // in the next time unit — after every write of its group.
+// One step of a block as a measured timeline ordered it (replay): the block and the SM it ran on.
+struct SimEvent {
+  int64_t block = 0;
+  int sm = 0;
+};
+
 struct SimKernel {
   std::string name;
   bool counted = true;  // inside the counters' ranges (false: cudaMemsetAsync)
@@ -94,6 +100,11 @@ struct SimKernel {
   std::function<int64_t(int64_t)> steps;
   std::function<void(int64_t, int64_t, std::vector<SimAccess>&)> step;
   std::function<int64_t(int64_t)> join;
+  // Optional: the kernel's steps in the order a measured timeline puts them (every block's steps in
+  // its own order, blocks interleaved by their stamps; each block's steps(b) of them), each step's
+  // accesses issued one by one from the SM it ran on — instead of the slots' lock-step units.
+  // No join.
+  std::vector<SimEvent> replay;
 };
 
 // A pass as the simulation sees it: its buffers and its launches in stream order.
