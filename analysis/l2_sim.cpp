@@ -343,12 +343,34 @@ L2SimResult simulate_l2(const std::vector<SimBuffer>& buffers, const std::vector
     // block between two blocks' reads of one chunk); a block that ends hands its slot to the next
     // block in launch order, which starts at the next unit.
     std::vector<std::vector<SimAccess>> issued(static_cast<size_t>(slots));
+    const double younger = k.younger_rate;
+    if (!(younger > 0 && younger <= 1))
+      throw std::invalid_argument("L2 simulation: " + k.name + "'s younger_rate must lie in (0, 1]");
+    std::vector<double> credit(static_cast<size_t>(slots), 0.0);
+    std::vector<int64_t> oldest(static_cast<size_t>(cfg.sm_count));
+    std::vector<uint8_t> waits(static_cast<size_t>(slots), 0);
     while (active > 0) {
       size_t longest = 0;
+      if (younger < 1.0) {
+        std::fill(oldest.begin(), oldest.end(), k.blocks);
+        for (int64_t s = 0; s < slots; ++s)
+          if (block[size_t(s)] >= 0)
+            oldest[size_t(s % cfg.sm_count)] = std::min(oldest[size_t(s % cfg.sm_count)], block[size_t(s)]);
+        for (int64_t s = 0; s < slots; ++s) {
+          const size_t si = size_t(s);
+          waits[si] = 0;
+          if (block[si] < 0 || block[si] == oldest[size_t(s % cfg.sm_count)]) continue;
+          credit[si] += younger;
+          if (credit[si] < 1.0)
+            waits[si] = 1;
+          else
+            credit[si] -= 1.0;
+        }
+      }
       for (int64_t s = 0; s < slots; ++s) {
         const size_t si = size_t(s);
         issued[si].clear();
-        if (block[si] < 0) continue;
+        if (block[si] < 0 || waits[si]) continue;
         k.step(block[si], at[si], issued[si]);
         longest = std::max(longest, issued[si].size());
         out.accesses += int64_t(issued[si].size());
@@ -374,7 +396,7 @@ L2SimResult simulate_l2(const std::vector<SimBuffer>& buffers, const std::vector
           }
       for (int64_t s = 0; s < slots; ++s) {
         const size_t si = size_t(s);
-        if (block[si] < 0 || ++at[si] < steps[si]) continue;
+        if (block[si] < 0 || waits[si] || ++at[si] < steps[si]) continue;
         if (k.join && !last[si]) {  // its ticket: the group's last block runs one step more
           const int64_t g = k.join(block[si]);
           if (g >= 0 && --left[size_t(g)] == 0) {
@@ -384,7 +406,7 @@ L2SimResult simulate_l2(const std::vector<SimBuffer>& buffers, const std::vector
           }
         }
         last[si] = 0;
-        at[si] = 0;
+        at[si] = 0, credit[si] = 0;
         if (next < k.blocks) {
           block[si] = next++;
           steps[si] = std::max<int64_t>(1, k.steps(block[si]));

@@ -100,6 +100,9 @@ struct SimKernel {
   std::function<int64_t(int64_t)> steps;
   std::function<void(int64_t, int64_t, std::vector<SimAccess>&)> step;
   std::function<int64_t(int64_t)> join;
+  // The progress of an SM's younger blocks: every block but the SM's oldest running one (the lowest launch
+  // index) does a step in this share of the time units (1: lock-step).
+  double younger_rate = 1.0;
   // Optional: the kernel's steps in the order a measured timeline puts them (every block's steps in
   // its own order, blocks interleaved by their stamps; each block's steps(b) of them), each step's
   // accesses issued one by one from the SM it ran on — instead of the slots' lock-step units.

@@ -18,6 +18,7 @@
 #include "analysis/dram_model.h"
 #include "analysis/io_model.h"
 #include "analysis/l2_sim.h"
+#include "analysis/models/flash2.h"
 #include "analysis/models/model.h"
 #include "tests/gpu_sm_sides.h"
 #include "tests/l2_test_util.h"
@@ -932,6 +933,28 @@ TEST(L2Sim, AReplayIssuesTheStepsInItsOrderFromItsSms) {
   EXPECT_THROW(simulate_l2(mib_chunks(4), {k}, {int64_t(16) << 20, 2, 2}), std::invalid_argument);
 }
 
+// SimKernel::younger_rate: on an SM, every block but the oldest running one (the lowest launch index)
+// steps in that share of the time units. One SM, two slots, two blocks of four steps, rate 0.5: block 1
+// steps every second unit while block 0 runs, then every unit (it is the oldest).
+TEST(L2Sim, AYoungerBlockStepsAtItsRateUntilItIsTheOldest) {
+  std::vector<int64_t> order;
+  SimKernel k;
+  k.name = "two blocks";
+  k.blocks = 2;
+  k.blocks_per_sm = 2;
+  k.younger_rate = 0.5;
+  k.steps = [](int64_t) { return int64_t(4); };
+  k.step = [&](int64_t b, int64_t s, std::vector<SimAccess>& out) {
+    order.push_back(b * 10 + s);
+    out.push_back({0, b, SimOp::Read});
+  };
+  const L2SimResult r = simulate_l2(mib_chunks(2), {k}, {int64_t(8) << 20, 1, 1});
+  EXPECT_EQ(order, (std::vector<int64_t>{0, 1, 10, 2, 3, 11, 12, 13}));
+  EXPECT_EQ(r.steps, 8);
+  k.younger_rate = 0;
+  EXPECT_THROW(simulate_l2(mib_chunks(2), {k}, {int64_t(8) << 20, 1, 1}), std::invalid_argument);
+}
+
 // The kernels' own timelines (results/crosscheck/issue19-kernel-timelines/, README.md there): a build of
 // 8c4a66d with instrumentation.patch stamps, in the very launch whose DRAM bytes the counters measure, each
 // block's SM and a %globaltimer stamp every few tile iterations (H200; several runs of a point in one call).
@@ -1019,7 +1042,9 @@ TEST(KernelTimeline, EachRunsOwnOrderReplaysItsDramBytes) {
                       {"f2-262144-r1", 0.98, 1.02},   {"f2-262144-r2", 0.98, 1.02},  {"fwd-b1h7n7900-r1", 1.0, 1.15},
                       {"fwd-b4h6n3900-r1", 3.0, 1e9}, {"f2se-131072-r1", 0.96, 1.0}, {"f2se-131072-r2", 0.96, 1.0},
                       {"f2se-262144-r1", 0.97, 1.0},  {"f2se-262144-r2", 0.97, 1.0}};
-  std::printf("kernel timelines (H200): run  measured GB  lock-step  replay   measured / lock-step, / replay\n");
+  std::printf(
+      "kernel timelines (H200): run  measured GB  lock-step  model  replay   measured / lock-step, / model, / "
+      "replay\n");
   double bwd2048_min = 1e300, bwd2048_max = 0;
   for (const Run& run : runs) {
     std::ifstream jf(dir + run.name + ".json");
@@ -1035,10 +1060,13 @@ TEST(KernelTimeline, EachRunsOwnOrderReplaysItsDramBytes) {
     g.max_threads_per_sm = dev.value("max_threads_per_sm", 2048);
     const DramContext ctx{rm.fwd_smem, rm.bwd_smem, g, 0, rm.kernels};
     const L2SimConfig cfg{g.l2_bytes, 2, g.sm_count, kGh100L2Dirty};
-    auto simulate = [&](bool replay) {  // a fresh trace each time: its steps keep cursors
+    enum Order { kModel, kLockStep, kReplay };
+    auto simulate = [&](Order order) {  // a fresh trace each time: its steps keep cursors
       auto trace = model_of(m).dram_trace(m, ctx, 1);
       if (!trace) throw std::logic_error("no trace");
-      if (replay)
+      for (auto& k : trace->kernels)
+        if (order == kLockStep) k.younger_rate = 1;
+      if (order == kReplay)
         for (auto& k : trace->kernels)
           if (k.name == "forward" || k.name == "backward")
             k.replay = timeline_order(read_kernel_timeline(dir + run.name + ".timeline.txt"), k,
@@ -1048,15 +1076,43 @@ TEST(KernelTimeline, EachRunsOwnOrderReplaysItsDramBytes) {
     };
     const auto& bytes = rec.at("counters").at("bytes");
     const double measured = bytes.at("dram_read").get<double>() + bytes.at("dram_write").get<double>();
-    const double lock = simulate(false), replay = simulate(true);
-    std::printf("kernel timelines %-17s %8.3f %9.3f %8.3f   %.3f %.3f\n", run.name, measured / 1e9, lock / 1e9,
-                replay / 1e9, measured / lock, measured / replay);
+    const double model = simulate(kModel), lock = simulate(kLockStep), replay = simulate(kReplay);
+    std::printf("kernel timelines %-17s %8.3f %9.3f %6.3f %8.3f   %.3f %.3f %.3f\n", run.name, measured / 1e9,
+                lock / 1e9, model / 1e9, replay / 1e9, measured / lock, measured / model, measured / replay);
     EXPECT_GE(measured / replay, run.lo) << run.name;
     EXPECT_LE(measured / replay, run.hi) << run.name;
     if (std::string(run.name).rfind("bwd-2048", 0) == 0)
       bwd2048_min = std::min(bwd2048_min, measured), bwd2048_max = std::max(bwd2048_max, measured);
   }
   EXPECT_GT(bwd2048_max / bwd2048_min, 1.2) << "flash1 bwd N 2048: the four runs' DRAM bytes";
+}
+
+// kFlash2MmaSync128x64D128YoungerSlowdown (analysis/models/flash2.h) from the start/end timelines it was
+// measured with (f2se-*: flash2's 128 x 64 mma.sync forward, d 128, stamps outside its loop): on every SM
+// the first two blocks start together (within a microsecond), the one dealt first (lower launch index) ends
+// first, and the other takes r = 1.121-1.125x its time; δ = (r - 1) / (2 - r) from the medians.
+TEST(KernelTimeline, TheYoungerBlocksSlowdownIsTheMeasuredOne) {
+  const std::string dir = std::string(FLASHIO_SOURCE_DIR) + "/results/crosscheck/issue19-kernel-timelines/";
+  for (const char* run : {"f2se-131072-r1", "f2se-131072-r2", "f2se-262144-r1", "f2se-262144-r2"}) {
+    const KernelTimeline tl = read_kernel_timeline(dir + run + ".timeline.txt");
+    std::vector<std::vector<size_t>> on_sm(132);
+    for (size_t i = 0; i < tl.block.size(); ++i) on_sm.at(size_t(tl.sm[i])).push_back(i);
+    std::vector<double> ratios;
+    for (auto& blocks : on_sm) {
+      ASSERT_GE(blocks.size(), 2u) << run;
+      std::sort(blocks.begin(), blocks.end(), [&](size_t a, size_t b) { return tl.stamps[a][0] < tl.stamps[b][0]; });
+      size_t first = blocks[0], second = blocks[1];
+      EXPECT_LT(tl.stamps[second][0] - tl.stamps[first][0], 1000.0) << run << ": the first two start together";
+      if (tl.block[second] < tl.block[first]) std::swap(first, second);
+      auto time = [&](size_t i) { return tl.stamps[i].back() - tl.stamps[i][0]; };
+      EXPECT_LT(time(first), time(second)) << run << ": the block dealt first ends first";
+      ratios.push_back(time(second) / time(first));
+    }
+    std::sort(ratios.begin(), ratios.end());
+    const double r = ratios[ratios.size() / 2], delta = (r - 1) / (2 - r);
+    std::printf("%s: younger / older %.4f (%.4f-%.4f), delta %.4f\n", run, r, ratios.front(), ratios.back(), delta);
+    EXPECT_NEAR(delta, kFlash2MmaSync128x64D128YoungerSlowdown, 0.005) << run;
+  }
 }
 
 }  // namespace

@@ -26,6 +26,17 @@ int64_t preprocess_lanes(int64_t d) {
   return chunks <= 4 ? 4 : chunks <= 8 ? 8 : chunks <= 16 ? 16 : 32;
 }
 
+// The forward's SimKernel::younger_rate: measured for one kernel (kFlash2MmaSync128x64D128YoungerSlowdown,
+// flash2.h), lock-step for every other.
+
+double fwd_younger_rate(const ModelPoint& m, const ModelTiles& t) {
+  const Problem& p = m.problem;
+  const bool measured = t.block_r == 128 && t.block_c == 64 && t.warps == 4 && t.stages == 2 &&
+                        t.smem_layout == SmemLayout::Padded && p.head_dim == 128 && p.dtype == DType::F16 &&
+                        !p.causal && p.dropout == 0 && m.mask.empty() && !p.packed();
+  return measured ? 1.0 / (1.0 + kFlash2MmaSync128x64D128YoungerSlowdown) : 1.0;
+}
+
 }  // namespace
 
 // flash2 forward (one block per Q tile i, head, batch): Q_i once, K_j/V_j for every visible
@@ -380,6 +391,7 @@ std::optional<SimTrace> Flash2Model::dram_trace(const ModelPoint& m, const DramC
     kf.name = "forward";
     kf.blocks = tq * heads * batch;
     kf.blocks_per_sm = resident_blocks(t.warps * 32, c.fwd_smem, c.gpu, c.kernels.fwd);
+    kf.younger_rate = fwd_younger_rate(m, t);
     kf.steps = [=](int64_t blk) { return std::max<int64_t>(1, ceil_div(where(blk).count, k)); };
     kf.step = [=](int64_t blk, int64_t s, std::vector<SimAccess>& out) {
       const Where w = where(blk);
