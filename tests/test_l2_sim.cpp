@@ -968,7 +968,8 @@ TEST(L2Sim, AYoungerBlockStepsAtItsRateUntilItIsTheOldest) {
 // same chip (observer-h200/). Stamped at its start and end only, outside the loop (f2se-*), it reads 2.21
 // GB, and those two stamps per block (each block at a constant speed between them) replay it: measured /
 // replay 0.98-0.99 at 128k and 256k keys, / lock-step 1.39 and 1.84. A wave's co-resident blocks run at
-// unequal speeds (one of an SM's first two takes 1.12x the other's time) and spread over the K/V stream. flash1's
+// unequal speeds (one of an SM's first two takes 1.12x the other's time) and spread over the K/V stream.
+// flash1's backward stamped the same way (f1se-*): its endpoints replay 0.96-1.05 of each run. flash1's
 // forwards with the fp32 O in the dirty band (oos4): at b 1 h 7 N 7900 (d 128) the order on the chip's
 // sides brings 4.2x the lock-step prediction to 1.08x the replay (with s mod 2 for sides: 1.6x); at b 4 h 6
 // N 3900 (d 64) nothing changes (4.4x, 4.2x): not timing.
@@ -1030,18 +1031,23 @@ TEST(KernelTimeline, EachRunsOwnOrderReplaysItsDramBytes) {
   const std::string dir = std::string(FLASHIO_SOURCE_DIR) + "/results/crosscheck/issue19-kernel-timelines/";
   const std::vector<int> side = read_sm_sides(dir + "sides.txt", 132);
   ASSERT_EQ(std::count(side.begin(), side.end(), -1), 0) << "every SM placed";
-  const std::vector<int> side_se = read_sm_sides(dir + "observer-h200/sides-start-end-chip.txt", 132);
-  ASSERT_EQ(std::count(side_se.begin(), side_se.end(), -1), 0) << "every SM placed";
+  const std::vector<int> side_f2se = read_sm_sides(dir + "observer-h200/sides-start-end-chip.txt", 132);
+  const std::vector<int> side_f1se = read_sm_sides(dir + "observer-h200/sides-flash1-chip.txt", 132);
+  ASSERT_EQ(std::count(side_f2se.begin(), side_f2se.end(), -1), 0) << "every SM placed";
+  ASSERT_EQ(std::count(side_f1se.begin(), side_f1se.end(), -1), 0) << "every SM placed";
   struct Run {
     const char* name;
     double lo, hi;  // measured / replay
   };
-  const Run runs[] = {{"bwd-1536-r1", 0.98, 1.02},    {"bwd-1536-r2", 0.98, 1.02},   {"bwd-1536-r3", 0.98, 1.02},
-                      {"bwd-1536-r4", 0.98, 1.02},    {"bwd-2048-r1", 0.98, 1.02},   {"bwd-2048-r2", 0.98, 1.02},
-                      {"bwd-2048-r3", 0.98, 1.02},    {"bwd-2048-r4", 0.98, 1.02},   {"f2-131072-r1", 0.98, 1.02},
-                      {"f2-262144-r1", 0.98, 1.02},   {"f2-262144-r2", 0.98, 1.02},  {"fwd-b1h7n7900-r1", 1.0, 1.15},
-                      {"fwd-b4h6n3900-r1", 3.0, 1e9}, {"f2se-131072-r1", 0.96, 1.0}, {"f2se-131072-r2", 0.96, 1.0},
-                      {"f2se-262144-r1", 0.97, 1.0},  {"f2se-262144-r2", 0.97, 1.0}};
+  const Run runs[] = {
+      {"bwd-1536-r1", 0.98, 1.02},      {"bwd-1536-r2", 0.98, 1.02},      {"bwd-1536-r3", 0.98, 1.02},
+      {"bwd-1536-r4", 0.98, 1.02},      {"bwd-2048-r1", 0.98, 1.02},      {"bwd-2048-r2", 0.98, 1.02},
+      {"bwd-2048-r3", 0.98, 1.02},      {"bwd-2048-r4", 0.98, 1.02},      {"f2-131072-r1", 0.98, 1.02},
+      {"f2-262144-r1", 0.98, 1.02},     {"f2-262144-r2", 0.98, 1.02},     {"fwd-b1h7n7900-r1", 1.0, 1.15},
+      {"fwd-b4h6n3900-r1", 3.0, 1e9},   {"f2se-131072-r1", 0.96, 1.0},    {"f2se-131072-r2", 0.96, 1.0},
+      {"f2se-262144-r1", 0.97, 1.0},    {"f2se-262144-r2", 0.97, 1.0},    {"f1se-bwd-1536-r1", 0.95, 1.06},
+      {"f1se-bwd-1536-r2", 0.95, 1.06}, {"f1se-bwd-2048-r1", 0.95, 1.06}, {"f1se-bwd-2048-r2", 0.95, 1.06},
+      {"f1se-bwd-2560-r1", 0.95, 1.06}, {"f1se-bwd-2560-r2", 0.95, 1.06}};
   std::printf(
       "kernel timelines (H200): run  measured GB  lock-step  model  replay   measured / lock-step, / model, / "
       "replay\n");
@@ -1070,7 +1076,9 @@ TEST(KernelTimeline, EachRunsOwnOrderReplaysItsDramBytes) {
         for (auto& k : trace->kernels)
           if (k.name == "forward" || k.name == "backward")
             k.replay = timeline_order(read_kernel_timeline(dir + run.name + ".timeline.txt"), k,
-                                      std::string(run.name).rfind("f2se", 0) == 0 ? side_se : side);
+                                      std::string(run.name).rfind("f2se", 0) == 0   ? side_f2se
+                                      : std::string(run.name).rfind("f1se", 0) == 0 ? side_f1se
+                                                                                    : side);
       const L2SimResult r = simulate_l2(trace->buffers, trace->kernels, cfg);
       return double(r.dram_read + r.dram_write);
     };
