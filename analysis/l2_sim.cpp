@@ -301,6 +301,7 @@ L2SimResult simulate_l2(const std::vector<SimBuffer>& buffers, const std::vector
     l2.count(k.counted);
     const int64_t r0 = l2.dram_read(), w0 = l2.dram_write();
     if (!k.replay.empty()) {
+      if (k.join) throw std::invalid_argument("L2 simulation: " + k.name + " replays a timeline and joins");
       std::vector<int64_t> at(static_cast<size_t>(k.blocks), 0);
       std::vector<SimAccess> issued;
       for (const SimEvent& e : k.replay) {

@@ -30,7 +30,9 @@
 //   ranges; cudaMemsetAsync is no kernel of them, its evictions are not counted, the dirty
 //   lines it leaves are).
 //
-// * time: the blocks' steps of one time unit are simultaneous; their accesses are issued side by
+// * time: every running block does one step per time unit — but, in a kernel with a younger_rate < 1 (one
+//   whose issue order was measured), an SM's younger blocks, which step in that share of the units. The
+//   steps of one time unit are simultaneous; their accesses are issued side by
 //   side (every block's first, then every block's second, ...), and a unit's repeated request
 //   of one chunk — read from the same side, written, or reduced into — is one request (one fill,
 //   one near copy, one dirty line), however much else the unit touches between the two in issue
@@ -77,6 +79,12 @@ struct SimAccess {
   SimOp op = SimOp::Read;
 };
 
+// One step of a block as a measured timeline ordered it (replay): the block and the SM it ran on.
+struct SimEvent {
+  int64_t block = 0;
+  int sm = 0;
+};
+
 // One launch: `blocks` thread blocks in launch order, `blocks_per_sm` resident per SM; block b
 // runs steps(b) ≥ 1 steps, step s touching what step(b, s, out) appends.
 //
@@ -86,12 +94,6 @@ struct SimAccess {
 // block is last is decided by the schedule, not by launch order: the group's block that ends its
 // steps(b) steps last (in one time unit, the later slot) runs one step more, step index steps(b),
 // in the next time unit — after every write of its group.
-// One step of a block as a measured timeline ordered it (replay): the block and the SM it ran on.
-struct SimEvent {
-  int64_t block = 0;
-  int sm = 0;
-};
-
 struct SimKernel {
   std::string name;
   bool counted = true;  // inside the counters' ranges (false: cudaMemsetAsync)

@@ -28,7 +28,6 @@ int64_t preprocess_lanes(int64_t d) {
 
 // The forward's SimKernel::younger_rate: measured for one kernel (kFlash2MmaSync128x64D128YoungerSlowdown,
 // flash2.h), lock-step for every other.
-
 double fwd_younger_rate(const ModelPoint& m, const ModelTiles& t) {
   const Problem& p = m.problem;
   const bool measured = t.block_r == 128 && t.block_c == 64 && t.warps == 4 && t.stages == 2 &&
