@@ -51,9 +51,13 @@
 #        flash1 with its fp32 O at 0.38, 0.43, 0.45 and 0.55 of the H200's L2 (d 64 and 128;
 #        in the band, at the cap, past it), causal off/on, fwd and fwd+bwd, and flash2's
 #        deterministic backward with its dQ accumulator at 0.46 of it.
+#   oos5 A fifth out-of-sample set, chosen after the simulation's measured issue order of flash2's
+#        mma.sync 128 x 64 forward at d 128 (an SM's younger block at 1/1.14 of the older's rate):
+#        that kernel at other long one-to-four-head shapes, and beside it what the rule leaves out
+#        (the same tile in bf16 and causal).
 # Every flashio run reads hardware counters after timing (--counters full, the default).
 set -euo pipefail
-out="${1:?usage: scripts/reproduce_results.sh OUT_DIR [fa2|d256|flash3|flash3bwd|ablations|fa1|memory|io|drift|oos|oos2|oos3|oos4|all]}"
+out="${1:?usage: scripts/reproduce_results.sh OUT_DIR [fa2|d256|flash3|flash3bwd|ablations|fa1|memory|io|drift|oos|oos2|oos3|oos4|oos5|all]}"
 what="${2:-all}"
 cd "$(dirname "$0")/.."
 bin="${FLASHIO_BIN:-build/flashio}"
@@ -212,6 +216,25 @@ if [ "$what" = oos3 ] || [ "$what" = all ]; then
   {"method": "flash1", "batch": 3, "heads": 4, "head_dim": 96, "seqlen": 2900, "causal": [false, true], "pass": "fwd"},
   {"method": "flash1", "batch": 2, "heads": 6, "head_dim": 128, "seqlen": 1800, "causal": [false, true], "pass": "fwd"},
   {"method": "flash1", "batch": 1, "heads": 9, "head_dim": 64, "seqlen": 6100, "causal": [false, true], "pass": "fwd"}]}
+JSON
+fi
+
+if [ "$what" = oos5 ] || [ "$what" = all ]; then
+  run_sweep dram-oos5 --reps 3 --warmup 1 <<'JSON'
+{"description": "issue 19's fifth out-of-sample set: flash2's mma.sync 128 x 64 forward at d 128 on long passes of one to four heads, chosen after the measured issue order",
+ "sweeps": [
+  {"method": "flash2", "mma": "mma.sync", "block_r": 128, "block_c": 64, "head_dim": 128, "pass": "fwd", "batch": 1, "heads": 1,
+   "seqlen": [163840, 229376]},
+  {"method": "flash2", "mma": "mma.sync", "block_r": 128, "block_c": 64, "head_dim": 128, "pass": "fwd", "batch": 1, "heads": 2,
+   "seqlen": 131072},
+  {"method": "flash2", "mma": "mma.sync", "block_r": 128, "block_c": 64, "head_dim": 128, "pass": "fwd", "batch": 2, "heads": 1,
+   "seqlen": 98304},
+  {"method": "flash2", "mma": "mma.sync", "block_r": 128, "block_c": 64, "head_dim": 128, "pass": "fwd", "batch": 1, "heads": 4,
+   "seqlen": 65536},
+  {"method": "flash2", "mma": "mma.sync", "block_r": 128, "block_c": 64, "head_dim": 128, "pass": "fwd", "batch": 1, "heads": 1,
+   "seqlen": 196608, "dtype": "bf16"},
+  {"method": "flash2", "mma": "mma.sync", "block_r": 128, "block_c": 64, "head_dim": 128, "pass": "fwd", "batch": 1, "heads": 1,
+   "seqlen": 262144, "causal": true}]}
 JSON
 fi
 
