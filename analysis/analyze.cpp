@@ -111,15 +111,6 @@ MeasuredBytes measured_bytes(const json& counters, const IoModel* model) {
   return m;
 }
 
-GpuLimits limits_of(const json& device) {
-  GpuLimits g;
-  g.sm_count = device.value("sm_count", 0);
-  g.smem_per_sm_bytes = device.value("smem_per_sm_bytes", int64_t(0));
-  g.l2_bytes = device.value("l2_bytes", int64_t(0));
-  g.max_threads_per_sm = device.value("max_threads_per_sm", 2048);
-  return g;
-}
-
 std::string verdict_word(std::optional<bool> v) { return !v ? "—" : *v ? "holds" : "FAILS"; }
 
 // "flashio::kernels::flash1_fwd_kernel<Traits<…>, true, false>" → "flash1_fwd_kernel<…, true, false>":
@@ -174,6 +165,15 @@ std::string sweep_label(std::string name, const std::string& axis, const ModelPo
 }
 
 }  // namespace
+
+GpuLimits gpu_limits_of(const json& device) {
+  GpuLimits g;
+  g.sm_count = device.value("sm_count", 0);
+  g.smem_per_sm_bytes = device.value("smem_per_sm_bytes", int64_t(0));
+  g.l2_bytes = device.value("l2_bytes", int64_t(0));
+  g.max_threads_per_sm = device.value("max_threads_per_sm", 2048);
+  return g;
+}
 
 std::string format_bytes(double b) {
   if (b >= 1e9) return fmt::format("{:.3f} GB", b / 1e9);
@@ -310,7 +310,7 @@ RecordModel model_point_of(const json& rec, const json& file, DqAdds dq_adds) {
   if (m.fwd_tiles) {  // the L1 beside the forward kernel's carve-out, for its resident blocks
     const json device = file.value("device", json::object());
     const int blocks =
-        parts::resident_blocks(m.fwd_tiles->warps * 32, out.fwd_smem, limits_of(device), out.kernels.fwd);
+        parts::resident_blocks(m.fwd_tiles->warps * 32, out.fwd_smem, gpu_limits_of(device), out.kernels.fwd);
     m.fwd_l1 = l1_reuse_of(device.value("name", std::string()), out.fwd_smem, blocks);
   }
   for (const auto& [name, r] : kernel_resources_of(rec))
@@ -447,7 +447,7 @@ AnalyzeReport analyze_documents(const std::vector<std::pair<std::string, json>>&
   for (const auto& [file, doc] : docs) {
     const std::string& path = file;  // a plain name: lambdas below use it (C++17 cannot capture bindings)
     const json device = doc.value("device", json::object());
-    GpuLimits gpu = limits_of(device);
+    GpuLimits gpu = gpu_limits_of(device);
     gpu.blocks_per_sm_override = opt.blocks_per_sm;
     gpu.drift = opt.drift;
     gpu.drift_all_kernels = opt.drift_all_kernels;

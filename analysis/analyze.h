@@ -71,6 +71,9 @@ struct RecordModel {
 // the one whose name says fwd / bwd (not preprocess or convert).
 std::vector<std::pair<std::string, KernelResources>> kernel_resources_of(const nlohmann::json& record);
 StreamingKernels streaming_kernels_of(const nlohmann::json& record);
+// A result file's device block as the DRAM model sees the GPU (SMs, shared memory, L2, threads per SM);
+// the simulation's partitions and dirty rule are the caller's.
+GpuLimits gpu_limits_of(const nlohmann::json& device);
 // `file`: the result file's top level (device, build), for the dQ add width.
 RecordModel model_point_of(const nlohmann::json& record, const nlohmann::json& file = nlohmann::json::object(),
                            DqAdds dq_adds = DqAdds::Auto);

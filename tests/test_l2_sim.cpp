@@ -1029,25 +1029,27 @@ std::vector<SimEvent> timeline_order(const KernelTimeline& tl, const SimKernel& 
 
 TEST(KernelTimeline, EachRunsOwnOrderReplaysItsDramBytes) {
   const std::string dir = std::string(FLASHIO_SOURCE_DIR) + "/results/crosscheck/issue19-kernel-timelines/";
-  const std::vector<int> side = read_sm_sides(dir + "sides.txt", 132);
-  ASSERT_EQ(std::count(side.begin(), side.end(), -1), 0) << "every SM placed";
-  const std::vector<int> side_f2se = read_sm_sides(dir + "observer-h200/sides-start-end-chip.txt", 132);
-  const std::vector<int> side_f1se = read_sm_sides(dir + "observer-h200/sides-flash1-chip.txt", 132);
-  ASSERT_EQ(std::count(side_f2se.begin(), side_f2se.end(), -1), 0) << "every SM placed";
-  ASSERT_EQ(std::count(side_f1se.begin(), side_f1se.end(), -1), 0) << "every SM placed";
+  // Each call's chip and its side map, measured in that call.
+  const char* const call2 = "sides.txt";
+  const char* const f2se = "observer-h200/sides-start-end-chip.txt";
+  const char* const f1se = "observer-h200/sides-flash1-chip.txt";
   struct Run {
     const char* name;
+    const char* sides;
     double lo, hi;  // measured / replay
   };
-  const Run runs[] = {
-      {"bwd-1536-r1", 0.98, 1.02},      {"bwd-1536-r2", 0.98, 1.02},      {"bwd-1536-r3", 0.98, 1.02},
-      {"bwd-1536-r4", 0.98, 1.02},      {"bwd-2048-r1", 0.98, 1.02},      {"bwd-2048-r2", 0.98, 1.02},
-      {"bwd-2048-r3", 0.98, 1.02},      {"bwd-2048-r4", 0.98, 1.02},      {"f2-131072-r1", 0.98, 1.02},
-      {"f2-262144-r1", 0.98, 1.02},     {"f2-262144-r2", 0.98, 1.02},     {"fwd-b1h7n7900-r1", 1.0, 1.15},
-      {"fwd-b4h6n3900-r1", 3.0, 1e9},   {"f2se-131072-r1", 0.96, 1.0},    {"f2se-131072-r2", 0.96, 1.0},
-      {"f2se-262144-r1", 0.97, 1.0},    {"f2se-262144-r2", 0.97, 1.0},    {"f1se-bwd-1536-r1", 0.95, 1.06},
-      {"f1se-bwd-1536-r2", 0.95, 1.06}, {"f1se-bwd-2048-r1", 0.95, 1.06}, {"f1se-bwd-2048-r2", 0.95, 1.06},
-      {"f1se-bwd-2560-r1", 0.95, 1.06}, {"f1se-bwd-2560-r2", 0.95, 1.06}};
+  const Run runs[] = {{"bwd-1536-r1", call2, 0.98, 1.02},     {"bwd-1536-r2", call2, 0.98, 1.02},
+                      {"bwd-1536-r3", call2, 0.98, 1.02},     {"bwd-1536-r4", call2, 0.98, 1.02},
+                      {"bwd-2048-r1", call2, 0.98, 1.02},     {"bwd-2048-r2", call2, 0.98, 1.02},
+                      {"bwd-2048-r3", call2, 0.98, 1.02},     {"bwd-2048-r4", call2, 0.98, 1.02},
+                      {"f2-131072-r1", call2, 0.98, 1.02},    {"f2-262144-r1", call2, 0.98, 1.02},
+                      {"f2-262144-r2", call2, 0.98, 1.02},    {"fwd-b1h7n7900-r1", call2, 1.0, 1.15},
+                      {"fwd-b4h6n3900-r1", call2, 3.0, 1e9},  {"f2se-131072-r1", f2se, 0.96, 1.0},
+                      {"f2se-131072-r2", f2se, 0.96, 1.0},    {"f2se-262144-r1", f2se, 0.97, 1.0},
+                      {"f2se-262144-r2", f2se, 0.97, 1.0},    {"f1se-bwd-1536-r1", f1se, 0.95, 1.06},
+                      {"f1se-bwd-1536-r2", f1se, 0.95, 1.06}, {"f1se-bwd-2048-r1", f1se, 0.95, 1.06},
+                      {"f1se-bwd-2048-r2", f1se, 0.95, 1.06}, {"f1se-bwd-2560-r1", f1se, 0.95, 1.06},
+                      {"f1se-bwd-2560-r2", f1se, 0.95, 1.06}};
   std::printf(
       "kernel timelines (H200): run  measured GB  lock-step  model  replay   measured / lock-step, / model, / "
       "replay\n");
@@ -1060,10 +1062,9 @@ TEST(KernelTimeline, EachRunsOwnOrderReplaysItsDramBytes) {
     const RecordModel rm = model_point_of(rec, file);
     ASSERT_TRUE(rm.point) << run.name << ": " << rm.why_not;
     const ModelPoint& m = *rm.point;
-    const nlohmann::json& dev = file.at("device");
-    GpuLimits g;
-    g.sm_count = dev.at("sm_count"), g.smem_per_sm_bytes = dev.at("smem_per_sm_bytes"), g.l2_bytes = dev.at("l2_bytes");
-    g.max_threads_per_sm = dev.value("max_threads_per_sm", 2048);
+    const GpuLimits g = gpu_limits_of(file.at("device"));
+    const std::vector<int> side = read_sm_sides(dir + run.sides, g.sm_count);
+    ASSERT_EQ(std::count(side.begin(), side.end(), -1), 0) << run.sides << ": every SM placed";
     const DramContext ctx{rm.fwd_smem, rm.bwd_smem, g, 0, rm.kernels};
     const L2SimConfig cfg{g.l2_bytes, 2, g.sm_count, kGh100L2Dirty};
     enum Order { kModel, kLockStep, kReplay };
@@ -1075,10 +1076,7 @@ TEST(KernelTimeline, EachRunsOwnOrderReplaysItsDramBytes) {
       if (order == kReplay)
         for (auto& k : trace->kernels)
           if (k.name == "forward" || k.name == "backward")
-            k.replay = timeline_order(read_kernel_timeline(dir + run.name + ".timeline.txt"), k,
-                                      std::string(run.name).rfind("f2se", 0) == 0   ? side_f2se
-                                      : std::string(run.name).rfind("f1se", 0) == 0 ? side_f1se
-                                                                                    : side);
+            k.replay = timeline_order(read_kernel_timeline(dir + run.name + ".timeline.txt"), k, side);
       const L2SimResult r = simulate_l2(trace->buffers, trace->kernels, cfg);
       return double(r.dram_read + r.dram_write);
     };
