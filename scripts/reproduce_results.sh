@@ -55,9 +55,11 @@
 #        mma.sync 128 x 64 forward at d 128 (an SM's younger block at 1/1.14 of the older's rate):
 #        that kernel at other long one-to-four-head shapes, and beside it what the rule leaves out
 #        (the same tile in bf16 and causal).
+#   oos6 A sixth out-of-sample set, chosen before the bf16 instantiation of that kernel had a
+#        measured issue order: the same forward in bf16 at four long shapes (one to three heads).
 # Every flashio run reads hardware counters after timing (--counters full, the default).
 set -euo pipefail
-out="${1:?usage: scripts/reproduce_results.sh OUT_DIR [fa2|d256|flash3|flash3bwd|ablations|fa1|memory|io|drift|oos|oos2|oos3|oos4|oos5|all]}"
+out="${1:?usage: scripts/reproduce_results.sh OUT_DIR [fa2|d256|flash3|flash3bwd|ablations|fa1|memory|io|drift|oos|oos2|oos3|oos4|oos5|oos6|all]}"
 what="${2:-all}"
 cd "$(dirname "$0")/.."
 bin="${FLASHIO_BIN:-build/flashio}"
@@ -235,6 +237,21 @@ if [ "$what" = oos5 ] || [ "$what" = all ]; then
    "seqlen": 196608, "dtype": "bf16"},
   {"method": "flash2", "mma": "mma.sync", "block_r": 128, "block_c": 64, "head_dim": 128, "pass": "fwd", "batch": 1, "heads": 1,
    "seqlen": 262144, "causal": true}]}
+JSON
+fi
+
+if [ "$what" = oos6 ] || [ "$what" = all ]; then
+  run_sweep dram-oos6 --reps 3 --warmup 1 <<'JSON'
+{"description": "issue 19's sixth out-of-sample set: flash2's mma.sync 128 x 64 forward at d 128 in bf16 on long passes of one to three heads, chosen before that instantiation's issue order was measured",
+ "sweeps": [
+  {"method": "flash2", "mma": "mma.sync", "block_r": 128, "block_c": 64, "head_dim": 128, "pass": "fwd", "dtype": "bf16",
+   "batch": 1, "heads": 1, "seqlen": 262144},
+  {"method": "flash2", "mma": "mma.sync", "block_r": 128, "block_c": 64, "head_dim": 128, "pass": "fwd", "dtype": "bf16",
+   "batch": 1, "heads": 2, "seqlen": 163840},
+  {"method": "flash2", "mma": "mma.sync", "block_r": 128, "block_c": 64, "head_dim": 128, "pass": "fwd", "dtype": "bf16",
+   "batch": 2, "heads": 1, "seqlen": 131072},
+  {"method": "flash2", "mma": "mma.sync", "block_r": 128, "block_c": 64, "head_dim": 128, "pass": "fwd", "dtype": "bf16",
+   "batch": 1, "heads": 3, "seqlen": 98304}]}
 JSON
 fi
 
