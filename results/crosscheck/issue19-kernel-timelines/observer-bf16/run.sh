@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 19: the younger block's slowdown measured on an H100 (the constant was measured on the H200): flash2's
+# Issue 19: the younger block's slowdown of the bf16 instantiation (and fp16 again), on an H200 and an H100: flash2's
 # one-head long forward, the committed kernel and its start/end timeline instance in one binary
 # (../observer-h200/instance-start-end-outside-loop.patch applied, `ninja flashio`, packed into .gputl, carried),
 # on one chip; fp16 (the instantiation the constant is for) and bf16 (which has none yet).
