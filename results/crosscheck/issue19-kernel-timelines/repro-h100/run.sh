@@ -12,7 +12,7 @@ bash scripts/gpu_bundle.sh unpack
 nvidia-smi --query-gpu=name,serial,clocks.max.sm --format=csv > $OUT/gpu.txt
 F=build/flashio
 mkdir -p /tmp/r
-step() { echo "$1 at ${SECONDS}s" >> $OUT/gpu.txt; }
+step() { echo "$1 at ${SECONDS}s" >> $OUT/gpu.txt; tar -C /tmp -cJf $OUT/r.tar.xz r; }  # what is done comes back even if the call is cut
 bash scripts/reproduce_results.sh /tmp/r oos6 > /tmp/r/oos6.txt 2>&1 || echo "oos6 rc $?" >> $OUT/gpu.txt; step oos6
 if ! grep -q H100 $OUT/gpu.txt; then  # an H200 came instead: it has the rest already; only the sixth set is new there
   tar -C /tmp -cJf $OUT/r.tar.xz r; exit 0
@@ -20,7 +20,6 @@ fi
 bash scripts/reproduce_results.sh /tmp/r oos5 > /tmp/r/oos5.txt 2>&1 || echo "oos5 rc $?" >> $OUT/gpu.txt; step oos5
 bash scripts/reproduce_results.sh /tmp/r ablations > /tmp/r/ablations.txt 2>&1 || echo "ablations rc $?" >> $OUT/gpu.txt; step ablations
 bash scripts/reproduce_blocksparse.sh /tmp/r fig2 > /tmp/r/fig2.txt 2>&1 || echo "fig2 rc $?" >> $OUT/gpu.txt; step fig2
-tar -C /tmp -cJf $OUT/r.tar.xz r
 if [ $SECONDS -lt 420 ]; then
   $F run --method flash2 --mma mma.sync --batch 1 --heads 1 --reps 3 --warmup 1 -q --head-dim 128 --pass fwd --block-r 128 --block-c 32,64 --seqlen 65536,98304,131072,196608,262144 --out /tmp/r/drift-fwd-r1.json > /dev/null 2>> $OUT/gpu.txt || echo "drift failed" >> $OUT/gpu.txt; step drift
 fi
@@ -28,4 +27,3 @@ if [ $SECONDS -lt 480 ]; then
   $F run --method flash1 --pass bwd --batch 16 --heads 8 --head-dim 64 --seqlen 1536,2048,2560,3072 --dropout 0,0.1 --reps 5 --warmup 2 -q --out /tmp/r/flash1-bwd-2048-r1.json > /dev/null 2>> $OUT/gpu.txt || echo "bwd failed" >> $OUT/gpu.txt; step flash1
 fi
 nvcc -O3 -std=c++17 -arch=sm_90 -o /tmp/side_probe tests/gpu_sm_side_probe.cu && /tmp/side_probe 16.5 0 > /tmp/r/side.txt 2>&1; step side
-tar -C /tmp -cJf $OUT/r.tar.xz r
