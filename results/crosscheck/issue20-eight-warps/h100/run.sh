@@ -2,7 +2,7 @@
 # Issue 20: eight-warps.patch (../) beside the committed flash_decode on one H100, two rounds alternated, cuDNN
 # (scripts/peers_sdpa.py --backend cudnn) after each round. build/flashio: the committed build (left on the warm
 # machine by the call before); build-8w/flashio: the same revision with ../eight-warps.patch applied (`ninja
-# flashio`, `FLASHIO_BUILD_DIR=... scripts/gpu_bundle.sh pack flashio` into .gpu8w, carried).
+# flashio`, then `strip` and `xz -9` into .gpu8w/flashio.xz, carried: one bundle per call fits beside the tree).
 set -u
 OUT=$1
 mkdir -p build-8w && for f in .gpu8w/*.xz; do xz -dc $f > build-8w/$(basename $f .xz); chmod +x build-8w/$(basename $f .xz); done
