@@ -6,34 +6,37 @@
 # binaries are stripped of host symbols first. A call carries at most 64 MiB with the tree (about
 # 44 MiB of it tracked files): `pack NAME...` packs only those (e.g. `pack flashio`, or
 # `pack flashio_gpu_tests flashio_profile_target libflashio_inject.so`), about 17 MiB each.
+# FLASHIO_BUNDLE_DIR names another folder than .gpu/ (git-ignore it): a scratch build packed beside the
+# committed one and unpacked into its own FLASHIO_BUILD_DIR on a warm machine, one bundle per call.
 #   scripts/gpu_bundle.sh pack [NAME...] | unpack
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${FLASHIO_BUILD_DIR:-build}"
+bundle="${FLASHIO_BUNDLE_DIR:-.gpu}"
 bins=(flashio libflashio_inject.so tests/flashio_gpu_tests tests/flashio_profile_target)
 case "${1:-}" in
   pack)
     shift
-    mkdir -p .gpu
-    rm -f .gpu/*.xz
+    mkdir -p "$bundle"
+    rm -f "$bundle"/*.xz
     for b in "${bins[@]}"; do
       [ -f "$build/$b" ] || continue
       if [ $# -gt 0 ] && [[ " $* " != *" $(basename "$b") "* ]]; then continue; fi
       tmp=$(mktemp)
       strip -o "$tmp" "$build/$b"
-      xz -T2 -9 -c "$tmp" >".gpu/$(basename "$b").xz"
+      xz -T2 -9 -c "$tmp" >"$bundle/$(basename "$b").xz"
       rm -f "$tmp"
     done
-    git rev-parse --short HEAD >.gpu/revision
-    ls -l .gpu ;;
+    git rev-parse --short HEAD >"$bundle/revision"
+    ls -l "$bundle" ;;
   unpack)
     for b in "${bins[@]}"; do
-      f=".gpu/$(basename "$b").xz"
+      f="$bundle/$(basename "$b").xz"
       [ -f "$f" ] || continue
       mkdir -p "$(dirname "$build/$b")"
       xz -dc "$f" >"$build/$b"
       chmod +x "$build/$b"
     done
-    echo "gpu_bundle: unpacked the build of $(cat .gpu/revision 2>/dev/null || echo '?')" ;;
+    echo "gpu_bundle: unpacked the build of $(cat "$bundle/revision" 2>/dev/null || echo '?') into $build" ;;
   *) echo "usage: scripts/gpu_bundle.sh pack|unpack" >&2; exit 2 ;;
 esac

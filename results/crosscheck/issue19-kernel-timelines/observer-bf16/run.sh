@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Issue 19: the younger block's slowdown of the bf16 instantiation (and fp16 again), on an H200 and an H100: flash2's
 # one-head long forward, the committed kernel and its start/end timeline instance in one binary
-# (../observer-h200/instance-start-end-outside-loop.patch applied, `ninja flashio`, packed into .gputl, carried),
+# (../observer-h200/instance-start-end-outside-loop.patch applied, `ninja flashio`, `FLASHIO_BUNDLE_DIR=.gputl scripts/gpu_bundle.sh pack flashio`, carried),
 # on one chip (CASES, RUNS and NO_SIDES shorten the call); fp16 (the instantiation the constant is for) and bf16 (which has none yet).
 set -u
 OUT=$1
-mkdir -p build-tl && for f in .gputl/*.xz; do xz -dc $f > build-tl/$(basename $f .xz); chmod +x build-tl/$(basename $f .xz); done
+FLASHIO_BUNDLE_DIR=.gputl FLASHIO_BUILD_DIR=build-tl bash scripts/gpu_bundle.sh unpack
 nvidia-smi --query-gpu=name,serial --format=csv > $OUT/gpu.txt
 F=build-tl/flashio
 mkdir -p /tmp/tl /tmp/res

@@ -2,10 +2,10 @@
 # Issue 20: eight-warps.patch (../) beside the committed flash_decode on one H100, two rounds alternated, cuDNN
 # (scripts/peers_sdpa.py --backend cudnn) after each round. build/flashio: the committed build (left on the warm
 # machine by the call before); build-8w/flashio: the same revision with ../eight-warps.patch applied (`ninja
-# flashio`, then `strip` and `xz -9` into .gpu8w/flashio.xz, carried: one bundle per call fits beside the tree).
+# flashio`, `FLASHIO_BUNDLE_DIR=.gpu8w scripts/gpu_bundle.sh pack flashio`, carried: one bundle per call fits).
 set -u
 OUT=$1
-mkdir -p build-8w && for f in .gpu8w/*.xz; do xz -dc $f > build-8w/$(basename $f .xz); chmod +x build-8w/$(basename $f .xz); done
+FLASHIO_BUNDLE_DIR=.gpu8w FLASHIO_BUILD_DIR=build-8w bash scripts/gpu_bundle.sh unpack
 nvidia-smi --query-gpu=name,serial --format=csv > $OUT/gpu.txt
 A="--method flash_decode --heads 32 --kv-heads 8 --head-dim 128 --seqlen 1 --seqlen-k 8192,32768 --batch 8,32 --counters off --reps 50 -q"
 for rep in 1 2; do
