@@ -1095,11 +1095,17 @@ TEST(KernelTimeline, EachRunsOwnOrderReplaysItsDramBytes) {
 
 // kFlash2MmaSync128x64D128YoungerSlowdown (analysis/models/flash2.h) from the start/end timelines it was
 // measured with (f2se-*: flash2's 128 x 64 mma.sync forward, d 128, stamps outside its loop): on every SM
-// the first two blocks start together (within a microsecond), the one dealt first (lower launch index) ends
-// first, and the other takes r = 1.121-1.125x its time; δ = (r - 1) / (2 - r) from the medians.
+// the first two blocks start together (within 2.5 µs of blocks that run 6-12 ms: at most 0.9 µs apart on the
+// H200, 2.0 on the H100), the one dealt first (lower launch index) ends first, and the other takes
+// r = 1.122-1.124x its time; δ = (r - 1) / (2 - r) from the medians.
 TEST(KernelTimeline, TheYoungerBlocksSlowdownIsTheMeasuredOne) {
   const std::string dir = std::string(FLASHIO_SOURCE_DIR) + "/results/crosscheck/issue19-kernel-timelines/";
-  for (const char* run : {"f2se-131072-r1", "f2se-131072-r2", "f2se-262144-r1", "f2se-262144-r2"}) {
+  // fp16 on an H200; fp16 and bf16 on an H100 (one constant for both instantiations and both GPUs).
+  for (const char* run : {"f2se-131072-r1", "f2se-131072-r2", "f2se-262144-r1", "f2se-262144-r2",
+                          "observer-bf16/h100/f2se-131072-r1", "observer-bf16/h100/f2se-131072-r2",
+                          "observer-bf16/h100/f2se-262144-r1", "observer-bf16/h100/f2se-262144-r2",
+                          "observer-bf16/h100/f2se-bf16-131072-r1", "observer-bf16/h100/f2se-bf16-131072-r2",
+                          "observer-bf16/h100/f2se-bf16-262144-r1", "observer-bf16/h100/f2se-bf16-262144-r2"}) {
     const KernelTimeline tl = read_kernel_timeline(dir + run + ".timeline.txt");
     std::vector<std::vector<size_t>> on_sm(132);
     for (size_t i = 0; i < tl.block.size(); ++i) on_sm.at(size_t(tl.sm[i])).push_back(i);
@@ -1108,7 +1114,7 @@ TEST(KernelTimeline, TheYoungerBlocksSlowdownIsTheMeasuredOne) {
       ASSERT_GE(blocks.size(), 2u) << run;
       std::sort(blocks.begin(), blocks.end(), [&](size_t a, size_t b) { return tl.stamps[a][0] < tl.stamps[b][0]; });
       size_t first = blocks[0], second = blocks[1];
-      EXPECT_LT(tl.stamps[second][0] - tl.stamps[first][0], 1000.0) << run << ": the first two start together";
+      EXPECT_LT(tl.stamps[second][0] - tl.stamps[first][0], 2500.0) << run << ": the first two start together";
       if (tl.block[second] < tl.block[first]) std::swap(first, second);
       auto time = [&](size_t i) { return tl.stamps[i].back() - tl.stamps[i][0]; };
       EXPECT_LT(time(first), time(second)) << run << ": the block dealt first ends first";

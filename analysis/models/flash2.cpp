@@ -26,12 +26,13 @@ int64_t preprocess_lanes(int64_t d) {
   return chunks <= 4 ? 4 : chunks <= 8 ? 8 : chunks <= 16 ? 16 : 32;
 }
 
-// The forward's SimKernel::younger_rate: measured for one kernel (kFlash2MmaSync128x64D128YoungerSlowdown,
-// flash2.h), lock-step for every other.
+// The forward's SimKernel::younger_rate: measured for one kernel in both its instantiations
+// (kFlash2MmaSync128x64D128YoungerSlowdown, flash2.h), lock-step for every other.
 double fwd_younger_rate(const ModelPoint& m, const ModelTiles& t) {
   const Problem& p = m.problem;
   const bool measured = t.block_r == 128 && t.block_c == 64 && t.warps == 4 && t.stages == 2 &&
-                        t.smem_layout == SmemLayout::Padded && p.head_dim == 128 && p.dtype == DType::F16 &&
+                        t.smem_layout == SmemLayout::Padded && p.head_dim == 128 &&
+                        (p.dtype == DType::F16 || p.dtype == DType::BF16) &&
                         !p.causal && p.dropout == 0 && m.mask.empty() && !p.packed();
   return measured ? 1.0 / (1.0 + kFlash2MmaSync128x64D128YoungerSlowdown) : 1.0;
 }
