@@ -2,7 +2,7 @@
 # The kept backward (P while dPᵀ runs) on a GPU: its correctness through the CLI at odd sizes (every run
 # checked against the float64 reference), compute-sanitizer's memcheck, racecheck and synccheck through the CLI
 # (reference on the host), then the committed files it changes: `reproduce_results.sh flash3bwd` (flash3 and flash2
-# beside SDPA's cuDNN and flash back-ends) and `oos` (its flash3 fwd+bwd points). Build: this revision,
+# beside SDPA's cuDNN and flash back-ends) and `oos` (its flash3 fwd+bwd points). TOOLS= skips the sanitizers. Build: this revision,
 # `ninja flashio`, `scripts/gpu_bundle.sh pack flashio`, carry .gpu.  run.sh OUT
 set -u
 OUT=$1
@@ -16,7 +16,7 @@ $F run --method flash3 --pass bwd,fwdbwd --seqlen 1,17,1013,4099 -b 2 --heads 6 
   --dtype fp16,bf16 --causal false,true --padding none,random --reps 1 --warmup 0 --counters off -q \
   --out /tmp/r/correctness.json > /tmp/r/correctness.txt 2>&1; echo "correctness rc $?" >> $OUT/gpu.txt
 tail -1 /tmp/r/correctness.txt >> $OUT/gpu.txt; done_step correctness
-for tool in memcheck racecheck synccheck; do
+for tool in ${TOOLS-memcheck racecheck synccheck}; do
   compute-sanitizer --tool $tool --error-exitcode 3 $F run --method flash3 --pass bwd --seqlen 1013 -b 2 --heads 6 \
     --kv-heads 3 --head-dim 64,128 --causal false,true --reps 1 --warmup 0 --counters off --reference host -q \
     --out /tmp/r/sanitize-$tool.json > /tmp/r/$tool.log 2>&1
