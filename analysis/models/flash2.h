@@ -12,9 +12,10 @@ namespace flashio::analysis {
 // Measured for one kernel: the mma.sync forward with 128 × 64 tiles at d 128, no mask, no dropout
 // (flash2_fwd_kernel<Flash2FwdTraits<T, 128, 128, 64, 4, 2>, false, false, false, false>, 255 registers,
 // 8 B of local memory, two blocks per SM), fp16 and bf16. Its start/end timelines (stamps outside its loop:
-// its DRAM bytes those of the committed kernel within 1-3 % on the H200, 0.3-4.2 % on the H100) show, on every SM, the block dealt first ending
-// first and the other taking 1.123x its time (the SMs' spread 1.118-1.128): fp16 on an H200
-// (results/crosscheck/issue19-kernel-timelines/f2se-*), fp16 and bf16 on an H100 (…/observer-bf16/h100/).
+// its DRAM bytes those of the committed kernel within 1-3 % on the H200, 0.3-4.2 % on the H100) show, on
+// every SM, the block dealt first ending first and the other taking 1.123x its time (the SMs' spread
+// 1.118-1.128): fp16 on an H200 (results/crosscheck/issue19-kernel-timelines/f2se-*), fp16 and bf16 on an
+// H100 (…/observer-bf16/h100/).
 // With the younger block at 1/(1 + δ) of the older's rate until the older ends (then a new block is the
 // younger), that ratio is 1 + δ/(1 + δ): δ = 0.140, the same to ±0.001 in every run
 // (tests/test_l2_sim.cpp, KernelTimeline.TheYoungerBlocksSlowdownIsTheMeasuredOne, derives it from the
