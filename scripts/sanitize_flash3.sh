@@ -16,7 +16,7 @@ race_filter='*Flash3Forward*/n17_d128_fp16_causal:*Flash3Forward*/n1013_d64_bf16
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 status=0
 {
-  echo "# compute-sanitizer on the flash3 GPU tests, $gpu, revision $(cat .gpu/revision 2>/dev/null || git rev-parse --short HEAD)"
+  echo "# compute-sanitizer on the flash3 GPU tests, $gpu, revision $(cat "${FLASHIO_BUNDLE_DIR:-.gpu}/revision" 2>/dev/null || git rev-parse --short HEAD)"
   echo "# (scripts/sanitize_flash3.sh). Output lines as printed (grep SUMMARY|PASSED|FAILED|rror)."
   for tool in memcheck racecheck synccheck; do
     if [ "$tool" = memcheck ]; then filter=$memcheck_filter; else filter=$race_filter; fi

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The kept backward (P while dPᵀ runs) on a GPU: its correctness through the CLI at odd sizes (every run
-# checked against the float64 reference), compute-sanitizer's memcheck, racecheck and synccheck through the CLI
-# (reference on the host), then the committed files it changes: `reproduce_results.sh flash3bwd` (flash3 and flash2
-# beside SDPA's cuDNN and flash back-ends) and `oos` (its flash3 fwd+bwd points). TOOLS= skips the sanitizers. Build: this revision,
-# `ninja flashio`, `scripts/gpu_bundle.sh pack flashio`, carry .gpu.  run.sh OUT
+# Adopting ../p-before-dp-wait.patch (P while dPᵀ runs; measured in ../h100/, not yet in the kernels), once per GPU:
+# its correctness through the CLI at odd sizes (every run checked against the float64 reference), compute-sanitizer's
+# memcheck, racecheck and synccheck through the CLI (reference on the host), then the committed files it changes:
+# `reproduce_results.sh flash3bwd` (flash3 and flash2 beside SDPA's cuDNN and flash back-ends) and `oos` (its flash3
+# fwd+bwd points). TOOLS= skips the sanitizers. Build: the patch applied and committed, `ninja flashio`,
+# `scripts/gpu_bundle.sh pack flashio`, carry .gpu.   run.sh OUT
 set -u
 OUT=$1
 bash scripts/gpu_bundle.sh unpack
