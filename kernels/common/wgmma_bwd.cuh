@@ -6,8 +6,8 @@
 // arrive and when the warpgroups meet, not in the math:
 //
 //   scores        Sᵀ = K_w·Q_iᵀ, dPᵀ = V_w·dO_iᵀ   wgmma m64n{Br}k16, both operands shared, K-major
-//   probabilities Pᵀ = exp2(Sᵀ·scale·log2 e − L) masked (while dPᵀ's wgmmas run; ∘Z with dropout)
-//                 and dSᵀ = Pᵀ∘(dPᵀ∘Z − D), in the accumulators (lines 11, 15)
+//   probabilities Pᵀ = exp2(Sᵀ·scale·log2 e − L) masked (∘Z with dropout) and
+//                 dSᵀ = Pᵀ∘(dPᵀ∘Z − D), in the accumulators (lines 11, 15)
 //   store_ds_t    dSᵀ into a swizzled (kBlockN, kBlockM) panel, for dQ
 //   issue_dkdv    dV_w += Pᵀ·dO_i, dK_w += dSᵀ·Q_i  A from registers, B MN-major (lines 12, 17)
 //   issue_dq      dQ_i += dS·K_j                   A = dS read M-major from dSᵀ, B = K_j MN-major (line 16)
@@ -31,9 +31,7 @@ struct WgmmaBwdSteps {
   static_assert(kBlockM == kPanelColumns, "dSᵀ is one 64-column panel: dS is read M-major in one block");
   static_assert(kHeadDim % kPanelColumns == 0, "whole 64-column panels");
 
-  // Sᵀ = K_w·Q_iᵀ and dPᵀ = V_w·dO_iᵀ (lines 9 and 13, transposed): (64 keys, Br), two commit groups;
-  // Sᵀ complete on return, dPᵀ still running — probabilities computes Pᵀ meanwhile and waits for it
-  // (as FlashAttention-3's backward; H100: d 128 non-causal 1.02-1.05x faster, the rest unchanged).
+  // Sᵀ = K_w·Q_iᵀ and dPᵀ = V_w·dO_iᵀ (lines 9 and 13, transposed): (64 keys, Br), complete on return.
   // k_rows, v_rows: the warpgroup's first key row of sK, sV; q_tile, do_tile: the Q_i, dO_i tiles.
   static __device__ __forceinline__ void scores(float (&acc_s)[kAccSt], float (&acc_dp)[kAccSt], uint32_t k_rows,
                                                 uint32_t v_rows, uint32_t q_tile, uint32_t do_tile) {
@@ -42,16 +40,13 @@ struct WgmmaBwdSteps {
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
       Wgmma<T, kBlockM>::template ss<0, 0>(acc_s, desc_kmajor(k_rows, kBlockN, kk), desc_kmajor(q_tile, kBlockM, kk),
                                            kk > 0);
-    }
-    wgmma_commit();
-#pragma unroll
-    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
       Wgmma<T, kBlockM>::template ss<0, 0>(acc_dp, desc_kmajor(v_rows, kBlockN, kk), desc_kmajor(do_tile, kBlockM, kk),
                                            kk > 0);
     }
     wgmma_commit();
-    wgmma_wait<1>();  // Sᵀ complete; dPᵀ still running (probabilities waits for it after P)
+    wgmma_wait<0>();
     wgmma_fence_operands(acc_s);
+    wgmma_fence_operands(acc_dp);
   }
 
   // Pᵀ = exp2(Sᵀ·scale·log2 e − L) (line 11), masked, Pᵀ∘Z kept in acc_s for dV; dSᵀ = Pᵀ∘(dPᵀ∘Z − D)
@@ -77,19 +72,6 @@ struct WgmmaBwdSteps {
         if (key >= nk || (kCausal && key > m0 + c)) acc_s[i] = -INFINITY;  // exp2 below gives P = 0
       }
     }
-    // P first (exp2 while dPᵀ's wgmmas run), then dSᵀ once they are complete.
-#pragma unroll
-    for (int j = 0; j < kBlockM / 8; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int c = j * 8 + 2 * t + (e & 1);
-        const int key = n0 + key_row + g + (e >= 2 ? 8 : 0);
-        float pe = exp2f(fmaf(acc_s[4 * j + e], p.scale_log2, -lse[c]));
-        if (kMask != Mask::Pass && masked && (key >= nk || (kCausal && key > m0 + c))) pe = 0.f;
-        acc_s[4 * j + e] = pe;
-      }
-    wgmma_wait<0>();
-    wgmma_fence_operands(acc_dp);
     FragmentKeep<true> keep{};  // dropout: n8 tiles in pairs, one Philox draw per lane
 #pragma unroll
     for (int j = 0; j < kBlockM / 8; ++j) {
@@ -104,7 +86,9 @@ struct WgmmaBwdSteps {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int c = j * 8 + 2 * t + (e & 1);  // query row in the tile
-        const float pe = acc_s[4 * j + e];
+        const int key = n0 + key_row + g + (e >= 2 ? 8 : 0);
+        float pe = exp2f(fmaf(acc_s[4 * j + e], p.scale_log2, -lse[c]));
+        if (kMask != Mask::Pass && masked && (key >= nk || (kCausal && key > m0 + c))) pe = 0.f;
         const float z = kDropout ? (keep(j % 2, e) ? p.dropout_scale : 0.f) : 1.f;
         acc_dp[4 * j + e] = pe * (acc_dp[4 * j + e] * z - d_sum[c]);
         acc_s[4 * j + e] = pe * z;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Adopting ../p-before-dp-wait.patch (P while dPᵀ runs; measured in ../h100/, in the kernels since 2026-12-08), once per GPU:
+# Adopting ../p-before-dp-wait.patch (P while dPᵀ runs; measured in ../h100/ and, this call's H100 half, in h100/; not in the kernels), once per GPU:
 # its correctness through the CLI at odd sizes (every run checked against the float64 reference), compute-sanitizer's
 # memcheck, racecheck and synccheck through the CLI (reference on the host), then the committed files it changes:
 # `reproduce_results.sh flash3bwd` (flash3 and flash2 beside SDPA's cuDNN and flash back-ends) and `oos` (its flash3
