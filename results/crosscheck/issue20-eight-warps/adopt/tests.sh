@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU suite on the build that adopts ../proper.patch (and, in the same session, ../../issue16-bwd-overlap's
 # p-before-dp-wait.patch): `scripts/gpu_bundle.sh pack flashio_gpu_tests flashio_profile_target libflashio_inject.so`,
-# carry .gpu. Run it first on a fresh machine: run.sh (next call, the flashio bundle) then finds the test binary
+# carry .gpu (or another FLASHIO_BUNDLE_DIR). Run it first on a fresh machine: run.sh (next call, the flashio bundle) then finds the test binary
 # for scripts/decode_bench.sh's decode tests and memcheck. Writes OUT/gpu-tests-GPU-REV.txt (the suite's last lines
 # and any failure) and OUT/sanitize-decode.txt (racecheck and synccheck on the flash_decode tests).   tests.sh OUT
 set -u
@@ -9,7 +9,7 @@ OUT=$1
 bash scripts/gpu_bundle.sh unpack
 case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in *H200*) gpu=h200 ;; *) gpu=h100 ;; esac
 T=build/tests/flashio_gpu_tests
-f=$OUT/gpu-tests-$gpu-$(cat .gpu/revision).txt
+f=$OUT/gpu-tests-$gpu-$(cat ${FLASHIO_BUNDLE_DIR:-.gpu}/revision).txt
 nvidia-smi --query-gpu=name,serial --format=csv > $f
 timeout 300 $T --gtest_brief=1 > /tmp/suite.txt 2>&1; echo "rc $?" >> /tmp/suite.txt
 tail -6 /tmp/suite.txt >> $f; grep -E "FAILED" /tmp/suite.txt | head -20 >> $f
