@@ -14,9 +14,14 @@ note() { echo "$bench_name: $*" | tee -a "$out/summary.txt"; }
 
 #   gpu_tests_and_memcheck FILTER    runs "$build/tests/flashio_gpu_tests" on the tests FILTER
 # selects, then the same under compute-sanitizer memcheck, logs in "$out"/gpu_tests.txt and
-# memcheck.txt, a line for each through `note`, status=1 when either fails.
+# memcheck.txt, a line for each through `note`, status=1 when either fails. FLASHIO_SKIP_GPU_TESTS=1: neither
+# runs (a line says so) — for a call whose tests ran in a call of their own, with the test binary's bundle.
 gpu_tests_and_memcheck() {
   local filter=$1 rc sanitizer
+  if [ "${FLASHIO_SKIP_GPU_TESTS:-0}" = 1 ]; then
+    note "GPU tests and memcheck ($filter): not run here (FLASHIO_SKIP_GPU_TESTS=1)"
+    return
+  fi
   "$build/tests/flashio_gpu_tests" --gtest_filter="$filter" >"$out/gpu_tests.txt" 2>&1
   rc=$?
   tail -n 3 "$out/gpu_tests.txt"

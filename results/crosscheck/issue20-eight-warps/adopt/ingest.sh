@@ -43,7 +43,7 @@ files)
   cp "$t"/r/*.txt "$t"/r/*.log "$bwd/"
   cp "$dir/b/gpu.txt" "$bwd/gpu.txt"
   xz -c "$t/r/correctness.json" > "$bwd/correctness.json.xz"
-  cp "$t"/d/*.txt "$t"/d/*.log "$dec/"
+  cp "$t"/d/*.txt "$dec/"
   cp "$dir/d/gpu.txt" "$dec/gpu.txt"
   cp -r "$t/d/decode" "$dec/decode-bench"
   rm -f "$dec"/decode-bench/decode*.json  # the results/ files

@@ -1,15 +1,13 @@
 #!/usr/bin/env bash
 # Adopting ../proper.patch (flash_decode's tile per head dim: d 128 eight warps × two stages; measured in ../ab.md and
 # ../h100/ab.md; not in the kernels), once per GPU, on the build of the patch applied and committed (`ninja flashio`,
-# `scripts/gpu_bundle.sh pack flashio`, carry .gpu; on a warm machine that already unpacked it the bundle may hold
-# anything else):
+# `scripts/gpu_bundle.sh pack flashio`, carry .gpu or another FLASHIO_BUNDLE_DIR; the GPU tests and their
+# sanitizers are tests.sh's call):
 #   1. correctness through the CLI, every point checked against the float64 reference: odd key lengths, Nq 1–16,
-#      d 64/128/256, fp16/bf16, causal (bottom-right), GQA 8:2, contiguous and paged:64; variable lengths (a length 0
+#      d 64/128/256, fp16/bf16, causal (top-left, as every method), GQA 8:2, contiguous and paged:64; variable lengths (a length 0
 #      among them) with 1 and 4 queries per sequence, packed and paged;
-#   2. compute-sanitizer memcheck, racecheck and synccheck through the CLI on d 128 (the changed tile), contiguous and
-#      paged, one and several splits (reference on the host); TOOLS= skips them;
-#   3. the committed decode files of this GPU: `decode` (+ `-sdpa`; scripts/decode_bench.sh's run and verdicts, the
-#      copy bandwidth), `llama3-8b-decode-varlen` (+ `-sdpa`), and on the H100 `llama3-8b-decode`, `llama3-70b-decode`.
+#   2. the committed decode files of this GPU: `decode` (+ `-sdpa`; scripts/decode_bench.sh's run and verdicts, the
+#      copy bandwidth; its GPU tests skipped here), `llama3-8b-decode-varlen` (+ `-sdpa`), and on the H100 `llama3-8b-decode`, `llama3-70b-decode`.
 # Writes OUT/gpu.txt (one line per step) and OUT/d.tar.xz (every file, re-packed after each step).   run.sh OUT
 set -u
 OUT=$1
@@ -31,15 +29,7 @@ $F run --method flash_decode --seqlens uniform:0-5000 --seqlen-q 1,4 -b 7 --head
   --out $D/correctness-varlen.json > $D/correctness-varlen.txt 2>&1; last_line correctness-varlen $?
 done_step correctness
 
-for tool in ${TOOLS-memcheck racecheck synccheck}; do
-  compute-sanitizer --tool $tool --error-exitcode 3 $F run --method flash_decode --seqlen 1,4 --seqlen-k 1013,20011 \
-    -b 2 --heads 8 --kv-heads 2 --head-dim 128 --causal false,true --kv-layout contiguous,paged:64 $A --reference host \
-    --out $D/sanitize-$tool.json > $D/$tool.log 2>&1
-  echo "$tool rc $?: $(grep -E 'SUMMARY' $D/$tool.log) $(grep -E '^ok ' $D/$tool.log)" >> $OUT/gpu.txt
-done
-done_step sanitize
-
-scripts/decode_bench.sh $D/decode > $D/decode-bench.txt 2>&1; echo "decode_bench rc $?" >> $OUT/gpu.txt
+FLASHIO_SKIP_GPU_TESTS=1 scripts/decode_bench.sh $D/decode > $D/decode-bench.txt 2>&1; echo "decode_bench rc $?" >> $OUT/gpu.txt
 done_step decode
 
 $F run --preset llama3-8b-decode-varlen --counters full -q --out $D/llama3-8b-decode-varlen.json \
