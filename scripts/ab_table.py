@@ -69,14 +69,15 @@ def main():
             if all(without_method(n) in r for r in pr):
                 p = median_ms(pr, without_method(n))
                 peer_after.append(min(p) / min(x))
-                line += f" | {min(p):.4f} | {min(p) / min(b):.3f}" + (rounds([pi / bi for pi, bi in zip(p, b)]) if peer_rounds else "")
-                line += f" | {min(p) / min(x):.3f}" + (rounds([pi / xi for pi, xi in zip(p, x)]) if peer_rounds else "")
+                per_round = lambda side: rounds([pi / si for pi, si in zip(p, side)]) if peer_rounds else ""
+                line += f" | {min(p):.4f} | {min(p) / min(b):.3f}{per_round(b)} | {min(p) / min(x):.3f}{per_round(x)}"
             else:
                 line += " | | |"
         print(line + " |")
     noise = [br[0][n]["time"]["median_s"] / br[1][n]["time"]["median_s"] for n in names] if len(br) > 1 else []
     print(f"\n{len(names)} points: after / before min {min(ratios):.3f}, median {statistics.median(ratios):.3f}, "
-          f"max {max(ratios):.3f}" + (f"; before run 1 / run 2 (noise) {min(noise):.3f}–{max(noise):.3f}" if noise else "") +
+          f"max {max(ratios):.3f}" +
+          (f"; before run 1 / run 2 (noise) {min(noise):.3f}–{max(noise):.3f}" if noise else "") +
           (f"; {peer} / after {min(peer_after):.3f}–{max(peer_after):.3f} at {len(peer_after)} points" if peer_after else ""))
 
 
