@@ -78,7 +78,8 @@ def main():
     print(f"\n{len(names)} points: after / before min {min(ratios):.3f}, median {statistics.median(ratios):.3f}, "
           f"max {max(ratios):.3f}" +
           (f"; before run 1 / run 2 (noise) {min(noise):.3f}–{max(noise):.3f}" if noise else "") +
-          (f"; {peer} / after {min(peer_after):.3f}–{max(peer_after):.3f} at {len(peer_after)} points" if peer_after else ""))
+          (f"; {peer} / after {min(peer_after):.3f}–{max(peer_after):.3f} at {len(peer_after)} points"
+           if peer_after else ""))
 
 
 if __name__ == "__main__":
