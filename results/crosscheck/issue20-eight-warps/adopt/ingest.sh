@@ -8,9 +8,10 @@
 #                             -llama3-8b-decode.json and -llama3-70b-decode.json, on the H200 -dram-oos6.json; the
 #                             logs into issue16-bwd-overlap/adopt/GPU-REV/ and issue20-eight-warps/adopt/GPU-REV/
 #                             (JSON other than results xz'd). Prints each step's line of the calls' gpu.txt.
-#   ingest.sh pages           README's flash3 table, docs/results.md, results/analyze-report.md (build/flashio of
-#                             the merged tree), and the DRAM counts of docs/io-model.md (printed, to copy by hand).
-# What stays by hand: the NOTES tables and figures, the analyze pins of tests/test_analysis.cpp (the analysis tests
+#   ingest.sh pages           README's flash3 table, the flash3 NOTES' tables (scripts/generated_blocks.py),
+#                             docs/results.md, results/analyze-report.md (build/flashio of the merged tree), and the
+#                             DRAM counts of docs/io-model.md (printed, to copy by hand).
+# What stays by hand: the NOTES' figures in prose, the analyze pins of tests/test_analysis.cpp (the analysis tests
 # name every pinned ratio that moved), results/README.md's revisions.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
@@ -56,6 +57,7 @@ files)
 pages)
   [ -x build/flashio ] || { echo "ingest: build/flashio missing (build the merged tree)" >&2; exit 1; }
   python3 scripts/flash3_table.py --readme README.md results/nvidia-h100 results/nvidia-h200
+  python3 scripts/generated_blocks.py kernels/flash3/NOTES.md
   bash scripts/results_md.sh build/flashio docs/results.md
   { head -1 results/analyze-report.md; build/flashio analyze results/*.json; } > /tmp/analyze-report.md || true
   mv /tmp/analyze-report.md results/analyze-report.md

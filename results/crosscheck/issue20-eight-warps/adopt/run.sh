@@ -4,10 +4,11 @@
 # `scripts/gpu_bundle.sh pack flashio`, carry .gpu or another FLASHIO_BUNDLE_DIR; the GPU tests and their
 # sanitizers are tests.sh's call):
 #   1. correctness through the CLI, every point checked against the float64 reference: odd key lengths, Nq 1–16,
-#      d 64/128/256, fp16/bf16, causal (top-left, as every method), GQA 8:2, contiguous and paged:64; variable lengths (a length 0
-#      among them) with 1 and 4 queries per sequence, packed and paged;
+#      d 64/128/256, fp16/bf16, causal (top-left, as every method), GQA 8:2, contiguous and paged:64; variable
+#      lengths (a length 0 among them) with 1 and 4 queries per sequence, packed and paged;
 #   2. the committed decode files of this GPU: `decode` (+ `-sdpa`; scripts/decode_bench.sh's run and verdicts, the
-#      copy bandwidth; its GPU tests skipped here), `llama3-8b-decode-varlen` (+ `-sdpa`), and on the H100 `llama3-8b-decode`, `llama3-70b-decode`.
+#      copy bandwidth; its GPU tests skipped here), `llama3-8b-decode-varlen` (+ `-sdpa`), and on the H100
+#      `llama3-8b-decode`, `llama3-70b-decode`.
 # Writes OUT/gpu.txt (one line per step) and OUT/d.tar.xz (every file, re-packed after each step).   run.sh OUT
 set -u
 OUT=$1
