@@ -44,7 +44,7 @@ def main():
             rows.append(("-", os.path.splitext(os.path.basename(p))[0], read(p)))
     stalls = sorted({k for _, _, m in rows for k, v in m.items() if isinstance(v, float) and k not in
                      ("duration_us", "inst_M", "issue_busy", "cpi") and v >= 0.1},
-                    key=lambda k: -max(m.get(k, 0) for _, _, m in rows))
+                    key=lambda k: (-max(m.get(k, 0) for _, _, m in rows), k))  # ties by name: the same order every run
     memory = all(hd == "-" for hd, _, _ in rows)  # files given: also DRAM throughput and L2 hit rate
     extra = " DRAM throughput | L2 hit rate |" if memory else ""
     print("| d | kernel | µs | instructions (M) | busiest pipe | issue slots busy | cycles per issue |" + extra + " "
